@@ -1,0 +1,36 @@
+/*
+** dataset.h: training data held in memory: from a CSV (libcsv; header row, label column) or
+** synthetic (seeded). Rows keep file order; batching is the caller's rule.
+*/
+#ifndef PODSIM_DATASET_H
+#define PODSIM_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include "models/error.h"
+
+typedef struct md_dataset {
+  size_t rows;            /* examples */
+  int width;              /* features per row (float mode) or ids per row (id mode) */
+  int is_ids;             /* 1: integer ids in ids[], 0: floats in x[] */
+  float *x;               /* rows*width floats (float mode) */
+  int32_t *ids;           /* rows*width ids (id mode) */
+  int32_t *labels;        /* rows labels */
+  int classes;            /* 1 + the largest label */
+  char **columns;         /* width feature column names (CSV header order) */
+} md_dataset;
+
+/* label_column NULL: the last column. ids_vocab > 0 reads features as integer ids in
+** [0, ids_vocab). Errors name the CSV's line and column. */
+md_dataset *md_dataset_load_csv(const char *path, const char *label_column, int ids_vocab,
+                                md_error *err);
+/* rows x features normal(0,1) draws; label = argmax_c sum_j x_j*M[j][c] with M drawn first. */
+md_dataset *md_dataset_synthetic(size_t rows, int features, int classes, gsl_rng *rng);
+void md_dataset_free(md_dataset *d);
+
+/* Copies rows start, start+1, ... (wrapping at the end) into caller buffers of n rows. */
+void md_dataset_gather(const md_dataset *d, size_t start, int n, float *x, int32_t *ids,
+                       int32_t *labels);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+** model.h: a sequential Keras-like model with real float32 forward and backward passes.
+**
+** Layers are named as Keras names them (dense, dense_1, embedding, ...); variables are
+** LAYER/kernel [inputs, units] row-major, LAYER/bias [units], LAYER/embeddings [vocab, dim],
+** in layer order (kernel before bias).
+*/
+#ifndef PODSIM_MODEL_H
+#define PODSIM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include "models/cost.h"
+#include "models/error.h"
+
+typedef enum { MD_ACT_NONE = 0, MD_ACT_RELU, MD_ACT_SIGMOID, MD_ACT_TANH, MD_ACT_SOFTMAX } md_activation;
+typedef enum { MD_LAYER_DENSE = 0, MD_LAYER_EMBEDDING } md_layer_kind;
+typedef enum { MD_COMBINER_MEAN = 0, MD_COMBINER_SUM } md_combiner;
+
+typedef struct md_layer_spec {
+  md_layer_kind kind;     /* dense or embedding */
+  int units;              /* dense: output width */
+  md_activation activation; /* dense: applied after the affine map */
+  int use_bias;           /* dense: 1 adds LAYER/bias */
+  int vocab;              /* embedding: rows of LAYER/embeddings */
+  int dim;                /* embedding: columns */
+  md_combiner combiner;   /* embedding: how the ids of one example combine */
+} md_layer_spec;
+
+typedef struct md_model_spec {
+  int input_features;     /* width of a float input row; 0 when the input is ids */
+  int input_ids;          /* ids per example for an id input (embedding first); 0 otherwise */
+  int input_vocab;        /* ids are in [0, input_vocab) */
+  int nlayers;            /* entries in layers */
+  const md_layer_spec *layers; /* in order, first applied first */
+  int from_logits;        /* sparse_categorical_crossentropy reads logits (1) or probabilities (0) */
+} md_model_spec;
+
+typedef struct md_var {
+  char name[64];          /* e.g. "dense_1/kernel" */
+  int rank;               /* 1 or 2 */
+  int64_t shape[2];       /* shape[0] (and shape[1] when rank 2) */
+  size_t size;            /* number of elements */
+  float *data;            /* size floats, row-major, owned by the model */
+} md_var;
+
+typedef struct md_model md_model;
+
+/* Validates the spec (NULL and err->msg when a layer cannot follow the previous one). */
+md_model *md_model_new(const md_model_spec *spec, md_error *err);
+/* An independent copy with the same variable values (a replica's mirrored copy). */
+md_model *md_model_clone(const md_model *m);
+void      md_model_free(md_model *m);
+int       md_model_num_vars(const md_model *m);
+md_var   *md_model_var(md_model *m, int i);
+const md_var *md_model_var_const(const md_model *m, int i);
+int       md_model_find_var(const md_model *m, const char *name);   /* index or -1 */
+size_t    md_model_num_params(const md_model *m);
+int       md_model_num_classes(const md_model *m);                  /* last layer's units */
+/* Keras defaults: kernels glorot_uniform (limit sqrt(6/(fan_in+fan_out)), row-major draws,
+** one stream, variables in order), biases zeros, embeddings uniform(-0.05, 0.05). */
+void      md_model_init_default(md_model *m, gsl_rng *rng);
+
+/* A batch: n examples, x[n*input_features] or ids[n*input_ids], labels[n]. */
+typedef struct md_batch {
+  int n;                  /* examples in the batch (may be 0) */
+  const float *x;         /* float features, row-major, or NULL */
+  const int32_t *ids;     /* integer ids, row-major, or NULL */
+  const int32_t *labels;  /* class index per example */
+} md_batch;
+
+/* Scratch space for one replica (activations kept for backward), grown on demand. */
+typedef struct md_workspace md_workspace;
+md_workspace *md_workspace_new(const md_model *m);
+void          md_workspace_free(md_workspace *w);
+
+/* Gradient buffers shaped like the model's variables. */
+typedef struct md_grads {
+  int nvars;              /* same as the model's */
+  float **g;              /* g[i] has md_model_var(m,i)->size floats */
+} md_grads;
+md_grads *md_grads_new(const md_model *m);
+void      md_grads_free(md_grads *g);
+
+/* Forward and backward over the batch. The loss differentiated is scale * sum of the
+** per-example sparse categorical cross-entropies (scale = 1, 1/n or 1/G for the three loss
+** reductions). Overwrites grads; *loss_sum gets the unscaled sum of per-example losses
+** (accumulated in double). Adds the forward+backward cost to *cost. n == 0 gives zero grads. */
+void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
+                         md_grads *grads, double *loss_sum, md_cost *cost);
+/* Forward only: per-example losses summed (for evaluation), cost added to *cost. */
+double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
+/* Bytes of activations a batch of n keeps alive for backward (for memory accounting). */
+double md_model_activation_bytes(const md_model *m, int n);
+
+#endif

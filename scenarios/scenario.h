@@ -1,0 +1,108 @@
+/*
+** scenario.h: a validated scenario file. scenario_load parses the YAML (libyaml), applies the
+** --set overrides, checks every key of the v1 contract (docs/scenario-format.md) and fills this
+** struct; anything wrong is one error naming file:line:col, the key path, what was expected and
+** what was found. Keys of features that later issues build parse and validate, then give a
+** "not supported yet" error at the key's position.
+*/
+#ifndef PODSIM_SCENARIO_H
+#define PODSIM_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "models/model.h"
+#include "models/optimizer.h"
+
+#define SCN_MAX_LAYERS 32
+#define SCN_PATH_MAX 4096
+
+typedef struct scn_error {
+  char file[SCN_PATH_MAX]; /* the file the error is in (as given on the command line) */
+  int  line;              /* 1-based; 0 when the error has no position (usage) */
+  int  col;               /* 1-based */
+  char key[256];          /* key path such as "cluster.workers.count" */
+  char msg[1024];         /* the whole one-line message: "file:line:col: key: expected ..., found ..." */
+} scn_error;
+
+typedef enum { SCN_STRATEGY_DEFAULT = 0, SCN_STRATEGY_ONE_DEVICE, SCN_STRATEGY_MIRRORED,
+               SCN_STRATEGY_MULTI_WORKER_MIRRORED, SCN_STRATEGY_TPU, SCN_STRATEGY_TPU_V1,
+               SCN_STRATEGY_PARAMETER_SERVER, SCN_STRATEGY_GNN_RUNNER_TPU } scn_strategy_kind;
+typedef enum { SCN_LOSS_SUM = 0, SCN_LOSS_PER_REPLICA_MEAN, SCN_LOSS_GLOBAL_BATCH } scn_loss_reduction;
+typedef enum { SCN_FABRIC_STAR = 0, SCN_FABRIC_RING, SCN_FABRIC_TORUS2D, SCN_FABRIC_TORUS3D,
+               SCN_FABRIC_FAT_TREE } scn_fabric_topology;
+typedef enum { SCN_ALLREDUCE_AUTO = 0, SCN_ALLREDUCE_RING, SCN_ALLREDUCE_BIDIRECTIONAL_RING,
+               SCN_ALLREDUCE_TORUS, SCN_ALLREDUCE_TREE, SCN_ALLREDUCE_HALVING_DOUBLING } scn_allreduce;
+typedef enum { SCN_FORMAT_PNG = 0, SCN_FORMAT_SVG, SCN_FORMAT_PDF } scn_plot_format;
+
+typedef struct scn_machine {
+  char   type[64];        /* "n2-standard-16", or "custom" for an inline spec */
+  int    cpus;            /* vCPUs */
+  double flops;           /* FLOP/s of the whole VM (float32, sustained) */
+  double ram_bytes;       /* host RAM */
+  double nic_bytes_per_s; /* egress */
+  int    accelerators;    /* count of generic accelerators (0: none) */
+} scn_machine;
+
+typedef struct scn_plot_set {
+  int loss;               /* outputs.plots lists "loss" */
+  int step_time;          /* "step_time" */
+  int timeline;           /* "timeline" (issue 7) */
+  int hbm;                /* "hbm" (issue 7) */
+} scn_plot_set;
+
+typedef struct scenario {
+  char   path[SCN_PATH_MAX];    /* the scenario file as given */
+  char   dir[SCN_PATH_MAX];     /* its directory: relative paths resolve against it */
+  char   name[128];             /* name: */
+  uint64_t seed;                /* seed: (default 1) */
+  int    numerics_full;         /* numerics: full (1) | off (0) */
+
+  /* cluster (CPU VMs; `tpu` answers not supported yet in issue 2) */
+  int    workers;               /* cluster.workers.count (default 1) */
+  scn_machine worker_machine;   /* cluster.workers.machine (default n2-standard-8) */
+  scn_fabric_topology fabric;   /* cluster.fabric.topology (default star) */
+  double fabric_bytes_per_s;    /* cluster.fabric.link_bandwidth (default 100GB/s) */
+  double fabric_latency_s;      /* cluster.fabric.latency (default 5us) */
+
+  /* strategy */
+  scn_strategy_kind strategy;   /* strategy.kind (default: default) */
+  scn_allreduce all_reduce;     /* strategy.all_reduce (default auto) */
+
+  /* model */
+  int    input_features;        /* model.input.features */
+  int    input_ids;             /* model.input.ids */
+  int    input_vocab;           /* model.input.vocab */
+  int    nlayers;
+  md_layer_spec layers[SCN_MAX_LAYERS];
+  int    from_logits;           /* model.loss.from_logits (default false, as Keras) */
+  char   init_file[SCN_PATH_MAX]; /* model.init.file resolved against dir, "" for glorot_uniform */
+
+  md_optimizer_spec optimizer;  /* optimizer: (kind required) */
+
+  /* dataset */
+  char   csv[SCN_PATH_MAX];     /* dataset.csv resolved, "" when synthetic */
+  char   label[128];            /* dataset.label, "" = last column */
+  size_t synthetic_rows;        /* dataset.synthetic.rows */
+  int    synthetic_features;
+  int    synthetic_classes;
+  int    global_batch;          /* dataset.global_batch (required) */
+  int    repeat;                /* dataset.repeat (default true) */
+
+  /* training */
+  long   steps;                 /* training.steps, or epochs converted by the loader: -1 if epochs */
+  long   epochs;                /* training.epochs, 0 if steps given */
+  scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
+
+  /* outputs */
+  char   out_dir[SCN_PATH_MAX]; /* outputs.dir, resolved; -o overrides; default out/<name> */
+  scn_plot_set plots;           /* outputs.plots (default [loss, step_time]) */
+  scn_plot_format format;       /* outputs.format (default png) */
+  int    trace;                 /* outputs.trace (default true) */
+} scenario;
+
+/* Loads and validates FILE with the overrides ("key.path=value", YAML syntax for the value).
+** Returns 0, or -1 with *err filled. */
+int  scenario_load(const char *path, const char *const *overrides, int noverrides,
+                   scenario *out, scn_error *err);
+
+#endif
