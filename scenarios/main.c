@@ -1,0 +1,134 @@
+/*
+** main.c: the podsim command line. Exit statuses: 0 done, 1 an `expect` failed, 2 bad
+** scenario or usage (nothing written), 3 the simulated job failed (outputs written).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scenarios/train.h"
+
+#define PODSIM_VERSION "0.1.0"
+
+static const char usage[] =
+  "podsim " PODSIM_VERSION ": a deterministic simulator of distributed TensorFlow training\n"
+  "\n"
+  "usage:\n"
+  "  podsim run FILE [-o DIR] [--set KEY=VALUE]... [--quiet]\n"
+  "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>)\n"
+  "  podsim check FILE [--set KEY=VALUE]...\n"
+  "      validate the scenario and its input files; write nothing\n"
+  "  podsim plan FILE [-o DIR]\n"
+  "      capacity-planning sweep (not supported yet: planned in issue 7)\n"
+  "  podsim --help | --version\n"
+  "\n"
+  "--set overrides any scalar of the file, the value in YAML syntax: --set training.steps=20\n"
+  "\n"
+  "exit status: 0 done; 1 an expect assertion failed; 2 bad scenario or usage (nothing written);\n"
+  "             3 the simulated job failed as TensorFlow would (outputs written, see summary.json)\n"
+  "\n"
+  "the scenario format and every output file: docs/scenario-format.md\n";
+
+typedef struct cli {
+  const char *command;    /* run | check | plan */
+  const char *file;       /* the scenario */
+  const char *out_dir;    /* -o, or NULL */
+  const char **sets;      /* --set KEY=VALUE texts */
+  int nsets;              /* entries in sets */
+  int quiet;              /* --quiet */
+} cli;
+
+static int usage_error(const char *what, const char *arg) {
+  fprintf(stderr, "podsim: %s%s%s\nrun `podsim --help` for usage\n", what, arg ? ": " : "", arg ? arg : "");
+  return TR_EXIT_INPUT;
+}
+
+static int parse_args(int argc, char **argv, cli *c) {
+  c->command = argv[1];
+  c->sets = calloc((size_t)argc, sizeof *c->sets);
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-o") == 0 || strcmp(a, "--set") == 0) {
+      if (i + 1 >= argc) return usage_error("missing the value after", a);
+      if (a[1] == 'o') c->out_dir = argv[++i];
+      else c->sets[c->nsets++] = argv[++i];
+    } else if (strncmp(a, "--set=", 6) == 0) {
+      c->sets[c->nsets++] = a + 6;
+    } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+      c->quiet = 1;
+    } else if (a[0] == '-') {
+      return usage_error("unknown option", a);
+    } else if (c->file == NULL) {
+      c->file = a;
+    } else {
+      return usage_error("more than one scenario file given", a);
+    }
+  }
+  if (c->file == NULL) return usage_error("no scenario file given", NULL);
+  if (c->out_dir && strcmp(c->command, "check") == 0) return usage_error("check writes nothing; -o does not apply", NULL);
+  return TR_EXIT_OK;
+}
+
+static void print_summary(const scenario *s, const char *dir, const run_summary *sum) {
+  printf("podsim: %s\n", sum->scenario);
+  printf("  strategy      %s, %d replica%s, gradient all-reduce %s\n", sum->strategy, sum->replicas,
+         sum->replicas == 1 ? "" : "s", sum->all_reduce);
+  printf("  cluster       %d x %s\n", s->workers, s->worker_machine.type);
+  printf("  steps         %ld in %.6g s simulated (%.6g examples/s)\n", sum->steps_completed,
+         sum->sim_time_s, sum->examples_per_s);
+  if (sum->steps_completed > 0) printf("  final loss    %.6g\n", sum->final_loss);
+  printf("  memory peak   %llu of %llu bytes per device\n", (unsigned long long)sum->memory_peak_bytes,
+         (unsigned long long)sum->memory_capacity_bytes);
+  if (sum->failed) printf("  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
+  printf("  outputs       %s/\n", dir);
+  printf("  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);
+  printf("run_hash %016llx\n", (unsigned long long)sum->run_hash);
+}
+
+static int run_command(const cli *c) {
+  static scenario s;
+  static scn_error err;
+  if (scenario_load(c->file, c->sets, c->nsets, &s, &err) != 0) {
+    fprintf(stderr, "%s\n", err.msg);
+    return TR_EXIT_INPUT;
+  }
+  if (strcmp(c->command, "plan") == 0)
+    return usage_error("plan: not supported yet (capacity planning is planned in issue 7)", NULL);
+  if (strcmp(c->command, "check") == 0) {
+    if (train_check(&s, &err) != TR_EXIT_OK) {
+      fprintf(stderr, "%s\n", err.msg);
+      return TR_EXIT_INPUT;
+    }
+    printf("%s: ok\n", c->file);
+    return TR_EXIT_OK;
+  }
+  const char *dir = c->out_dir ? c->out_dir : s.out_dir;
+  run_summary sum;
+  int rc = train_run(&s, dir, &sum, &err);
+  if (rc == TR_EXIT_INPUT) {
+    fprintf(stderr, "%s\n", err.msg);
+    return rc;
+  }
+  if (!c->quiet) print_summary(&s, dir, &sum);
+  else printf("run_hash %016llx\n", (unsigned long long)sum.run_hash);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage_error("no command given", NULL);
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    fputs(usage, stdout);
+    return TR_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("podsim %s\n", PODSIM_VERSION);
+    return TR_EXIT_OK;
+  }
+  if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "plan") != 0)
+    return usage_error("unknown command", argv[1]);
+  cli c = {0};
+  int rc = parse_args(argc, argv, &c);
+  if (rc == TR_EXIT_OK) rc = run_command(&c);
+  free(c.sets);
+  return rc;
+}

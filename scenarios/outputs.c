@@ -1,0 +1,127 @@
+/*
+** outputs.c: metrics.csv, summary.json and the run hash (outputs_, run_hasher_).
+**
+** Numbers are printed with enough digits to identify the double (%.17g for times, %.9g for
+** float32-valued losses), so the files and therefore run_hash change exactly when a simulated
+** value does.
+*/
+#include "scenarios/outputs.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int run_hasher_init(run_hasher *h) {
+  h->state = XXH3_createState();
+  if (h->state == NULL) return -1;
+  XXH3_64bits_reset(h->state);
+  return 0;
+}
+
+void run_hasher_add(run_hasher *h, const char *label, const void *data, size_t len) {
+  /* The label and length frame each part so that moving bytes between parts changes the hash. */
+  uint64_t n = len;
+  XXH3_64bits_update(h->state, label, strlen(label) + 1);
+  XXH3_64bits_update(h->state, &n, sizeof n);
+  XXH3_64bits_update(h->state, data, len);
+}
+
+int run_hasher_add_file(run_hasher *h, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return -1;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char buf[1 << 16];
+  size_t got;
+  XXH3_64bits_update(h->state, base, strlen(base) + 1);
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) XXH3_64bits_update(h->state, buf, got);
+  int bad = ferror(f);
+  fclose(f);
+  return bad ? -1 : 0;
+}
+
+uint64_t run_hasher_finish(run_hasher *h) {
+  uint64_t v = XXH3_64bits_digest(h->state);
+  XXH3_freeState(h->state);
+  h->state = NULL;
+  return v;
+}
+
+const char *outputs_path(char *buf, size_t len, const char *dir, const char *name) {
+  snprintf(buf, len, "%s/%s", dir, name);
+  return buf;
+}
+
+int outputs_make_dir(const char *dir) {
+  char tmp[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof tmp) { errno = ENAMETOOLONG; return -1; }
+  memcpy(tmp, dir, n + 1);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
+  fputs(sync_columns ? ",compute_s,comm_s,idle_s\n" : "\n", f);
+  for (long i = 0; i < n; i++) {
+    const step_record *r = &rows[i];
+    double eps = r->step_time_s > 0 ? r->examples / r->step_time_s : 0.0;
+    fprintf(f, "%ld,%.17g,%.17g,%.9g,%.17g", r->step, r->sim_time_s, r->step_time_s, r->loss, eps);
+    if (sync_columns) fprintf(f, ",%.17g,%.17g,%.17g", r->compute_s, r->comm_s, r->idle_s);
+    fputc('\n', f);
+  }
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+static json_t *error_object(const run_error *e) {
+  json_t *o = json_object();
+  json_object_set_new(o, "kind", json_string(e->kind));
+  json_object_set_new(o, "device", json_string(e->device));
+  json_object_set_new(o, "message", json_string(e->message));
+  if (e->capacity_bytes > 0) {
+    json_object_set_new(o, "needed_bytes", json_integer((json_int_t)e->needed_bytes));
+    json_object_set_new(o, "capacity_bytes", json_integer((json_int_t)e->capacity_bytes));
+  }
+  return o;
+}
+
+int outputs_write_summary(const char *path, const run_summary *s) {
+  char hash[17];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->run_hash);
+  json_t *o = json_object();
+  json_object_set_new(o, "scenario", json_string(s->scenario));
+  json_object_set_new(o, "seed", json_integer((json_int_t)s->seed));
+  json_object_set_new(o, "numerics", json_string(s->numerics));
+  json_object_set_new(o, "strategy", json_string(s->strategy));
+  json_object_set_new(o, "num_replicas_in_sync", json_integer(s->replicas));
+  json_object_set_new(o, "all_reduce", json_string(s->all_reduce));
+  json_object_set_new(o, "sim_time_s", json_real(s->sim_time_s));
+  json_object_set_new(o, "steps_completed", json_integer(s->steps_completed));
+  json_object_set_new(o, "final_loss", s->steps_completed > 0 ? json_real(s->final_loss) : json_null());
+  json_object_set_new(o, "examples_per_s", json_real(s->examples_per_s));
+  /* CPU workers have no HBM: the figures are the replica device's memory (host RAM). */
+  json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)s->memory_peak_bytes));
+  json_object_set_new(o, "hbm_capacity_bytes", json_integer((json_int_t)s->memory_capacity_bytes));
+  json_object_set_new(o, "preemptions", json_integer(0));
+  json_object_set_new(o, "restarts", json_integer(0));
+  json_object_set_new(o, "lost_steps", json_integer(0));
+  json_object_set_new(o, "retried_closures", json_integer(0));
+  json_object_set_new(o, "events", json_integer((json_int_t)s->events));
+  json_object_set_new(o, "run_hash", json_string(hash));
+  json_object_set_new(o, "wall_s", json_real(s->wall_s));
+  if (s->failed) json_object_set_new(o, "error", error_object(&s->error));
+  int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+  json_decref(o);
+  return rc;
+}

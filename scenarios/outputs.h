@@ -1,0 +1,66 @@
+/*
+** outputs.h: the files of a run's output directory and the run_hash that covers what was
+** simulated (metrics, weights, variables, trace, simulated summary figures), never the host.
+*/
+#ifndef PODSIM_OUTPUTS_H
+#define PODSIM_OUTPUTS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <xxhash.h>
+
+typedef struct step_record {
+  long   step;            /* 0-based training step */
+  double sim_time_s;      /* simulated time at the end of the step */
+  double step_time_s;     /* simulated duration of the step */
+  double loss;            /* mean per-example loss over the global batch, before the update */
+  int    examples;        /* examples in the global batch of this step */
+  double compute_s;       /* replica 0: forward, backward and optimizer */
+  double comm_s;          /* the gradient all-reduce, from the last replica's arrival to its end */
+  double idle_s;          /* replica 0 waiting for slower replicas */
+} step_record;
+
+typedef struct run_error {
+  char kind[64];          /* TensorFlow's exception name, e.g. "ResourceExhaustedError" */
+  char device[128];       /* TF device name where it happened */
+  char message[512];      /* what happened, in words */
+  uint64_t needed_bytes;  /* out of memory: bytes the failed allocation needed in total */
+  uint64_t capacity_bytes;/* out of memory: the device's capacity */
+} run_error;
+
+typedef struct run_summary {
+  char   scenario[128];   /* scenario name */
+  uint64_t seed;          /* scenario seed */
+  const char *numerics;   /* "full" or "off" */
+  const char *strategy;   /* strategy kind */
+  int    replicas;        /* num_replicas_in_sync */
+  const char *all_reduce; /* algorithm used for gradients ("none" with one replica) */
+  double sim_time_s;      /* simulated end time */
+  long   steps_completed; /* training steps applied */
+  double final_loss;      /* loss of the last step */
+  double examples_per_s;  /* all examples / sim_time_s */
+  uint64_t memory_peak_bytes;     /* peak over replica devices */
+  uint64_t memory_capacity_bytes; /* capacity of that device */
+  uint64_t events;        /* engine events processed */
+  double wall_s;          /* host time, not hashed */
+  uint64_t run_hash;      /* over everything simulated */
+  int    failed;          /* the simulated job failed */
+  run_error error;        /* when failed */
+} run_summary;
+
+/* Accumulates the run hash over file contents in a fixed order. */
+typedef struct run_hasher { XXH3_state_t *state; } run_hasher;
+int      run_hasher_init(run_hasher *h);
+void     run_hasher_add(run_hasher *h, const char *label, const void *data, size_t len);
+int      run_hasher_add_file(run_hasher *h, const char *path);
+uint64_t run_hasher_finish(run_hasher *h);
+
+/* Writers. Each returns 0 or -1 (errno set). */
+int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns);
+int outputs_write_summary(const char *path, const run_summary *s);
+/* Joins dir and name into buf. */
+const char *outputs_path(char *buf, size_t len, const char *dir, const char *name);
+/* mkdir -p. */
+int outputs_make_dir(const char *dir);
+
+#endif

@@ -1,0 +1,560 @@
+/*
+** train.c: the training program of a scenario (train_).
+**
+** Each replica is an actor on its worker's compute unit. A step is:
+**   1. take the replica's slice of the global batch (ds_split_batch) and run the real float32
+**      forward and backward pass (models/), scaled by the loss reduction;
+**   2. charge the pass's FLOPs on the replica's cpu (sim_exec);
+**   3. SUM the gradients over replicas through the simulated all-reduce, which reduces the
+**      actual buffers in the algorithm's order;
+**   4. apply the optimizer to the replica's own mirrored copy and charge its FLOPs.
+** Replica 0 then records the step's metrics.
+**
+** Invariants:
+**   (1) every replica applies the same summed gradient with the same optimizer state, so the
+**       mirrored copies stay bitwise identical (checked at the end);
+**   (2) replicas are never more than one step apart (the all-reduce joins them), so per-step
+**       loss sums need only two slots, indexed by step parity;
+**   (3) nothing is written before every input (CSV, init file) has been read and checked.
+*/
+#include "scenarios/train.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "models/dataset.h"
+#include "models/model.h"
+#include "models/optimizer.h"
+#include "models/weights.h"
+#include "plots/plot.h"
+#include "sim/rng.h"
+#include "sim/sim.h"
+#include "strategies/strategy.h"
+
+typedef struct trainer trainer;
+
+typedef struct replica {
+  trainer *t;             /* the run this replica belongs to */
+  int index;              /* replica id in sync group */
+  md_model *model;        /* this replica's mirrored copy of the variables */
+  md_optimizer *opt;      /* its optimizer slots (identical on every replica) */
+  md_workspace *ws;       /* activations kept for backward */
+  md_grads *grads;        /* per-variable gradients */
+  float *flat;            /* all gradients back to back: the all-reduce buffer */
+  float *x;               /* batch features (float input) */
+  int32_t *ids;           /* batch ids (id input) */
+  int32_t *labels;        /* batch labels */
+  double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
+  int examples[2];        /* examples in this replica's slice, by step parity */
+} replica;
+
+struct trainer {
+  const scenario *s;      /* the validated scenario */
+  sim_engine *engine;     /* the simulation */
+  ds_strategy *strategy;  /* replicas, devices, all-reduce */
+  md_dataset *data;       /* training examples */
+  int nreplicas;          /* num_replicas_in_sync */
+  replica *replicas;      /* nreplicas entries */
+  size_t nparams;         /* floats in the flattened gradient */
+  long steps;             /* steps to run */
+  size_t steps_per_epoch; /* batches in one pass over the data (epochs / no repeat) */
+  step_record *records;   /* one per completed step */
+  long completed;         /* records filled */
+  int *track;             /* trace track of each replica */
+  int *slice_size;        /* scratch: ds_split_batch sizes */
+  int *slice_offset;      /* scratch: ds_split_batch offsets */
+};
+
+/* ---- errors -------------------------------------------------------------------------- */
+
+static int input_error(scn_error *err, const char *file, int line, int col, const char *key,
+                       const char *fmt, const char *detail) {
+  snprintf(err->file, sizeof err->file, "%s", file);
+  err->line = line;
+  err->col = col;
+  snprintf(err->key, sizeof err->key, "%s", key);
+  char what[768];
+  snprintf(what, sizeof what, fmt, detail);
+  snprintf(err->msg, sizeof err->msg, "%s:%d:%d: %s: %s", file, line, col, key, what);
+  return TR_EXIT_INPUT;
+}
+
+/* ---- the batching rule ----------------------------------------------------------------- */
+
+/* Without epochs and with repeat, step s reads the G rows from (s*G) mod rows onward,
+** wrapping; with epochs (or repeat: false) every pass starts at row 0 and ends with a
+** partial batch when G does not divide the rows. */
+static void batch_of_step(const trainer *t, long step, size_t *start, int *size) {
+  size_t rows = t->data->rows, g = (size_t)t->s->global_batch;
+  if (t->steps_per_epoch > 0) {
+    size_t b = (size_t)step % t->steps_per_epoch;
+    *start = b * g;
+    *size = (int)(rows - *start < g ? rows - *start : g);
+  } else {
+    *start = (size_t)step % rows * (g % rows) % rows;
+    *size = (int)g;
+  }
+}
+
+static float loss_scale(const scenario *s, int slice) {
+  switch (s->loss_reduction) {
+    case SCN_LOSS_SUM: return 1.0f;
+    case SCN_LOSS_PER_REPLICA_MEAN: return slice > 0 ? 1.0f / (float)slice : 0.0f;
+    case SCN_LOSS_GLOBAL_BATCH: return 1.0f / (float)s->global_batch;
+  }
+  return 1.0f;
+}
+
+/* ---- a replica's life -------------------------------------------------------------------- */
+
+static void flatten(const md_grads *g, const md_model *m, float *flat) {
+  size_t at = 0;
+  for (int i = 0; i < g->nvars; i++) {
+    size_t n = md_model_var_const(m, i)->size;
+    memcpy(flat + at, g->g[i], n * sizeof *flat);
+    at += n;
+  }
+}
+
+static void unflatten(const float *flat, const md_model *m, md_grads *g) {
+  size_t at = 0;
+  for (int i = 0; i < g->nvars; i++) {
+    size_t n = md_model_var_const(m, i)->size;
+    memcpy(g->g[i], flat + at, n * sizeof *flat);
+    at += n;
+  }
+}
+
+static void record_step(trainer *t, long step, sim_time start, sim_time compute, sim_time waited,
+                        int examples) {
+  double loss = 0.0;
+  for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
+  sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy);
+  step_record *rec = &t->records[t->completed++];
+  rec->step = step;
+  rec->sim_time_s = sim_time_to_s(now);
+  rec->step_time_s = sim_time_to_s(now - start);
+  rec->loss = examples > 0 ? loss / examples : 0.0;
+  rec->examples = examples;
+  rec->compute_s = sim_time_to_s(compute);
+  rec->comm_s = sim_time_to_s(comm);
+  rec->idle_s = sim_time_to_s(waited - comm);
+}
+
+static void replica_main(sim_actor *self, void *arg) {
+  replica *rep = arg;
+  trainer *t = rep->t;
+  const scenario *s = t->s;
+  int r = rep->index;
+  sim_cpu *cpu = ds_replica_cpu(t->strategy, r);
+  char span[48];
+  for (long step = 0; step < t->steps; step++) {
+    sim_time start = sim_now(t->engine);
+    size_t row;
+    int batch;
+    batch_of_step(t, step, &row, &batch);
+    ds_split_batch(batch, t->nreplicas, t->slice_size, t->slice_offset);
+    int n = t->slice_size[r];
+    md_dataset_gather(t->data, (row + (size_t)t->slice_offset[r]) % t->data->rows, n, rep->x,
+                      rep->ids, rep->labels);
+    md_batch b = { n, t->data->is_ids ? NULL : rep->x, t->data->is_ids ? rep->ids : NULL, rep->labels };
+    md_cost cost = {0};
+    md_model_train_step(rep->model, rep->ws, &b, loss_scale(s, n), rep->grads,
+                        &rep->loss_sum[step & 1], &cost);
+    rep->examples[step & 1] = n;
+    if (sim_exec(self, cpu, cost.flops) != SIM_OK) return;
+    sim_time computed = sim_now(t->engine);
+
+    flatten(rep->grads, rep->model, rep->flat);
+    if (ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK) return;
+    sim_time reduced = sim_now(t->engine);
+    unflatten(rep->flat, rep->model, rep->grads);
+
+    md_cost opt_cost = {0};
+    md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
+    if (sim_exec(self, cpu, opt_cost.flops) != SIM_OK) return;
+    sim_time end = sim_now(t->engine);
+
+    snprintf(span, sizeof span, "step %ld", step);
+    sim_trace_span(t->engine, t->track[r], span, "step", start, end);
+    if (r == 0)
+      record_step(t, step, start, (computed - start) + (end - reduced), reduced - computed, batch);
+  }
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+
+static int load_data(trainer *t, scn_error *err) {
+  const scenario *s = t->s;
+  md_error me = {0};
+  if (s->csv[0] != '\0') {
+    t->data = md_dataset_load_csv(s->csv, s->label[0] ? s->label : NULL,
+                                  s->input_ids > 0 ? s->input_vocab : 0, &me);
+    if (t->data == NULL)
+      return input_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
+  } else {
+    gsl_rng *rng = sim_rng_stream(s->seed, "dataset.synthetic");
+    t->data = md_dataset_synthetic(s->synthetic_rows, s->synthetic_features, s->synthetic_classes, rng);
+    gsl_rng_free(rng);
+  }
+  int want = s->input_ids > 0 ? s->input_ids : s->input_features;
+  if (t->data->width != want) {
+    char what[256];
+    snprintf(what, sizeof what, "the data has %d %s per row but model.input asks for %d",
+             t->data->width, s->input_ids > 0 ? "id columns" : "feature columns", want);
+    return input_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset", "%s", what);
+  }
+  return TR_EXIT_OK;
+}
+
+static int check_labels(const trainer *t, const md_model *m, scn_error *err) {
+  int classes = md_model_num_classes(m);
+  for (size_t i = 0; i < t->data->rows; i++) {
+    if (t->data->labels[i] < classes) continue;
+    char what[256];
+    snprintf(what, sizeof what, "label %d is out of range: the last layer has %d units (classes 0..%d)",
+             (int)t->data->labels[i], classes, classes - 1);
+    /* Data row i sits on line i + 2 of the CSV (after the header). */
+    return input_error(err, t->s->csv[0] ? t->s->csv : t->s->path, (int)i + 2, 1, "dataset.label",
+                       "%s", what);
+  }
+  return TR_EXIT_OK;
+}
+
+static int build_model(trainer *t, md_model **out, scn_error *err) {
+  const scenario *s = t->s;
+  md_model_spec spec = { s->input_features, s->input_ids, s->input_vocab, s->nlayers, s->layers,
+                         s->from_logits };
+  md_error me = {0};
+  md_model *m = md_model_new(&spec, &me);
+  if (m == NULL) return input_error(err, s->path, 1, 1, "model", "%s", me.msg);
+  if (s->init_file[0] != '\0') {
+    if (md_weights_read(m, s->init_file, &me) != 0) {
+      md_model_free(m);
+      return input_error(err, s->init_file, me.line, me.col, "model.init.file", "%s", me.msg);
+    }
+  } else {
+    gsl_rng *rng = sim_rng_stream(s->seed, "model.init");
+    md_model_init_default(m, rng);
+    gsl_rng_free(rng);
+  }
+  *out = m;
+  return TR_EXIT_OK;
+}
+
+static long steps_to_run(trainer *t) {
+  const scenario *s = t->s;
+  size_t rows = t->data->rows, g = (size_t)s->global_batch;
+  size_t per_epoch = (rows + g - 1) / g;
+  if (s->epochs > 0) {
+    t->steps_per_epoch = per_epoch;
+    return s->epochs * (long)per_epoch;
+  }
+  if (!s->repeat) {
+    t->steps_per_epoch = per_epoch;
+    return s->steps < (long)per_epoch ? s->steps : (long)per_epoch;
+  }
+  return s->steps;
+}
+
+static sim_algo all_reduce_algo(const scenario *s) {
+  /* auto on CPU workers is the ring (what collective ops pick there); issue 3 adds the rest. */
+  (void)s;
+  return SIM_ALGO_RING;
+}
+
+static void make_replicas(trainer *t, md_model *first) {
+  const scenario *s = t->s;
+  int max_slice = s->global_batch / t->nreplicas + 1;
+  int width = t->data->width;
+  t->replicas = calloc((size_t)t->nreplicas, sizeof *t->replicas);
+  t->track = calloc((size_t)t->nreplicas, sizeof *t->track);
+  t->slice_size = calloc((size_t)t->nreplicas, sizeof *t->slice_size);
+  t->slice_offset = calloc((size_t)t->nreplicas, sizeof *t->slice_offset);
+  t->nparams = md_model_num_params(first);
+  for (int r = 0; r < t->nreplicas; r++) {
+    replica *rep = &t->replicas[r];
+    rep->t = t;
+    rep->index = r;
+    rep->model = r == 0 ? first : md_model_clone(first);
+    rep->opt = md_optimizer_new(&s->optimizer, rep->model);
+    rep->ws = md_workspace_new(rep->model);
+    rep->grads = md_grads_new(rep->model);
+    rep->flat = calloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
+    rep->x = calloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
+    rep->ids = calloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
+    rep->labels = calloc((size_t)max_slice, sizeof *rep->labels);
+    t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
+  }
+}
+
+static void free_trainer(trainer *t) {
+  for (int r = 0; t->replicas && r < t->nreplicas; r++) {
+    replica *rep = &t->replicas[r];
+    md_model_free(rep->model);
+    md_optimizer_free(rep->opt);
+    md_workspace_free(rep->ws);
+    md_grads_free(rep->grads);
+    free(rep->flat);
+    free(rep->x);
+    free(rep->ids);
+    free(rep->labels);
+  }
+  free(t->replicas);
+  free(t->track);
+  free(t->slice_size);
+  free(t->slice_offset);
+  free(t->records);
+  ds_strategy_free(t->strategy);
+  if (t->engine) sim_engine_free(t->engine);
+  if (t->data) md_dataset_free(t->data);
+}
+
+/* Reserves each replica's memory: variables, optimizer slots, gradients, the all-reduce
+** buffer and the activations of its largest slice. Returns 0, or fills the summary's error
+** as TensorFlow's ResourceExhaustedError. */
+static int reserve_memory(trainer *t, run_summary *sum) {
+  const md_model *m = t->replicas[0].model;
+  const md_optimizer *o = t->replicas[0].opt;
+  double params = 4.0 * (double)t->nparams, slots = 0.0;
+  for (int i = 0; i < md_optimizer_num_slots(o); i++) slots += 4.0 * (double)md_optimizer_slot(o, i)->size;
+  double grads = params * (t->nreplicas > 1 ? 2.0 : 1.0);
+  int max_slice = (t->s->global_batch + t->nreplicas - 1) / t->nreplicas;
+  double acts = md_model_activation_bytes(m, max_slice);
+  uint64_t need = (uint64_t)(params + slots + grads + acts);
+  for (int r = 0; r < t->nreplicas; r++) {
+    sim_mempool *pool = ds_replica_memory(t->strategy, r);
+    if (sim_mempool_alloc(pool, need) == 0) continue;
+    run_error *e = &sum->error;
+    sum->failed = 1;
+    snprintf(e->kind, sizeof e->kind, "ResourceExhaustedError");
+    snprintf(e->device, sizeof e->device, "%s", ds_replica_device(t->strategy, r));
+    e->needed_bytes = need;
+    e->capacity_bytes = sim_mempool_capacity(pool);
+    snprintf(e->message, sizeof e->message,
+             "OOM allocating %llu bytes on %s (capacity %llu): variables %.0f, optimizer slots %.0f, "
+             "gradients and all-reduce buffer %.0f, activations for a per-replica batch of %d %.0f",
+             (unsigned long long)need, e->device, (unsigned long long)e->capacity_bytes, params, slots,
+             grads, max_slice, acts);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- outputs --------------------------------------------------------------------------- */
+
+static int write_variables(const trainer *t, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  fputs("name,kind,shape,device\n", f);
+  const char *kind = t->nreplicas > 1 ? "mirrored" : "variable";
+  for (int r = 0; r < t->nreplicas; r++) {
+    const replica *rep = &t->replicas[r];
+    const char *dev = ds_replica_device(t->strategy, r);
+    for (int i = 0; i < md_model_num_vars(rep->model); i++) {
+      const md_var *v = md_model_var_const(rep->model, i);
+      if (v->rank == 1) fprintf(f, "%s,%s,%lld,%s\n", v->name, kind, (long long)v->shape[0], dev);
+      else fprintf(f, "%s,%s,%lldx%lld,%s\n", v->name, kind, (long long)v->shape[0], (long long)v->shape[1], dev);
+    }
+    for (int i = 0; i < md_optimizer_num_slots(rep->opt); i++) {
+      const md_var *v = md_optimizer_slot(rep->opt, i);
+      if (v->rank == 1) fprintf(f, "%s,slot,%lld,%s\n", v->name, (long long)v->shape[0], dev);
+      else fprintf(f, "%s,slot,%lldx%lld,%s\n", v->name, (long long)v->shape[0], (long long)v->shape[1], dev);
+    }
+  }
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+static int write_weights(const trainer *t, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  int rc = md_weights_write(t->replicas[0].model, f);
+  return (fclose(f) == 0 && rc == 0) ? 0 : -1;
+}
+
+static void mirrored_copies_agree(const trainer *t) {
+  const md_model *first = t->replicas[0].model;
+  for (int r = 1; r < t->nreplicas; r++)
+    for (int i = 0; i < md_model_num_vars(first); i++) {
+      const md_var *a = md_model_var_const(first, i), *b = md_model_var_const(t->replicas[r].model, i);
+      (void)a, (void)b;
+      assert(memcmp(a->data, b->data, a->size * sizeof(float)) == 0);
+    }
+}
+
+static int write_plots(const trainer *t, const char *dir, char *msg, size_t msglen) {
+  const scenario *s = t->s;
+  long n = t->completed;
+  double *x = calloc((size_t)n + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
+  double *compute = calloc((size_t)n + 1, sizeof *compute), *comm = calloc((size_t)n + 1, sizeof *comm);
+  double *idle = calloc((size_t)n + 1, sizeof *idle);
+  int rc = 0;
+  for (long i = 0; i < n; i++) {
+    x[i] = (double)t->records[i].step;
+    y[i] = t->records[i].loss;
+    compute[i] = t->records[i].compute_s * 1e3;
+    comm[i] = t->records[i].comm_s * 1e3;
+    idle[i] = t->records[i].idle_s * 1e3;
+  }
+  char path[SCN_PATH_MAX + 32], title[256];
+  if (s->plots.loss) {
+    pl_series loss = { "loss", x, y, (size_t)n };
+    snprintf(title, sizeof title, "Training loss \xe2\x80\x94 %s", s->name);
+    rc |= pl_line_chart(outputs_path(path, sizeof path, dir, "loss.png"), PL_PNG, title, "step",
+                        "loss (mean per example)", &loss, 1, msg, msglen);
+  }
+  if (s->plots.step_time && rc == 0) {
+    pl_stack stacks[3] = { { "compute", compute }, { "communication", comm }, { "idle", idle } };
+    snprintf(title, sizeof title, "Step time breakdown \xe2\x80\x94 %s", s->name);
+    rc |= pl_stacked_bars(outputs_path(path, sizeof path, dir, "step_time.png"), PL_PNG, title, "step",
+                          "simulated time (ms)", x, (size_t)n, stacks, 3, msg, msglen);
+  }
+  free(x);
+  free(y);
+  free(compute);
+  free(comm);
+  free(idle);
+  return rc;
+}
+
+static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
+  char path[SCN_PATH_MAX + 32];
+  run_hasher h;
+  int bad = outputs_make_dir(dir) != 0 || run_hasher_init(&h) != 0;
+  const char *files[] = { "metrics.csv", "final_weights.csv", "variables.csv", "trace.json" };
+  for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
+    outputs_path(path, sizeof path, dir, files[i]);
+    switch (i) {
+      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1) != 0; break;
+      case 1: bad = write_weights(t, path) != 0; break;
+      case 2: bad = write_variables(t, path) != 0; break;
+      case 3: if (!t->s->trace) continue;
+              bad = sim_trace_write_json(t->engine, path) != 0; break;
+    }
+    if (!bad) bad = run_hasher_add_file(&h, path) != 0;
+  }
+  if (bad) {
+    if (h.state) run_hasher_finish(&h);
+    return input_error(err, dir, 0, 0, "outputs.dir", "cannot write %s", path);
+  }
+  char figures[256];
+  int len = snprintf(figures, sizeof figures, "sim_time_ps=%lld events=%llu failed=%d",
+                     (long long)sim_now(t->engine), (unsigned long long)sum->events, sum->failed);
+  run_hasher_add(&h, "summary", figures, (size_t)len);
+  if (sum->failed) run_hasher_add(&h, "error", sum->error.message, strlen(sum->error.message));
+  sum->run_hash = run_hasher_finish(&h);
+
+  char msg[512] = "";
+  if (write_plots(t, dir, msg, sizeof msg) != 0)
+    return input_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
+  return TR_EXIT_OK;
+}
+
+static ds_kind strategy_kind(const scenario *s) {
+  switch (s->strategy) {
+    case SCN_STRATEGY_MULTI_WORKER_MIRRORED: return DS_MULTI_WORKER_MIRRORED;
+    case SCN_STRATEGY_ONE_DEVICE: return DS_ONE_DEVICE;
+    default: return DS_DEFAULT;  /* the loader lets only these three through */
+  }
+}
+
+static void summarise(trainer *t, run_summary *sum) {
+  const scenario *s = t->s;
+  snprintf(sum->scenario, sizeof sum->scenario, "%s", s->name);
+  sum->seed = s->seed;
+  sum->numerics = s->numerics_full ? "full" : "off";
+  sum->strategy = ds_kind_name(strategy_kind(s));
+  sum->replicas = t->nreplicas;
+  sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
+  sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
+  sum->steps_completed = t->completed;
+  sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
+  double examples = 0;
+  for (long i = 0; i < t->completed; i++) examples += t->records[i].examples;
+  sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
+  for (int r = 0; r < t->nreplicas; r++) {
+    sim_mempool *pool = ds_replica_memory(t->strategy, r);
+    if (sim_mempool_peak(pool) < sum->memory_peak_bytes) continue;
+    sum->memory_peak_bytes = sim_mempool_peak(pool);
+    sum->memory_capacity_bytes = sim_mempool_capacity(pool);
+  }
+  sum->events = sim_events_processed(t->engine);
+}
+
+static ds_cluster cluster_of(const scenario *s) {
+  ds_cluster c;
+  c.workers = s->workers;
+  c.machine.flops_per_s = s->worker_machine.flops;
+  c.machine.ram_bytes = s->worker_machine.ram_bytes;
+  c.machine.nic_bytes_per_s = s->worker_machine.nic_bytes_per_s;
+  c.fabric = s->fabric == SCN_FABRIC_RING ? SIM_FABRIC_RING : SIM_FABRIC_STAR;
+  c.link_bytes_per_s = s->fabric_bytes_per_s;
+  c.latency = sim_time_from_s(s->fabric_latency_s);
+  return c;
+}
+
+/* Reads and checks every input (invariant 3); on success *first is the initialised model. */
+static int prepare(trainer *t, md_model **first, scn_error *err) {
+  int rc = load_data(t, err);
+  if (rc == TR_EXIT_OK) rc = build_model(t, first, err);
+  if (rc == TR_EXIT_OK) rc = check_labels(t, *first, err);
+  return rc;
+}
+
+int train_check(const scenario *s, scn_error *err) {
+  trainer t = { .s = s };
+  md_model *first = NULL;
+  int rc = prepare(&t, &first, err);
+  if (first) md_model_free(first);
+  free_trainer(&t);
+  return rc;
+}
+
+int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_error *err) {
+  struct timespec w0, w1;
+  clock_gettime(CLOCK_MONOTONIC, &w0);
+  trainer t = { .s = s };
+  md_model *first = NULL;
+  int rc = prepare(&t, &first, err);
+  if (rc != TR_EXIT_OK) {
+    if (first) md_model_free(first);
+    free_trainer(&t);
+    return rc;
+  }
+  t.engine = sim_engine_new();
+  sim_trace_enable(t.engine, s->trace);
+  ds_cluster cluster = cluster_of(s);
+  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, all_reduce_algo(s));
+  t.nreplicas = ds_num_replicas_in_sync(t.strategy);
+  t.steps = steps_to_run(&t);
+  t.records = calloc((size_t)t.steps + 1, sizeof *t.records);
+  make_replicas(&t, first);
+
+  memset(sum, 0, sizeof *sum);
+  if (reserve_memory(&t, sum) == 0) {
+    char name[48];
+    for (int r = 0; r < t.nreplicas; r++) {
+      snprintf(name, sizeof name, "replica%d", r);
+      sim_actor_spawn(t.engine, name, replica_main, &t.replicas[r]);
+    }
+    int ran = sim_run(t.engine);
+    assert(ran == 0);
+    (void)ran;
+    mirrored_copies_agree(&t);
+  }
+  summarise(&t, sum);
+  rc = write_outputs(&t, out_dir, sum, err);
+  clock_gettime(CLOCK_MONOTONIC, &w1);
+  sum->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+  if (rc == TR_EXIT_OK) {
+    char path[SCN_PATH_MAX + 32];
+    if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)
+      rc = input_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
+  }
+  free_trainer(&t);
+  if (rc != TR_EXIT_OK) return rc;
+  return sum->failed ? TR_EXIT_JOB_FAILED : TR_EXIT_OK;
+}

@@ -1,0 +1,57 @@
+/*
+** strategy.h: the sync strategies of issue 2 as the training program sees them: how many
+** replicas are in sync, where each replica lives (a TF device name, a compute unit, a memory
+** pool), how a global batch splits over them, and the cross-replica SUM of gradients through
+** the simulated collective. Issue 4 grows this into the full tf.distribute API.
+*/
+#ifndef PODSIM_STRATEGY_H
+#define PODSIM_STRATEGY_H
+
+#include <stddef.h>
+#include "sim/sim.h"
+#include "sim/collective.h"
+#include "sim/fabric.h"
+
+typedef enum { DS_DEFAULT = 0, DS_ONE_DEVICE, DS_MULTI_WORKER_MIRRORED } ds_kind;
+
+typedef struct ds_machine {
+  double flops_per_s;     /* sustained float32 rate of one worker VM */
+  double ram_bytes;       /* host memory of one worker VM */
+  double nic_bytes_per_s; /* egress of one worker VM */
+} ds_machine;
+
+typedef struct ds_cluster {
+  int workers;            /* CPU worker VMs */
+  ds_machine machine;     /* every worker is this machine */
+  sim_fabric_kind fabric; /* how the workers are joined */
+  double link_bytes_per_s;/* fabric link bandwidth */
+  sim_time latency;       /* fabric link latency */
+} ds_cluster;
+
+typedef struct ds_strategy ds_strategy;
+
+/* Builds the workers (a cpu and a memory pool each) and, for multi_worker_mirrored, the fabric
+** and the collective group of the replicas. */
+ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *cluster, sim_algo algo);
+void         ds_strategy_free(ds_strategy *s);
+const char  *ds_kind_name(ds_kind kind);
+int          ds_num_replicas_in_sync(const ds_strategy *s);
+const char  *ds_replica_device(const ds_strategy *s, int replica);  /* TF device name */
+sim_cpu     *ds_replica_cpu(const ds_strategy *s, int replica);
+sim_mempool *ds_replica_memory(const ds_strategy *s, int replica);
+sim_algo     ds_all_reduce_algorithm(const ds_strategy *s);
+/* Every link of the fabric (none for a single replica), for utilisation figures. */
+size_t       ds_links(const ds_strategy *s, sim_link **out, size_t max);
+
+/* Called by each replica's actor: SUM of buf over the replicas, in the all-reduce algorithm's
+** order; buf holds the result on return. A single replica returns at once. */
+int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, size_t count);
+/* Simulated duration of the last all-reduce, from the last replica's arrival to the end. */
+sim_time ds_last_all_reduce_time(const ds_strategy *s);
+
+/* The rebatch rule (tf-distribute-semantics.md section 5): a batch of `batch` examples over
+** `replicas` gives the first batch % replicas replicas one more than batch / replicas; each
+** replica takes a contiguous slice in replica order. sizes[] and offsets[] get `replicas` entries. */
+void ds_split_batch(int batch, int replicas, int *sizes, int *offsets);
+
+#endif
