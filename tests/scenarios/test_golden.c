@@ -1,0 +1,143 @@
+/*
+** test_golden.c: whole runs of the golden scenarios (tests/golden/mlp_momentum/, computed with
+** TensorFlow.js) through the scenario loader, the engine, the strategy and the numerics.
+** Every step's loss and every final weight must satisfy
+**   |got - expected| <= 1e-5 + 1e-5*|expected|      (tests/golden/README.md)
+** r4 and r8 reduce their gradients through the simulated ring all-reduce, so their sums come in
+** ring order, not replica order: the tolerance covers the few-ulp difference.
+*/
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scenarios/train.h"
+
+/* Reads column `col` (0-based) of a CSV with a header into values; returns the row count. */
+static int read_column(const char *path, int col, double *values, int max, char names[][64]) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[512];
+  int n = 0;
+  assert_non_null(fgets(line, sizeof line, f));
+  while (fgets(line, sizeof line, f) && n < max) {
+    char *save = NULL, *field = strtok_r(line, ",\n", &save);
+    for (int c = 0; field && c < col; c++) {
+      if (names && c == 0) snprintf(names[n], 64, "%s", field);
+      field = strtok_r(NULL, ",\n", &save);
+    }
+    assert_non_null(field);
+    values[n++] = strtod(field, NULL);
+  }
+  fclose(f);
+  return n;
+}
+
+static char *temp_dir(void) {
+  char *d = strdup("/tmp/podsim-golden-XXXXXX");
+  assert_non_null(mkdtemp(d));
+  return d;
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static uint64_t run_variant(const char *variant, const char *out, double *max_loss_err,
+                            double *max_weight_err) {
+  char rel[256], path[512];
+  static scenario s;
+  scn_error err;
+  snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s/scenario.yaml", variant);
+  if (scenario_load(tu_src(rel), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
+  run_summary sum;
+  int rc = train_run(&s, out, &sum, &err);
+  if (rc != TR_EXIT_OK) fail_msg("exit %d: %s", rc, err.msg);
+  assert_int_equal(sum.steps_completed, 50);
+
+  static double got[256], want[256];
+  static char names_got[256][64], names_want[256][64];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  int n = read_column(path, 3, got, 256, NULL);
+  snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s/expected_loss.csv", variant);
+  int m = read_column(tu_src(rel), 1, want, 256, NULL);
+  assert_int_equal(n, 50);
+  assert_int_equal(m, 50);
+  *max_loss_err = 0;
+  for (int i = 0; i < n; i++) {
+    if (!TU_GOLDEN_CLOSE(got[i], want[i])) fail_msg("%s step %d loss %.9g, expected %.9g", variant, i, got[i], want[i]);
+    *max_loss_err = fmax(*max_loss_err, fabs(got[i] - want[i]));
+  }
+
+  snprintf(path, sizeof path, "%s/final_weights.csv", out);
+  n = read_column(path, 2, got, 256, names_got);
+  snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s/expected_final.csv", variant);
+  m = read_column(tu_src(rel), 2, want, 256, names_want);
+  assert_int_equal(n, 195);  /* 8*16 + 16 + 16*3 + 3 */
+  assert_int_equal(m, 195);
+  *max_weight_err = 0;
+  for (int i = 0; i < n; i++) {
+    assert_string_equal(names_got[i], names_want[i]);
+    if (!TU_GOLDEN_CLOSE(got[i], want[i])) fail_msg("%s weight %d (%s) %.9g, expected %.9g", variant, i, names_got[i], got[i], want[i]);
+    *max_weight_err = fmax(*max_weight_err, fabs(got[i] - want[i]));
+  }
+  return sum.run_hash;
+}
+
+static void check_variant(const char *variant) {
+  char *out = temp_dir();
+  double loss_err, weight_err;
+  run_variant(variant, out, &loss_err, &weight_err);
+  print_message("golden %s: max |loss error| %.3g, max |weight error| %.3g\n", variant, loss_err, weight_err);
+  remove_dir(out);
+  free(out);
+}
+
+static void golden_r1(void **state) { (void)state; check_variant("r1"); }
+static void golden_r4(void **state) { (void)state; check_variant("r4"); }
+static void golden_r8(void **state) { (void)state; check_variant("r8"); }
+static void golden_r4_mean(void **state) { (void)state; check_variant("r4_mean"); }
+
+/* The same scenario run twice, into different directories, gives the same run_hash. */
+static void run_hash_is_stable(void **state) {
+  (void)state;
+  char *a = temp_dir(), *b = temp_dir();
+  double le, we;
+  uint64_t h1 = run_variant("r4", a, &le, &we);
+  uint64_t h2 = run_variant("r4", b, &le, &we);
+  assert_true(h1 == h2);
+  remove_dir(a);
+  remove_dir(b);
+  free(a);
+  free(b);
+}
+
+/* Different replica counts reduce in different orders and time differently: the hash sees it. */
+static void run_hash_tells_runs_apart(void **state) {
+  (void)state;
+  char *a = temp_dir(), *b = temp_dir();
+  double le, we;
+  uint64_t h4 = run_variant("r4", a, &le, &we);
+  uint64_t h8 = run_variant("r8", b, &le, &we);
+  assert_true(h4 != h8);
+  remove_dir(a);
+  remove_dir(b);
+  free(a);
+  free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(golden_r1),
+    cmocka_unit_test(golden_r4),
+    cmocka_unit_test(golden_r8),
+    cmocka_unit_test(golden_r4_mean),
+    cmocka_unit_test(run_hash_is_stable),
+    cmocka_unit_test(run_hash_tells_runs_apart),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
