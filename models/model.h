@@ -89,6 +89,9 @@ void      md_grads_free(md_grads *g);
 ** (accumulated in double). Adds the forward+backward cost to *cost. n == 0 gives zero grads. */
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost);
+/* Forward only: the last layer's output (n * num_classes floats, after its activation), owned by
+** w and valid until w is next used; NULL when n == 0. Cost added to *cost. */
+const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
 /* Forward only: per-example losses summed (for evaluation), cost added to *cost. */
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
 /* Bytes of activations a batch of n keeps alive for backward (for memory accounting). */

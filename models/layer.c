@@ -1,0 +1,195 @@
+/*
+** layer.c: forward and backward of one layer (md_layer_). Dense layers go through CBLAS sgemm
+** (the standard cblas_ interface only, so GSL's cblas and OpenBLAS both link); activations and
+** embeddings are plain loops. Costs count what the op touches: an FMA is 2 FLOPs, every float
+** read or written is 4 bytes moved.
+*/
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+#include <gsl/gsl_cblas.h>
+
+#include "models/modelsInt.h"
+
+/* The cost of C[n x m] = A[n x k] B[k x m]. */
+static void gemm_cost(md_cost *cost, int n, int k, int m) {
+  md_cost c = {2.0 * n * k * m, 4.0 * ((double)n * k + (double)k * m + (double)n * m), 0};
+  md_cost_add(cost, &c);
+}
+
+/* An elementwise op over `count` floats doing `flops` per element, reading `reads` arrays. */
+static void elementwise_cost(md_cost *cost, double count, double flops, int reads) {
+  md_cost c = {count * flops, 4.0 * count * (reads + 1), 0};
+  md_cost_add(cost, &c);
+}
+
+static void dense_forward(const md_layer *l, const md_var *vars, int n, const float *x, float *z,
+                          md_cost *cost) {
+  const float *w = vars[l->kernel].data;
+  float beta = 0.0f;
+  /* The bias goes in first and sgemm adds x W onto it: one pass over z instead of two. */
+  if (l->bias >= 0) {
+    const float *b = vars[l->bias].data;
+    for (int i = 0; i < n; i++) memcpy(z + (size_t)i * l->out, b, sizeof(float) * l->out);
+    beta = 1.0f;
+    elementwise_cost(cost, (double)n * l->out, 1, 1);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, l->out, l->in, 1.0f, x, l->in, w,
+              l->out, beta, z, l->out);
+  gemm_cost(cost, n, l->in, l->out);
+}
+
+/* Each example's row is the sum (or mean) of the embedding rows of its ids, added in id order. */
+static void embedding_forward(const md_layer *l, const md_var *vars, int n, const int32_t *ids,
+                              float *z, md_cost *cost) {
+  const md_var *e = &vars[l->kernel];
+  int dim = l->out, k = l->in;
+  for (int i = 0; i < n; i++) {
+    float *zi = z + (size_t)i * dim;
+    memset(zi, 0, sizeof(float) * dim);
+    for (int j = 0; j < k; j++) {
+      int32_t id = ids[(size_t)i * k + j];
+      assert(id >= 0 && id < e->shape[0]);
+      const float *row = e->data + (size_t)id * dim;
+      for (int c = 0; c < dim; c++) zi[c] += row[c];
+    }
+    /* A division, as tf.nn.embedding_lookup_sparse's mean does, not a multiply by 1/k. */
+    if (l->spec.combiner == MD_COMBINER_MEAN)
+      for (int c = 0; c < dim; c++) zi[c] /= (float)k;
+  }
+  md_cost c = {(double)n * k * dim, 4.0 * ((double)n * k * dim + (double)n * dim + (double)n * k), 0};
+  md_cost_add(cost, &c);
+}
+
+void md_layer_forward(const md_layer *l, const md_var *vars, int n, const float *x,
+                      const int32_t *ids, float *z, md_cost *cost) {
+  if (l->spec.kind == MD_LAYER_DENSE)
+    dense_forward(l, vars, n, x, z, cost);
+  else
+    embedding_forward(l, vars, n, ids, z, cost);
+}
+
+/* Softmax of one row, shifted by its maximum so exp never overflows. */
+static void softmax_row(const float *z, float *a, int width) {
+  float mx = z[0];
+  for (int j = 1; j < width; j++) mx = z[j] > mx ? z[j] : mx;
+  double s = 0;
+  for (int j = 0; j < width; j++) {
+    a[j] = expf(z[j] - mx);
+    s += a[j];
+  }
+  for (int j = 0; j < width; j++) a[j] = (float)(a[j] / s);
+}
+
+void md_layer_activate(md_activation act, int n, int width, const float *z, float *a,
+                       md_cost *cost) {
+  size_t count = (size_t)n * width;
+  switch (act) {
+    case MD_ACT_NONE:
+      if (a != z) memcpy(a, z, sizeof(float) * count);
+      return;
+    case MD_ACT_RELU:
+      for (size_t i = 0; i < count; i++) a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+      elementwise_cost(cost, (double)count, 1, 1);
+      return;
+    case MD_ACT_SIGMOID:
+      for (size_t i = 0; i < count; i++) a[i] = 1.0f / (1.0f + expf(-z[i]));
+      elementwise_cost(cost, (double)count, 4, 1);
+      return;
+    case MD_ACT_TANH:
+      for (size_t i = 0; i < count; i++) a[i] = tanhf(z[i]);
+      elementwise_cost(cost, (double)count, 4, 1);
+      return;
+    case MD_ACT_SOFTMAX:
+      for (int i = 0; i < n; i++) softmax_row(z + (size_t)i * width, a + (size_t)i * width, width);
+      elementwise_cost(cost, (double)count, 5, 1);
+      return;
+  }
+}
+
+void md_layer_activate_backward(md_activation act, int n, int width, const float *z,
+                                const float *a, float *d, md_cost *cost) {
+  size_t count = (size_t)n * width;
+  switch (act) {
+    case MD_ACT_NONE:
+      return;
+    case MD_ACT_RELU:
+      /* As TF's ReluGrad: the gradient passes only where z > 0 (none at exactly 0). */
+      for (size_t i = 0; i < count; i++) d[i] = z[i] > 0.0f ? d[i] : 0.0f;
+      elementwise_cost(cost, (double)count, 1, 2);
+      return;
+    case MD_ACT_SIGMOID:
+      for (size_t i = 0; i < count; i++) d[i] = d[i] * a[i] * (1.0f - a[i]);
+      elementwise_cost(cost, (double)count, 3, 2);
+      return;
+    case MD_ACT_TANH:
+      for (size_t i = 0; i < count; i++) d[i] = d[i] * (1.0f - a[i] * a[i]);
+      elementwise_cost(cost, (double)count, 3, 2);
+      return;
+    case MD_ACT_SOFTMAX:
+      /* dz_j = a_j (da_j - sum_k da_k a_k): the softmax Jacobian applied without forming it. */
+      for (int i = 0; i < n; i++) {
+        float *di = d + (size_t)i * width;
+        const float *ai = a + (size_t)i * width;
+        double dot = 0;
+        for (int j = 0; j < width; j++) dot += (double)di[j] * ai[j];
+        for (int j = 0; j < width; j++) di[j] = ai[j] * (di[j] - (float)dot);
+      }
+      elementwise_cost(cost, (double)count, 4, 2);
+      return;
+  }
+}
+
+static void dense_backward(const md_layer *l, const md_var *vars, float **grads, int n,
+                           const float *x, const float *dz, float *dx, md_cost *cost) {
+  /* dW = x^T dz, overwriting the gradient (beta 0). */
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->in, l->out, n, 1.0f, x, l->in, dz,
+              l->out, 0.0f, grads[l->kernel], l->out);
+  gemm_cost(cost, l->in, n, l->out);
+  if (l->bias >= 0) {
+    /* db = column sums of dz, in double and rounded once as tfjs does. */
+    float *db = grads[l->bias];
+    for (int j = 0; j < l->out; j++) {
+      double s = 0;
+      for (int i = 0; i < n; i++) s += dz[(size_t)i * l->out + j];
+      db[j] = (float)s;
+    }
+    elementwise_cost(cost, (double)n * l->out, 1, 0);
+  }
+  if (dx != NULL) {
+    /* dx = dz W^T */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, l->in, l->out, 1.0f, dz, l->out,
+                vars[l->kernel].data, l->out, 0.0f, dx, l->in);
+    gemm_cost(cost, n, l->out, l->in);
+  }
+}
+
+/* The gradient of the table is dense (zero except the rows used): each use adds its dz there. */
+static void embedding_backward(const md_layer *l, const md_var *vars, float **grads, int n,
+                               const int32_t *ids, const float *dz, md_cost *cost) {
+  const md_var *e = &vars[l->kernel];
+  float *g = grads[l->kernel];
+  int dim = l->out, k = l->in;
+  memset(g, 0, sizeof(float) * e->size);
+  for (int i = 0; i < n; i++) {
+    const float *di = dz + (size_t)i * dim;
+    for (int j = 0; j < k; j++) {
+      float *row = g + (size_t)ids[(size_t)i * k + j] * dim;
+      if (l->spec.combiner == MD_COMBINER_MEAN)
+        for (int c = 0; c < dim; c++) row[c] += di[c] / (float)k;
+      else
+        for (int c = 0; c < dim; c++) row[c] += di[c];
+    }
+  }
+  md_cost c = {(double)n * k * dim, 4.0 * ((double)e->size + 3.0 * n * k * dim), 0};
+  md_cost_add(cost, &c);
+}
+
+void md_layer_backward(const md_layer *l, const md_var *vars, float **grads, int n,
+                       const float *x, const int32_t *ids, const float *dz, float *dx,
+                       md_cost *cost) {
+  if (l->spec.kind == MD_LAYER_DENSE)
+    dense_backward(l, vars, grads, n, x, dz, dx, cost);
+  else
+    embedding_backward(l, vars, grads, n, ids, dz, cost);
+}
