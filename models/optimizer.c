@@ -1,0 +1,153 @@
+/*
+** optimizer.c: Keras optimizers (md_optimizer_) with the formulas of optimizer.h, elementwise in
+** float32 as Keras runs them on float32 variables. Slots are listed as Keras creates them: one
+** loop over the variables per slot name (all "VAR/m" before all "VAR/v").
+*/
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/modelsInt.h"
+#include "models/optimizer.h"
+
+struct md_optimizer {
+  md_optimizer_spec spec; /* formula and hyper-parameters */
+  int nvars;              /* variables of the model it was made for */
+  int nslots;             /* entries in slots: 0 or 1 (sgd, adagrad) or 2 (adam) per variable */
+  md_var *slots;          /* slot k of variable i is slots[k*nvars + i] */
+  int64_t iterations;     /* applies so far (Keras' optimizer.iterations; adam's t) */
+};
+
+void md_optimizer_spec_defaults(md_optimizer_spec *s, md_optimizer_kind kind) {
+  memset(s, 0, sizeof *s);
+  s->kind = kind;
+  s->learning_rate = kind == MD_OPT_SGD ? 0.01f : 0.001f;
+  s->momentum = 0.0f;
+  s->nesterov = 0;
+  s->beta_1 = 0.9f;
+  s->beta_2 = 0.999f;
+  s->epsilon = 1e-7f;
+  s->initial_accumulator_value = 0.1f;
+}
+
+md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m) {
+  static const char *const sgd_names[] = {"momentum"};
+  static const char *const adam_names[] = {"m", "v"};
+  static const char *const adagrad_names[] = {"accumulator"};
+  const char *const *names = NULL;
+  int per_var = 0;
+  float start = 0.0f;
+  switch (spec->kind) {
+    case MD_OPT_SGD:
+      /* Keras creates the momentum slot only when momentum is used. */
+      names = sgd_names;
+      per_var = spec->momentum > 0.0f;
+      break;
+    case MD_OPT_ADAM:
+      names = adam_names;
+      per_var = 2;
+      break;
+    case MD_OPT_ADAGRAD:
+      names = adagrad_names;
+      per_var = 1;
+      start = spec->initial_accumulator_value;
+      break;
+  }
+  md_optimizer *o = md_xrealloc(NULL, sizeof *o);
+  o->spec = *spec;
+  o->nvars = md_model_num_vars(m);
+  o->nslots = per_var * o->nvars;
+  o->slots = md_xrealloc(NULL, sizeof(md_var) * o->nslots);
+  o->iterations = 0;
+  for (int k = 0; k < per_var; k++)
+    for (int i = 0; i < o->nvars; i++) {
+      const md_var *v = md_model_var_const(m, i);
+      md_var *s = &o->slots[k * o->nvars + i];
+      *s = *v;
+      /* Variable names are at most "embedding_NNNNNNNNNN/embeddings" long: the bound never cuts. */
+      snprintf(s->name, sizeof s->name, "%.40s/%s", v->name, names[k]);
+      s->data = md_xrealloc(NULL, sizeof(float) * v->size);
+      for (size_t j = 0; j < v->size; j++) s->data[j] = start;
+    }
+  return o;
+}
+
+void md_optimizer_free(md_optimizer *o) {
+  if (o == NULL) return;
+  for (int i = 0; i < o->nslots; i++) free(o->slots[i].data);
+  free(o->slots);
+  free(o);
+}
+
+static void sgd(const md_optimizer_spec *s, float *w, const float *g, float *v, size_t n) {
+  float lr = s->learning_rate, mu = s->momentum;
+  if (v == NULL) {
+    for (size_t j = 0; j < n; j++) w[j] -= lr * g[j];
+    return;
+  }
+  for (size_t j = 0; j < n; j++) {
+    v[j] = mu * v[j] - lr * g[j];
+    w[j] += s->nesterov ? mu * v[j] - lr * g[j] : v[j];
+  }
+}
+
+static void adam(const md_optimizer_spec *s, int64_t t, float *w, const float *g, float *m,
+                 float *v, size_t n) {
+  /* Keras folds both bias corrections into the step size: lr_t = lr sqrt(1-b2^t) / (1-b1^t). */
+  float b1 = s->beta_1, b2 = s->beta_2;
+  float b1t = powf(b1, (float)t), b2t = powf(b2, (float)t);
+  float lr_t = s->learning_rate * sqrtf(1.0f - b2t) / (1.0f - b1t);
+  for (size_t j = 0; j < n; j++) {
+    m[j] = b1 * m[j] + (1.0f - b1) * g[j];
+    v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+    w[j] -= lr_t * m[j] / (sqrtf(v[j]) + s->epsilon);
+  }
+}
+
+static void adagrad(const md_optimizer_spec *s, float *w, const float *g, float *a, size_t n) {
+  for (size_t j = 0; j < n; j++) {
+    a[j] += g[j] * g[j];
+    w[j] -= s->learning_rate * g[j] / (sqrtf(a[j]) + s->epsilon);
+  }
+}
+
+void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost) {
+  assert(g->nvars == o->nvars && md_model_num_vars(m) == o->nvars);
+  o->iterations++;
+  /* FLOPs per element of each formula, and the arrays each reads and writes. */
+  double flops = 0, arrays = 0;
+  for (int i = 0; i < o->nvars; i++) {
+    md_var *v = md_model_var(m, i);
+    switch (o->spec.kind) {
+      case MD_OPT_SGD:
+        sgd(&o->spec, v->data, g->g[i], o->nslots > 0 ? o->slots[i].data : NULL, v->size);
+        flops = o->nslots > 0 ? 4 : 2;
+        arrays = o->nslots > 0 ? 5 : 3;
+        break;
+      case MD_OPT_ADAM:
+        adam(&o->spec, o->iterations, v->data, g->g[i], o->slots[i].data,
+             o->slots[o->nvars + i].data, v->size);
+        flops = 12;
+        arrays = 7;
+        break;
+      case MD_OPT_ADAGRAD:
+        adagrad(&o->spec, v->data, g->g[i], o->slots[i].data, v->size);
+        flops = 7;
+        arrays = 5;
+        break;
+    }
+    md_cost c = {flops * v->size, 4.0 * arrays * v->size, 0};
+    md_cost_add(cost, &c);
+  }
+}
+
+int md_optimizer_num_slots(const md_optimizer *o) { return o->nslots; }
+
+const md_var *md_optimizer_slot(const md_optimizer *o, int i) {
+  assert(i >= 0 && i < o->nslots);
+  return &o->slots[i];
+}
+
+int64_t md_optimizer_iterations(const md_optimizer *o) { return o->iterations; }
