@@ -1,0 +1,94 @@
+/*
+** csvfile.c: reads a CSV file record by record through libcsv (md_csvfile_). The file is fed
+** to the parser one physical line at a time, so when a record ends the current line number is
+** the line it ended on: that is what error messages point at.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <csv.h>
+
+#include "models/modelsInt.h"
+
+typedef struct reader {
+  md_csvfile_fn fn;       /* the caller's per-record function */
+  void *ctx;              /* its context */
+  md_error *err;          /* where fn and the reader report */
+  int line;               /* physical line being parsed (1-based) */
+  int failed;             /* set once fn or the parser failed: later callbacks are ignored */
+  char **fields;          /* the current record's fields, NUL-terminated copies */
+  int nfields;            /* fields in the current record so far */
+  int cap;                /* entries allocated in fields */
+} reader;
+
+static void on_field(void *data, size_t len, void *arg) {
+  reader *r = arg;
+  if (r->failed) return;
+  if (r->nfields == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 16;
+    r->fields = md_xrealloc(r->fields, sizeof(char *) * r->cap);
+  }
+  char *f = md_xrealloc(NULL, len + 1);
+  memcpy(f, data, len);
+  f[len] = '\0';
+  r->fields[r->nfields++] = f;
+}
+
+static void drop_fields(reader *r) {
+  for (int i = 0; i < r->nfields; i++) free(r->fields[i]);
+  r->nfields = 0;
+}
+
+static void on_record(int term, void *arg) {
+  (void)term;
+  reader *r = arg;
+  if (!r->failed && r->fn(r->ctx, r->line, r->nfields, r->fields, r->err) != 0) r->failed = 1;
+  drop_fields(r);
+}
+
+int md_csvfile_each(const char *path, md_csvfile_fn fn, void *ctx, int *lines, md_error *err) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return md_error_set(err, 0, 0, "%s: %s", path, strerror(errno));
+  struct csv_parser p;
+  /* Strict: a stray quote is an error rather than a silently different field. */
+  if (csv_init(&p, CSV_STRICT) != 0) {
+    fclose(f);
+    return md_error_set(err, 0, 0, "%s: cannot start the CSV parser", path);
+  }
+  reader r = {fn, ctx, err, 0, 0, NULL, 0, 0};
+  char *buf = NULL;
+  size_t bufcap = 0;
+  ssize_t len;
+  while (!r.failed && (len = getline(&buf, &bufcap, f)) >= 0) {
+    r.line++;
+    if (csv_parse(&p, buf, (size_t)len, on_field, on_record, &r) != (size_t)len && !r.failed) {
+      md_error_set(err, r.line, 0, "%s: %s", path, csv_strerror(csv_error(&p)));
+      r.failed = 1;
+    }
+  }
+  int io_error = ferror(f);
+  if (!r.failed && csv_fini(&p, on_field, on_record, &r) != 0 && !r.failed) {
+    md_error_set(err, r.line, 0, "%s: %s", path, csv_strerror(csv_error(&p)));
+    r.failed = 1;
+  }
+  if (!r.failed && io_error) {
+    md_error_set(err, r.line, 0, "%s: read error", path);
+    r.failed = 1;
+  }
+  drop_fields(&r);
+  free(r.fields);
+  free(buf);
+  csv_free(&p);
+  fclose(f);
+  if (lines != NULL) *lines = r.line;
+  return r.failed ? -1 : 0;
+}
+
+int md_csvfile_float(const char *field, float *v) {
+  char *end;
+  *v = strtof(field, &end);
+  if (end == field) return -1;
+  while (*end == ' ' || *end == '\t') end++;
+  return *end == '\0' ? 0 : -1;
+}

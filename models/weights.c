@@ -1,0 +1,109 @@
+/*
+** weights.c: the weights CSV `variable,flat_index,value` (md_weights_). Nine significant digits
+** identify every float32 (FLT_DECIMAL_DIG), so a write then a read gives back the same bits.
+** A read fills scratch copies and touches the model only once the whole file checked out.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/modelsInt.h"
+#include "models/weights.h"
+
+static const char *const columns[3] = {"variable", "flat_index", "value"};
+
+void md_format_float(char *buf, size_t len, float v) { snprintf(buf, len, "%.9g", (double)v); }
+
+int md_weights_write(const md_model *m, FILE *out) {
+  if (fprintf(out, "%s,%s,%s\n", columns[0], columns[1], columns[2]) < 0) return -1;
+  for (int i = 0; i < md_model_num_vars(m); i++) {
+    const md_var *v = md_model_var_const(m, i);
+    for (size_t j = 0; j < v->size; j++) {
+      char num[32];
+      md_format_float(num, sizeof num, v->data[j]);
+      if (fprintf(out, "%s,%zu,%s\n", v->name, j, num) < 0) return -1;
+    }
+  }
+  return ferror(out) ? -1 : 0;
+}
+
+typedef struct wreader {
+  const md_model *m;      /* gives the variables' names and sizes */
+  const char *path;       /* for messages */
+  int header_seen;        /* the first record was the header */
+  float **vals;           /* vals[i]: values read for variable i */
+  unsigned char **seen;   /* seen[i][j]: element j of variable i was given */
+} wreader;
+
+static int check_header(const wreader *r, int line, int nfields, char **fields, md_error *err) {
+  for (int i = 0; i < 3; i++)
+    if (i >= nfields || strcmp(fields[i], columns[i]) != 0)
+      return md_error_set(err, line, i + 1, "%s: the header must be variable,flat_index,value; "
+                          "column %d is \"%s\"", r->path, i + 1, i < nfields ? fields[i] : "");
+  if (nfields > 3)
+    return md_error_set(err, line, 4, "%s: the header must have 3 columns, found %d", r->path, nfields);
+  return 0;
+}
+
+static int record(void *ctx, int line, int nfields, char **fields, md_error *err) {
+  wreader *r = ctx;
+  if (!r->header_seen) {
+    r->header_seen = 1;
+    return check_header(r, line, nfields, fields, err);
+  }
+  if (nfields != 3)
+    return md_error_set(err, line, nfields < 3 ? nfields + 1 : 4, "%s: expected 3 fields, found %d",
+                        r->path, nfields);
+  int vi = md_model_find_var(r->m, fields[0]);
+  if (vi < 0) return md_error_set(err, line, 1, "%s: unknown variable \"%s\"", r->path, fields[0]);
+  const md_var *v = md_model_var_const(r->m, vi);
+  char *end;
+  long long idx = strtoll(fields[1], &end, 10);
+  if (end == fields[1] || *end != '\0')
+    return md_error_set(err, line, 2, "%s: flat_index \"%s\" is not an integer", r->path, fields[1]);
+  if (idx < 0 || (unsigned long long)idx >= v->size)
+    return md_error_set(err, line, 2, "%s: flat_index %lld is out of range for %s (%zu elements)",
+                        r->path, idx, v->name, v->size);
+  if (r->seen[vi][idx])
+    return md_error_set(err, line, 2, "%s: %s element %lld given twice", r->path, v->name, idx);
+  if (md_csvfile_float(fields[2], &r->vals[vi][idx]) != 0)
+    return md_error_set(err, line, 3, "%s: value \"%s\" is not a number", r->path, fields[2]);
+  r->seen[vi][idx] = 1;
+  return 0;
+}
+
+/* Names the first element no line gave; the error points just past the last line. */
+static int check_complete(const wreader *r, int lines, md_error *err) {
+  for (int i = 0; i < md_model_num_vars(r->m); i++) {
+    const md_var *v = md_model_var_const(r->m, i);
+    for (size_t j = 0; j < v->size; j++)
+      if (!r->seen[i][j])
+        return md_error_set(err, lines + 1, 0, "%s: %s element %zu is missing", r->path, v->name, j);
+  }
+  return 0;
+}
+
+int md_weights_read(md_model *m, const char *path, md_error *err) {
+  int nvars = md_model_num_vars(m);
+  wreader r = {m, path, 0, md_xrealloc(NULL, sizeof(float *) * nvars),
+               md_xrealloc(NULL, sizeof(unsigned char *) * nvars)};
+  for (int i = 0; i < nvars; i++) {
+    size_t n = md_model_var(m, i)->size;
+    r.vals[i] = md_xrealloc(NULL, sizeof(float) * n);
+    r.seen[i] = md_xrealloc(NULL, n);
+    memset(r.seen[i], 0, n);
+  }
+  int lines = 0;
+  int rc = md_csvfile_each(path, record, &r, &lines, err);
+  if (rc == 0 && !r.header_seen)
+    rc = md_error_set(err, 1, 0, "%s: empty file, expected the header variable,flat_index,value", path);
+  if (rc == 0) rc = check_complete(&r, lines, err);
+  for (int i = 0; i < nvars; i++) {
+    md_var *v = md_model_var(m, i);
+    if (rc == 0) memcpy(v->data, r.vals[i], sizeof(float) * v->size);
+    free(r.vals[i]);
+    free(r.seen[i]);
+  }
+  free(r.vals);
+  free(r.seen);
+  return rc;
+}
