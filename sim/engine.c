@@ -1,0 +1,434 @@
+/*
+** engine.c: the clock, the run loop, actors, activities and barriers (sim_ in sim.h).
+**
+** Design notes
+** ------------
+** The engine is a discrete-event loop over sim__eventq (eventq.c). Actors are coroutines
+** (coro.h) resumed from event callbacks on the engine's own stack; an actor runs until it
+** blocks, then control returns to the callback that resumed it. Work with a rate (exec, the
+** byte phase of a comm) is a sim_action shared max-min fairly by maxmin.c, which schedules each
+** action's completion event and calls back sim__action_finished.
+**
+** Invariants:
+**  1. Time never goes back: every event is scheduled at or after `now`, and `now` only moves to
+**     the time of the event being fired (or forward in sim_run_until).
+**  2. Events fire in (time, insertion sequence) order; nothing depends on addresses, hashes or
+**     the wall clock, so a run is a pure function of its inputs.
+**  3. At most one actor runs at a time (`current`), and only the engine's stack resumes actors:
+**     an actor never switches straight into another. A wake-up is always an event at `now`,
+**     so an actor woken by another actor runs after the waker blocks, in wake order.
+**  4. A blocked actor is resumed by exactly one thing, its `wake_event`; while it is blocked on
+**     activities or a barrier, `withdraw` knows how to undo that wait. Killing it cancels the
+**     event and runs withdraw, so a killed actor is never resumed and holds nothing.
+**  5. An activity is owned by exactly one of: its on_done callback (freed after the callback),
+**     the sim_wait_all collecting it (freed there), or nobody yet (freed by the engine at the end).
+**  6. Activities come from a free list in chunks; steady-state operation allocates no events
+**     and no activities.
+*/
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/simInt.h"
+
+#define ACTOR_STACK_BYTES ((size_t)256 * 1024)
+#define ACTIVITY_CHUNK 256
+
+struct sim_activity_chunk {
+  sim_activity_chunk *next;  /* previous allocation */
+  sim_activity acts[ACTIVITY_CHUNK]; /* the activities */
+};
+
+void sim__grow(void *arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return;
+  size_t n = *cap ? *cap : 8;
+  while (n < need) n *= 2;
+  void **p = arr;
+  void *grown = realloc(*p, n * elem);
+  if (grown == NULL) abort();
+  *p = grown;
+  *cap = n;
+}
+
+char *sim__strdup(const char *s) {
+  if (s == NULL) s = "";
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d == NULL) abort();
+  return memcpy(d, s, n);
+}
+
+sim_time sim_time_from_s(double seconds) { return (sim_time)llround(seconds * (double)SIM_PS_PER_S); }
+double   sim_time_to_s(sim_time t) { return (double)t / (double)SIM_PS_PER_S; }
+
+/* ---- engine and raw events ------------------------------------------------------------ */
+
+sim_engine *sim_engine_new(void) {
+  sim_engine *e = calloc(1, sizeof *e);
+  if (e == NULL) return NULL;
+  sim__eventq_init(&e->queue);
+  return e;
+}
+
+void sim_engine_free(sim_engine *e) {
+  if (e == NULL) return;
+  assert(e->current == NULL);
+  for (size_t i = 0; i < e->n_actors; i++) {
+    sim_coro_free(e->actors[i]->coro);
+    free(e->actors[i]->name);
+    free(e->actors[i]);
+  }
+  free(e->actors);
+  for (sim_activity_chunk *c = e->activity_chunks, *next; c != NULL; c = next) {
+    next = c->next;
+    for (size_t i = 0; i < ACTIVITY_CHUNK; i++) sim__action_fini(&c->acts[i].action);
+    free(c);
+  }
+  for (size_t i = 0; i < e->n_resources; i++) {
+    sim__resource_fini(e->resources[i]);
+    free(e->resources[i]);
+  }
+  free(e->resources);
+  for (size_t i = 0; i < e->n_mempools; i++) {
+    free(e->mempools[i]->name);
+    free(e->mempools[i]);
+  }
+  free(e->mempools);
+  sim__solver_free(&e->solver);
+  sim__trace_free(&e->trace);
+  sim__eventq_free(&e->queue);
+  free(e);
+}
+
+sim_time sim_now(const sim_engine *e) { return e->now; }
+uint64_t sim_events_processed(const sim_engine *e) { return e->events_processed; }
+size_t   sim_pending_events(const sim_engine *e) { return e->queue.live; }
+
+sim_event_handle sim_schedule(sim_engine *e, sim_time at, sim_event_fn fn, void *arg) {
+  assert(at >= e->now); /* invariant 1 */
+  return sim__eventq_push(&e->queue, at, fn, arg);
+}
+
+int sim_cancel(sim_engine *e, sim_event_handle h) { return sim__eventq_cancel(&e->queue, h); }
+
+static void fire_next(sim_engine *e) {
+  sim_time at;
+  sim_event_fn fn;
+  void *arg;
+  int got = sim__eventq_pop(&e->queue, &at, &fn, &arg);
+  assert(got && at >= e->now);
+  (void)got;
+  e->now = at;
+  e->events_processed++;
+  fn(e, arg);
+}
+
+int sim_run(sim_engine *e) {
+  assert(e->current == NULL);
+  while (e->queue.live > 0) fire_next(e);
+  for (size_t i = 0; i < e->n_actors; i++)
+    if (e->actors[i]->state == SIM_ACTOR_BLOCKED) return -1;
+  return 0;
+}
+
+void sim_run_until(sim_engine *e, sim_time until) {
+  assert(e->current == NULL);
+  while (sim__eventq_peek(&e->queue) <= until) fire_next(e);
+  if (until != SIM_TIME_NEVER && until > e->now) e->now = until;
+}
+
+/* ---- actors ---------------------------------------------------------------------------- */
+
+static void actor_body(void *arg) {
+  sim_actor *a = arg;
+  a->fn(a, a->arg);
+  a->state = SIM_ACTOR_FINISHED;
+}
+
+/* Runs `a` until it blocks, finishes or kills itself; reaps its stack if it is over. */
+static void actor_resume(sim_engine *e, sim_actor *a) {
+  assert(e->current == NULL); /* invariant 3 */
+  a->state = SIM_ACTOR_RUNNING;
+  e->current = a;
+  e->context_switches++;
+  sim_coro_resume(a->coro);
+  e->context_switches++;
+  e->current = NULL;
+  if (a->state == SIM_ACTOR_KILLED && a->on_kill != NULL) a->on_kill(a, a->on_kill_arg);
+  if (a->state == SIM_ACTOR_FINISHED || a->state == SIM_ACTOR_KILLED) {
+    sim_coro_free(a->coro);
+    a->coro = NULL;
+  }
+}
+
+static void wake_event(sim_engine *e, void *arg) {
+  sim_actor *a = arg;
+  a->wake_event = SIM_EVENT_NONE;
+  actor_resume(e, a);
+}
+
+sim_actor *sim_actor_spawn(sim_engine *e, const char *name, sim_actor_fn fn, void *arg) {
+  sim_actor *a = calloc(1, sizeof *a);
+  if (a == NULL) abort();
+  a->engine = e;
+  a->name = sim__strdup(name);
+  a->fn = fn;
+  a->arg = arg;
+  a->coro = sim_coro_new(ACTOR_STACK_BYTES, actor_body, a);
+  if (a->coro == NULL) abort();
+  a->state = SIM_ACTOR_READY;
+  a->wake_event = sim__eventq_push(&e->queue, e->now, wake_event, a);
+  sim__grow(&e->actors, &e->cap_actors, e->n_actors + 1, sizeof *e->actors);
+  e->actors[e->n_actors++] = a;
+  return a;
+}
+
+void sim_actor_on_kill(sim_actor *a, sim_actor_cleanup_fn fn, void *arg) {
+  a->on_kill = fn;
+  a->on_kill_arg = arg;
+}
+
+const char *sim_actor_name(const sim_actor *a) { return a->name; }
+sim_engine *sim_actor_engine(sim_actor *a) { return a->engine; }
+int sim_actor_is_alive(const sim_actor *a) {
+  return a->state != SIM_ACTOR_FINISHED && a->state != SIM_ACTOR_KILLED;
+}
+uint64_t sim_context_switches(const sim_engine *e) { return e->context_switches; }
+
+int sim__actor_block(sim_actor *self, sim_withdraw_fn withdraw, void *ctx) {
+  assert(self->engine->current == self && self->state == SIM_ACTOR_RUNNING);
+  self->state = SIM_ACTOR_BLOCKED;
+  self->withdraw = withdraw;
+  self->withdraw_ctx = ctx;
+  sim_coro_yield(self->coro);
+  assert(self->state == SIM_ACTOR_RUNNING); /* invariant 4: a killed actor never gets here */
+  self->withdraw = NULL;
+  self->withdraw_ctx = NULL;
+  return self->wake_result;
+}
+
+static void schedule_wake(sim_actor *a, int result) {
+  assert(a->wake_event.generation == 0); /* invariant 4 */
+  a->wake_result = result;
+  a->wake_event = sim__eventq_push(&a->engine->queue, a->engine->now, wake_event, a);
+}
+
+void sim__actor_wake(sim_actor *a, int result) {
+  assert(a->state == SIM_ACTOR_BLOCKED);
+  schedule_wake(a, result);
+}
+
+void sim_actor_kill(sim_actor *a) {
+  if (!sim_actor_is_alive(a)) return;
+  sim_engine *e = a->engine;
+  if (e->current == a) { /* suicide: the stack in use is freed once control is back home */
+    a->state = SIM_ACTOR_KILLED;
+    e->context_switches++;
+    sim_coro_yield(a->coro);
+    assert(0 && "a killed actor was resumed");
+  }
+  sim__eventq_cancel(&e->queue, a->wake_event);
+  a->wake_event = SIM_EVENT_NONE;
+  sim_withdraw_fn withdraw = a->state == SIM_ACTOR_BLOCKED ? a->withdraw : NULL;
+  a->state = SIM_ACTOR_KILLED;
+  if (withdraw != NULL) withdraw(a, a->withdraw_ctx);
+  if (a->on_kill != NULL) a->on_kill(a, a->on_kill_arg);
+  sim_coro_free(a->coro);
+  a->coro = NULL;
+}
+
+size_t sim_deadlocked_actors(const sim_engine *e, const char **names, size_t max) {
+  if (e->queue.live > 0) return 0; /* something may still wake them */
+  size_t n = 0;
+  for (size_t i = 0; i < e->n_actors; i++) {
+    if (e->actors[i]->state != SIM_ACTOR_BLOCKED) continue;
+    if (n < max) names[n] = e->actors[i]->name;
+    n++;
+  }
+  return n;
+}
+
+int sim_sleep(sim_actor *self, sim_time duration) {
+  sim_engine *e = self->engine;
+  assert(duration >= 0 && e->current == self);
+  self->wake_result = SIM_OK;
+  self->wake_event = sim__eventq_push(&e->queue, e->now + duration, wake_event, self);
+  return sim__actor_block(self, NULL, NULL);
+}
+
+/* ---- activities ------------------------------------------------------------------------ */
+
+static sim_activity *activity_new(sim_engine *e, sim_activity_kind kind, double amount) {
+  assert(amount >= 0);
+  if (e->free_activities == NULL) {
+    sim_activity_chunk *c = calloc(1, sizeof *c);
+    if (c == NULL) abort();
+    c->next = e->activity_chunks;
+    e->activity_chunks = c;
+    for (size_t i = ACTIVITY_CHUNK; i-- > 0;) {
+      c->acts[i].action.res = c->acts[i].action.inline_res;
+      c->acts[i].next_free = e->free_activities;
+      e->free_activities = &c->acts[i];
+    }
+  }
+  sim_activity *act = e->free_activities;
+  e->free_activities = act->next_free;
+  *act = (sim_activity){.engine = e, .kind = kind, .started = e->now, .amount = amount,
+                        .latency_event = SIM_EVENT_NONE};
+  act->action.res = act->action.inline_res;
+  return act;
+}
+
+static void activity_free(sim_activity *act) {
+  sim_engine *e = act->engine;
+  sim__action_fini(&act->action);
+  act->next_free = e->free_activities;
+  e->free_activities = act;
+}
+
+static void activity_complete(sim_engine *e, sim_activity *act) {
+  act->state = SIM_ACT_DONE;
+  if (e->trace.enabled) {
+    const char *name = act->kind == SIM_ACT_EXEC ? "exec" : "comm";
+    for (size_t h = 0; h < act->action.hops; h++)
+      sim__trace_resource_span(e, act->action.res[h], name, act->started, e->now);
+  }
+  if (act->on_done != NULL) { /* invariant 5 */
+    act->on_done(e, act, act->on_done_arg);
+    activity_free(act);
+  } else if (act->wait != NULL && --act->wait->left == 0) {
+    sim__actor_wake(act->wait->waiter, SIM_OK);
+  }
+}
+
+void sim__action_finished(sim_engine *e, sim_action *a) { activity_complete(e, a->owner); }
+
+sim_activity *sim_exec_start(sim_engine *e, sim_cpu *cpu, double flops) {
+  sim_activity *act = activity_new(e, SIM_ACT_EXEC, flops);
+  sim_resource *r = &cpu->res;
+  sim__action_init(&act->action, &r, 1, flops, act);
+  act->state = SIM_ACT_FLOWING;
+  sim__action_start(e, &act->action);
+  return act;
+}
+
+static void latency_done(sim_engine *e, void *arg) {
+  sim_activity *act = arg;
+  act->latency_event = SIM_EVENT_NONE;
+  if (act->amount == 0 || act->action.hops == 0) {
+    activity_complete(e, act);
+    return;
+  }
+  act->state = SIM_ACT_FLOWING;
+  sim__action_start(e, &act->action);
+}
+
+sim_activity *sim_comm_start(sim_engine *e, sim_link *const *route, size_t hops, double bytes) {
+  sim_activity *act = activity_new(e, SIM_ACT_COMM, bytes);
+  sim_resource *inline_res[SIM_ACTION_INLINE_HOPS];
+  sim_resource **res = hops <= SIM_ACTION_INLINE_HOPS ? inline_res : malloc(hops * sizeof *res);
+  if (res == NULL) abort();
+  sim_time latency = 0;
+  for (size_t h = 0; h < hops; h++) {
+    res[h] = &route[h]->res;
+    latency += route[h]->latency;
+  }
+  sim__action_init(&act->action, res, hops, bytes, act);
+  if (res != inline_res) free(res);
+  act->state = SIM_ACT_LATENCY;
+  act->latency_event = sim__eventq_push(&e->queue, e->now + latency, latency_done, act);
+  return act;
+}
+
+void sim_activity_on_done(sim_activity *act, sim_activity_done_fn fn, void *arg) {
+  assert(act->state != SIM_ACT_DONE && act->wait == NULL);
+  act->on_done = fn;
+  act->on_done_arg = arg;
+}
+
+void sim__activity_withdraw(sim_activity *act) {
+  sim_engine *e = act->engine;
+  if (act->state == SIM_ACT_LATENCY) sim__eventq_cancel(&e->queue, act->latency_event);
+  else if (act->state == SIM_ACT_FLOWING) sim__action_withdraw(e, &act->action);
+  activity_free(act);
+}
+
+static void wait_withdraw(sim_actor *victim, void *ctx) {
+  (void)victim;
+  sim_wait *w = ctx;
+  for (size_t i = 0; i < w->n; i++) sim__activity_withdraw(w->acts[i]);
+}
+
+int sim_wait_all(sim_actor *self, sim_activity **acts, size_t n) {
+  sim_wait w = {.waiter = self, .acts = acts, .n = n};
+  for (size_t i = 0; i < n; i++) {
+    assert(acts[i]->on_done == NULL && acts[i]->wait == NULL);
+    if (acts[i]->state == SIM_ACT_DONE) continue;
+    acts[i]->wait = &w;
+    w.left++;
+  }
+  int rc = w.left > 0 ? sim__actor_block(self, wait_withdraw, &w) : SIM_OK;
+  for (size_t i = 0; i < n; i++) activity_free(acts[i]);
+  return rc;
+}
+
+int sim_exec(sim_actor *self, sim_cpu *cpu, double flops) {
+  sim_activity *act = sim_exec_start(self->engine, cpu, flops);
+  return sim_wait_all(self, &act, 1);
+}
+
+int sim_comm(sim_actor *self, sim_link *const *route, size_t hops, double bytes) {
+  sim_activity *act = sim_comm_start(self->engine, route, hops, bytes);
+  return sim_wait_all(self, &act, 1);
+}
+
+/* ---- barriers -------------------------------------------------------------------------- */
+
+struct sim_barrier {
+  sim_engine *engine;        /* owner */
+  int parties;               /* arrivals that release the group */
+  sim_actor **waiting;       /* arrivals of the current generation, in arrival order */
+  int n_waiting;             /* entries in waiting */
+  uint64_t generation;       /* releases so far */
+};
+
+sim_barrier *sim_barrier_new(sim_engine *e, int parties) {
+  assert(parties > 0);
+  sim_barrier *b = calloc(1, sizeof *b);
+  if (b == NULL) abort();
+  b->engine = e;
+  b->parties = parties;
+  b->waiting = calloc((size_t)parties, sizeof *b->waiting);
+  if (b->waiting == NULL) abort();
+  return b;
+}
+
+void sim_barrier_free(sim_barrier *b) {
+  if (b == NULL) return;
+  free(b->waiting);
+  free(b);
+}
+
+static void barrier_withdraw(sim_actor *victim, void *ctx) {
+  sim_barrier *b = ctx;
+  int j = 0;
+  for (int i = 0; i < b->n_waiting; i++)
+    if (b->waiting[i] != victim) b->waiting[j++] = b->waiting[i];
+  b->n_waiting = j;
+}
+
+int sim_barrier_wait(sim_actor *self, sim_barrier *b) {
+  assert(b->n_waiting < b->parties);
+  b->waiting[b->n_waiting++] = self;
+  if (b->n_waiting == b->parties) {
+    /* The last arrival blocks too and is woken last: everyone resumes in arrival order. The
+    ** waking is done before blocking, so no withdraw is needed for the releaser. */
+    b->generation++;
+    b->n_waiting = 0;
+    for (int i = 0; i < b->parties - 1; i++) sim__actor_wake(b->waiting[i], SIM_OK);
+    schedule_wake(self, SIM_OK);
+    return sim__actor_block(self, NULL, NULL);
+  }
+  return sim__actor_block(self, barrier_withdraw, b);
+}

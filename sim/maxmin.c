@@ -1,0 +1,268 @@
+/*
+** maxmin.c: max-min fair sharing of cpus and links between concurrent actions (sim__action_,
+** sim__resource_).
+**
+** Progressive filling, as SimGrid's CM02 model: every resource splits what it has left evenly
+** among the actions not yet fixed; the resource offering the smallest such share is the
+** bottleneck, its actions get that share and use it up on every resource they cross; repeat.
+** Ties go to the resource created first, and a bottleneck's actions are visited in creation
+** order, so every floating-point operation happens in an order fixed by the scenario.
+**
+** Only the connected component (resources linked through shared actions) of what changed is
+** re-solved: on a ring of 1024 links with one flow each, a flow ending touches one link. Actions
+** are advanced lazily: `remaining` is brought up to date only when their component is re-solved,
+** and an action whose rate did not change keeps its completion event.
+*/
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim/simInt.h"
+
+void sim__resource_init(sim_engine *e, sim_resource *r, const char *name, double capacity) {
+  assert(capacity >= 0);
+  *r = (sim_resource){.engine = e, .name = sim__strdup(name), .id = e->solver.next_resource_id++,
+                      .capacity = capacity, .trace_track = -1};
+}
+
+void sim__resource_fini(sim_resource *r) {
+  free(r->name);
+  free(r->uses);
+}
+
+void sim__solver_free(sim_solver *s) {
+  free(s->dirty);
+  free(s->comp_res);
+  free(s->comp_act);
+}
+
+double sim__resource_done(const sim_engine *e, const sim_resource *r) {
+  double done = r->done;
+  for (size_t i = 0; i < r->n_uses; i++) {
+    const sim_action *a = r->uses[i];
+    if (a->rate > 0) {
+      double moved = a->rate * sim_time_to_s(e->now - a->last_update);
+      done += moved < a->remaining ? moved : a->remaining;
+    }
+  }
+  return done;
+}
+
+sim_time sim__duration_ps(double amount, double rate) {
+  assert(rate > 0 && amount >= 0);
+  double ps = amount / rate * (double)SIM_PS_PER_S;
+  if (ps >= 0x1p62) return SIM_TIME_NEVER;
+  /* amount/rate of an exact picosecond count can come out a few ulps high; rounding that up
+  ** would add a spurious picosecond to every step of a collective. */
+  double nearest = nearbyint(ps);
+  if (fabs(ps - nearest) <= 1e-12 * nearest) return (sim_time)nearest;
+  return (sim_time)ceil(ps);
+}
+
+void sim__action_init(sim_action *a, sim_resource *const *res, size_t hops, double amount,
+                      void *owner) {
+  *a = (sim_action){.remaining = amount, .rate = -1, .finish_at = SIM_TIME_NEVER,
+                    .done_event = SIM_EVENT_NONE, .hops = hops, .owner = owner};
+  a->res = hops <= SIM_ACTION_INLINE_HOPS ? a->inline_res : malloc(hops * sizeof *a->res);
+  if (a->res == NULL) abort();
+  for (size_t i = 0; i < hops; i++) a->res[i] = res[i];
+}
+
+void sim__action_fini(sim_action *a) {
+  if (a->res != a->inline_res) free(a->res);
+  a->res = a->inline_res;
+  a->hops = 0;
+}
+
+static void mark_dirty(sim_solver *s, sim_resource *r) {
+  if (r->dirty) return;
+  r->dirty = 1;
+  sim__grow(&s->dirty, &s->cap_dirty, s->n_dirty + 1, sizeof *s->dirty);
+  s->dirty[s->n_dirty++] = r;
+}
+
+/* Brings remaining (and the resources' delivered totals) up to now at the current rate. */
+static void advance(sim_engine *e, sim_action *a) {
+  if (a->rate > 0 && e->now > a->last_update) {
+    double moved = a->rate * sim_time_to_s(e->now - a->last_update);
+    if (moved > a->remaining) moved = a->remaining;
+    a->remaining -= moved;
+    for (size_t h = 0; h < a->hops; h++) a->res[h]->done += moved;
+  }
+  a->last_update = e->now;
+}
+
+static int by_resource_id(const void *x, const void *y) {
+  uint32_t a = (*(sim_resource *const *)x)->id, b = (*(sim_resource *const *)y)->id;
+  return (a > b) - (a < b);
+}
+
+static int by_action_id(const void *x, const void *y) {
+  uint64_t a = (*(sim_action *const *)x)->id, b = (*(sim_action *const *)y)->id;
+  return (a > b) - (a < b);
+}
+
+static void complete_event(sim_engine *e, void *arg);
+
+static void reschedule(sim_engine *e, sim_action *a) {
+  /* An action due this very picosecond keeps its event: re-deriving the time from a remaining
+  ** of a few ulps would only push it one picosecond late. */
+  if (a->finish_at == e->now) return;
+  sim__eventq_cancel(&e->queue, a->done_event);
+  a->done_event = SIM_EVENT_NONE;
+  a->finish_at = SIM_TIME_NEVER;
+  if (a->rate <= 0) return;
+  sim_time d = sim__duration_ps(a->remaining, a->rate);
+  if (d == SIM_TIME_NEVER || d > SIM_TIME_NEVER - e->now) return;
+  a->finish_at = e->now + d;
+  a->done_event = sim__eventq_push(&e->queue, a->finish_at, complete_event, a);
+}
+
+/* Re-shares the components of every dirty resource. */
+static void solve(sim_engine *e) {
+  sim_solver *s = &e->solver;
+  if (s->n_dirty == 0) return;
+  uint64_t stamp = ++s->stamp;
+  size_t n_res = 0, n_act = 0;
+  for (size_t i = 0; i < s->n_dirty; i++) {
+    sim_resource *r = s->dirty[i];
+    r->dirty = 0;
+    if (r->stamp == stamp) continue;
+    r->stamp = stamp;
+    sim__grow(&s->comp_res, &s->cap_comp_res, n_res + 1, sizeof *s->comp_res);
+    s->comp_res[n_res++] = r;
+  }
+  s->n_dirty = 0;
+  /* Breadth-first over resources -> their actions -> those actions' resources. */
+  for (size_t i = 0; i < n_res; i++) {
+    sim_resource *r = s->comp_res[i];
+    for (size_t u = 0; u < r->n_uses; u++) {
+      sim_action *a = r->uses[u];
+      if (a->stamp == stamp) continue;
+      a->stamp = stamp;
+      sim__grow(&s->comp_act, &s->cap_comp_act, n_act + 1, sizeof *s->comp_act);
+      s->comp_act[n_act++] = a;
+      for (size_t h = 0; h < a->hops; h++) {
+        sim_resource *o = a->res[h];
+        if (o->stamp == stamp) continue;
+        o->stamp = stamp;
+        sim__grow(&s->comp_res, &s->cap_comp_res, n_res + 1, sizeof *s->comp_res);
+        s->comp_res[n_res++] = o;
+      }
+    }
+  }
+  sim_resource **res = s->comp_res;
+  sim_action **act = s->comp_act;
+  qsort(res, n_res, sizeof *res, by_resource_id);
+  qsort(act, n_act, sizeof *act, by_action_id);
+
+  for (size_t i = 0; i < n_act; i++) {
+    advance(e, act[i]);
+    act[i]->fixed = 0;
+  }
+  for (size_t i = 0; i < n_res; i++) {
+    res[i]->left = res[i]->capacity;
+    res[i]->unfixed = res[i]->n_uses;
+  }
+  /* Progressive filling; each pass fixes at least the bottleneck's actions. */
+  for (;;) {
+    sim_resource *bottleneck = NULL;
+    double share = 0;
+    for (size_t i = 0; i < n_res; i++) {
+      sim_resource *r = res[i];
+      if (r->unfixed == 0) continue;
+      double sh = r->left > 0 ? r->left / (double)r->unfixed : 0;
+      if (bottleneck == NULL || sh < share) {
+        bottleneck = r;
+        share = sh;
+      }
+    }
+    if (bottleneck == NULL) break;
+    for (size_t u = 0; u < bottleneck->n_uses; u++) {
+      sim_action *a = bottleneck->uses[u];
+      if (a->fixed) continue;
+      a->fixed = 1;
+      a->new_rate = share;
+      for (size_t h = 0; h < a->hops; h++) {
+        a->res[h]->left -= share;
+        a->res[h]->unfixed--;
+      }
+    }
+    assert(bottleneck->unfixed == 0);
+  }
+  for (size_t i = 0; i < n_act; i++) {
+    sim_action *a = act[i];
+    assert(a->fixed);
+    if (a->new_rate == a->rate) continue;
+    a->rate = a->new_rate;
+    reschedule(e, a);
+  }
+}
+
+static void add_use(sim_resource *r, sim_action *a) {
+  sim__grow(&r->uses, &r->cap_uses, r->n_uses + 1, sizeof *r->uses);
+  /* Ids grow with creation, so appending keeps the array sorted. */
+  assert(r->n_uses == 0 || r->uses[r->n_uses - 1]->id < a->id);
+  r->uses[r->n_uses++] = a;
+}
+
+static void remove_use(sim_resource *r, const sim_action *a) {
+  size_t lo = 0, hi = r->n_uses;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->uses[mid]->id < a->id) lo = mid + 1;
+    else hi = mid;
+  }
+  assert(lo < r->n_uses && r->uses[lo] == a);
+  for (size_t i = lo + 1; i < r->n_uses; i++) r->uses[i - 1] = r->uses[i];
+  r->n_uses--;
+}
+
+void sim__action_start(sim_engine *e, sim_action *a) {
+  a->id = e->solver.next_action_id++;
+  a->last_update = e->now;
+  for (size_t h = 0; h < a->hops; h++) {
+    add_use(a->res[h], a);
+    mark_dirty(&e->solver, a->res[h]);
+  }
+  if (a->hops == 0) { /* nothing to share: done after no time */
+    a->rate = 0;
+    a->finish_at = e->now;
+    a->done_event = sim__eventq_push(&e->queue, e->now, complete_event, a);
+  }
+  solve(e);
+}
+
+static void detach(sim_engine *e, sim_action *a) {
+  for (size_t h = 0; h < a->hops; h++) {
+    remove_use(a->res[h], a);
+    mark_dirty(&e->solver, a->res[h]);
+  }
+}
+
+void sim__action_withdraw(sim_engine *e, sim_action *a) {
+  advance(e, a);
+  sim__eventq_cancel(&e->queue, a->done_event);
+  a->done_event = SIM_EVENT_NONE;
+  detach(e, a);
+  solve(e);
+}
+
+static void complete_event(sim_engine *e, void *arg) {
+  sim_action *a = arg;
+  a->done_event = SIM_EVENT_NONE;
+  /* Whatever rounding left over is delivered now: completion is exact by definition. */
+  for (size_t h = 0; h < a->hops; h++) a->res[h]->done += a->remaining;
+  a->remaining = 0;
+  a->last_update = e->now;
+  detach(e, a);
+  solve(e);
+  sim__action_finished(e, a);
+}
+
+void sim__resource_set_capacity(sim_engine *e, sim_resource *r, double capacity) {
+  assert(capacity >= 0);
+  r->capacity = capacity;
+  mark_dirty(&e->solver, r);
+  solve(e);
+}

@@ -1,0 +1,261 @@
+/*
+** simInt.h: struct bodies and internal functions of the engine, shared by the sim/ sources only.
+** Nothing outside sim/ includes this file; users hold the opaque handles of sim.h.
+** Internal functions are named sim__<module>_<verb>.
+*/
+#ifndef PODSIM_SIMINT_H
+#define PODSIM_SIMINT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "sim/coro.h"
+#include "sim/sim.h"
+
+/* ---- event queue (eventq.c) ----------------------------------------------------------- */
+
+/* One heap entry, kept small and inline so sifting touches little memory. */
+typedef struct sim_heap_entry {
+  sim_time time;             /* when the event fires */
+  uint64_t seq;              /* insertion sequence: FIFO order among equal times */
+  uint32_t slot;             /* index into sim_eventq.slots for the callback */
+} sim_heap_entry;
+
+typedef struct sim_event_slot {
+  sim_event_fn fn;           /* callback; NULL while the slot is free or its event cancelled */
+  void *arg;                 /* its argument */
+  uint32_t generation;       /* bumped when the slot is freed: stale handles stop matching */
+  uint32_t next_free;        /* free-list link while the slot is unused */
+} sim_event_slot;
+
+typedef struct sim_eventq {
+  sim_heap_entry *heap;      /* 4-ary min-heap on (time, seq); cancelled entries stay until popped */
+  size_t size;               /* entries in heap, cancelled ones included */
+  size_t cap;                /* allocated entries */
+  sim_event_slot *slots;     /* callback storage, reused through the free list */
+  uint32_t n_slots;          /* slots ever handed out (high-water mark) */
+  uint32_t cap_slots;        /* allocated slots */
+  uint32_t free_head;        /* first free slot, or UINT32_MAX */
+  uint64_t next_seq;         /* sequence number of the next scheduled event */
+  size_t live;               /* pending events not cancelled */
+} sim_eventq;
+
+void sim__eventq_init(sim_eventq *q);
+void sim__eventq_free(sim_eventq *q);
+sim_event_handle sim__eventq_push(sim_eventq *q, sim_time at, sim_event_fn fn, void *arg);
+int  sim__eventq_cancel(sim_eventq *q, sim_event_handle h);
+/* Time of the earliest live event (cancelled ones at the top are dropped), or SIM_TIME_NEVER. */
+sim_time sim__eventq_peek(sim_eventq *q);
+/* Removes the earliest live event into at, fn and arg; returns 0 when none is left. */
+int  sim__eventq_pop(sim_eventq *q, sim_time *at, sim_event_fn *fn, void **arg);
+
+/* A handle that matches no slot (generation 0 is never issued). */
+#define SIM_EVENT_NONE ((sim_event_handle){0, 0})
+
+/* ---- max-min sharing (maxmin.c) ------------------------------------------------------- */
+
+typedef struct sim_action sim_action;
+
+/* Anything with a rate that concurrent actions share: a cpu (FLOP/s) or a link (B/s). */
+typedef struct sim_resource {
+  sim_engine *engine;        /* owner: re-sharing after a capacity change happens there */
+  char *name;                /* owned copy; names the trace track */
+  uint32_t id;               /* creation order across cpus and links: the solver's tie-break */
+  double capacity;           /* units per second */
+  double done;               /* units delivered up to the actions' last updates */
+  sim_action **uses;         /* actions in progress here, sorted by action id (creation order) */
+  size_t n_uses;             /* entries in uses */
+  size_t cap_uses;           /* allocated entries */
+  uint64_t stamp;            /* solver pass that last visited it (component search) */
+  int dirty;                 /* queued in sim_solver.dirty */
+  double left;               /* solver scratch: capacity not yet given out */
+  size_t unfixed;            /* solver scratch: uses whose rate is not fixed yet */
+  int trace_track;           /* trace track index, -1 until the first span on it */
+} sim_resource;
+
+#define SIM_ACTION_INLINE_HOPS 4
+
+/* Work (FLOPs or bytes) progressing over one or more resources at one shared rate. */
+struct sim_action {
+  uint64_t id;               /* creation order: deterministic iteration and tie-breaks */
+  double remaining;          /* work left as of last_update */
+  double rate;               /* units per second since last_update; -1 before the first solve */
+  sim_time last_update;      /* when remaining was last brought up to date */
+  sim_time finish_at;        /* scheduled completion, SIM_TIME_NEVER while the rate is 0 */
+  sim_event_handle done_event; /* the completion event */
+  sim_resource **res;        /* the resources crossed, in route order */
+  size_t hops;               /* entries in res */
+  sim_resource *inline_res[SIM_ACTION_INLINE_HOPS]; /* storage for short routes (no malloc) */
+  uint64_t stamp;            /* solver pass that last visited it */
+  int fixed;                 /* solver scratch: rate settled in this pass */
+  double new_rate;           /* solver scratch: the share being computed */
+  void *owner;               /* the activity it belongs to (sim__action_finished's argument) */
+};
+
+typedef struct sim_solver {
+  uint64_t next_action_id;   /* id of the next action started */
+  uint32_t next_resource_id; /* id of the next cpu or link created */
+  uint64_t stamp;            /* current pass number */
+  sim_resource **dirty;      /* resources whose set of actions or capacity changed */
+  size_t n_dirty, cap_dirty; /* entries, allocated */
+  sim_resource **comp_res;   /* scratch: resources of the component being solved */
+  size_t cap_comp_res;       /* allocated entries */
+  sim_action **comp_act;     /* scratch: actions of that component */
+  size_t cap_comp_act;       /* allocated entries */
+} sim_solver;
+
+void sim__solver_free(sim_solver *s);
+void sim__resource_init(sim_engine *e, sim_resource *r, const char *name, double capacity);
+void sim__resource_fini(sim_resource *r);
+/* Work delivered so far, including the part since the actions' last update. */
+double sim__resource_done(const sim_engine *e, const sim_resource *r);
+/* Prepares a (zeroed) action over res[0..hops) with `amount` units of work. */
+void sim__action_init(sim_action *a, sim_resource *const *res, size_t hops, double amount,
+                      void *owner);
+void sim__action_fini(sim_action *a);
+/* Starts sharing; completion calls sim__action_finished(e, a) from an event. */
+void sim__action_start(sim_engine *e, sim_action *a);
+/* Withdraws an action in progress (a killed actor's work); the others are re-shared. */
+void sim__action_withdraw(sim_engine *e, sim_action *a);
+void sim__resource_set_capacity(sim_engine *e, sim_resource *r, double capacity);
+/* Implemented by the engine: the action's work is done (its resources are already re-shared). */
+void sim__action_finished(sim_engine *e, sim_action *a);
+/* Picoseconds needed for `amount` at `rate`, rounded up; exact picoseconds stay exact. */
+sim_time sim__duration_ps(double amount, double rate);
+
+/* ---- resources, activities, actors (engine.c, resource.c) ----------------------------- */
+
+struct sim_cpu {
+  sim_resource res;          /* capacity = FLOP/s */
+};
+
+struct sim_link {
+  sim_resource res;          /* capacity = bytes/s */
+  sim_time latency;          /* added once per comm crossing it */
+};
+
+struct sim_mempool {
+  char *name;                /* owned copy */
+  uint64_t capacity;         /* bytes */
+  uint64_t used;             /* bytes reserved now */
+  uint64_t peak;             /* highest `used` so far */
+};
+
+typedef enum {
+  SIM_ACT_EXEC,              /* FLOPs on a cpu */
+  SIM_ACT_COMM,              /* bytes over a route, after its latency */
+} sim_activity_kind;
+
+typedef enum {
+  SIM_ACT_LATENCY,           /* comm waiting out its route latency */
+  SIM_ACT_FLOWING,           /* work being shared on its resources */
+  SIM_ACT_DONE,              /* complete, waiting to be collected by sim_wait_all */
+} sim_activity_state;
+
+/* A group of activities one actor waits on (lives on that actor's stack). */
+typedef struct sim_wait {
+  sim_actor *waiter;         /* the blocked actor */
+  sim_activity **acts;       /* the caller's array */
+  size_t n;                  /* its length */
+  size_t left;               /* activities not done yet */
+} sim_wait;
+
+struct sim_activity {
+  sim_engine *engine;        /* owner */
+  sim_activity_kind kind;    /* exec or comm */
+  sim_activity_state state;  /* progress */
+  sim_time started;          /* when it was started (trace span start) */
+  double amount;             /* FLOPs or bytes */
+  sim_event_handle latency_event; /* end of a comm's latency phase */
+  sim_action action;         /* the shared work; action.res doubles as the comm's route */
+  sim_wait *wait;            /* the group waiting on it, or NULL */
+  sim_activity_done_fn on_done; /* completion callback, or NULL */
+  void *on_done_arg;         /* its argument */
+  sim_activity *next_free;   /* free-list link while unused */
+};
+
+typedef enum {
+  SIM_ACTOR_READY,           /* spawned, its start event pending */
+  SIM_ACTOR_RUNNING,         /* the current actor */
+  SIM_ACTOR_BLOCKED,         /* suspended in a blocking call */
+  SIM_ACTOR_FINISHED,        /* its function returned */
+  SIM_ACTOR_KILLED,          /* killed; its blocking call never returns */
+} sim_actor_state;
+
+/* Undoes what a blocked actor is waiting on when it is killed (sim__actor_block's argument). */
+typedef void (*sim_withdraw_fn)(sim_actor *victim, void *ctx);
+
+struct sim_actor {
+  sim_engine *engine;        /* owner */
+  char *name;                /* owned copy */
+  sim_actor_fn fn;           /* body */
+  void *arg;                 /* its argument */
+  sim_coro *coro;            /* stack and registers; NULL once reaped */
+  sim_actor_state state;     /* lifecycle */
+  sim_event_handle wake_event; /* the pending event that will resume it (start, sleep, wake) */
+  int wake_result;           /* what its blocking call returns when resumed */
+  sim_withdraw_fn withdraw;  /* undoes its current wait on kill, or NULL */
+  void *withdraw_ctx;        /* its argument */
+  sim_actor_cleanup_fn on_kill; /* user release hook */
+  void *on_kill_arg;         /* its argument */
+};
+
+/* Suspends the current actor until sim__actor_wake; `withdraw` runs instead if it is killed. */
+int  sim__actor_block(sim_actor *self, sim_withdraw_fn withdraw, void *ctx);
+/* Resumes a blocked actor at the current time (through an event, after those already due). */
+void sim__actor_wake(sim_actor *a, int result);
+/* Stops an activity that has not completed and frees it; no callback runs. */
+void sim__activity_withdraw(sim_activity *act);
+
+/* ---- trace (trace.c) ------------------------------------------------------------------ */
+
+typedef struct sim_trace_event {
+  int track;                 /* tid */
+  const char *name;          /* event name (owned when owns_strings) */
+  const char *category;      /* cat */
+  sim_time start;            /* ts */
+  sim_time end;              /* ts + dur; equal to start for instants */
+  int instant;               /* 1: ph "i", 0: ph "X" */
+  int owns_strings;          /* name and category are malloc'd copies */
+} sim_trace_event;
+
+typedef struct sim_trace {
+  int enabled;               /* record engine spans */
+  char **tracks;             /* track names in creation order (tid = index) */
+  size_t n_tracks, cap_tracks; /* entries, allocated */
+  sim_trace_event *events;   /* in recording order */
+  size_t n_events, cap_events; /* entries, allocated */
+} sim_trace;
+
+void sim__trace_free(sim_trace *t);
+/* Records an engine span on a resource's track (created on first use). */
+void sim__trace_resource_span(sim_engine *e, sim_resource *r, const char *name, sim_time start,
+                              sim_time end);
+
+/* ---- the engine ----------------------------------------------------------------------- */
+
+typedef struct sim_activity_chunk sim_activity_chunk;
+
+struct sim_engine {
+  sim_time now;              /* simulated clock */
+  sim_eventq queue;          /* pending events */
+  uint64_t events_processed; /* events fired */
+  uint64_t context_switches; /* switches into and out of actors */
+  sim_actor *current;        /* the running actor, NULL on the engine's own stack */
+  sim_actor **actors;        /* every actor in spawn order (kept after death for handles) */
+  size_t n_actors, cap_actors; /* entries, allocated */
+  sim_solver solver;         /* max-min sharing state */
+  sim_resource **resources;  /* cpus and links in creation order (freed with the engine) */
+  size_t n_resources, cap_resources; /* entries, allocated */
+  sim_mempool **mempools;    /* memory pools in creation order */
+  size_t n_mempools, cap_mempools; /* entries, allocated */
+  sim_activity *free_activities; /* recycled activities */
+  sim_activity_chunk *activity_chunks; /* every activity allocation, for the final free */
+  sim_trace trace;           /* recorded spans */
+};
+
+/* Grows *arr (of elements of `elem` bytes) to hold at least `need`; aborts when out of memory. */
+void sim__grow(void *arr, size_t *cap, size_t need, size_t elem);
+char *sim__strdup(const char *s);
+
+#endif
