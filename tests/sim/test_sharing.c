@@ -1,0 +1,202 @@
+/* test_sharing.c: max-min sharing of links and cpus, latency, capacity changes, memory pools. */
+#include "tests/testutil.h"
+
+#include "sim/sim.h"
+
+#define S(x) ((sim_time)(x) * SIM_PS_PER_S)
+
+typedef struct {
+  sim_time at[8];            /* completion time per activity tag */
+  int order[8];              /* tags in completion order */
+  int n;                     /* completions so far */
+} done_t;
+
+typedef struct { done_t *d; int tag; } tagged_t;
+
+static void on_done(sim_engine *e, sim_activity *act, void *arg) {
+  (void)act;
+  tagged_t *t = arg;
+  t->d->at[t->tag] = sim_now(e);
+  t->d->order[t->d->n++] = t->tag;
+}
+
+static void watch(sim_activity *a, tagged_t *t) { sim_activity_on_done(a, on_done, t); }
+
+static void test_two_flows_one_link(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *l = sim_link_new(e, "l", 100, 0);
+  done_t d = {0};
+  tagged_t t[2] = {{&d, 0}, {&d, 1}};
+  /* 1000 B each at 50 B/s: both at 20 s, in start order. */
+  watch(sim_comm_start(e, &l, 1, 1000), &t[0]);
+  watch(sim_comm_start(e, &l, 1, 1000), &t[1]);
+  sim_run(e);
+  assert_int_equal(d.at[0], S(20));
+  assert_int_equal(d.at[1], S(20));
+  assert_int_equal(d.order[0], 0);
+  assert_true(sim_link_bytes(l) == 2000.0);
+  sim_engine_free(e);
+}
+
+static void test_bottleneck_elsewhere(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *a = sim_link_new(e, "A", 10, 0);
+  sim_link *b = sim_link_new(e, "B", 2, 0);
+  sim_link *ab[2] = {a, b};
+  done_t d = {0};
+  tagged_t t[3] = {{&d, 0}, {&d, 1}, {&d, 2}};
+  /* f3 crosses A and B: B gives it 2, A's other 8 go to f1 and f2 (4 each).
+  ** f3: 10 B / 2 = 5 s. By then f1, f2 have 40 - 20 = 20 B left, now at 5 B/s: 4 s more = 9 s. */
+  watch(sim_comm_start(e, &a, 1, 40), &t[0]);
+  watch(sim_comm_start(e, &a, 1, 40), &t[1]);
+  watch(sim_comm_start(e, ab, 2, 10), &t[2]);
+  sim_run(e);
+  assert_int_equal(d.at[2], S(5));
+  assert_int_equal(d.at[0], S(9));
+  assert_int_equal(d.at[1], S(9));
+  assert_true(sim_link_bytes(a) == 90.0);
+  assert_true(sim_link_bytes(b) == 10.0);
+  sim_engine_free(e);
+}
+
+/* Progress is visible mid-flow: two flows at 5 B/s each have moved 12.5 B apiece by 2.5 s. */
+static void test_bytes_mid_flow(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *a = sim_link_new(e, "A", 10, 0);
+  sim_activity *f = sim_comm_start(e, &a, 1, 40);
+  sim_activity *g = sim_comm_start(e, &a, 1, 40);
+  sim_run_until(e, S(2) + S(1) / 2);
+  assert_true(sim_link_bytes(a) == 25.0);
+  sim_run(e);
+  (void)f; (void)g; /* never waited: the engine frees them */
+  sim_engine_free(e);
+}
+
+static void test_latency_then_bandwidth(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *route[2] = {sim_link_new(e, "l1", 1e9, 1000000), sim_link_new(e, "l2", 2e9, 2000000)};
+  done_t d = {0};
+  tagged_t t[2] = {{&d, 0}, {&d, 1}};
+  /* Latency 1 us + 2 us, then 1e6 B at min(1e9, 2e9) = 1 ms: 1.003 ms. A zero-byte comm costs
+  ** the latency alone. */
+  watch(sim_comm_start(e, route, 2, 1e6), &t[0]);
+  watch(sim_comm_start(e, route, 2, 0), &t[1]);
+  sim_run(e);
+  assert_int_equal(d.at[0], INT64_C(1003000000));
+  assert_int_equal(d.at[1], INT64_C(3000000));
+  sim_engine_free(e);
+}
+
+static void test_exec_sharing(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_cpu *c = sim_cpu_new(e, "cpu", 1e9);
+  done_t d = {0};
+  tagged_t t[2] = {{&d, 0}, {&d, 1}};
+  /* Both at 5e8 FLOP/s: the 5e8 one ends at 1 s, the other's 5e8 left run at 1e9: 1.5 s. */
+  watch(sim_exec_start(e, c, 1e9), &t[0]);
+  watch(sim_exec_start(e, c, 5e8), &t[1]);
+  sim_run(e);
+  assert_int_equal(d.at[1], S(1));
+  assert_int_equal(d.at[0], S(3) / 2);
+  assert_string_equal(sim_cpu_name(c), "cpu");
+  sim_engine_free(e);
+}
+
+static void halve(sim_engine *e, void *arg) {
+  (void)e;
+  sim_link_set_bandwidth(arg, 250);
+}
+
+static void test_bandwidth_change(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *l = sim_link_new(e, "l", 1000, 0);
+  done_t d = {0};
+  tagged_t t = {&d, 0};
+  /* 500 B moved by 0.5 s; the other 500 B at 250 B/s take 2 s: done at 2.5 s. */
+  watch(sim_comm_start(e, &l, 1, 1000), &t);
+  sim_schedule(e, S(1) / 2, halve, l);
+  sim_run(e);
+  assert_int_equal(d.at[0], S(5) / 2);
+  assert_true(sim_link_bandwidth(l) == 250);
+  sim_engine_free(e);
+}
+
+/* A cpu set to 0 stalls its exec; restoring it resumes from where it was. */
+static void stop_cpu(sim_engine *e, void *arg) { (void)e; sim_cpu_set_rate(arg, 0); }
+static void start_cpu(sim_engine *e, void *arg) { (void)e; sim_cpu_set_rate(arg, 100); }
+
+static void test_rate_zero_and_back(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_cpu *c = sim_cpu_new(e, "c", 100);
+  done_t d = {0};
+  tagged_t t = {&d, 0};
+  /* 100 FLOPs done by 1 s, stalled 1 s .. 3 s, 100 left from 3 s: done at 4 s. */
+  watch(sim_exec_start(e, c, 200), &t);
+  sim_schedule(e, S(1), stop_cpu, c);
+  sim_schedule(e, S(3), start_cpu, c);
+  sim_run(e);
+  assert_int_equal(d.at[0], S(4));
+  sim_engine_free(e);
+}
+
+/* Blocking calls and wait_all from an actor: an exec and a comm in parallel. */
+typedef struct { sim_cpu *cpu; sim_link *link; sim_time end; } par_t;
+static void parallel(sim_actor *self, void *arg) {
+  par_t *p = arg;
+  sim_engine *e = sim_actor_engine(self);
+  sim_activity *acts[2] = {sim_exec_start(e, p->cpu, 300), sim_comm_start(e, &p->link, 1, 100)};
+  assert_int_equal(sim_wait_all(self, acts, 2), SIM_OK);
+  p->end = sim_now(e);
+  assert_int_equal(sim_exec(self, p->cpu, 100), SIM_OK);
+  assert_int_equal(sim_comm(self, &p->link, 1, 0), SIM_OK);
+  p->end = sim_now(e) - p->end;
+}
+
+static void test_wait_all(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  /* exec 300 at 100/s = 3 s; comm 1 s latency + 100 B at 50 B/s = 3 s: both at 3 s.
+  ** Then exec 100 (1 s) and an empty comm (1 s latency): 2 s more. */
+  par_t p = {sim_cpu_new(e, "c", 100), sim_link_new(e, "l", 50, S(1)), 0};
+  sim_actor_spawn(e, "a", parallel, &p);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(p.end, S(2));
+  assert_int_equal(sim_now(e), S(5));
+  sim_engine_free(e);
+}
+
+static void test_mempool(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_mempool *m = sim_mempool_new(e, "hbm", 100);
+  assert_int_equal(sim_mempool_alloc(m, 60), 0);
+  assert_int_equal(sim_mempool_alloc(m, 50), -1); /* 110 > 100: refused, nothing reserved */
+  assert_int_equal(sim_mempool_used(m), 60);
+  assert_int_equal(sim_mempool_alloc(m, 40), 0);  /* exactly full */
+  assert_int_equal(sim_mempool_alloc(m, 1), -1);
+  sim_mempool_release(m, 70);
+  assert_int_equal(sim_mempool_used(m), 30);
+  assert_int_equal(sim_mempool_peak(m), 100);
+  assert_int_equal(sim_mempool_capacity(m), 100);
+  assert_string_equal(sim_mempool_name(m), "hbm");
+  assert_int_equal(sim_mempool_alloc(m, UINT64_MAX), -1); /* no overflow */
+  sim_engine_free(e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_two_flows_one_link), cmocka_unit_test(test_bottleneck_elsewhere),
+      cmocka_unit_test(test_bytes_mid_flow),     cmocka_unit_test(test_latency_then_bandwidth),
+      cmocka_unit_test(test_exec_sharing),       cmocka_unit_test(test_bandwidth_change),
+      cmocka_unit_test(test_rate_zero_and_back), cmocka_unit_test(test_wait_all),
+      cmocka_unit_test(test_mempool),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
