@@ -1,0 +1,119 @@
+/*
+** bars.c: stacked bar charts (pl_stacked_bars). Positive values stack upwards from 0 and
+** negative ones downwards, each layer in its own palette entry; a non-finite value is an
+** empty segment and a non-finite position drops its bar.
+*/
+#include "plots/plotInt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int pl_cmp_double(const void *a, const void *b) {
+  double u = *(const double *)a, v = *(const double *)b;
+  return (u > v) - (u < v);
+}
+
+/* The smallest gap between distinct finite positions (1 when there is none), which sets the
+** bar width; positions need not be sorted. Returns -1 when out of memory. */
+static int pl_bar_spacing(const double *x, size_t n, double *spacing) {
+  double *xs = malloc((n > 0 ? n : 1) * sizeof *xs);
+  if (xs == NULL) return -1;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(x[i])) xs[m++] = x[i];
+  qsort(xs, m, sizeof *xs, pl_cmp_double);
+  *spacing = INFINITY;
+  for (size_t i = 1; i < m; i++)
+    if (xs[i] > xs[i - 1]) *spacing = fmin(*spacing, xs[i] - xs[i - 1]);
+  if (!isfinite(*spacing)) *spacing = 1;
+  free(xs);
+  return 0;
+}
+
+/* Where layer k of bar i starts: the sum of the layers below it with the same sign. */
+static double pl_base(const pl_stack *stacks, size_t k, size_t i, double v) {
+  double base = 0;
+  for (size_t j = 0; j < k; j++) {
+    double u = stacks[j].values[i];
+    if (isfinite(u) && (u > 0) == (v > 0)) base += u;
+  }
+  return base;
+}
+
+static void pl_draw_bars(cairo_t *cr, const pl_frame *fr, const double *x, size_t n,
+                         const pl_stack *stacks, size_t nstacks, double spacing) {
+  double pitch = spacing * (fr->x.px_hi - fr->x.px_lo) / (fr->x.hi - fr->x.lo);
+  /* Gaps under a pixel would only antialias into a moire: the bars then touch, their edges
+  ** rounded outwards so that rounding can never open a hairline between neighbours. */
+  int contiguous = pitch * 0.2 < 1;
+  double w = contiguous ? pitch : pitch * 0.8;
+  for (size_t k = 0; k < nstacks; k++) {
+    pl_style_fill(cr, (int)k);
+    for (size_t i = 0; i < n; i++) {
+      double v = stacks[k].values[i];
+      if (!isfinite(x[i]) || !isfinite(v) || v == 0) continue;
+      double base = pl_base(stacks, k, i, v), cx = pl_map(&fr->x, x[i]);
+      /* Whole-pixel edges keep bars crisp and let stacked layers meet exactly; at least a
+      ** pixel wide, so bars thinner than a pixel still show. */
+      double x0 = contiguous ? floor(cx - w / 2) : round(cx - w / 2);
+      double x1 = contiguous ? ceil(cx + w / 2) : round(cx + w / 2);
+      if (x1 <= x0) x1 = x0 + 1;
+      double y0 = round(pl_map(&fr->y, base)), y1 = round(pl_map(&fr->y, base + v));
+      cairo_rectangle(cr, x0, fmin(y0, y1), x1 - x0, fabs(y1 - y0));
+    }
+    cairo_fill(cr);
+  }
+}
+
+int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                    const char *ylabel, const double *x, size_t n, const pl_stack *stacks,
+                    size_t nstacks, char *err, size_t errlen) {
+  if (path == NULL) return pl_fail(err, errlen, "plot: no output path");
+  if (n > 0 && x == NULL) return pl_fail(err, errlen, "plot %s: %zu bars but no x", path, n);
+  if (nstacks > 0 && stacks == NULL)
+    return pl_fail(err, errlen, "plot %s: %zu stacks but no array", path, nstacks);
+  for (size_t k = 0; k < nstacks; k++)
+    if (n > 0 && stacks[k].values == NULL)
+      return pl_fail(err, errlen, "plot %s: stack %zu has no values", path, k);
+
+  double spacing;
+  if (pl_bar_spacing(x, n, &spacing) != 0) return pl_fail(err, errlen, "plot %s: out of memory", path);
+  pl_frame_spec spec = {title, xlabel, ylabel, INFINITY, -INFINITY, 0, 0, 0, spacing, NULL, 0, 0};
+  size_t values = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(x[i])) continue;
+    double up = 0, down = 0;
+    for (size_t k = 0; k < nstacks; k++) {
+      double v = stacks[k].values[i];
+      if (!isfinite(v)) continue;
+      if (v > 0) up += v; else down += v;
+      values++;
+    }
+    spec.xlo = fmin(spec.xlo, x[i] - spacing / 2);
+    spec.xhi = fmax(spec.xhi, x[i] + spacing / 2);
+    spec.ylo = fmin(spec.ylo, down);
+    spec.yhi = fmax(spec.yhi, up);
+  }
+  /* Air above the tallest bar (and below the deepest); a side with no bars stays at 0. */
+  double pad = (spec.yhi - spec.ylo) * 0.03;
+  if (spec.yhi > 0) spec.yhi += pad;
+  if (spec.ylo < 0) spec.ylo -= pad;
+
+  pl_key *keys = nstacks > 0 ? malloc(nstacks * sizeof *keys) : NULL;
+  if (nstacks > 0 && keys == NULL) return pl_fail(err, errlen, "plot %s: out of memory", path);
+  for (size_t k = 0; k < nstacks; k++)
+    if (stacks[k].label != NULL && stacks[k].label[0] != '\0')
+      keys[spec.nkeys++] = (pl_key){stacks[k].label, (int)k, 1};
+  spec.keys = keys;
+
+  spec.empty = values == 0;
+
+  pl_canvas cv;
+  pl_frame fr;
+  int rc = pl_frame_open(&cv, &fr, path, fmt, &spec, err, errlen);
+  free(keys);
+  if (rc != 0) return -1;
+  if (values > 0) pl_draw_bars(cv.cr, &fr, x, n, stacks, nstacks, spacing);
+  return pl_canvas_close(&cv);
+}

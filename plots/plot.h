@@ -1,0 +1,51 @@
+/*
+** plot.h: charts of the numbers a run produced (pl_). plots/ draws the data it is given and
+** knows nothing of the simulator: it includes no sim/, models/, strategies/ or scenarios/
+** header, so a chart can be drawn from any array.
+**
+** Every chart is 1200x700 (pixels for PNG, points for SVG/PDF) on a white background, with
+** 1-2-5 ticks, the title at the top and a legend under it when there is more than one
+** series or stack. Colours differ in lightness and lines in dash pattern, so a greyscale
+** print stays readable. Output is deterministic: the same input gives the same bytes (the
+** PDF carries no creation date).
+**
+** Non-finite values (NaN, inf) are skipped; no data at all draws empty axes with a
+** "no data" note. Functions return 0, or -1 with a message in err (when err != NULL).
+*/
+#ifndef PODSIM_PLOT_H
+#define PODSIM_PLOT_H
+
+#include <stddef.h>
+
+typedef enum { PL_PNG = 0, PL_SVG, PL_PDF } pl_format;
+
+#define PL_WIDTH  1200
+#define PL_HEIGHT 700
+
+/* One line: the points (x[i], y[i]) for i < n, joined in order; a non-finite value breaks it. */
+typedef struct pl_series {
+  const char *label;   /* legend text; NULL or "" leaves the series out of the legend */
+  const double *x;     /* n values (may be NULL when n == 0) */
+  const double *y;     /* n values (may be NULL when n == 0) */
+  size_t n;            /* number of points */
+} pl_series;
+
+/* A line chart; returns 0 or -1 with a message in err. */
+int pl_line_chart(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                  const char *ylabel, const pl_series *series, size_t nseries, char *err,
+                  size_t errlen);
+
+/* One layer of stacked bars. */
+typedef struct pl_stack {
+  const char *label;     /* legend text; NULL or "" leaves the layer out of the legend */
+  const double *values;  /* one value per bar; positive values stack up from 0, negative down */
+} pl_stack;
+
+/* Stacked bars at positions x[0..n) (e.g. step number), one layer per stack (bottom first).
+** Bars are 80% of the smallest spacing between positions; when the gaps would be under a
+** pixel the bars are drawn contiguous, so 1000 bars read as an area rather than a moire. */
+int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                    const char *ylabel, const double *x, size_t n, const pl_stack *stacks,
+                    size_t nstacks, char *err, size_t errlen);
+
+#endif
