@@ -41,6 +41,11 @@ typedef struct scn_machine {
   double ram_bytes;       /* host RAM */
   double nic_bytes_per_s; /* egress */
   int    accelerators;    /* count of generic accelerators (0: none) */
+  /* Per accelerator, for a custom machine with accelerators: {count, peak, hbm, hbm_bandwidth, link}. */
+  double accel_peak_flops;       /* peak FLOP/s of one accelerator */
+  double accel_hbm_bytes;        /* its memory */
+  double accel_hbm_bytes_per_s;  /* its memory bandwidth */
+  double accel_link_bytes_per_s; /* its link to the other accelerators of the VM */
 } scn_machine;
 
 typedef struct scn_plot_set {
@@ -104,5 +109,14 @@ typedef struct scenario {
 ** Returns 0, or -1 with *err filled. */
 int  scenario_load(const char *path, const char *const *overrides, int noverrides,
                    scenario *out, scn_error *err);
+
+/* The two halves of scenario_load, for later issues that need the parse tree (sweep, printing
+** the effective config): scenario_load_tree reads FILE and applies the overrides, giving a tree
+** (struct yt_doc, scenarios/yamltree.h) to free with yt_doc_free; scenario_from_tree validates a
+** tree into *out (PATH names the file for relative paths). Both return 0, or -1 with *err. */
+struct yt_doc;
+int  scenario_load_tree(const char *path, const char *const *overrides, int noverrides,
+                        struct yt_doc **tree, scn_error *err);
+int  scenario_from_tree(const struct yt_doc *tree, const char *path, scenario *out, scn_error *err);
 
 #endif

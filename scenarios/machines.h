@@ -1,0 +1,24 @@
+/*
+** machines.h: the catalogue of Compute Engine CPU machine types a scenario can name
+** (docs/scenario-format.md explains the figures).
+**   n1-standard-N, N in 1 2 4 8 16 32 64 96:          RAM 3.75 GiB * N, 32 GFLOP/s per vCPU
+**   n2-standard-N, N in 2 4 8 16 32 48 64 80 96 128:   RAM 4 GiB * N,    48 GFLOP/s per vCPU
+** NIC egress min(2 Gbps * N, 32 Gbps) for both.
+*/
+#ifndef PODSIM_MACHINES_H
+#define PODSIM_MACHINES_H
+
+#include <stddef.h>
+#include "scenarios/scenario.h"
+
+#define MACHINE_N1_FLOPS_PER_VCPU 32e9
+#define MACHINE_N2_FLOPS_PER_VCPU 48e9
+
+/* Fills *m for a catalogue NAME; -1 when NAME is not in the catalogue. */
+int  machines_lookup(const char *name, scn_machine *m);
+/* Writes "n1-standard-{1,2,...}, n2-standard-{...}" into BUF. */
+void machines_list(char *buf, size_t len);
+/* The NIC egress the catalogue gives a VM of CPUS vCPUs (bytes/s): min(2 Gbps * cpus, 32 Gbps). */
+double machines_default_nic(int cpus);
+
+#endif
