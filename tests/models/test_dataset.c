@@ -1,0 +1,163 @@
+/*
+** test_dataset.c: CSV datasets (a good file, then each error with its line:col), synthetic
+** determinism and gather's wraparound. Each CSV is written next to its expectations.
+*/
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gsl/gsl_randist.h>
+
+#include "models/dataset.h"
+#include "sim/rng.h"
+
+static char temp_path[64];
+
+/* Writes text to a fresh temporary file; returns its path (valid until the next call). */
+static const char *write_temp(const char *text) {
+  snprintf(temp_path, sizeof temp_path, "/tmp/podsim_md_XXXXXX");
+  int fd = mkstemp(temp_path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(text, f);
+  fclose(f);
+  return temp_path;
+}
+
+static md_dataset *load(const char *text, const char *label, int vocab, md_error *err) {
+  md_dataset *d = md_dataset_load_csv(write_temp(text), label, vocab, err);
+  unlink(temp_path);
+  return d;
+}
+
+/* The label sits in the middle; "1.0" is an integral label; floats go through strtof. */
+static void test_load_good(void **state) {
+  (void)state;
+  md_error err = {0};
+  const char *csv = "a,label,b\n1.5,2,3\n-0.25,0,4\n1e-3,1.0,5\n";
+  md_dataset *d = load(csv, "label", 0, &err);
+  if (d == NULL) fail_msg("%d:%d %s", err.line, err.col, err.msg);
+  assert_int_equal(d->rows, 3);
+  assert_int_equal(d->width, 2);
+  assert_int_equal(d->is_ids, 0);
+  assert_int_equal(d->classes, 3);
+  assert_string_equal(d->columns[0], "a");
+  assert_string_equal(d->columns[1], "b");
+  const float x[6] = {1.5f, 3, -0.25f, 4, 1e-3f, 5};
+  assert_memory_equal(d->x, x, sizeof x);
+  assert_int_equal(d->labels[0], 2);
+  assert_int_equal(d->labels[2], 1);
+  md_dataset_free(d);
+
+  /* No label name: the last column, here b = 3, 4, 5, so classes = 6. */
+  d = load(csv, NULL, 0, &err);
+  assert_non_null(d);
+  assert_int_equal(d->classes, 6);
+  assert_string_equal(d->columns[1], "label");
+  md_dataset_free(d);
+
+  /* Ids mode, quoted fields, CRLF line ends. */
+  d = load("i0,i1,y\r\n0,3,1\r\n\"2\",2,0\r\n", "y", 4, &err);
+  if (d == NULL) fail_msg("%d:%d %s", err.line, err.col, err.msg);
+  assert_int_equal(d->is_ids, 1);
+  const int32_t ids[4] = {0, 3, 2, 2};
+  assert_memory_equal(d->ids, ids, sizeof ids);
+  md_dataset_free(d);
+}
+
+static void expect_error(const char *csv, const char *label, int vocab, int line, int col,
+                         const char *words) {
+  md_error err = {0};
+  md_dataset *d = load(csv, label, vocab, &err);
+  if (d != NULL) fail_msg("loaded, expected an error at %d:%d", line, col);
+  if (err.line != line || err.col != col || strstr(err.msg, words) == NULL)
+    fail_msg("got %d:%d \"%s\", expected %d:%d \"...%s...\"", err.line, err.col, err.msg, line,
+             col, words);
+}
+
+static void test_load_errors(void **state) {
+  (void)state;
+  /* x in line 3, field 2 */
+  expect_error("a,b,label\n1,2,0\n3,x,1\n", "label", 0, 3, 2, "not a finite number");
+  expect_error("a,b,label\n1,2,0\n3,inf,1\n", "label", 0, 3, 2, "not a finite number");
+  /* too few fields: the first missing one is field 3; too many: the first extra is field 4 */
+  expect_error("a,b,label\n1,2,0\n3,1\n", "label", 0, 3, 3, "expected 3 fields");
+  expect_error("a,b,label\n1,2,0,9\n", "label", 0, 2, 4, "expected 3 fields");
+  expect_error("a,b,label\n1,2,0\n", "nope", 0, 1, 0, "no label column \"nope\"");
+  expect_error("a,label\n1,0\n2,-1\n", "label", 0, 3, 2, "negative");
+  expect_error("a,label\n1,0.5\n", "label", 0, 2, 2, "not an integer");
+  expect_error("a,label\n1,zero\n", "label", 0, 2, 2, "not a number");
+  /* id 3 with a vocabulary of 3: line 2, field 2 */
+  expect_error("i0,i1,y\n0,3,1\n", "y", 3, 2, 2, "out of range [0, 3)");
+  expect_error("", NULL, 0, 1, 0, "empty file");
+  expect_error("a,label\n", NULL, 0, 2, 0, "no data rows");
+  /* Blank lines are skipped but still counted: the bad field is on physical line 4. */
+  expect_error("a,label\n1,0\n\n2,x\n", "label", 0, 4, 2, "not a number");
+  md_error err = {0};
+  assert_null(md_dataset_load_csv("/nonexistent/podsim.csv", NULL, 0, &err));
+  assert_non_null(strstr(err.msg, "/nonexistent/podsim.csv"));
+}
+
+/* Same seed, same bits; the first features*classes draws are M and each label is the argmax. */
+static void test_synthetic(void **state) {
+  (void)state;
+  gsl_rng *r1 = sim_rng_stream(7, "data"), *r2 = sim_rng_stream(7, "data"), *r3 = sim_rng_stream(8, "data");
+  md_dataset *a = md_dataset_synthetic(100, 5, 4, r1);
+  md_dataset *b = md_dataset_synthetic(100, 5, 4, r2);
+  md_dataset *c = md_dataset_synthetic(100, 5, 4, r3);
+  assert_memory_equal(a->x, b->x, sizeof(float) * 500);
+  assert_memory_equal(a->labels, b->labels, sizeof(int32_t) * 100);
+  assert_memory_not_equal(a->x, c->x, sizeof(float) * 500);
+  assert_string_equal(a->columns[4], "f4");
+  for (size_t i = 0; i < 100; i++) assert_true(a->labels[i] >= 0 && a->labels[i] < 4);
+  assert_true(a->classes >= 1 && a->classes <= 4);
+  /* Replay the stream: M [5,4] first, then row 0's five features; row 0's label is the argmax. */
+  gsl_rng *ref = sim_rng_stream(7, "data");
+  double map[20], score[4] = {0};
+  for (int k = 0; k < 20; k++) map[k] = gsl_ran_gaussian(ref, 1.0);
+  for (int j = 0; j < 5; j++) {
+    float xj = (float)gsl_ran_gaussian(ref, 1.0);
+    assert_true(xj == a->x[j]);
+    for (int k = 0; k < 4; k++) score[k] += (double)xj * map[j * 4 + k];
+  }
+  int best = 0;
+  for (int k = 1; k < 4; k++) best = score[k] > score[best] ? k : best;
+  assert_int_equal(a->labels[0], best);
+  gsl_rng_free(ref);
+  md_dataset_free(a);
+  md_dataset_free(b);
+  md_dataset_free(c);
+  gsl_rng_free(r1);
+  gsl_rng_free(r2);
+  gsl_rng_free(r3);
+}
+
+/* Five rows, gathering 4 from row 3: rows 3, 4, 0, 1. */
+static void test_gather_wraps(void **state) {
+  (void)state;
+  md_error err = {0};
+  md_dataset *d = load("a,label\n0,0\n1,1\n2,0\n3,1\n4,0\n", NULL, 0, &err);
+  assert_non_null(d);
+  float x[4];
+  int32_t y[4];
+  md_dataset_gather(d, 3, 4, x, NULL, y);
+  const float wx[4] = {3, 4, 0, 1};
+  const int32_t wy[4] = {1, 0, 0, 1};
+  assert_memory_equal(x, wx, sizeof wx);
+  assert_memory_equal(y, wy, sizeof wy);
+  md_dataset_gather(d, 13, 1, x, NULL, y);
+  assert_true(x[0] == 3.0f);
+  md_dataset_free(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_load_good),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_synthetic),
+      cmocka_unit_test(test_gather_wraps),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
