@@ -20,23 +20,25 @@
 #define PL_SWATCH     30.0   /* width of a legend sample */
 #define PL_MAX_TICKS  1000   /* bound on tick enumeration, whatever the range */
 
-/* Lightness (relative luminance) alternates dark/light along the list so neighbouring layers
-** of a stack differ in grey: 0.03, 0.42, 0.57, 0.10, 0.57, 0.26 (3rd and 5th never touch). */
+/* Lightness rises through the first three (the usual compute/comm/idle stack) and then
+** alternates, so neighbouring layers differ in grey. Grey levels (sRGB luma, 0-255): 44, 146,
+** 201, 58, 194, 121 (the two close ones, 3rd and 5th, never touch). */
 static const double pl_palette[][3] = {
   {0x08 / 255.0, 0x30 / 255.0, 0x6b / 255.0},  /* navy */
-  {0xe6 / 255.0, 0x9f / 255.0, 0x00 / 255.0},  /* orange */
-  {0x8f / 255.0, 0xc8 / 255.0, 0xe8 / 255.0},  /* light blue */
+  {0xd9 / 255.0, 0x8c / 255.0, 0x00 / 255.0},  /* orange */
+  {0xa6 / 255.0, 0xd0 / 255.0, 0xec / 255.0},  /* light blue */
   {0xb2 / 255.0, 0x18 / 255.0, 0x2b / 255.0},  /* crimson */
   {0xf0 / 255.0, 0xc0 / 255.0, 0x4a / 255.0},  /* yellow */
   {0x00 / 255.0, 0x9e / 255.0, 0x73 / 255.0},  /* green */
 };
 #define PL_NPALETTE (sizeof pl_palette / sizeof pl_palette[0])
 
-/* Dash patterns (with round caps, hence the near-zero "dots"): lines stay apart in grey. */
+/* Dash patterns (with round caps, hence the near-zero "dots"): lines stay apart in grey.
+** The sparse dotted one falls on a dark colour (crimson) where it stays visible. */
 static const double pl_dashes[][4] = {
-  {0, 0, 0, 0}, {10, 7, 0, 0}, {0.01, 6, 0, 0}, {14, 6, 0.01, 6}, {24, 8, 0, 0}, {4, 6, 0, 0},
+  {0, 0, 0, 0}, {10, 7, 0, 0}, {14, 6, 0.01, 6}, {0.01, 6, 0, 0}, {24, 8, 0, 0}, {4, 6, 0, 0},
 };
-static const int pl_ndash[] = {0, 2, 2, 4, 2, 2};
+static const int pl_ndash[] = {0, 2, 4, 2, 2, 2};
 #define PL_NDASHES (sizeof pl_ndash / sizeof pl_ndash[0])
 
 void pl_style_fill(cairo_t *cr, int style) {
@@ -45,7 +47,8 @@ void pl_style_fill(cairo_t *cr, int style) {
 }
 
 void pl_style_line(cairo_t *cr, int style) {
-  size_t d = (size_t)style % PL_NDASHES;
+  /* Past the sixth series the dash shifts against the colour, so no two of 36 lines match. */
+  size_t d = ((size_t)style + (size_t)style / PL_NPALETTE) % PL_NDASHES;
   pl_style_fill(cr, style);
   cairo_set_line_width(cr, 2.5);
   cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
