@@ -27,7 +27,9 @@ void sim_collective_free(sim_collective *c);
 
 /* Called by each rank's actor with its own buffer of `count` floats (the same count on every
 ** rank). Blocks until the whole all-reduce (SUM) is done; every buffer then holds the same
-** bits. Returns SIM_OK, or SIM_FAILED if the actor was killed. */
+** bits. Returns SIM_OK, or SIM_FAILED if the actor was killed. A killed rank's own call never
+** returns (sim_actor_kill); it is the surviving ranks' calls that return SIM_FAILED.
+** buf may be NULL on every rank (numerics off): the transfers are timed, nothing is computed. */
 int sim_allreduce(sim_actor *self, sim_collective *c, int rank, float *buf, size_t count,
                   sim_algo algo);
 
