@@ -1136,7 +1136,7 @@ static const key_spec ROOT_KEYS[] = {
   {.key = "name", .type = V_FN, .fn = name_fn, .required = 1},
   {.key = "seed", .type = V_INT, .st = S_U64, OFF(scenario, seed), .lo = 0, .hi = 9.2e18},
   {.key = "numerics", .type = V_ENUM, .names = NUMERICS, .name_issue = NUMERICS_ISSUE, .st = S_INT,
-   OFF(scenario, numerics_full), .what = "numerics (the cost-only path)"},
+   OFF(scenario, numerics_full), .what = "numerics (cost-only path)"},
   {.key = "cluster", .type = V_MAP, .sub = CLUSTER_KEYS},
   {.key = "strategy", .type = V_MAP, .sub = STRATEGY_KEYS},
   {.key = "model", .type = V_MAP, .sub = MODEL_KEYS},

@@ -1,0 +1,315 @@
+/* test_load.c: scenario_load on good scenarios (values and units converted exactly), --set
+** overrides, and a catalogue of broken scenarios whose errors must name file:line:col: key. */
+#include "tests/testutil.h"
+
+#include <string.h>
+
+#include "scenarios/machines.h"
+#include "scenarios/scenario.h"
+#include "scenarios/units.h"
+
+static scenario S;   /* large: keep it off the stack */
+static scn_error E;
+
+static void load_ok(const char *rel, const char *const *ov, int nov) {
+  int rc = scenario_load(tu_src(rel), ov, nov, &S, &E);
+  if (rc) fail_msg("%s: %s", rel, E.msg);
+}
+
+static void test_units_exact(void **state) {
+  (void)state;
+  char why[256];
+  double v;
+  struct { unit_kind k; const char *text; double want; } ok[] = {
+    {UNIT_DURATION, "250ns", 250e-9}, {UNIT_DURATION, "1.5us", 1.5e-6}, {UNIT_DURATION, "20ms", 20e-3},
+    {UNIT_DURATION, "12.5s", 12.5}, {UNIT_DURATION, "5min", 300}, {UNIT_DURATION, "2h", 7200},
+    {UNIT_DURATION, "0.1us", 1e-7},
+    {UNIT_SIZE, "512B", 512}, {UNIT_SIZE, "100KB", 1e5}, {UNIT_SIZE, "100MB", 1e8},
+    {UNIT_SIZE, "16GiB", 17179869184.0}, {UNIT_SIZE, "1.5KiB", 1536},
+    {UNIT_BANDWIDTH, "100GB/s", 1e11}, {UNIT_BANDWIDTH, "25Gbps", 3.125e9},
+    {UNIT_BANDWIDTH, "400Mbps", 5e7}, {UNIT_BANDWIDTH, "1.5TB/s", 1.5e12},
+    {UNIT_FLOPS, "1TFLOP/s", 1e12}, {UNIT_FLOPS, "275TFLOP/s", 275e12}, {UNIT_FLOPS, "50GFLOP/s", 50e9},
+    {UNIT_RATE, "0.5/h", 0.5 / 3600}, {UNIT_RATE, "2/min", 2.0 / 60},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    if (units_parse(ok[i].k, ok[i].text, &v, why, sizeof why)) fail_msg("%s: %s", ok[i].text, why);
+    if (v != ok[i].want) fail_msg("%s: got %.17g want %.17g", ok[i].text, v, ok[i].want);
+  }
+  assert_int_equal(units_parse(UNIT_DURATION, "5", &v, why, sizeof why), -1);
+  assert_string_equal(why, "expected a duration with a unit such as 5us, 20ms or 12.5s, found 5");
+  assert_int_equal(units_parse(UNIT_SIZE, "-1GiB", &v, why, sizeof why), -1);
+  assert_non_null(strstr(why, "non-negative"));
+  assert_int_equal(units_parse(UNIT_SIZE, "1GiBs", &v, why, sizeof why), -1);
+  assert_int_equal(units_parse(UNIT_BANDWIDTH, "10GB", &v, why, sizeof why), -1);
+}
+
+static void test_machines(void **state) {
+  (void)state;
+  scn_machine m;
+  assert_int_equal(machines_lookup("n1-standard-8", &m), 0);
+  assert_int_equal(m.cpus, 8);
+  assert_true(m.nic_bytes_per_s == 16e9 / 8);
+  assert_true(m.ram_bytes == 8 * 3.75 * 1073741824.0);
+  assert_true(m.flops == 8 * MACHINE_N1_FLOPS_PER_VCPU);
+  assert_int_equal(machines_lookup("n1-standard-1", &m), 0);
+  assert_true(m.nic_bytes_per_s == 2e9 / 8);
+  assert_int_equal(machines_lookup("n2-standard-128", &m), 0);
+  assert_true(m.nic_bytes_per_s == 32e9 / 8);
+  assert_true(m.ram_bytes == 128 * 4 * 1073741824.0);
+  assert_int_equal(machines_lookup("n2-standard-3", &m), -1);
+  assert_int_equal(machines_lookup("n1-standard-128", &m), -1);
+  assert_int_equal(machines_lookup("n1-standard-08", &m), -1);
+}
+
+static void test_good_dense(void **state) {
+  (void)state;
+  load_ok("tests/data/scenarios/good/dense.yaml", NULL, 0);
+  assert_string_equal(S.name, "seed-dense");
+  assert_int_equal(S.seed, 42);
+  assert_int_equal(S.numerics_full, 1);
+  assert_int_equal(S.workers, 4);
+  assert_string_equal(S.worker_machine.type, "n1-standard-8");
+  assert_true(S.worker_machine.nic_bytes_per_s == 2e9);
+  assert_int_equal(S.fabric, SCN_FABRIC_RING);
+  assert_true(S.fabric_bytes_per_s == 3.125e9);
+  assert_true(S.fabric_latency_s == 1.5e-6);
+  assert_int_equal(S.strategy, SCN_STRATEGY_MULTI_WORKER_MIRRORED);
+  assert_int_equal(S.all_reduce, SCN_ALLREDUCE_RING);
+  assert_int_equal(S.input_features, 5);
+  assert_int_equal(S.nlayers, 2);
+  assert_int_equal(S.layers[0].kind, MD_LAYER_DENSE);
+  assert_int_equal(S.layers[0].units, 16);
+  assert_int_equal(S.layers[0].activation, MD_ACT_RELU);
+  assert_int_equal(S.layers[0].use_bias, 1);
+  assert_int_equal(S.layers[1].activation, MD_ACT_SOFTMAX);
+  assert_int_equal(S.layers[1].use_bias, 0);
+  assert_int_equal(S.from_logits, 0);
+  assert_string_equal(S.init_file, tu_src("tests/data/scenarios/good/init.csv"));
+  assert_int_equal(S.optimizer.kind, MD_OPT_SGD);
+  assert_true(S.optimizer.learning_rate == 0.1f);
+  assert_true(S.optimizer.momentum == 0.9f);
+  assert_int_equal(S.optimizer.nesterov, 1);
+  assert_string_equal(S.csv, tu_src("tests/data/scenarios/good/data.csv"));
+  assert_string_equal(S.label, "label");
+  assert_int_equal(S.global_batch, 8);
+  assert_int_equal(S.repeat, 0);
+  assert_int_equal(S.steps, 100);
+  assert_int_equal(S.epochs, 0);
+  assert_int_equal(S.loss_reduction, SCN_LOSS_PER_REPLICA_MEAN);
+  assert_string_equal(S.out_dir, "results/dense");
+  assert_int_equal(S.plots.loss, 0);
+  assert_int_equal(S.plots.step_time, 1);
+  assert_int_equal(S.format, SCN_FORMAT_PNG);
+  assert_int_equal(S.trace, 0);
+}
+
+static void test_good_custom_machine_and_ids(void **state) {
+  (void)state;
+  load_ok("tests/data/scenarios/good/custom.yaml", NULL, 0);
+  assert_string_equal(S.worker_machine.type, "custom");
+  assert_int_equal(S.worker_machine.cpus, 16);
+  assert_true(S.worker_machine.flops == 1e12);
+  assert_true(S.worker_machine.ram_bytes == 17179869184.0);
+  assert_true(S.worker_machine.nic_bytes_per_s == 1e5);
+  assert_int_equal(S.worker_machine.accelerators, 4);
+  assert_true(S.worker_machine.accel_peak_flops == 312e12);
+  assert_true(S.worker_machine.accel_hbm_bytes == 80 * 1073741824.0);
+  assert_true(S.worker_machine.accel_hbm_bytes_per_s == 2e12);
+  assert_true(S.worker_machine.accel_link_bytes_per_s == 300e9);
+  assert_int_equal(S.input_ids, 3);
+  assert_int_equal(S.input_vocab, 13);
+  assert_int_equal(S.layers[0].kind, MD_LAYER_EMBEDDING);
+  assert_int_equal(S.layers[0].combiner, MD_COMBINER_SUM);
+  assert_int_equal(S.layers[1].activation, MD_ACT_NONE);
+  assert_int_equal(S.optimizer.kind, MD_OPT_ADAM);
+  assert_true(S.optimizer.learning_rate == 0.001f);
+  assert_true(S.optimizer.beta_1 == 0.8f);
+  assert_true(S.optimizer.beta_2 == 0.999f);
+  assert_true(S.optimizer.epsilon == 1e-7f);
+  assert_int_equal(S.steps, -1);
+  assert_int_equal(S.epochs, 3);
+}
+
+static void test_defaults(void **state) {
+  (void)state;
+  load_ok("tests/data/scenarios/good/minimal.yaml", NULL, 0);
+  assert_int_equal(S.seed, 1);
+  assert_int_equal(S.numerics_full, 1);
+  assert_int_equal(S.workers, 1);
+  assert_string_equal(S.worker_machine.type, "n2-standard-8");
+  assert_int_equal(S.fabric, SCN_FABRIC_STAR);
+  assert_true(S.fabric_bytes_per_s == 100e9);
+  assert_true(S.fabric_latency_s == 5e-6);
+  assert_int_equal(S.strategy, SCN_STRATEGY_DEFAULT);
+  assert_int_equal(S.all_reduce, SCN_ALLREDUCE_AUTO);
+  assert_int_equal(S.from_logits, 0);
+  assert_string_equal(S.init_file, "");
+  assert_string_equal(S.csv, "");
+  assert_int_equal(S.synthetic_rows, 1000);
+  assert_int_equal(S.synthetic_features, 8);
+  assert_int_equal(S.synthetic_classes, 3);
+  assert_int_equal(S.repeat, 1);
+  assert_int_equal(S.loss_reduction, SCN_LOSS_GLOBAL_BATCH);
+  assert_string_equal(S.out_dir, "out/minimal");
+  assert_int_equal(S.plots.loss, 1);
+  assert_int_equal(S.plots.step_time, 1);
+  assert_int_equal(S.format, SCN_FORMAT_PNG);
+  assert_int_equal(S.trace, 1);
+  assert_int_equal(S.optimizer.kind, MD_OPT_ADAGRAD);
+  assert_true(S.optimizer.learning_rate == 0.001f);
+  assert_true(S.optimizer.initial_accumulator_value == 0.1f);
+}
+
+static void test_overrides(void **state) {
+  (void)state;
+  const char *existing[] = {"training.steps=5", "cluster.workers.count=3", "model.layers.0.dense.units=7",
+                            "outputs.plots=[loss]", "seed=9"};
+  load_ok("tests/data/scenarios/good/minimal.yaml", existing, 5);
+  assert_int_equal(S.steps, 5);
+  assert_int_equal(S.workers, 3);
+  assert_int_equal(S.layers[0].units, 7);
+  assert_int_equal(S.plots.step_time, 0);
+  assert_int_equal(S.seed, 9);
+
+  /* a key absent from the file is created */
+  const char *created[] = {"cluster.fabric.latency=20ms"};
+  load_ok("tests/data/scenarios/good/minimal.yaml", created, 1);
+  assert_true(S.fabric_latency_s == 20e-3);
+
+  /* a bad value: validation names --set, the override's index and the value's column */
+  const char *bad[] = {"seed=2", "dataset.global_batch=0"};
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/good/minimal.yaml"), bad, 2, &S, &E), -1);
+  assert_string_equal(E.msg, "--set:2:22: dataset.global_batch: expected an integer >= 1, found 0");
+
+  /* a value that is not YAML */
+  const char *syntax[] = {"outputs.plots=[loss"};
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/good/minimal.yaml"), syntax, 1, &S, &E), -1);
+  assert_string_equal(E.file, "--set");
+  assert_int_equal(E.line, 1);
+  assert_non_null(strstr(E.msg, "YAML syntax error"));
+
+  /* a path through a scalar, an index out of range, no '=' */
+  const char *through[] = {"name.x=1"};
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/good/minimal.yaml"), through, 1, &S, &E), -1);
+  assert_non_null(strstr(E.msg, "--set:1:6: name.x: expected a mapping or sequence"));
+  const char *index[] = {"model.layers.4.dense.units=1"};
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/good/minimal.yaml"), index, 1, &S, &E), -1);
+  assert_non_null(strstr(E.msg, "--set:1:14: model.layers[4]: expected an index"));
+  const char *noeq[] = {"training.steps"};
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/good/minimal.yaml"), noeq, 1, &S, &E), -1);
+  assert_non_null(strstr(E.msg, "expected key.path=value"));
+
+  /* a new unknown key is validated like any other */
+  const char *unknown[] = {"training.stepz=5"};
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/good/minimal.yaml"), unknown, 1, &S, &E), -1);
+  assert_non_null(strstr(E.msg, "--set:1:10: training.stepz: unknown key \"stepz\""));
+}
+
+static void test_missing_file(void **state) {
+  (void)state;
+  assert_int_equal(scenario_load("no/such/scenario.yaml", NULL, 0, &S, &E), -1);
+  assert_non_null(strstr(E.msg, "no/such/scenario.yaml: cannot open"));
+}
+
+/* The broken scenarios of tests/data/scenarios/bad/: each error's position, key and a phrase. */
+static const struct bad_case {
+  const char *name;       /* tests/data/scenarios/bad/NAME.yaml */
+  int line, col;
+  const char *key;
+  const char *phrase;
+} BAD[] = {
+  {"alias", 3, 10, "model.input", "anchors and aliases"},
+  {"allreduce_not_supported", 11, 53, "strategy.all_reduce", "not supported yet"},
+  {"bad_optimizer_kind", 6, 19, "optimizer.kind", "expected one of sgd | adam | adagrad"},
+  {"bool_wrong", 10, 11, "dataset.repeat", "expected true or false"},
+  {"checkpoint_bare_bandwidth", 12, 43, "training.checkpoint.bandwidth", "expected a bandwidth with a unit"},
+  {"checkpoint_not_supported", 12, 3, "training.checkpoint", "(planned in issue 6)"},
+  {"csv_and_synthetic", 10, 3, "dataset.csv", "not both"},
+  {"duplicate_key", 10, 3, "dataset.global_batch", "duplicate key"},
+  {"embedding_not_first", 6, 7, "model.layers[1]", "must be the first layer"},
+  {"empty_layers", 4, 11, "model.layers", "found an empty sequence"},
+  {"expect_bad_comparator", 12, 26, "expect[0].approx", "unknown comparator \"approx\""},
+  {"expect_unknown_metric", 12, 14, "expect[0].metric", "found \"accuracy\""},
+  {"fabric_torus_not_supported", 12, 22, "cluster.fabric.topology", "(planned in issue 3)"},
+  {"fault_bad_target", 12, 29, "faults[0].target", "found \"worker3\""},
+  {"fault_two_triggers", 12, 5, "faults[0]", "exactly one of at"},
+  {"fault_typo_beats_tpu", 14, 62, "faults[0].durration", "unknown key \"durration\""},
+  {"faults_not_supported", 11, 1, "faults", "(planned in issue 6)"},
+  {"features_and_ids", 3, 24, "model.input.ids", "not both"},
+  {"ids_without_embedding", 5, 7, "model.layers[0]", "needs an embedding"},
+  {"logical_device_not_supported", 5, 25, "model.layers[0].dense.logical_device", "(planned in issue 4)"},
+  {"missing_csv_file", 8, 8, "dataset.csv", "file not found"},
+  {"missing_layers", 3, 3, "model.layers", "missing required key \"layers\""},
+  {"missing_name", 1, 1, "name", "missing required key \"name\""},
+  {"missing_optimizer_kind", 6, 12, "optimizer.kind", "missing required key \"kind\""},
+  {"missing_training", 1, 1, "training", "missing required key \"training\""},
+  {"missing_unit", 12, 21, "cluster.fabric.latency", "expected a duration with a unit such as 5us, 20ms or 12.5s, found 5"},
+  {"negative_size", 13, 46, "cluster.workers.machine.ram", "non-negative size"},
+  {"neither_csv_nor_synthetic", 8, 3, "dataset.csv", "missing required key \"csv\""},
+  {"not_a_mapping", 1, 1, "(top level)", "expected a mapping"},
+  {"numerics_off_not_supported", 11, 11, "numerics", "(planned in issue 3)"},
+  {"optimizer_key_of_other_kind", 6, 44, "optimizer.beta_1", "unknown key \"beta_1\""},
+  {"plot_svg_not_supported", 11, 19, "outputs.format", "(planned in issue 7)"},
+  {"plot_unknown", 11, 25, "outputs.plots[1]", "found \"accuracy\""},
+  {"ps_not_supported", 12, 3, "cluster.ps", "(planned in issue 5)"},
+  {"quoted_number", 9, 17, "dataset.global_batch", "expected an integer"},
+  {"shuffle_buffer_not_supported", 10, 12, "dataset.shuffle", "(planned in issue 4)"},
+  {"shuffle_true", 10, 12, "dataset.shuffle", "expected false or {buffer: N}"},
+  {"steps_and_epochs", 10, 23, "training.epochs", "not both"},
+  {"strategy_mirrored_not_supported", 11, 18, "strategy.kind", "strategy kind \"mirrored\""},
+  {"sweep_bad_path", 11, 9, "sweep.dataset.global_bach", "expected the path of a key"},
+  {"sweep_not_supported", 11, 1, "sweep", "(planned in issue 7)"},
+  {"synthetic_features_mismatch", 8, 36, "dataset.synthetic.features", "expected model.input.features"},
+  {"tpu_bad_slice", 12, 15, "cluster.tpu.type", "unknown slice \"v4-33\" (v4 slices count TensorCores: 8, 16, 32, ..."},
+  {"tpu_not_supported", 12, 3, "cluster.tpu", "TPU slices (planned in issue 3)"},
+  {"tpu_topology_mismatch", 12, 32, "cluster.tpu.topology", "has 8 chips but v4-32 has 16"},
+  {"unknown_activation", 5, 37, "model.layers[0].dense.activation", "found \"gelu\""},
+  {"unknown_machine", 12, 32, "cluster.workers.machine", "unknown machine type \"n1-standard-3\""},
+  {"unknown_nested_key", 10, 23, "training.stpes", "unknown key \"stpes\""},
+  {"unknown_strategy", 11, 18, "strategy.kind", "found \"horovod\""},
+  {"unknown_top_key", 11, 1, "colour", "unknown key \"colour\""},
+  {"unknown_unit", 12, 28, "cluster.fabric.link_bandwidth", "found \"100GB/sec\""},
+  {"workload_not_supported", 2, 1, "workload", "collective workloads (planned in issue 3)"},
+  {"wrong_type_map", 11, 10, "cluster", "found a sequence"},
+  {"wrong_type_steps", 10, 19, "training.steps", "found \"ten\""},
+  {"yaml_syntax", 11, 1, "training", "YAML syntax error"},
+  {"zero_global_batch", 9, 17, "dataset.global_batch", "expected an integer >= 1, found 0"},
+  {"zero_learning_rate", 6, 39, "optimizer.learning_rate", "expected a number > 0, found 0"},
+};
+
+static void test_bad_catalogue(void **state) {
+  (void)state;
+  int failures = 0;
+  for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+    char rel[256], prefix[4200];
+    snprintf(rel, sizeof rel, "tests/data/scenarios/bad/%s.yaml", BAD[i].name);
+    const char *path = tu_src(rel);
+    if (scenario_load(path, NULL, 0, &S, &E) != -1) {
+      print_error("%s: loaded, expected an error\n", BAD[i].name);
+      failures++;
+      continue;
+    }
+    snprintf(prefix, sizeof prefix, "%s:%d:%d: %s: ", path, BAD[i].line, BAD[i].col, BAD[i].key);
+    if (strncmp(E.msg, prefix, strlen(prefix)) || !strstr(E.msg, BAD[i].phrase) ||
+        strcmp(E.file, path) || E.line != BAD[i].line || E.col != BAD[i].col || strcmp(E.key, BAD[i].key)) {
+      print_error("%s:\n  got  %s\n  want %s... %s\n", BAD[i].name, E.msg, prefix, BAD[i].phrase);
+      failures++;
+    }
+  }
+  assert_true(sizeof BAD / sizeof BAD[0] >= 30);
+  assert_int_equal(failures, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_units_exact),
+    cmocka_unit_test(test_machines),
+    cmocka_unit_test(test_good_dense),
+    cmocka_unit_test(test_good_custom_machine_and_ids),
+    cmocka_unit_test(test_defaults),
+    cmocka_unit_test(test_overrides),
+    cmocka_unit_test(test_missing_file),
+    cmocka_unit_test(test_bad_catalogue),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
