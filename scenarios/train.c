@@ -74,11 +74,12 @@ static int input_error(scn_error *err, const char *file, int line, int col, cons
                        const char *fmt, const char *detail) {
   snprintf(err->file, sizeof err->file, "%s", file);
   err->line = line;
-  err->col = col;
+  err->col = line > 0 && col < 1 ? 1 : col;  /* a whole-line error points at its start */
   snprintf(err->key, sizeof err->key, "%s", key);
   char what[768];
   snprintf(what, sizeof what, fmt, detail);
-  snprintf(err->msg, sizeof err->msg, "%s:%d:%d: %s: %s", file, line, col, key, what);
+  if (line > 0) snprintf(err->msg, sizeof err->msg, "%s:%d:%d: %s: %s", file, line, err->col, key, what);
+  else snprintf(err->msg, sizeof err->msg, "%s: %s: %s", file, key, what);
   return TR_EXIT_INPUT;
 }
 
