@@ -14,12 +14,22 @@
 
 /* ---- event queue (eventq.c) ----------------------------------------------------------- */
 
-/* One heap entry, kept small and inline so sifting touches little memory. */
-typedef struct sim_heap_entry {
+/* One pending event as the queue stores it, 16 bytes: redistributing buckets is copying. */
+typedef struct sim_queued_event {
   sim_time time;             /* when the event fires */
-  uint64_t seq;              /* insertion sequence: FIFO order among equal times */
-  uint32_t slot;             /* index into sim_eventq.slots for the callback */
-} sim_heap_entry;
+  uint64_t order;            /* insertion sequence << SIM_SLOT_BITS | slot index: the sequence
+                                gives FIFO order among equal times, the slot the callback */
+} sim_queued_event;
+
+/* At most 2^24 events pending at once and 2^40 scheduled per engine; past either the engine
+** stops with a message rather than misorder events. */
+#define SIM_SLOT_BITS 24
+
+typedef struct sim_event_bucket {
+  sim_queued_event *items;   /* unordered, except bucket 0 (see eventq.c) */
+  size_t n;                  /* entries */
+  size_t cap;                /* allocated entries */
+} sim_event_bucket;
 
 typedef struct sim_event_slot {
   sim_event_fn fn;           /* callback; NULL while the slot is free or its event cancelled */
@@ -28,10 +38,14 @@ typedef struct sim_event_slot {
   uint32_t next_free;        /* free-list link while the slot is unused */
 } sim_event_slot;
 
+/* 1 + the number of bits of a time: bucket b > 0 holds times whose highest bit differing from
+** `last` is bit b-1. */
+#define SIM_EVENT_BUCKETS 65
+
 typedef struct sim_eventq {
-  sim_heap_entry *heap;      /* 4-ary min-heap on (time, seq); cancelled entries stay until popped */
-  size_t size;               /* entries in heap, cancelled ones included */
-  size_t cap;                /* allocated entries */
+  sim_event_bucket buckets[SIM_EVENT_BUCKETS]; /* radix heap; cancelled entries stay until met */
+  size_t head;               /* read cursor in buckets[0], which is sorted by seq */
+  sim_time last;             /* time of the latest pop: no pending event is earlier */
   sim_event_slot *slots;     /* callback storage, reused through the free list */
   uint32_t n_slots;          /* slots ever handed out (high-water mark) */
   uint32_t cap_slots;        /* allocated slots */

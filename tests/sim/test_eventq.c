@@ -149,6 +149,26 @@ static void test_tie_break_from_callback(void **state) {
   sim_engine_free(e);
 }
 
+/* Times far apart exercise the high radix buckets; events scheduled at the current time after
+** sim_run_until stopped short of the next one still fire before it. */
+static void test_far_times(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  log_t log = {0};
+  tag_t t[5] = {{&log, 0}, {&log, 1}, {&log, 2}, {&log, 3}, {&log, 4}};
+  sim_schedule(e, INT64_C(1) << 62, record, &t[0]);
+  sim_schedule(e, INT64_C(1) << 40, record, &t[1]);
+  sim_schedule(e, 3, record, &t[2]);
+  sim_run_until(e, 1000);
+  sim_schedule(e, 1000, record, &t[3]);
+  sim_schedule(e, (INT64_C(1) << 40) - 1, record, &t[4]);
+  sim_run(e);
+  int want[5] = {2, 3, 4, 1, 0};
+  for (int i = 0; i < 5; i++) assert_int_equal(log.order[i], want[i]);
+  assert_int_equal(sim_now(e), INT64_C(1) << 62);
+  sim_engine_free(e);
+}
+
 static void test_time_conversion(void **state) {
   (void)state;
   assert_int_equal(sim_time_from_s(1e-6), 1000000);
@@ -161,6 +181,7 @@ int main(void) {
       cmocka_unit_test(test_time_order),     cmocka_unit_test(test_fifo_ties),
       cmocka_unit_test(test_cancel),         cmocka_unit_test(test_interleaved),
       cmocka_unit_test(test_tie_break_from_callback), cmocka_unit_test(test_time_conversion),
+      cmocka_unit_test(test_far_times),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
