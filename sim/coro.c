@@ -1,5 +1,11 @@
 /*
-** coro.c: ucontext backend of sim/coro.h.
+** coro.c: the context switch behind sim/coro.h.
+**
+** Two backends with one shape: on x86-64 a hand-written switch that saves the six callee-saved
+** registers and swaps stack pointers (a few ns); elsewhere ucontext, whose swapcontext also
+** saves the signal mask with a system call (~10x slower). SIM_CORO_UCONTEXT forces the latter.
+** The x86-64 switch does not save MXCSR or the x87 control word: nothing in podsim changes
+** rounding modes inside an actor.
 **
 ** Stacks are mmap'd with a PROT_NONE guard page below them, so an actor overflowing its stack
 ** faults at once instead of corrupting a neighbour. Under AddressSanitizer every switch is
@@ -12,8 +18,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) && !defined(SIM_CORO_UCONTEXT)
+#define CORO_X86_64 1
+#else
+#include <ucontext.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CORO_ASAN 1
@@ -29,8 +40,13 @@
 #endif
 
 struct sim_coro {
+#ifdef CORO_X86_64
+  void *sp;                  /* the coroutine's stack pointer while suspended */
+  void *resumer_sp;          /* the resumer's stack pointer while the coroutine runs */
+#else
   ucontext_t self;           /* the coroutine's saved registers while suspended */
   ucontext_t resumer;        /* where sim_coro_yield returns to (the engine's context) */
+#endif
   void *mapping;             /* mmap'd region: guard page + stack */
   size_t mapping_bytes;      /* length of `mapping` */
   sim_coro_fn fn;            /* body, run once */
@@ -43,15 +59,20 @@ struct sim_coro {
 #endif
 };
 
+#ifdef CORO_X86_64
+void sim__coro_switch(void **save_sp, void *to_sp);  /* assembly, below */
+void sim__coro_start(void);                          /* assembly, below */
+void sim__coro_main(sim_coro *c);                    /* called from sim__coro_start */
+#endif
+
 static void *stack_base(const sim_coro *c, size_t *size) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   *size = c->mapping_bytes - page;
   return (char *)c->mapping + page;
 }
 
-/* makecontext passes only ints: the pointer travels as two 32-bit halves. */
-static void coro_entry(unsigned hi, unsigned lo) {
-  sim_coro *c = (sim_coro *)(uintptr_t)(((uint64_t)hi << 32) | (uint64_t)lo);
+/* Runs the body, then leaves for good. */
+static void coro_main(sim_coro *c) {
 #ifdef CORO_ASAN
   __sanitizer_finish_switch_fiber(NULL, &c->resumer_bottom, &c->resumer_size);
 #endif
@@ -61,12 +82,78 @@ static void coro_entry(unsigned hi, unsigned lo) {
   /* NULL fake-stack handle: this fiber's frames are gone for good. */
   __sanitizer_start_switch_fiber(NULL, c->resumer_bottom, c->resumer_size);
 #endif
+#ifdef CORO_X86_64
+  void *abandoned_sp;
+  sim__coro_switch(&abandoned_sp, c->resumer_sp);
+#else
   setcontext(&c->resumer);
+#endif
+  abort(); /* a finished coroutine is never resumed */
+}
+
+#ifdef CORO_X86_64
+/* sim__coro_switch(save_sp, to_sp): pushes the callee-saved registers, stores the stack
+** pointer in *save_sp, loads to_sp and pops the registers saved there. A new coroutine's stack
+** is laid out as if it had been switched away from just before sim__coro_start, which moves
+** the coroutine (left in rbx) into the first argument and calls coro_main. */
+__asm__(".text\n"
+        ".globl sim__coro_switch\n"
+        ".type sim__coro_switch,@function\n"
+        "sim__coro_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size sim__coro_switch, .-sim__coro_switch\n"
+        ".type sim__coro_start,@function\n"
+        "sim__coro_start:\n"
+        "  movq %rbx, %rdi\n"
+        "  call sim__coro_main\n"
+        "  ud2\n"
+        ".size sim__coro_start, .-sim__coro_start\n");
+/* An external name for the assembly to call (coro_main is static). */
+void sim__coro_main(sim_coro *c) { coro_main(c); }
+
+static void prepare(sim_coro *c) {
+  size_t size;
+  char *base = stack_base(c, &size);
+  uintptr_t top = ((uintptr_t)base + size) & ~(uintptr_t)15;
+  /* Six saved registers then the return address; after `ret` the stack pointer is top - 16,
+  ** 16-byte aligned as the ABI wants before sim__coro_start's call. */
+  void **sp = (void **)(top - 72);
+  for (int i = 0; i < 6; i++) sp[i] = NULL;
+  sp[4] = c;                          /* popped into rbx */
+  sp[6] = (void *)sim__coro_start;    /* where the first switch "returns" */
+  c->sp = sp;
+}
+
+static void switch_in(sim_coro *c) { sim__coro_switch(&c->resumer_sp, c->sp); }
+static void switch_out(sim_coro *c) { sim__coro_switch(&c->sp, c->resumer_sp); }
+#else
+/* makecontext passes only ints: the pointer travels as two 32-bit halves. */
+static void ucontext_entry(unsigned hi, unsigned lo) {
+  coro_main((sim_coro *)(uintptr_t)(((uint64_t)hi << 32) | (uint64_t)lo));
 }
 
 /* getcontext only fills a template that makecontext then redirects; calling it from a leaf
-** keeps the compiler's setjmp-style clobber analysis away from sim_coro_new's locals. */
+** keeps the compiler's setjmp-style clobber analysis away from the caller's locals. */
 static void capture_template(ucontext_t *u) { getcontext(u); }
+
+static void prepare(sim_coro *c) {
+  capture_template(&c->self);
+  size_t size;
+  c->self.uc_stack.ss_sp = stack_base(c, &size);
+  c->self.uc_stack.ss_size = size;
+  c->self.uc_link = NULL;
+  uint64_t bits = (uint64_t)(uintptr_t)c;
+  makecontext(&c->self, (void (*)(void))ucontext_entry, 2, (unsigned)(bits >> 32),
+              (unsigned)bits);
+}
+
+static void switch_in(sim_coro *c) { swapcontext(&c->resumer, &c->self); }
+static void switch_out(sim_coro *c) { swapcontext(&c->self, &c->resumer); }
+#endif
 
 sim_coro *sim_coro_new(size_t stack_bytes, sim_coro_fn fn, void *arg) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -83,13 +170,7 @@ sim_coro *sim_coro_new(size_t stack_bytes, sim_coro_fn fn, void *arg) {
   }
   c->fn = fn;
   c->arg = arg;
-  capture_template(&c->self);
-  size_t size;
-  c->self.uc_stack.ss_sp = stack_base(c, &size);
-  c->self.uc_stack.ss_size = size;
-  c->self.uc_link = NULL;
-  uint64_t bits = (uint64_t)(uintptr_t)c;
-  makecontext(&c->self, (void (*)(void))coro_entry, 2, (unsigned)(bits >> 32), (unsigned)bits);
+  prepare(c);
   return c;
 }
 
@@ -113,20 +194,20 @@ void sim_coro_resume(sim_coro *c) {
   void *base = stack_base(c, &size);
   void *fake = NULL;
   __sanitizer_start_switch_fiber(&fake, base, size);
-  swapcontext(&c->resumer, &c->self);
+  switch_in(c);
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #else
-  swapcontext(&c->resumer, &c->self);
+  switch_in(c);
 #endif
 }
 
 void sim_coro_yield(sim_coro *c) {
 #ifdef CORO_ASAN
   __sanitizer_start_switch_fiber(&c->fake_stack, c->resumer_bottom, c->resumer_size);
-  swapcontext(&c->self, &c->resumer);
+  switch_out(c);
   __sanitizer_finish_switch_fiber(c->fake_stack, &c->resumer_bottom, &c->resumer_size);
 #else
-  swapcontext(&c->self, &c->resumer);
+  switch_out(c);
 #endif
 }
 
