@@ -219,6 +219,12 @@ void sim__actor_wake(sim_actor *a, int result) {
   schedule_wake(a, result);
 }
 
+static void run_on_kill(sim_engine *e, void *arg) {
+  (void)e;
+  sim_actor *a = arg;
+  a->on_kill(a, a->on_kill_arg);
+}
+
 void sim_actor_kill(sim_actor *a) {
   if (!sim_actor_is_alive(a)) return;
   sim_engine *e = a->engine;
@@ -233,9 +239,13 @@ void sim_actor_kill(sim_actor *a) {
   sim_withdraw_fn withdraw = a->state == SIM_ACTOR_BLOCKED ? a->withdraw : NULL;
   a->state = SIM_ACTOR_KILLED;
   if (withdraw != NULL) withdraw(a, a->withdraw_ctx);
-  if (a->on_kill != NULL) a->on_kill(a, a->on_kill_arg);
   sim_coro_free(a->coro);
   a->coro = NULL;
+  if (a->on_kill == NULL) return;
+  /* The hook runs on the engine's stack, as sim.h promises: at once when killed from an event,
+  ** else from an event at the current time once the killing actor has blocked. */
+  if (e->current == NULL) a->on_kill(a, a->on_kill_arg);
+  else sim__eventq_push(&e->queue, e->now, run_on_kill, a);
 }
 
 size_t sim_deadlocked_actors(const sim_engine *e, const char **names, size_t max) {
@@ -306,8 +316,8 @@ void sim__action_finished(sim_engine *e, sim_action *a) { activity_complete(e, a
 
 sim_activity *sim_exec_start(sim_engine *e, sim_cpu *cpu, double flops) {
   sim_activity *act = activity_new(e, SIM_ACT_EXEC, flops);
-  sim_resource *r = &cpu->res;
-  sim__action_init(&act->action, &r, 1, flops, act);
+  sim__action_init(&act->action, 1, flops, act);
+  act->action.res[0] = &cpu->res;
   act->state = SIM_ACT_FLOWING;
   sim__action_start(e, &act->action);
   return act;
@@ -326,16 +336,12 @@ static void latency_done(sim_engine *e, void *arg) {
 
 sim_activity *sim_comm_start(sim_engine *e, sim_link *const *route, size_t hops, double bytes) {
   sim_activity *act = activity_new(e, SIM_ACT_COMM, bytes);
-  sim_resource *inline_res[SIM_ACTION_INLINE_HOPS];
-  sim_resource **res = hops <= SIM_ACTION_INLINE_HOPS ? inline_res : malloc(hops * sizeof *res);
-  if (res == NULL) abort();
+  sim__action_init(&act->action, hops, bytes, act);
   sim_time latency = 0;
   for (size_t h = 0; h < hops; h++) {
-    res[h] = &route[h]->res;
+    act->action.res[h] = &route[h]->res;
     latency += route[h]->latency;
   }
-  sim__action_init(&act->action, res, hops, bytes, act);
-  if (res != inline_res) free(res);
   act->state = SIM_ACT_LATENCY;
   act->latency_event = sim__eventq_push(&e->queue, e->now + latency, latency_done, act);
   return act;

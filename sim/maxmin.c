@@ -59,13 +59,11 @@ sim_time sim__duration_ps(double amount, double rate) {
   return (sim_time)ceil(ps);
 }
 
-void sim__action_init(sim_action *a, sim_resource *const *res, size_t hops, double amount,
-                      void *owner) {
+void sim__action_init(sim_action *a, size_t hops, double amount, void *owner) {
   *a = (sim_action){.remaining = amount, .rate = -1, .finish_at = SIM_TIME_NEVER,
                     .done_event = SIM_EVENT_NONE, .hops = hops, .owner = owner};
   a->res = hops <= SIM_ACTION_INLINE_HOPS ? a->inline_res : malloc(hops * sizeof *a->res);
   if (a->res == NULL) abort();
-  for (size_t i = 0; i < hops; i++) a->res[i] = res[i];
 }
 
 void sim__action_fini(sim_action *a) {

@@ -123,9 +123,8 @@ void sim__resource_init(sim_engine *e, sim_resource *r, const char *name, double
 void sim__resource_fini(sim_resource *r);
 /* Work delivered so far, including the part since the actions' last update. */
 double sim__resource_done(const sim_engine *e, const sim_resource *r);
-/* Prepares a (zeroed) action over res[0..hops) with `amount` units of work. */
-void sim__action_init(sim_action *a, sim_resource *const *res, size_t hops, double amount,
-                      void *owner);
+/* Prepares an action of `amount` units over `hops` resources; the caller fills a->res[0..hops). */
+void sim__action_init(sim_action *a, size_t hops, double amount, void *owner);
 void sim__action_fini(sim_action *a);
 /* Starts sharing; completion calls sim__action_finished(e, a) from an event. */
 void sim__action_start(sim_engine *e, sim_action *a);

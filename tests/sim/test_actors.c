@@ -188,6 +188,39 @@ static void test_kill_variants(void **state) {
   sim_engine_free(e);
 }
 
+/* Killed by another actor: the victim's hook runs from the engine once the killer blocks. */
+typedef struct { sim_actor *victim; int killer_went_on; int hook_saw_killer_went_on; } actor_kill_t;
+static actor_kill_t akt;
+static void note_hook(sim_actor *self, void *arg) {
+  (void)self; (void)arg;
+  akt.hook_saw_killer_went_on = akt.killer_went_on;
+}
+static void hooked_sleeper(sim_actor *self, void *arg) {
+  (void)arg;
+  sim_actor_on_kill(self, note_hook, NULL);
+  sim_sleep(self, MS(1000));
+}
+static void killer(sim_actor *self, void *arg) {
+  (void)arg;
+  sim_sleep(self, 5);
+  sim_actor_kill(akt.victim);
+  assert_false(sim_actor_is_alive(akt.victim));
+  akt.killer_went_on = 1;
+  sim_sleep(self, 5);
+}
+
+static void test_kill_from_actor(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  akt = (actor_kill_t){0};
+  akt.victim = sim_actor_spawn(e, "victim", hooked_sleeper, NULL);
+  sim_actor_spawn(e, "killer", killer, NULL);
+  assert_int_equal(sim_run(e), 0);
+  assert_true(akt.hook_saw_killer_went_on);
+  assert_int_equal(sim_now(e), 10);
+  sim_engine_free(e);
+}
+
 /* Deadlock: two actors each wait on a 3-party barrier; nothing can release them. */
 static void waiter(sim_actor *self, void *arg) { sim_barrier_wait(self, arg); }
 
@@ -260,7 +293,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sleep_order),   cmocka_unit_test(test_spawn_order),
       cmocka_unit_test(test_kill_releases_and_reshares), cmocka_unit_test(test_kill_variants),
-      cmocka_unit_test(test_deadlock),      cmocka_unit_test(test_barrier_reuse),
+      cmocka_unit_test(test_kill_from_actor), cmocka_unit_test(test_deadlock),      cmocka_unit_test(test_barrier_reuse),
       cmocka_unit_test(test_barrier_kill),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -91,6 +91,22 @@ static void test_latency_then_bandwidth(void **state) {
   sim_engine_free(e);
 }
 
+/* A route longer than the inline hop storage: 6 links of 1 us, the slowest at 2e8 B/s.
+** 6 us + 1e6 B / 2e8 B/s = 5 ms: 5006 us. */
+static void test_long_route(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *route[6];
+  for (int i = 0; i < 6; i++) route[i] = sim_link_new(e, "l", i == 3 ? 2e8 : 1e9, 1000000);
+  done_t d = {0};
+  tagged_t t = {&d, 0};
+  watch(sim_comm_start(e, route, 6, 1e6), &t);
+  sim_run(e);
+  assert_int_equal(d.at[0], INT64_C(5006000000));
+  assert_true(sim_link_bytes(route[5]) == 1e6);
+  sim_engine_free(e);
+}
+
 static void test_exec_sharing(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
@@ -194,7 +210,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_flows_one_link), cmocka_unit_test(test_bottleneck_elsewhere),
       cmocka_unit_test(test_bytes_mid_flow),     cmocka_unit_test(test_latency_then_bandwidth),
-      cmocka_unit_test(test_exec_sharing),       cmocka_unit_test(test_bandwidth_change),
+      cmocka_unit_test(test_long_route),         cmocka_unit_test(test_exec_sharing),
+      cmocka_unit_test(test_bandwidth_change),
       cmocka_unit_test(test_rate_zero_and_back), cmocka_unit_test(test_wait_all),
       cmocka_unit_test(test_mempool),
   };
