@@ -241,6 +241,8 @@ static void begin(sim_collective *c) {
 static void withdraw_rank(sim_actor *victim, void *ctx) {
   ring_rank *rk = ctx;
   sim_collective *c = rk->coll;
+  /* Killed after the all-reduce finished but before its wake-up ran: nothing left to undo. */
+  if (rk->actor != victim) return;
   if (!c->running) {
     rk->actor = NULL;
     rk->buf = NULL;

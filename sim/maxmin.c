@@ -217,16 +217,12 @@ static void remove_use(sim_resource *r, const sim_action *a) {
 }
 
 void sim__action_start(sim_engine *e, sim_action *a) {
+  assert(a->hops > 0); /* the engine completes resource-free comms itself */
   a->id = e->solver.next_action_id++;
   a->last_update = e->now;
   for (size_t h = 0; h < a->hops; h++) {
     add_use(a->res[h], a);
     mark_dirty(&e->solver, a->res[h]);
-  }
-  if (a->hops == 0) { /* nothing to share: done after no time */
-    a->rate = 0;
-    a->finish_at = e->now;
-    a->done_event = sim__eventq_push(&e->queue, e->now, complete_event, a);
   }
   solve(e);
 }
