@@ -1,7 +1,10 @@
 /* test_sharing.c: max-min sharing of links and cpus, latency, capacity changes, memory pools. */
 #include "tests/testutil.h"
 
+#include <math.h>
+
 #include "sim/sim.h"
+#include "sim/simInt.h" /* to read the solver's rates in the property test */
 
 #define S(x) ((sim_time)(x) * SIM_PS_PER_S)
 
@@ -188,6 +191,57 @@ static void test_wait_all(void **state) {
   sim_engine_free(e);
 }
 
+/* Checks max-min fairness of the flows in progress: no link is over capacity, and every flow
+** has a bottleneck, a saturated link on its route where no other flow gets more. That
+** characterises the max-min allocation uniquely. */
+static void check_maxmin(sim_activity *const *flows, int n) {
+  for (int f = 0; f < n; f++) {
+    if (flows[f]->state != SIM_ACT_FLOWING) continue;
+    const sim_action *a = &flows[f]->action;
+    int has_bottleneck = 0;
+    for (size_t h = 0; h < a->hops; h++) {
+      const sim_resource *r = a->res[h];
+      double sum = 0, max = 0;
+      for (size_t u = 0; u < r->n_uses; u++) {
+        sum += r->uses[u]->rate;
+        if (r->uses[u]->rate > max) max = r->uses[u]->rate;
+      }
+      assert_true(sum <= r->capacity * (1 + 1e-12));
+      if (sum >= r->capacity * (1 - 1e-12) && a->rate >= max * (1 - 1e-12)) has_bottleneck = 1;
+    }
+    assert_true(has_bottleneck);
+  }
+}
+
+/* 50 random sets of 12 flows of random sizes over 6 random links, checked at the start and
+** every 10 ms as flows finish and the survivors are re-shared (component by component). */
+static void test_maxmin_property(void **state) {
+  (void)state;
+  uint32_t x = 7;
+#define NEXT() (x = x * 1664525u + 1013904223u, x >> 8)
+  for (int round = 0; round < 50; round++) {
+    sim_engine *e = sim_engine_new();
+    enum { LINKS = 6, FLOWS = 12 };
+    sim_link *links[LINKS];
+    for (int l = 0; l < LINKS; l++) links[l] = sim_link_new(e, "l", 1 + NEXT() % 100, 0);
+    sim_activity *flows[FLOWS];
+    for (int f = 0; f < FLOWS; f++) {
+      sim_link *route[3];
+      size_t hops = 1 + NEXT() % 3;
+      int first = (int)(NEXT() % LINKS);
+      for (size_t h = 0; h < hops; h++) route[h] = links[(first + (int)h * 2) % LINKS];
+      flows[f] = sim_comm_start(e, route, hops, 1 + NEXT() % 10);
+    }
+    for (sim_time t = 0; sim_pending_events(e) > 0; t += S(1) / 100) {
+      sim_run_until(e, t);
+      check_maxmin(flows, FLOWS);
+    }
+    for (int f = 0; f < FLOWS; f++) assert_int_equal(flows[f]->state, SIM_ACT_DONE);
+    sim_engine_free(e);
+  }
+#undef NEXT
+}
+
 static void test_mempool(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
@@ -213,7 +267,7 @@ int main(void) {
       cmocka_unit_test(test_long_route),         cmocka_unit_test(test_exec_sharing),
       cmocka_unit_test(test_bandwidth_change),
       cmocka_unit_test(test_rate_zero_and_back), cmocka_unit_test(test_wait_all),
-      cmocka_unit_test(test_mempool),
+      cmocka_unit_test(test_maxmin_property),    cmocka_unit_test(test_mempool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
