@@ -1,9 +1,10 @@
 /*
 ** outputs.c: metrics.csv, summary.json and the run hash (outputs_, run_hasher_).
 **
-** Numbers are printed with enough digits to identify the double (%.17g for times, %.9g for
-** float32-valued losses), so the files and therefore run_hash change exactly when a simulated
-** value does.
+** Simulated times are integer picoseconds and print as exact decimal seconds; losses print
+** with %.9g, enough for any float32-valued figure. The files, and so run_hash, change exactly
+** when a simulated value does. summary.json rounds its reals to 15 significant digits (it is
+** read by people; the hash does not depend on it).
 */
 #include "scenarios/outputs.h"
 
@@ -69,16 +70,33 @@ int outputs_make_dir(const char *dir) {
   return 0;
 }
 
+const char *outputs_seconds(char *buf, size_t len, int64_t ps) {
+  const int64_t per_s = INT64_C(1000000000000);
+  const char *sign = ps < 0 ? "-" : "";
+  uint64_t mag = ps < 0 ? (uint64_t)0 - (uint64_t)ps : (uint64_t)ps;
+  int n = snprintf(buf, len, "%s%llu.%012llu", sign, (unsigned long long)(mag / (uint64_t)per_s),
+                   (unsigned long long)(mag % (uint64_t)per_s));
+  if (n <= 0 || (size_t)n >= len) return buf;
+  char *end = buf + n - 1;
+  while (*end == '0') *end-- = '\0';
+  if (*end == '.') *end = '\0';
+  return buf;
+}
+
 int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
   fputs(sync_columns ? ",compute_s,comm_s,idle_s\n" : "\n", f);
+  char t[4][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
-    double eps = r->step_time_s > 0 ? r->examples / r->step_time_s : 0.0;
-    fprintf(f, "%ld,%.17g,%.17g,%.9g,%.17g", r->step, r->sim_time_s, r->step_time_s, r->loss, eps);
-    if (sync_columns) fprintf(f, ",%.17g,%.17g,%.17g", r->compute_s, r->comm_s, r->idle_s);
+    double eps = r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
+    fprintf(f, "%ld,%s,%s,%.9g,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
+            outputs_seconds(t[1], sizeof t[1], r->step_ps), r->loss, eps);
+    if (sync_columns)
+      fprintf(f, ",%s,%s,%s", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
+              outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps));
     fputc('\n', f);
   }
   return fclose(f) == 0 ? 0 : -1;
@@ -121,7 +139,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "run_hash", json_string(hash));
   json_object_set_new(o, "wall_s", json_real(s->wall_s));
   if (s->failed) json_object_set_new(o, "error", error_object(&s->error));
-  int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+  int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
   json_decref(o);
   return rc;
 }

@@ -9,15 +9,16 @@
 #include <stdio.h>
 #include <xxhash.h>
 
+/* Times are integer picoseconds, printed as exact decimal seconds. */
 typedef struct step_record {
-  long   step;            /* 0-based training step */
-  double sim_time_s;      /* simulated time at the end of the step */
-  double step_time_s;     /* simulated duration of the step */
-  double loss;            /* mean per-example loss over the global batch, before the update */
-  int    examples;        /* examples in the global batch of this step */
-  double compute_s;       /* replica 0: forward, backward and optimizer */
-  double comm_s;          /* the gradient all-reduce, from the last replica's arrival to its end */
-  double idle_s;          /* replica 0 waiting for slower replicas */
+  long    step;           /* 0-based training step */
+  int64_t end_ps;         /* simulated time at the end of the step */
+  int64_t step_ps;        /* simulated duration of the step */
+  double  loss;           /* mean per-example loss over the global batch, before the update */
+  int     examples;       /* examples in the global batch of this step */
+  int64_t compute_ps;     /* replica 0: forward, backward and optimizer */
+  int64_t comm_ps;        /* the gradient all-reduce, from the last replica's arrival to its end */
+  int64_t idle_ps;        /* replica 0 waiting for slower replicas */
 } step_record;
 
 typedef struct run_error {
@@ -58,6 +59,8 @@ uint64_t run_hasher_finish(run_hasher *h);
 /* Writers. Each returns 0 or -1 (errno set). */
 int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns);
 int outputs_write_summary(const char *path, const run_summary *s);
+/* Exact decimal seconds of a picosecond count, trailing zeros trimmed: 261832217 -> "0.000261832217". */
+const char *outputs_seconds(char *buf, size_t len, int64_t ps);
 /* Joins dir and name into buf. */
 const char *outputs_path(char *buf, size_t len, const char *dir, const char *name);
 /* mkdir -p. */

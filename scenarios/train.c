@@ -20,6 +20,7 @@
 #include "scenarios/train.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,13 +72,19 @@ struct trainer {
 /* ---- errors -------------------------------------------------------------------------- */
 
 static int input_error(scn_error *err, const char *file, int line, int col, const char *key,
-                       const char *fmt, const char *detail) {
+                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int input_error(scn_error *err, const char *file, int line, int col, const char *key,
+                       const char *fmt, ...) {
   snprintf(err->file, sizeof err->file, "%s", file);
   err->line = line;
   err->col = line > 0 && col < 1 ? 1 : col;  /* a whole-line error points at its start */
   snprintf(err->key, sizeof err->key, "%s", key);
   char what[768];
-  snprintf(what, sizeof what, fmt, detail);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
   if (line > 0) snprintf(err->msg, sizeof err->msg, "%s:%d:%d: %s: %s", file, line, err->col, key, what);
   else snprintf(err->msg, sizeof err->msg, "%s: %s: %s", file, key, what);
   return TR_EXIT_INPUT;
@@ -136,13 +143,13 @@ static void record_step(trainer *t, long step, sim_time start, sim_time compute,
   sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy);
   step_record *rec = &t->records[t->completed++];
   rec->step = step;
-  rec->sim_time_s = sim_time_to_s(now);
-  rec->step_time_s = sim_time_to_s(now - start);
+  rec->end_ps = now;
+  rec->step_ps = now - start;
   rec->loss = examples > 0 ? loss / examples : 0.0;
   rec->examples = examples;
-  rec->compute_s = sim_time_to_s(compute);
-  rec->comm_s = sim_time_to_s(comm);
-  rec->idle_s = sim_time_to_s(waited - comm);
+  rec->compute_ps = compute;
+  rec->comm_ps = comm;
+  rec->idle_ps = waited - comm;
 }
 
 static void replica_main(sim_actor *self, void *arg) {
@@ -203,10 +210,9 @@ static int load_data(trainer *t, scn_error *err) {
   }
   int want = s->input_ids > 0 ? s->input_ids : s->input_features;
   if (t->data->width != want) {
-    char what[256];
-    snprintf(what, sizeof what, "the data has %d %s per row but model.input asks for %d",
-             t->data->width, s->input_ids > 0 ? "id columns" : "feature columns", want);
-    return input_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset", "%s", what);
+    return input_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset",
+                       "the data has %d %s per row but model.input asks for %d", t->data->width,
+                       s->input_ids > 0 ? "id columns" : "feature columns", want);
   }
   return TR_EXIT_OK;
 }
@@ -215,12 +221,10 @@ static int check_labels(const trainer *t, const md_model *m, scn_error *err) {
   int classes = md_model_num_classes(m);
   for (size_t i = 0; i < t->data->rows; i++) {
     if (t->data->labels[i] < classes) continue;
-    char what[256];
-    snprintf(what, sizeof what, "label %d is out of range: the last layer has %d units (classes 0..%d)",
-             (int)t->data->labels[i], classes, classes - 1);
     /* Data row i sits on line i + 2 of the CSV (after the header). */
     return input_error(err, t->s->csv[0] ? t->s->csv : t->s->path, (int)i + 2, 1, "dataset.label",
-                       "%s", what);
+                       "label %d is out of range: the last layer has %d units (classes 0..%d)",
+                       (int)t->data->labels[i], classes, classes - 1);
   }
   return TR_EXIT_OK;
 }
@@ -396,9 +400,9 @@ static int write_plots(const trainer *t, const char *dir, char *msg, size_t msgl
   for (long i = 0; i < n; i++) {
     x[i] = (double)t->records[i].step;
     y[i] = t->records[i].loss;
-    compute[i] = t->records[i].compute_s * 1e3;
-    comm[i] = t->records[i].comm_s * 1e3;
-    idle[i] = t->records[i].idle_s * 1e3;
+    compute[i] = 1e3 * sim_time_to_s(t->records[i].compute_ps);
+    comm[i] = 1e3 * sim_time_to_s(t->records[i].comm_ps);
+    idle[i] = 1e3 * sim_time_to_s(t->records[i].idle_ps);
   }
   char path[SCN_PATH_MAX + 32], title[256];
   if (s->plots.loss) {
