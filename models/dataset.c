@@ -12,7 +12,6 @@
 #include "models/modelsInt.h"
 
 typedef struct loader {
-  const char *path;       /* for messages */
   const char *label_name; /* label column's name, NULL for the last column */
   int ids_vocab;          /* > 0: features are ids in [0, ids_vocab) */
   md_dataset *d;          /* being filled */
@@ -44,16 +43,16 @@ static index_status parse_index(const char *s, int64_t limit, int32_t *v) {
 }
 
 /* Parses field `col` of `line` as a label or id, reporting why it is not one. */
-static int read_index(const loader *ld, int line, int col, const char *what, const char *s,
+static int read_index(int line, int col, const char *what, const char *s,
                       int64_t limit, int32_t *v, md_error *err) {
   switch (parse_index(s, limit, v)) {
     case INDEX_OK: return 0;
-    case INDEX_NOT_NUMBER: return md_error_set(err, line, col, "%s: %s \"%s\" is not a number", ld->path, what, s);
-    case INDEX_NEGATIVE: return md_error_set(err, line, col, "%s: %s %s is negative", ld->path, what, s);
-    case INDEX_FRACTION: return md_error_set(err, line, col, "%s: %s %s is not an integer", ld->path, what, s);
+    case INDEX_NOT_NUMBER: return md_error_set(err, line, col, "%s \"%s\" is not a number", what, s);
+    case INDEX_NEGATIVE: return md_error_set(err, line, col, "%s %s is negative", what, s);
+    case INDEX_FRACTION: return md_error_set(err, line, col, "%s %s is not an integer", what, s);
     case INDEX_TOO_BIG: break;
   }
-  return md_error_set(err, line, col, "%s: %s %s is out of range [0, %lld)", ld->path, what, s,
+  return md_error_set(err, line, col, "%s %s is out of range [0, %lld)", what, s,
                       (long long)limit);
 }
 
@@ -66,12 +65,10 @@ static int header(loader *ld, int line, int nfields, char **fields, md_error *er
     for (int i = 0; i < nfields; i++)
       if (strcmp(fields[i], ld->label_name) == 0) ld->label_col = i;
     if (ld->label_col < 0)
-      return md_error_set(err, line, 0, "%s: no label column \"%s\" in the header", ld->path,
-                          ld->label_name);
+      return md_error_set(err, line, 0, "no label column \"%s\" in the header", ld->label_name);
   }
   if (nfields < 2)
-    return md_error_set(err, line, 0, "%s: the header has no feature column besides the label",
-                        ld->path);
+    return md_error_set(err, line, 0, "the header has no feature column besides the label");
   d->width = nfields - 1;
   d->columns = md_xrealloc(NULL, sizeof(char *) * d->width);
   for (int i = 0, k = 0; i < nfields; i++)
@@ -85,7 +82,7 @@ static int record(void *ctx, int line, int nfields, char **fields, md_error *err
   if (ld->ncols == 0) return header(ld, line, nfields, fields, err);
   if (nfields != ld->ncols)
     return md_error_set(err, line, nfields < ld->ncols ? nfields + 1 : ld->ncols + 1,
-                        "%s: expected %d fields as in the header, found %d", ld->path, ld->ncols,
+                        "expected %d fields as in the header, found %d", ld->ncols,
                         nfields);
   if (d->rows == ld->cap) {
     ld->cap = ld->cap ? 2 * ld->cap : 256;
@@ -98,14 +95,14 @@ static int record(void *ctx, int line, int nfields, char **fields, md_error *err
     const char *f = fields[i];
     int col = i + 1;
     if (i == ld->label_col) {
-      if (read_index(ld, line, col, "label", f, INT32_MAX, &d->labels[d->rows], err) != 0) return -1;
+      if (read_index(line, col, "label", f, INT32_MAX, &d->labels[d->rows], err) != 0) return -1;
       if (d->labels[d->rows] + 1 > d->classes) d->classes = d->labels[d->rows] + 1;
     } else if (d->is_ids) {
-      if (read_index(ld, line, col, "id", f, ld->ids_vocab, &d->ids[base + k++], err) != 0) return -1;
+      if (read_index(line, col, "id", f, ld->ids_vocab, &d->ids[base + k++], err) != 0) return -1;
     } else {
       float *xv = &d->x[base + k++];
       if (md_csvfile_float(f, xv) != 0 || !isfinite(*xv))
-        return md_error_set(err, line, col, "%s: \"%s\" is not a finite number", ld->path, f);
+        return md_error_set(err, line, col, "\"%s\" is not a finite number", f);
     }
   }
   d->rows++;
@@ -117,11 +114,11 @@ md_dataset *md_dataset_load_csv(const char *path, const char *label_column, int 
   md_dataset *d = md_xrealloc(NULL, sizeof *d);
   memset(d, 0, sizeof *d);
   d->is_ids = ids_vocab > 0;
-  loader ld = {path, label_column, ids_vocab, d, 0, 0, 0};
+  loader ld = {label_column, ids_vocab, d, 0, 0, 0};
   int lines = 0;
   int rc = md_csvfile_each(path, record, &ld, &lines, err);
-  if (rc == 0 && ld.ncols == 0) rc = md_error_set(err, 1, 0, "%s: empty file, expected a header row", path);
-  if (rc == 0 && d->rows == 0) rc = md_error_set(err, lines + 1, 0, "%s: no data rows after the header", path);
+  if (rc == 0 && ld.ncols == 0) rc = md_error_set(err, 1, 0, "empty file, expected a header row");
+  if (rc == 0 && d->rows == 0) rc = md_error_set(err, lines + 1, 0, "no data rows after the header");
   if (rc != 0) {
     md_dataset_free(d);
     return NULL;

@@ -28,19 +28,18 @@ int md_weights_write(const md_model *m, FILE *out) {
 
 typedef struct wreader {
   const md_model *m;      /* gives the variables' names and sizes */
-  const char *path;       /* for messages */
   int header_seen;        /* the first record was the header */
   float **vals;           /* vals[i]: values read for variable i */
   unsigned char **seen;   /* seen[i][j]: element j of variable i was given */
 } wreader;
 
-static int check_header(const wreader *r, int line, int nfields, char **fields, md_error *err) {
+static int check_header(int line, int nfields, char **fields, md_error *err) {
   for (int i = 0; i < 3; i++)
     if (i >= nfields || strcmp(fields[i], columns[i]) != 0)
-      return md_error_set(err, line, i + 1, "%s: the header must be variable,flat_index,value; "
-                          "column %d is \"%s\"", r->path, i + 1, i < nfields ? fields[i] : "");
+      return md_error_set(err, line, i + 1, "the header must be variable,flat_index,value; "
+                          "column %d is \"%s\"", i + 1, i < nfields ? fields[i] : "");
   if (nfields > 3)
-    return md_error_set(err, line, 4, "%s: the header must have 3 columns, found %d", r->path, nfields);
+    return md_error_set(err, line, 4, "the header must have 3 columns, found %d", nfields);
   return 0;
 }
 
@@ -48,25 +47,23 @@ static int record(void *ctx, int line, int nfields, char **fields, md_error *err
   wreader *r = ctx;
   if (!r->header_seen) {
     r->header_seen = 1;
-    return check_header(r, line, nfields, fields, err);
+    return check_header(line, nfields, fields, err);
   }
   if (nfields != 3)
-    return md_error_set(err, line, nfields < 3 ? nfields + 1 : 4, "%s: expected 3 fields, found %d",
-                        r->path, nfields);
+    return md_error_set(err, line, nfields < 3 ? nfields + 1 : 4, "expected 3 fields, found %d", nfields);
   int vi = md_model_find_var(r->m, fields[0]);
-  if (vi < 0) return md_error_set(err, line, 1, "%s: unknown variable \"%s\"", r->path, fields[0]);
+  if (vi < 0) return md_error_set(err, line, 1, "unknown variable \"%s\"", fields[0]);
   const md_var *v = md_model_var_const(r->m, vi);
   char *end;
   long long idx = strtoll(fields[1], &end, 10);
   if (end == fields[1] || *end != '\0')
-    return md_error_set(err, line, 2, "%s: flat_index \"%s\" is not an integer", r->path, fields[1]);
+    return md_error_set(err, line, 2, "flat_index \"%s\" is not an integer", fields[1]);
   if (idx < 0 || (unsigned long long)idx >= v->size)
-    return md_error_set(err, line, 2, "%s: flat_index %lld is out of range for %s (%zu elements)",
-                        r->path, idx, v->name, v->size);
+    return md_error_set(err, line, 2, "flat_index %lld is out of range for %s (%zu elements)", idx, v->name, v->size);
   if (r->seen[vi][idx])
-    return md_error_set(err, line, 2, "%s: %s element %lld given twice", r->path, v->name, idx);
+    return md_error_set(err, line, 2, "%s element %lld given twice", v->name, idx);
   if (md_csvfile_float(fields[2], &r->vals[vi][idx]) != 0)
-    return md_error_set(err, line, 3, "%s: value \"%s\" is not a number", r->path, fields[2]);
+    return md_error_set(err, line, 3, "value \"%s\" is not a number", fields[2]);
   r->seen[vi][idx] = 1;
   return 0;
 }
@@ -77,14 +74,14 @@ static int check_complete(const wreader *r, int lines, md_error *err) {
     const md_var *v = md_model_var_const(r->m, i);
     for (size_t j = 0; j < v->size; j++)
       if (!r->seen[i][j])
-        return md_error_set(err, lines + 1, 0, "%s: %s element %zu is missing", r->path, v->name, j);
+        return md_error_set(err, lines + 1, 0, "%s element %zu is missing", v->name, j);
   }
   return 0;
 }
 
 int md_weights_read(md_model *m, const char *path, md_error *err) {
   int nvars = md_model_num_vars(m);
-  wreader r = {m, path, 0, md_xrealloc(NULL, sizeof(float *) * nvars),
+  wreader r = {m, 0, md_xrealloc(NULL, sizeof(float *) * nvars),
                md_xrealloc(NULL, sizeof(unsigned char *) * nvars)};
   for (int i = 0; i < nvars; i++) {
     size_t n = md_model_var(m, i)->size;
@@ -95,7 +92,7 @@ int md_weights_read(md_model *m, const char *path, md_error *err) {
   int lines = 0;
   int rc = md_csvfile_each(path, record, &r, &lines, err);
   if (rc == 0 && !r.header_seen)
-    rc = md_error_set(err, 1, 0, "%s: empty file, expected the header variable,flat_index,value", path);
+    rc = md_error_set(err, 1, 0, "empty file, expected the header variable,flat_index,value");
   if (rc == 0) rc = check_complete(&r, lines, err);
   for (int i = 0; i < nvars; i++) {
     md_var *v = md_model_var(m, i);

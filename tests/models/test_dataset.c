@@ -79,25 +79,26 @@ static void expect_error(const char *csv, const char *label, int vocab, int line
 
 static void test_load_errors(void **state) {
   (void)state;
-  /* x in line 3, field 2 */
-  expect_error("a,b,label\n1,2,0\n3,x,1\n", "label", 0, 3, 2, "not a finite number");
-  expect_error("a,b,label\n1,2,0\n3,inf,1\n", "label", 0, 3, 2, "not a finite number");
-  /* too few fields: the first missing one is field 3; too many: the first extra is field 4 */
-  expect_error("a,b,label\n1,2,0\n3,1\n", "label", 0, 3, 3, "expected 3 fields");
-  expect_error("a,b,label\n1,2,0,9\n", "label", 0, 2, 4, "expected 3 fields");
+  /* x in line 3, field 2, which starts at column 3 */
+  expect_error("a,b,label\n1,2,0\n3,x,1\n", "label", 0, 3, 3, "not a finite number");
+  expect_error("a,b,label\n1,2,0\n3,inf,1\n", "label", 0, 3, 3, "not a finite number");
+  /* too few fields: the missing field 3 would start just past "3,1" (column 4); too many: the
+  ** extra field 4 starts at column 7 of "1,2,0,9" */
+  expect_error("a,b,label\n1,2,0\n3,1\n", "label", 0, 3, 4, "expected 3 fields");
+  expect_error("a,b,label\n1,2,0,9\n", "label", 0, 2, 7, "expected 3 fields");
   expect_error("a,b,label\n1,2,0\n", "nope", 0, 1, 0, "no label column \"nope\"");
-  expect_error("a,label\n1,0\n2,-1\n", "label", 0, 3, 2, "negative");
-  expect_error("a,label\n1,0.5\n", "label", 0, 2, 2, "not an integer");
-  expect_error("a,label\n1,zero\n", "label", 0, 2, 2, "not a number");
-  /* id 3 with a vocabulary of 3: line 2, field 2 */
-  expect_error("i0,i1,y\n0,3,1\n", "y", 3, 2, 2, "out of range [0, 3)");
+  expect_error("a,label\n1,0\n2,-1\n", "label", 0, 3, 3, "negative");
+  expect_error("a,label\n1,0.5\n", "label", 0, 2, 3, "not an integer");
+  expect_error("a,label\n1,zero\n", "label", 0, 2, 3, "not a number");
+  /* id 3 with a vocabulary of 3: line 2, field 2 at column 3 */
+  expect_error("i0,i1,y\n0,3,1\n", "y", 3, 2, 3, "out of range [0, 3)");
   expect_error("", NULL, 0, 1, 0, "empty file");
   expect_error("a,label\n", NULL, 0, 2, 0, "no data rows");
   /* Blank lines are skipped but still counted: the bad field is on physical line 4. */
-  expect_error("a,label\n1,0\n\n2,x\n", "label", 0, 4, 2, "not a number");
+  expect_error("a,label\n1,0\n\n2,x\n", "label", 0, 4, 3, "not a number");
   md_error err = {0};
   assert_null(md_dataset_load_csv("/nonexistent/podsim.csv", NULL, 0, &err));
-  assert_non_null(strstr(err.msg, "/nonexistent/podsim.csv"));
+  assert_non_null(strstr(err.msg, "No such file"));
 }
 
 /* Same seed, same bits; the first features*classes draws are M and each label is the argmax. */

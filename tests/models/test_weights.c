@@ -94,15 +94,16 @@ static void expect_error(int line, const char *repl, int eline, int ecol, const 
 
 static void test_read_errors(void **state) {
   (void)state;
-  expect_error(1, "variable,index,value", 1, 2, "header");
+  /* columns are where the offending field starts: "dense/kernel," is 13 characters */
+  expect_error(1, "variable,index,value", 1, 10, "header");
   expect_error(3, "dense/kernal,1,2", 3, 1, "unknown variable \"dense/kernal\"");
-  expect_error(3, "dense/kernel,6,2", 3, 2, "out of range");
-  expect_error(3, "dense/kernel,-1,2", 3, 2, "out of range");
-  expect_error(3, "dense/kernel,1.5,2", 3, 2, "not an integer");
-  expect_error(3, "dense/kernel,0,2", 3, 2, "given twice");
-  expect_error(4, "dense/kernel,2,abc", 4, 3, "not a number");
-  expect_error(5, "dense/kernel,3", 5, 3, "expected 3 fields");
-  expect_error(5, "dense/kernel,3,4,5", 5, 4, "expected 3 fields");
+  expect_error(3, "dense/kernel,6,2", 3, 14, "out of range");
+  expect_error(3, "dense/kernel,-1,2", 3, 14, "out of range");
+  expect_error(3, "dense/kernel,1.5,2", 3, 14, "not an integer");
+  expect_error(3, "dense/kernel,0,2", 3, 14, "given twice");
+  expect_error(4, "dense/kernel,2,abc", 4, 16, "not a number");
+  expect_error(5, "dense/kernel,3", 5, 15, "expected 3 fields");
+  expect_error(5, "dense/kernel,3,4,5", 5, 18, "expected 3 fields");
   /* The last line dropped: 8 lines read, the error points at line 9 and names the element. */
   expect_error(9, "", 9, 0, "dense/bias element 1 is missing");
 
