@@ -87,15 +87,20 @@ run: deps
 	$(MAKE) all
 	./$(PODSIM) run scenarios/examples/quickstart.yaml -o out/quickstart
 
-# The whole suite: optimised build, then the same tests under ASan+UBSan, then the -O0/-O2 run_hash check.
+# The whole suite: optimised build, then the same tests under ASan+UBSan, then the -O0/-O2
+# run_hash check. Each suite adds its counts to TEST_TALLY; the last line totals them.
+TEST_TALLY ?= $(CURDIR)/build/test-tally
+export TEST_TALLY
 test: deps
+	@mkdir -p build && rm -f $(TEST_TALLY)
 	$(MAKE) test-fast
 	$(MAKE) test-asan
 	$(MAKE) test-determinism
-	@echo "all suites passed"
+	@awk '{p += $$1; f += $$2} END {printf "all suites: %d passed, %d failed\n", p, f}' $(TEST_TALLY)
 
 test-fast: $(TEST_BIN) $(PODSIM)
-	@PODSIM=$(abspath $(PODSIM)) tests/run_tests.sh $(TEST_BIN)
+	@tests/run_tests.sh $(TEST_BIN)
+	@tests/cli.sh $(abspath $(PODSIM))
 
 test-asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g" \

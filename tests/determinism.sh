@@ -20,4 +20,5 @@ for scn in scenarios/examples/quickstart.yaml tests/golden/mlp_momentum/r4/scena
   rm -rf "$tmp/a" "$tmp/b"
 done
 echo "determinism: $passed passed, $failed failed"
+[ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ $failed -eq 0 ]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each cmocka test binary given, then prints one closing line "N passed, N failed"
-# counting test cases across all binaries. Exit status 1 if any failed.
+# counting test cases across all binaries, and adds "passed failed" to $TEST_TALLY when set.
+# Exit status 1 if any failed.
 set -u
 passed=0; failed=0; broken=""
 for t in "$@"; do
@@ -13,4 +14,5 @@ for t in "$@"; do
 done
 [ -n "$broken" ] && echo "crashed or exited non-zero:$broken"
 echo "$passed passed, $failed failed"
+[ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The podsim command line as users meet it: every broken scenario of the catalogue exits 2 with
+# exactly its expected "file:line:col: key: ..." line on stderr and writes nothing; the exit
+# statuses of the contract; --set, check, --help, --version. Usage: tests/cli.sh PODSIM
+set -u
+podsim=$1
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+passed=0; failed=0
+ok()  { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect_error FILE MESSAGE: exit 2, stderr's first line is MESSAGE, nothing written.
+expect_error() {
+  local out="$tmp/out" err rc
+  err=$("$podsim" run "$1" -o "$out" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 2 ]; then bad "$1: exit $rc, expected 2"; return; fi
+  if [ "${err%%$'\n'*}" != "$2" ]; then bad "$1: got '${err%%$'\n'*}', expected '$2'"; return; fi
+  if [ -e "$out" ]; then bad "$1: wrote $out"; rm -rf "$out"; return; fi
+  ok
+}
+
+while IFS= read -r line; do
+  case "$line" in '#'*|'') continue ;; esac
+  file=${line%%:*}
+  expect_error "tests/data/scenarios/bad/$file" "tests/data/scenarios/bad/$line"
+done < tests/data/scenarios/bad/EXPECTED.txt
+
+expect_error tests/data/inputs/bad_number.yaml \
+  'tests/data/inputs/bad_number.csv:3:6: dataset.csv: "x2.0" is not a finite number'
+expect_error tests/data/inputs/init_wrong_shape.yaml \
+  'tests/data/inputs/init_wrong_shape.csv:6:14: model.init.file: flat_index 4 is out of range for dense/kernel (4 elements)'
+expect_error tests/data/inputs/no_label.yaml \
+  'tests/data/inputs/no_label.csv:1:1: dataset.csv: no label column "label" in the header'
+
+# usage errors: exit 2
+for args in "" "frobnicate x.yaml" "run" "run a.yaml b.yaml" "run --bogus scenarios/examples/quickstart.yaml" \
+            "run scenarios/examples/quickstart.yaml -o"; do
+  # shellcheck disable=SC2086
+  "$podsim" $args >/dev/null 2>&1; rc=$?
+  [ $rc -eq 2 ] && ok || bad "podsim $args: exit $rc, expected 2"
+done
+"$podsim" run "$tmp/missing.yaml" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok || bad "missing scenario file: exit $rc, expected 2"
+
+"$podsim" --help | grep -q "podsim run FILE" && ok || bad "--help"
+"$podsim" --version | grep -Eq '^podsim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
+"$podsim" check scenarios/examples/quickstart.yaml >/dev/null && ok || bad "check quickstart"
+[ ! -e out/quickstart-check ] && ok || bad "check wrote something"
+
+# --set reaches the run: 3 steps instead of 300, and metrics.csv has 3 rows.
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/q" --set training.steps=3 --quiet >/dev/null; rc=$?
+rows=$(($(wc -l < "$tmp/q/metrics.csv") - 1))
+[ $rc -eq 0 ] && [ $rows -eq 3 ] && ok || bad "--set training.steps=3: exit $rc, $rows rows"
+for f in metrics.csv summary.json final_weights.csv variables.csv trace.json loss.png step_time.png; do
+  [ -s "$tmp/q/$f" ] && ok || bad "output $f missing"
+done
+
+# A job that does not fit in memory: exit 3, outputs written, summary.json names the error.
+"$podsim" run tests/data/inputs/oom.yaml -o "$tmp/oom" --quiet >/dev/null; rc=$?
+[ $rc -eq 3 ] && grep -q '"kind": "ResourceExhaustedError"' "$tmp/oom/summary.json" && ok \
+  || bad "oom: exit $rc, expected 3 with the error in summary.json"
+
+echo "cli: $passed passed, $failed failed"
+[ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
+[ $failed -eq 0 ]
