@@ -1,5 +1,5 @@
 /*
-** test_golden.c: models/ against the TensorFlow.js golden run mlp_momentum (../shared/golden/).
+** test_golden.c: models/ against the TensorFlow.js golden run mlp_momentum (tests/golden/, copied from ../shared/golden/).
 ** Dense(16, relu) -> Dense(3) logits, sparse CE from logits, SGD lr 0.05 momentum 0.9, global
 ** batch 32 over 384 rows in file order, 50 steps. R replicas each hold a model (a mirrored
 ** copy), compute grads on their G/R rows with the variant's loss scale, the grads are summed in
@@ -19,9 +19,13 @@
 
 enum { G = 32, STEPS = 50, FEATURES = 8, MAX_REPLICAS = 8 };
 
+/* tests/golden/mlp_momentum/ keeps data.csv and init.csv once (every variant shares them) and
+** each variant's expected files in its own folder. */
 static const char *golden(const char *variant, const char *file) {
   char rel[256];
-  snprintf(rel, sizeof rel, "../shared/golden/mlp_momentum/%s/%s", variant, file);
+  int shared = strcmp(file, "data.csv") == 0 || strcmp(file, "init.csv") == 0;
+  if (shared) snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s", file);
+  else snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s/%s", variant, file);
   return tu_src(rel);
 }
 
