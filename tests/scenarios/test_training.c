@@ -1,0 +1,153 @@
+/*
+** test_training.c: tiny whole-engine drivers, each proving one invariant of the training
+** program (scenario -> strategy -> engine -> numerics -> outputs). All start from
+** tests/data/train/base.yaml (the golden mlp_momentum model and data, plain SGD) and change
+** what they study through overrides, as `podsim run --set` does.
+*/
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scenarios/train.h"
+
+enum { MAX_ROWS = 512 };
+
+typedef struct run {
+  run_summary sum;        /* what train_run reported */
+  int nsteps;             /* rows of metrics.csv */
+  double loss[MAX_ROWS];  /* metrics.csv loss column */
+  double comm[MAX_ROWS];  /* metrics.csv comm_s column */
+  int nweights;           /* rows of final_weights.csv */
+  double weight[MAX_ROWS];/* final_weights.csv value column */
+} run;
+
+/* Reads column `col` of a CSV with a header; returns the row count. */
+static int read_column(const char *path, int col, double *out) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[512];
+  int n = 0;
+  assert_non_null(fgets(line, sizeof line, f));
+  while (n < MAX_ROWS && fgets(line, sizeof line, f)) {
+    char *save = NULL, *field = strtok_r(line, ",\n", &save);
+    for (int c = 0; field && c < col; c++) field = strtok_r(NULL, ",\n", &save);
+    assert_non_null(field);
+    out[n++] = strtod(field, NULL);
+  }
+  fclose(f);
+  return n;
+}
+
+static void train_file(run *r, const char *file, const char *const *overrides, int n) {
+  static scenario s;
+  scn_error err;
+  if (scenario_load(tu_src(file), overrides, n, &s, &err) != 0)
+    fail_msg("%s", err.msg);
+  char dir[] = "/tmp/podsim-train-XXXXXX", path[128];
+  assert_non_null(mkdtemp(dir));
+  int rc = train_run(&s, dir, &r->sum, &err);
+  if (rc != TR_EXIT_OK) fail_msg("exit %d: %s", rc, err.msg);
+  snprintf(path, sizeof path, "%s/metrics.csv", dir);
+  r->nsteps = read_column(path, 3, r->loss);
+  read_column(path, 6, r->comm);
+  snprintf(path, sizeof path, "%s/final_weights.csv", dir);
+  r->nweights = read_column(path, 2, r->weight);
+  snprintf(path, sizeof path, "rm -rf '%s'", dir);
+  assert_int_equal(system(path), 0);
+}
+
+static void train(run *r, const char *const *overrides, int n) {
+  train_file(r, "tests/data/train/base.yaml", overrides, n);
+}
+
+static void assert_same_training(const run *a, const run *b) {
+  assert_int_equal(a->nsteps, b->nsteps);
+  assert_int_equal(a->nweights, b->nweights);
+  for (int i = 0; i < a->nsteps; i++)
+    if (!TU_GOLDEN_CLOSE(a->loss[i], b->loss[i])) fail_msg("step %d loss %.9g vs %.9g", i, a->loss[i], b->loss[i]);
+  for (int i = 0; i < a->nweights; i++)
+    if (!TU_GOLDEN_CLOSE(a->weight[i], b->weight[i])) fail_msg("weight %d %.9g vs %.9g", i, a->weight[i], b->weight[i]);
+}
+
+/* G = 30 over 4 workers splits 8,8,7,7 (the rebatch rule). With loss_reduction global_batch each
+** replica's gradient is of (its loss sum)/30, and their SUM is the gradient of the whole batch's
+** mean: the same training as one device, up to the ring's summation order. */
+static void uneven_split_trains_like_one_device(void **state) {
+  (void)state;
+  static run one, four;
+  train(&one, NULL, 0);
+  const char *mwm[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=4" };
+  train(&four, mwm, 2);
+  assert_int_equal(four.sum.replicas, 4);
+  assert_int_equal(four.nsteps, 20);
+  assert_same_training(&one, &four);
+}
+
+/* loss_reduction sum differentiates the loss SUM, G times the global_batch gradient: plain SGD
+** with learning_rate 0.05/30 must then train exactly as global_batch with 0.05 (up to rounding). */
+static void sum_reduction_is_global_batch_times_g(void **state) {
+  (void)state;
+  static run mean, sum;
+  train(&mean, NULL, 0);
+  const char *s[] = { "training.loss_reduction=sum", "optimizer.learning_rate=0.0016666666666666668" };
+  train(&sum, s, 2);
+  assert_same_training(&mean, &sum);
+}
+
+/* per_replica_mean with 2 equal slices of 15 gives each replica the gradient of its mean, and
+** their sum is 2x the global-batch gradient: the same as global_batch with twice the rate. */
+static void per_replica_mean_is_replicas_times_global_batch(void **state) {
+  (void)state;
+  static run mean, twice;
+  const char *pm[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=2",
+                       "training.loss_reduction=per_replica_mean" };
+  train(&mean, pm, 3);
+  const char *gb[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=2",
+                       "optimizer.learning_rate=0.1" };
+  train(&twice, gb, 3);
+  assert_same_training(&mean, &twice);
+}
+
+/* 384 rows, G = 100: an epoch is 4 steps (100, 100, 100, 84); 2 epochs are 8 steps, and
+** repeat: false stops a 20-step run after the one pass. */
+static void epochs_and_no_repeat_count_passes(void **state) {
+  (void)state;
+  static run r;
+  train_file(&r, "tests/data/train/epochs.yaml", NULL, 0);
+  assert_int_equal(r.nsteps, 8);
+  assert_int_equal(r.sum.steps_completed, 8);
+  /* Step 4 starts the second pass at row 0: the same 100 rows as step 0, after one pass of
+  ** training on them, so its loss is lower. */
+  assert_true(r.loss[4] < r.loss[0]);
+  const char *once[] = { "dataset.global_batch=100", "dataset.repeat=false" };
+  train(&r, once, 2);
+  assert_int_equal(r.nsteps, 4);
+}
+
+/* The gradient all-reduce over 3 workers on a star fabric: 195 floats split 65 per rank
+** (260 bytes); each of the 2(p-1) = 4 ring steps crosses 2 links of latency 5 us at
+** min(100 GB/s, NIC 16 Gbps = 2e9 B/s):  4 * (10 us + 260 B / 2e9 B/s) = 4 * 10.13 us.
+** The 2 reduce-scatter steps also add 65 floats on the receiver's 400 GFLOP/s cpu:
+** ceil(65 / 400e9 s) = 163 ps each.  comm_s = 40.52 us + 326 ps = 4.0520326e-5 s. */
+static void all_reduce_time_is_the_ring_closed_form(void **state) {
+  (void)state;
+  static run r;
+  const char *three[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=3" };
+  train(&r, three, 2);
+  for (int i = 0; i < r.nsteps; i++)
+    if (fabs(r.comm[i] - 4.0520326e-5) > 1e-15) fail_msg("step %d comm_s %.12g", i, r.comm[i]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(uneven_split_trains_like_one_device),
+    cmocka_unit_test(sum_reduction_is_global_batch_times_g),
+    cmocka_unit_test(per_replica_mean_is_replicas_times_global_batch),
+    cmocka_unit_test(epochs_and_no_repeat_count_passes),
+    cmocka_unit_test(all_reduce_time_is_the_ring_closed_form),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
