@@ -64,18 +64,15 @@ const char *sim_algo_name(sim_algo a) { return a == SIM_ALGO_RING ? "ring" : "un
 sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
                                    sim_route_fn route, void *route_ctx, sim_cpu *const *rank_cpus) {
   assert(ranks > 0 && route != NULL);
-  sim_collective *c = calloc(1, sizeof *c);
-  if (c == NULL) abort();
+  sim_collective *c = sim__xcalloc(1, sizeof *c);
   c->engine = e;
   c->name = sim__strdup(name);
   c->p = ranks;
   c->route = route;
   c->route_ctx = route_ctx;
-  c->ranks = calloc((size_t)ranks, sizeof *c->ranks);
-  if (c->ranks == NULL) abort();
+  c->ranks = sim__xcalloc((size_t)ranks, sizeof *c->ranks);
   if (rank_cpus != NULL) {
-    c->cpus = malloc((size_t)ranks * sizeof *c->cpus);
-    if (c->cpus == NULL) abort();
+    c->cpus = sim__xcalloc((size_t)ranks, sizeof *c->cpus);
     memcpy(c->cpus, rank_cpus, (size_t)ranks * sizeof *c->cpus);
   }
   for (int r = 0; r < ranks; r++) {
@@ -87,8 +84,7 @@ sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
     if (next == r) continue;
     sim_link *first[ROUTE_GUESS];
     rk->hops = route(route_ctx, r, next, first, ROUTE_GUESS);
-    rk->route = malloc((rk->hops ? rk->hops : 1) * sizeof *rk->route);
-    if (rk->route == NULL) abort();
+    rk->route = sim__xcalloc(rk->hops, sizeof *rk->route);
     if (rk->hops <= ROUTE_GUESS) {
       memcpy(rk->route, first, rk->hops * sizeof *rk->route);
     } else { /* the route fn reports the full length when out is too short: ask again */
@@ -230,8 +226,7 @@ static void begin(sim_collective *c) {
     ring_rank *rk = &c->ranks[r];
     assert((rk->buf == NULL) == (c->ranks[0].buf == NULL)); /* all numeric or all shapes */
     if (rk->buf != NULL) {
-      rk->snapshot = malloc((biggest ? biggest : 1) * sizeof *rk->snapshot);
-      if (rk->snapshot == NULL) abort();
+      rk->snapshot = sim__xcalloc(biggest, sizeof *rk->snapshot);
     }
   }
   for (int r = 0; r < c->p; r++) enter_step(&c->ranks[r]);

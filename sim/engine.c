@@ -51,6 +51,12 @@ void sim__grow(void *arr, size_t *cap, size_t need, size_t elem) {
   *cap = n;
 }
 
+void *sim__xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (p == NULL) abort();
+  return p;
+}
+
 char *sim__strdup(const char *s) {
   if (s == NULL) s = "";
   size_t n = strlen(s) + 1;
@@ -169,8 +175,7 @@ static void wake_event(sim_engine *e, void *arg) {
 }
 
 sim_actor *sim_actor_spawn(sim_engine *e, const char *name, sim_actor_fn fn, void *arg) {
-  sim_actor *a = calloc(1, sizeof *a);
-  if (a == NULL) abort();
+  sim_actor *a = sim__xcalloc(1, sizeof *a);
   a->engine = e;
   a->name = sim__strdup(name);
   a->fn = fn;
@@ -272,8 +277,7 @@ int sim_sleep(sim_actor *self, sim_time duration) {
 static sim_activity *activity_new(sim_engine *e, sim_activity_kind kind, double amount) {
   assert(amount >= 0);
   if (e->free_activities == NULL) {
-    sim_activity_chunk *c = calloc(1, sizeof *c);
-    if (c == NULL) abort();
+    sim_activity_chunk *c = sim__xcalloc(1, sizeof *c);
     c->next = e->activity_chunks;
     e->activity_chunks = c;
     for (size_t i = ACTIVITY_CHUNK; i-- > 0;) {
@@ -401,12 +405,10 @@ struct sim_barrier {
 
 sim_barrier *sim_barrier_new(sim_engine *e, int parties) {
   assert(parties > 0);
-  sim_barrier *b = calloc(1, sizeof *b);
-  if (b == NULL) abort();
+  sim_barrier *b = sim__xcalloc(1, sizeof *b);
   b->engine = e;
   b->parties = parties;
-  b->waiting = calloc((size_t)parties, sizeof *b->waiting);
-  if (b->waiting == NULL) abort();
+  b->waiting = sim__xcalloc((size_t)parties, sizeof *b->waiting);
   return b;
 }
 

@@ -269,6 +269,8 @@ struct sim_engine {
 
 /* Grows *arr (of elements of `elem` bytes) to hold at least `need`; aborts when out of memory. */
 void sim__grow(void *arr, size_t *cap, size_t need, size_t elem);
+/* calloc that aborts on exhaustion (as sim__grow does) and never returns NULL for n == 0. */
+void *sim__xcalloc(size_t n, size_t size);
 char *sim__strdup(const char *s);
 
 #endif
