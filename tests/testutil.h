@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #ifndef PODSIM_SOURCE_DIR
@@ -20,6 +22,26 @@ static inline const char *tu_src(const char *rel) {
   char *b = buf[next++ % 8];
   snprintf(b, sizeof buf[0], "%s/%s", PODSIM_SOURCE_DIR, rel);
   return b;
+}
+
+/* Reads column `col` (0-based) of a CSV file with a header row into values[0..max); when names
+** is given, column 0 of each row goes to names[row] too. Returns the row count. */
+static inline int tu_read_column(const char *path, int col, double *values, int max,
+                                 char (*names)[64]) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[1024];
+  int n = 0;
+  assert_non_null(fgets(line, sizeof line, f));
+  while (n < max && fgets(line, sizeof line, f)) {
+    char *save = NULL, *field = strtok_r(line, ",\n", &save);
+    if (names && field) snprintf(names[n], 64, "%s", field);
+    for (int c = 0; field && c < col; c++) field = strtok_r(NULL, ",\n", &save);
+    assert_non_null(field);
+    values[n++] = strtod(field, NULL);
+  }
+  fclose(f);
+  return n;
 }
 
 /* Golden numerics tolerance from ../shared/golden/README.md. */

@@ -15,26 +15,6 @@
 
 #include "scenarios/train.h"
 
-/* Reads column `col` (0-based) of a CSV with a header into values; returns the row count. */
-static int read_column(const char *path, int col, double *values, int max, char names[][64]) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  char line[512];
-  int n = 0;
-  assert_non_null(fgets(line, sizeof line, f));
-  while (fgets(line, sizeof line, f) && n < max) {
-    char *save = NULL, *field = strtok_r(line, ",\n", &save);
-    for (int c = 0; field && c < col; c++) {
-      if (names && c == 0) snprintf(names[n], 64, "%s", field);
-      field = strtok_r(NULL, ",\n", &save);
-    }
-    assert_non_null(field);
-    values[n++] = strtod(field, NULL);
-  }
-  fclose(f);
-  return n;
-}
-
 static char *temp_dir(void) {
   char *d = strdup("/tmp/podsim-golden-XXXXXX");
   assert_non_null(mkdtemp(d));
@@ -62,9 +42,9 @@ static uint64_t run_variant(const char *variant, const char *out, double *max_lo
   static double got[256], want[256];
   static char names_got[256][64], names_want[256][64];
   snprintf(path, sizeof path, "%s/metrics.csv", out);
-  int n = read_column(path, 3, got, 256, NULL);
+  int n = tu_read_column(path, 3, got, 256, NULL);
   snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s/expected_loss.csv", variant);
-  int m = read_column(tu_src(rel), 1, want, 256, NULL);
+  int m = tu_read_column(tu_src(rel), 1, want, 256, NULL);
   assert_int_equal(n, 50);
   assert_int_equal(m, 50);
   *max_loss_err = 0;
@@ -74,9 +54,9 @@ static uint64_t run_variant(const char *variant, const char *out, double *max_lo
   }
 
   snprintf(path, sizeof path, "%s/final_weights.csv", out);
-  n = read_column(path, 2, got, 256, names_got);
+  n = tu_read_column(path, 2, got, 256, names_got);
   snprintf(rel, sizeof rel, "tests/golden/mlp_momentum/%s/expected_final.csv", variant);
-  m = read_column(tu_src(rel), 2, want, 256, names_want);
+  m = tu_read_column(tu_src(rel), 2, want, 256, names_want);
   assert_int_equal(n, 195);  /* 8*16 + 16 + 16*3 + 3 */
   assert_int_equal(m, 195);
   *max_weight_err = 0;

@@ -24,23 +24,6 @@ typedef struct run {
   double weight[MAX_ROWS];/* final_weights.csv value column */
 } run;
 
-/* Reads column `col` of a CSV with a header; returns the row count. */
-static int read_column(const char *path, int col, double *out) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  char line[512];
-  int n = 0;
-  assert_non_null(fgets(line, sizeof line, f));
-  while (n < MAX_ROWS && fgets(line, sizeof line, f)) {
-    char *save = NULL, *field = strtok_r(line, ",\n", &save);
-    for (int c = 0; field && c < col; c++) field = strtok_r(NULL, ",\n", &save);
-    assert_non_null(field);
-    out[n++] = strtod(field, NULL);
-  }
-  fclose(f);
-  return n;
-}
-
 static void train_file(run *r, const char *file, const char *const *overrides, int n) {
   static scenario s;
   scn_error err;
@@ -51,10 +34,10 @@ static void train_file(run *r, const char *file, const char *const *overrides, i
   int rc = train_run(&s, dir, &r->sum, &err);
   if (rc != TR_EXIT_OK) fail_msg("exit %d: %s", rc, err.msg);
   snprintf(path, sizeof path, "%s/metrics.csv", dir);
-  r->nsteps = read_column(path, 3, r->loss);
-  read_column(path, 6, r->comm);
+  r->nsteps = tu_read_column(path, 3, r->loss, MAX_ROWS, NULL);
+  tu_read_column(path, 6, r->comm, MAX_ROWS, NULL);
   snprintf(path, sizeof path, "%s/final_weights.csv", dir);
-  r->nweights = read_column(path, 2, r->weight);
+  r->nweights = tu_read_column(path, 2, r->weight, MAX_ROWS, NULL);
   snprintf(path, sizeof path, "rm -rf '%s'", dir);
   assert_int_equal(system(path), 0);
 }
