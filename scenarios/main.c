@@ -69,6 +69,18 @@ static int parse_args(int argc, char **argv, cli *c) {
   return TR_EXIT_OK;
 }
 
+/* 251472 -> "245.6 KiB": binary units, as memory is sized. */
+static const char *human_bytes(char *buf, size_t len, double bytes) {
+  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    u++;
+  }
+  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
 static void print_summary(const scenario *s, const char *dir, const run_summary *sum) {
   printf("podsim: %s\n", sum->scenario);
   printf("  strategy      %s, %d replica%s, gradient all-reduce %s\n", sum->strategy, sum->replicas,
@@ -77,8 +89,10 @@ static void print_summary(const scenario *s, const char *dir, const run_summary 
   printf("  steps         %ld in %.6g s simulated (%.6g examples/s)\n", sum->steps_completed,
          sum->sim_time_s, sum->examples_per_s);
   if (sum->steps_completed > 0) printf("  final loss    %.6g\n", sum->final_loss);
-  printf("  memory peak   %llu of %llu bytes per device\n", (unsigned long long)sum->memory_peak_bytes,
-         (unsigned long long)sum->memory_capacity_bytes);
+  char peak[32], cap[32];
+  printf("  memory peak   %s of %s on the fullest device\n",
+         human_bytes(peak, sizeof peak, (double)sum->memory_peak_bytes),
+         human_bytes(cap, sizeof cap, (double)sum->memory_capacity_bytes));
   if (sum->failed) printf("  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
   printf("  outputs       %s/\n", dir);
   printf("  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);
