@@ -89,10 +89,10 @@ run: deps
 
 # The whole suite: optimised build, then the same tests under ASan+UBSan, then the -O0/-O2
 # run_hash check. Each suite adds its counts to TEST_TALLY; the last line totals them.
-TEST_TALLY ?= $(CURDIR)/build/test-tally
+TEST_TALLY ?= $(CURDIR)/$(BUILD)/test-tally
 export TEST_TALLY
 test: deps
-	@mkdir -p build && rm -f $(TEST_TALLY)
+	@mkdir -p $(BUILD) && rm -f $(TEST_TALLY)
 	$(MAKE) test-fast
 	$(MAKE) test-asan
 	$(MAKE) test-determinism

@@ -14,6 +14,7 @@
 typedef struct loader {
   const char *label_name; /* label column's name, NULL for the last column */
   int ids_vocab;          /* > 0: features are ids in [0, ids_vocab) */
+  int classes;            /* > 0: labels are in [0, classes) */
   md_dataset *d;          /* being filled */
   int ncols;              /* fields per record, from the header; 0 before it */
   int label_col;          /* 0-based index of the label field */
@@ -95,7 +96,7 @@ static int record(void *ctx, int line, int nfields, char **fields, md_error *err
     const char *f = fields[i];
     int col = i + 1;
     if (i == ld->label_col) {
-      if (read_index(line, col, "label", f, INT32_MAX, &d->labels[d->rows], err) != 0) return -1;
+      if (read_index(line, col, "label", f, ld->classes > 0 ? ld->classes : INT32_MAX, &d->labels[d->rows], err) != 0) return -1;
       if (d->labels[d->rows] + 1 > d->classes) d->classes = d->labels[d->rows] + 1;
     } else if (d->is_ids) {
       if (read_index(line, col, "id", f, ld->ids_vocab, &d->ids[base + k++], err) != 0) return -1;
@@ -110,11 +111,11 @@ static int record(void *ctx, int line, int nfields, char **fields, md_error *err
 }
 
 md_dataset *md_dataset_load_csv(const char *path, const char *label_column, int ids_vocab,
-                                md_error *err) {
+                                int classes, md_error *err) {
   md_dataset *d = md_xrealloc(NULL, sizeof *d);
   memset(d, 0, sizeof *d);
   d->is_ids = ids_vocab > 0;
-  loader ld = {label_column, ids_vocab, d, 0, 0, 0};
+  loader ld = {label_column, ids_vocab, classes, d, 0, 0, 0};
   int lines = 0;
   int rc = md_csvfile_each(path, record, &ld, &lines, err);
   if (rc == 0 && ld.ncols == 0) rc = md_error_set(err, 1, 0, "empty file, expected a header row");

@@ -22,9 +22,10 @@ typedef struct md_dataset {
 } md_dataset;
 
 /* label_column NULL: the last column. ids_vocab > 0 reads features as integer ids in
-** [0, ids_vocab). Errors name the CSV's line and column. */
+** [0, ids_vocab); classes > 0 requires labels in [0, classes) (the model's output width).
+** Errors name the CSV's line and the column where the bad field starts. */
 md_dataset *md_dataset_load_csv(const char *path, const char *label_column, int ids_vocab,
-                                md_error *err);
+                                int classes, md_error *err);
 /* rows x features normal(0,1) draws; label = argmax_c sum_j x_j*M[j][c] with M drawn first. */
 md_dataset *md_dataset_synthetic(size_t rows, int features, int classes, gsl_rng *rng);
 void md_dataset_free(md_dataset *d);

@@ -3,6 +3,8 @@
 ** identify every float32 (FLT_DECIMAL_DIG), so a write then a read gives back the same bits.
 ** A read fills scratch copies and touches the model only once the whole file checked out.
 */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +13,12 @@
 
 static const char *const columns[3] = {"variable", "flat_index", "value"};
 
-void md_format_float(char *buf, size_t len, float v) { snprintf(buf, len, "%.9g", (double)v); }
+/* A NaN prints as "nan" whatever its sign bit and payload, which depend on the BLAS and the
+** compiler; every other float as the 9 significant digits that read back to its bits. */
+void md_format_float(char *buf, size_t len, float v) {
+  if (isnan(v)) snprintf(buf, len, "nan");
+  else snprintf(buf, len, "%.9g", (double)v);
+}
 
 int md_weights_write(const md_model *m, FILE *out) {
   if (fprintf(out, "%s,%s,%s\n", columns[0], columns[1], columns[2]) < 0) return -1;

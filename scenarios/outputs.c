@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,8 +93,11 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
     double eps = r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
-    fprintf(f, "%ld,%s,%s,%.9g,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
-            outputs_seconds(t[1], sizeof t[1], r->step_ps), r->loss, eps);
+    char loss[32];
+    if (isnan(r->loss)) snprintf(loss, sizeof loss, "nan");  /* whatever the NaN's sign bit */
+    else snprintf(loss, sizeof loss, "%.9g", r->loss);
+    fprintf(f, "%ld,%s,%s,%s,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
+            outputs_seconds(t[1], sizeof t[1], r->step_ps), loss, eps);
     if (sync_columns)
       fprintf(f, ",%s,%s,%s", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
               outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps));
@@ -126,7 +130,9 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "all_reduce", json_string(s->all_reduce));
   json_object_set_new(o, "sim_time_s", json_real(s->sim_time_s));
   json_object_set_new(o, "steps_completed", json_integer(s->steps_completed));
-  json_object_set_new(o, "final_loss", s->steps_completed > 0 ? json_real(s->final_loss) : json_null());
+  /* null when there is no step or the loss is not a number (a diverged run): jansson has no NaN. */
+  int has_loss = s->steps_completed > 0 && isfinite(s->final_loss);
+  json_object_set_new(o, "final_loss", has_loss ? json_real(s->final_loss) : json_null());
   json_object_set_new(o, "examples_per_s", json_real(s->examples_per_s));
   /* CPU workers have no HBM: the figures are the replica device's memory (host RAM). */
   json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)s->memory_peak_bytes));

@@ -9,6 +9,7 @@
 #include "scenarios/scenario.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -201,8 +202,16 @@ static int get_num(ctx *c, const key_spec *k, const yt_node *v, const char *path
     return fail(c, v, path, "expected a number%s, found %s", rb, found(v, fb, sizeof fb));
   }
   double x = strtod(v->text, NULL);
+  /* A float32 setting is checked as the float it becomes: 1e-50 would be stored as 0. */
+  if (k->st == S_FLOAT) {
+    float f = (float)x;
+    if (!isfinite(f) || (x != 0 && f == 0))
+      return fail(c, v, path, "expected a number representable as float32 (about 1e-38 to 3e38 in "
+                  "magnitude), found %s", v->text);
+    x = f;
+  }
   range_text(k, x, rb, sizeof rb);
-  if (!in_range(k, x)) return fail(c, v, path, "expected a number%s, found %s", rb, v->text);
+  if (!isfinite(x) || !in_range(k, x)) return fail(c, v, path, "expected a number%s, found %s", rb, v->text);
   *out = x;
   return 0;
 }
@@ -327,8 +336,14 @@ static int handle_value(ctx *c, const key_spec *k, const yt_node *kn, const yt_n
     if (v->kind != YT_SCALAR)
       return fail(c, v, path, "expected %s, found %s", units_expected(k->unit), found(v, fb, sizeof fb));
     if (units_parse(k->unit, v->text, &x, why, sizeof why)) return fail(c, v, path, "%s", why);
-    if ((k->lo_open && !(x > k->lo)) || x < k->lo)
-      return fail(c, v, path, "expected %s greater than zero, found %s", units_expected(k->unit), v->text);
+    if (!in_range(k, x)) {
+      const char *u = units_base(k->unit);
+      if (k->lo == 0 && k->lo_open && !(x > 0))
+        return fail(c, v, path, "expected %s greater than zero, found %s", units_expected(k->unit), v->text);
+      if (x < k->lo || (k->lo_open && !(x > k->lo)))
+        return fail(c, v, path, "expected at least %g %s, found %s", k->lo, u, v->text);
+      return fail(c, v, path, "expected at most %g %s, found %s", k->hi, u, v->text);
+    }
     store(k, base, x, 0, NULL);
     break;
   }
@@ -444,7 +459,7 @@ static const key_spec ACCEL_KEYS[] = {
   END};
 static const key_spec MACHINE_KEYS[] = {
   {.key = "cpus", .type = V_INT, .st = S_INT, OFF(scn_machine, cpus), .lo = 1, .hi = 4096, .required = 1},
-  {.key = "flops", .type = V_UNIT, .unit = UNIT_FLOPS, .st = S_DOUBLE, OFF(scn_machine, flops), .lo_open = 1, .required = 1},
+  {.key = "flops", .type = V_UNIT, .unit = UNIT_FLOPS, .st = S_DOUBLE, OFF(scn_machine, flops), .lo = 1e6, .required = 1},
   {.key = "ram", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scn_machine, ram_bytes), .lo_open = 1},
   {.key = "nic", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .st = S_DOUBLE, OFF(scn_machine, nic_bytes_per_s), .lo_open = 1},
   {.key = "accelerators", .type = V_MAP, .sub = ACCEL_KEYS},
@@ -590,7 +605,7 @@ static const key_spec FABRIC_KEYS[] = {
    OFF(scenario, fabric), .what = "fabric topology"},
   {.key = "link_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .lo_open = 1, .st = S_DOUBLE,
    OFF(scenario, fabric_bytes_per_s)},
-  {.key = "latency", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scenario, fabric_latency_s)},
+  {.key = "latency", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scenario, fabric_latency_s), .hi = 1},
   END};
 static const key_spec CLUSTER_KEYS[] = {
   {.key = "tpu", .type = V_MAP, .sub = TPU_KEYS, .post = tpu_post, .issue = 3, .what = "TPU slices"},
@@ -842,7 +857,7 @@ static int shuffle_fn(ctx *c, const key_spec *k, const yt_node *v, const char *p
 }
 
 static const key_spec SYNTHETIC_KEYS[] = {
-  {.key = "rows", .type = V_INT, .st = S_SIZE, OFF(scenario, synthetic_rows), .lo = 1, .hi = 1e12, .required = 1},
+  {.key = "rows", .type = V_INT, .st = S_SIZE, OFF(scenario, synthetic_rows), .lo = 1, .hi = 1e8, .required = 1},
   {.key = "features", .type = V_INT, .st = S_INT, OFF(scenario, synthetic_features), .lo = 1, .hi = 1e8, .required = 1},
   {.key = "classes", .type = V_INT, .st = S_INT, OFF(scenario, synthetic_classes), .lo = 2, .hi = 1e8, .required = 1},
   END};
@@ -850,7 +865,7 @@ static const key_spec DATASET_KEYS[] = {
   {.key = "csv", .type = V_PATH, .st = S_CHARS, OFF(scenario, csv), .len = SCN_PATH_MAX},
   {.key = "label", .type = V_STR, .st = S_CHARS, OFF(scenario, label), .len = 128},
   {.key = "synthetic", .type = V_MAP, .sub = SYNTHETIC_KEYS},
-  {.key = "global_batch", .type = V_INT, .st = S_INT, OFF(scenario, global_batch), .lo = 1, .hi = 1e9, .required = 1},
+  {.key = "global_batch", .type = V_INT, .st = S_INT, OFF(scenario, global_batch), .lo = 1, .hi = 1e7, .required = 1},
   {.key = "shuffle", .type = V_FN, .fn = shuffle_fn},
   {.key = "repeat", .type = V_BOOL, .st = S_INT, OFF(scenario, repeat)},
   {.key = "distribute", .type = V_ENUM, .names = DISTRIBUTE, .name_issue = DISTRIBUTE_ISSUE, .what = "dataset distribution"},
@@ -892,8 +907,8 @@ static const key_spec RESTART_KEYS[] = {
   {.key = "delay", .type = V_UNIT, .unit = UNIT_DURATION},
   END};
 static const key_spec TRAINING_KEYS[] = {
-  {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, steps), .lo = 1, .hi = 1e15},
-  {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e12},
+  {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, steps), .lo = 1, .hi = 1e7},
+  {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e6},
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS, .issue = 6, .what = "checkpoints"},
   {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS, .issue = 6, .what = "restarts after preemption"},

@@ -20,6 +20,7 @@
 #include "scenarios/train.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +36,10 @@
 #include "sim/sim.h"
 #include "strategies/strategy.h"
 
+/* Simulated time podsim runs to at most: 2^62 ps (53.4 days), half of what int64 holds, so that
+** no sum of times in a step can overflow. */
+#define SIM_HORIZON (INT64_C(1) << 62)
+
 typedef struct trainer trainer;
 
 typedef struct replica {
@@ -49,7 +54,6 @@ typedef struct replica {
   int32_t *ids;           /* batch ids (id input) */
   int32_t *labels;        /* batch labels */
   double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
-  int examples[2];        /* examples in this replica's slice, by step parity */
 } replica;
 
 struct trainer {
@@ -64,6 +68,7 @@ struct trainer {
   size_t steps_per_epoch; /* batches in one pass over the data (epochs / no repeat) */
   step_record *records;   /* one per completed step */
   long completed;         /* records filled */
+  int horizon_hit;        /* stopped: simulated time passed SIM_HORIZON */
   int *track;             /* trace track of each replica */
   int *slice_size;        /* scratch: ds_split_batch sizes */
   int *slice_offset;      /* scratch: ds_split_batch offsets */
@@ -88,6 +93,16 @@ static int input_error(scn_error *err, const char *file, int line, int col, cons
   if (line > 0) snprintf(err->msg, sizeof err->msg, "%s:%d:%d: %s: %s", file, line, err->col, key, what);
   else snprintf(err->msg, sizeof err->msg, "%s: %s: %s", file, key, what);
   return TR_EXIT_INPUT;
+}
+
+/* Host memory for the run's own bookkeeping; the scenario's limits keep it to a few GiB. */
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (p == NULL) {
+    fprintf(stderr, "podsim: out of host memory (%zu bytes)\n", n * size);
+    exit(TR_EXIT_INPUT);
+  }
+  return p;
 }
 
 /* ---- the batching rule ----------------------------------------------------------------- */
@@ -172,7 +187,6 @@ static void replica_main(sim_actor *self, void *arg) {
     md_cost cost = {0};
     md_model_train_step(rep->model, rep->ws, &b, loss_scale(s, n), rep->grads,
                         &rep->loss_sum[step & 1], &cost);
-    rep->examples[step & 1] = n;
     if (sim_exec(self, cpu, cost.flops) != SIM_OK) return;
     sim_time computed = sim_now(t->engine);
 
@@ -180,6 +194,7 @@ static void replica_main(sim_actor *self, void *arg) {
     if (ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK) return;
     sim_time reduced = sim_now(t->engine);
     unflatten(rep->flat, rep->model, rep->grads);
+    int last = reduced > SIM_HORIZON;
 
     md_cost opt_cost = {0};
     md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
@@ -190,17 +205,22 @@ static void replica_main(sim_actor *self, void *arg) {
     sim_trace_span(t->engine, t->track[r], span, "step", start, end);
     if (r == 0)
       record_step(t, step, start, (computed - start) + (end - reduced), reduced - computed, batch);
+    if (last) {
+      if (r == 0) t->horizon_hit = 1;
+      return;
+    }
   }
 }
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
-static int load_data(trainer *t, scn_error *err) {
+/* Labels must be classes of the model's output (the loader checks synthetic ones). */
+static int load_data(trainer *t, const md_model *m, scn_error *err) {
   const scenario *s = t->s;
   md_error me = {0};
   if (s->csv[0] != '\0') {
     t->data = md_dataset_load_csv(s->csv, s->label[0] ? s->label : NULL,
-                                  s->input_ids > 0 ? s->input_vocab : 0, &me);
+                                  s->input_ids > 0 ? s->input_vocab : 0, md_model_num_classes(m), &me);
     if (t->data == NULL)
       return input_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
   } else {
@@ -213,18 +233,6 @@ static int load_data(trainer *t, scn_error *err) {
     return input_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset",
                        "the data has %d %s per row but model.input asks for %d", t->data->width,
                        s->input_ids > 0 ? "id columns" : "feature columns", want);
-  }
-  return TR_EXIT_OK;
-}
-
-static int check_labels(const trainer *t, const md_model *m, scn_error *err) {
-  int classes = md_model_num_classes(m);
-  for (size_t i = 0; i < t->data->rows; i++) {
-    if (t->data->labels[i] < classes) continue;
-    /* Data row i sits on line i + 2 of the CSV (after the header). */
-    return input_error(err, t->s->csv[0] ? t->s->csv : t->s->path, (int)i + 2, 1, "dataset.label",
-                       "label %d is out of range: the last layer has %d units (classes 0..%d)",
-                       (int)t->data->labels[i], classes, classes - 1);
   }
   return TR_EXIT_OK;
 }
@@ -250,19 +258,25 @@ static int build_model(trainer *t, md_model **out, scn_error *err) {
   return TR_EXIT_OK;
 }
 
-static long steps_to_run(trainer *t) {
+/* Every step's metrics are kept for the plots and metrics.csv: a run has at most this many. */
+#define MAX_STEPS 10000000L
+
+static int count_steps(trainer *t, scn_error *err) {
   const scenario *s = t->s;
   size_t rows = t->data->rows, g = (size_t)s->global_batch;
   size_t per_epoch = (rows + g - 1) / g;
+  t->steps = s->steps;
+  if (s->epochs > 0 || !s->repeat) t->steps_per_epoch = per_epoch;
   if (s->epochs > 0) {
-    t->steps_per_epoch = per_epoch;
-    return s->epochs * (long)per_epoch;
+    if ((size_t)s->epochs > (size_t)MAX_STEPS / per_epoch)
+      return input_error(err, s->path, 0, 0, "training.epochs",
+                         "%ld epochs of %zu steps exceed the %ld steps a run may have", s->epochs,
+                         per_epoch, MAX_STEPS);
+    t->steps = s->epochs * (long)per_epoch;
+  } else if (!s->repeat && (size_t)s->steps > per_epoch) {
+    t->steps = (long)per_epoch;
   }
-  if (!s->repeat) {
-    t->steps_per_epoch = per_epoch;
-    return s->steps < (long)per_epoch ? s->steps : (long)per_epoch;
-  }
-  return s->steps;
+  return TR_EXIT_OK;
 }
 
 static sim_algo all_reduce_algo(const scenario *s) {
@@ -275,10 +289,10 @@ static void make_replicas(trainer *t, md_model *first) {
   const scenario *s = t->s;
   int max_slice = s->global_batch / t->nreplicas + 1;
   int width = t->data->width;
-  t->replicas = calloc((size_t)t->nreplicas, sizeof *t->replicas);
-  t->track = calloc((size_t)t->nreplicas, sizeof *t->track);
-  t->slice_size = calloc((size_t)t->nreplicas, sizeof *t->slice_size);
-  t->slice_offset = calloc((size_t)t->nreplicas, sizeof *t->slice_offset);
+  t->replicas = xcalloc((size_t)t->nreplicas, sizeof *t->replicas);
+  t->track = xcalloc((size_t)t->nreplicas, sizeof *t->track);
+  t->slice_size = xcalloc((size_t)t->nreplicas, sizeof *t->slice_size);
+  t->slice_offset = xcalloc((size_t)t->nreplicas, sizeof *t->slice_offset);
   t->nparams = md_model_num_params(first);
   for (int r = 0; r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
@@ -288,10 +302,10 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->opt = md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->grads = md_grads_new(rep->model);
-    rep->flat = calloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
-    rep->x = calloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
-    rep->ids = calloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
-    rep->labels = calloc((size_t)max_slice, sizeof *rep->labels);
+    rep->flat = xcalloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
+    rep->x = xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
+    rep->ids = xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
+    rep->labels = xcalloc((size_t)max_slice, sizeof *rep->labels);
     t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
   }
 }
@@ -318,6 +332,35 @@ static void free_trainer(trainer *t) {
   if (t->data) md_dataset_free(t->data);
 }
 
+static void job_failed(run_summary *sum, const char *kind, const char *device, const char *msg) {
+  sum->failed = 1;
+  snprintf(sum->error.kind, sizeof sum->error.kind, "%s", kind);
+  snprintf(sum->error.device, sizeof sum->error.device, "%s", device);
+  snprintf(sum->error.message, sizeof sum->error.message, "%s", msg);
+}
+
+static void past_horizon(const trainer *t, run_summary *sum) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "stopped after step %ld: simulated time passed podsim's horizon of "
+           "2^62 ps (53.4 days)", t->completed - 1);
+  job_failed(sum, "SimulationHorizonExceeded", ds_replica_device(t->strategy, 0), msg);
+}
+
+/* Actors still blocked with no event left: an activity that would end past the horizon (so it
+** was never scheduled), or a podsim bug. Either way the run is reported, not aborted. */
+static void stalled(const trainer *t, run_summary *sum) {
+  const char *names[8];
+  size_t n = sim_deadlocked_actors(t->engine, names, 8);
+  char msg[512];
+  int at = snprintf(msg, sizeof msg, "the simulation stalled after step %ld with", t->completed - 1);
+  for (size_t i = 0; i < n && at > 0 && (size_t)at < sizeof msg; i++)
+    at += snprintf(msg + at, sizeof msg - (size_t)at, " %s", names[i]);
+  if (at > 0 && (size_t)at < sizeof msg)
+    snprintf(msg + at, sizeof msg - (size_t)at, " blocked: an activity would end past the 53.4-day "
+             "horizon (a machine or link far too slow), or podsim has a bug");
+  job_failed(sum, "SimulationStalled", ds_replica_device(t->strategy, 0), msg);
+}
+
 /* Reserves each replica's memory: variables, optimizer slots, gradients, the all-reduce
 ** buffer and the activations of its largest slice. Returns 0, or fills the summary's error
 ** as TensorFlow's ResourceExhaustedError. */
@@ -333,17 +376,15 @@ static int reserve_memory(trainer *t, run_summary *sum) {
   for (int r = 0; r < t->nreplicas; r++) {
     sim_mempool *pool = ds_replica_memory(t->strategy, r);
     if (sim_mempool_alloc(pool, need) == 0) continue;
-    run_error *e = &sum->error;
-    sum->failed = 1;
-    snprintf(e->kind, sizeof e->kind, "ResourceExhaustedError");
-    snprintf(e->device, sizeof e->device, "%s", ds_replica_device(t->strategy, r));
-    e->needed_bytes = need;
-    e->capacity_bytes = sim_mempool_capacity(pool);
-    snprintf(e->message, sizeof e->message,
+    char msg[512];
+    snprintf(msg, sizeof msg,
              "OOM allocating %llu bytes on %s (capacity %llu): variables %.0f, optimizer slots %.0f, "
              "gradients and all-reduce buffer %.0f, activations for a per-replica batch of %d %.0f",
-             (unsigned long long)need, e->device, (unsigned long long)e->capacity_bytes, params, slots,
-             grads, max_slice, acts);
+             (unsigned long long)need, ds_replica_device(t->strategy, r),
+             (unsigned long long)sim_mempool_capacity(pool), params, slots, grads, max_slice, acts);
+    job_failed(sum, "ResourceExhaustedError", ds_replica_device(t->strategy, r), msg);
+    sum->error.needed_bytes = need;
+    sum->error.capacity_bytes = sim_mempool_capacity(pool);
     return -1;
   }
   return 0;
@@ -393,9 +434,9 @@ static void mirrored_copies_agree(const trainer *t) {
 static int write_plots(const trainer *t, const char *dir, char *msg, size_t msglen) {
   const scenario *s = t->s;
   long n = t->completed;
-  double *x = calloc((size_t)n + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
-  double *compute = calloc((size_t)n + 1, sizeof *compute), *comm = calloc((size_t)n + 1, sizeof *comm);
-  double *idle = calloc((size_t)n + 1, sizeof *idle);
+  double *x = xcalloc((size_t)n + 1, sizeof *x), *y = xcalloc((size_t)n + 1, sizeof *y);
+  double *compute = xcalloc((size_t)n + 1, sizeof *compute), *comm = xcalloc((size_t)n + 1, sizeof *comm);
+  double *idle = xcalloc((size_t)n + 1, sizeof *idle);
   int rc = 0;
   for (long i = 0; i < n; i++) {
     x[i] = (double)t->records[i].step;
@@ -426,9 +467,12 @@ static int write_plots(const trainer *t, const char *dir, char *msg, size_t msgl
 }
 
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
-  char path[SCN_PATH_MAX + 32];
+  char path[SCN_PATH_MAX + 32] = "";
+  if (outputs_make_dir(dir) != 0)
+    return input_error(err, dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));
   run_hasher h;
-  int bad = outputs_make_dir(dir) != 0 || run_hasher_init(&h) != 0;
+  if (run_hasher_init(&h) != 0) return input_error(err, dir, 0, 0, "outputs.dir", "out of memory");
+  int bad = 0;
   const char *files[] = { "metrics.csv", "final_weights.csv", "variables.csv", "trace.json" };
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
@@ -442,8 +486,8 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
     if (!bad) bad = run_hasher_add_file(&h, path) != 0;
   }
   if (bad) {
-    if (h.state) run_hasher_finish(&h);
-    return input_error(err, dir, 0, 0, "outputs.dir", "cannot write %s", path);
+    run_hasher_finish(&h);
+    return input_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
   }
   char figures[256];
   int len = snprintf(figures, sizeof figures, "sim_time_ps=%lld events=%llu failed=%d",
@@ -503,9 +547,9 @@ static ds_cluster cluster_of(const scenario *s) {
 
 /* Reads and checks every input (invariant 3); on success *first is the initialised model. */
 static int prepare(trainer *t, md_model **first, scn_error *err) {
-  int rc = load_data(t, err);
-  if (rc == TR_EXIT_OK) rc = build_model(t, first, err);
-  if (rc == TR_EXIT_OK) rc = check_labels(t, *first, err);
+  int rc = build_model(t, first, err);
+  if (rc == TR_EXIT_OK) rc = load_data(t, *first, err);
+  if (rc == TR_EXIT_OK) rc = count_steps(t, err);
   return rc;
 }
 
@@ -534,8 +578,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   ds_cluster cluster = cluster_of(s);
   t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, all_reduce_algo(s));
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
-  t.steps = steps_to_run(&t);
-  t.records = calloc((size_t)t.steps + 1, sizeof *t.records);
+  t.records = xcalloc((size_t)t.steps + 1, sizeof *t.records);
   make_replicas(&t, first);
 
   memset(sum, 0, sizeof *sum);
@@ -545,10 +588,9 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
       snprintf(name, sizeof name, "replica%d", r);
       sim_actor_spawn(t.engine, name, replica_main, &t.replicas[r]);
     }
-    int ran = sim_run(t.engine);
-    assert(ran == 0);
-    (void)ran;
-    mirrored_copies_agree(&t);
+    if (sim_run(t.engine) != 0) stalled(&t, sum);
+    else if (t.horizon_hit) past_horizon(&t, sum);
+    else mirrored_copies_agree(&t);
   }
   summarise(&t, sum);
   rc = write_outputs(&t, out_dir, sum, err);

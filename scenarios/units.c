@@ -125,3 +125,8 @@ int units_parse(unit_kind k, const char *text, double *out, char *why, size_t wh
   *out = v;
   return 0;
 }
+
+const char *units_base(unit_kind k) {
+  static const char *const base[] = { "s", "B", "B/s", "FLOP/s", "/s" };
+  return base[k];
+}

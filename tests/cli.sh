@@ -3,7 +3,7 @@
 # exactly its expected "file:line:col: key: ..." line on stderr and writes nothing; the exit
 # statuses of the contract; --set, check, --help, --version. Usage: tests/cli.sh PODSIM
 set -u
-podsim=$1
+podsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 passed=0; failed=0
@@ -45,8 +45,11 @@ done
 
 "$podsim" --help | grep -q "podsim run FILE" && ok || bad "--help"
 "$podsim" --version | grep -Eq '^podsim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
-"$podsim" check scenarios/examples/quickstart.yaml >/dev/null && ok || bad "check quickstart"
-[ ! -e out/quickstart-check ] && ok || bad "check wrote something"
+# check validates and writes nothing: run it where outputs.dir (out/quickstart, relative to the
+# current directory) would land, and the directory stays empty.
+mkdir "$tmp/cwd"
+(cd "$tmp/cwd" && "$podsim" check "$OLDPWD/scenarios/examples/quickstart.yaml" >/dev/null) && ok || bad "check quickstart"
+[ -z "$(ls -A "$tmp/cwd")" ] && ok || bad "check wrote into its directory: $(ls -A "$tmp/cwd")"
 
 # --set reaches the run: 3 steps instead of 300, and metrics.csv has 3 rows.
 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/q" --set training.steps=3 --quiet >/dev/null; rc=$?

@@ -27,7 +27,7 @@ static const char *write_temp(const char *text) {
 }
 
 static md_dataset *load(const char *text, const char *label, int vocab, md_error *err) {
-  md_dataset *d = md_dataset_load_csv(write_temp(text), label, vocab, err);
+  md_dataset *d = md_dataset_load_csv(write_temp(text), label, vocab, 0, err);
   unlink(temp_path);
   return d;
 }
@@ -96,8 +96,14 @@ static void test_load_errors(void **state) {
   expect_error("a,label\n", NULL, 0, 2, 0, "no data rows");
   /* Blank lines are skipped but still counted: the bad field is on physical line 4. */
   expect_error("a,label\n1,0\n\n2,x\n", "label", 0, 4, 3, "not a number");
+  /* With 3 classes, label 7 on physical line 4 (after a blank line) at column 5 is refused. */
+  md_error lerr = {0};
+  assert_null(md_dataset_load_csv(write_temp("a,b,label\n1,2,0\n\n3,4,7\n"), "label", 0, 3, &lerr));
+  assert_int_equal(lerr.line, 4);
+  assert_int_equal(lerr.col, 5);
+  assert_non_null(strstr(lerr.msg, "out of range [0, 3)"));
   md_error err = {0};
-  assert_null(md_dataset_load_csv("/nonexistent/podsim.csv", NULL, 0, &err));
+  assert_null(md_dataset_load_csv("/nonexistent/podsim.csv", NULL, 0, 0, &err));
   assert_non_null(strstr(err.msg, "No such file"));
 }
 

@@ -58,7 +58,7 @@ static void read_losses(const char *variant, double *loss) {
 /* Runs one variant; returns the largest |got - expected| over losses and final weights. */
 static double run_variant(const char *variant, int replicas, float scale) {
   md_error err = {0};
-  md_dataset *d = md_dataset_load_csv(golden(variant, "data.csv"), "label", 0, &err);
+  md_dataset *d = md_dataset_load_csv(golden(variant, "data.csv"), "label", 0, 3, &err);
   if (d == NULL) fail_msg("%d:%d %s", err.line, err.col, err.msg);
   assert_int_equal(d->rows, 384);
   assert_int_equal(d->width, FEATURES);

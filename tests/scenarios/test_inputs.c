@@ -27,8 +27,8 @@ static const input_case cases[] = {
   { "short_row.yaml", "short_row.csv:3:", "fields" },
   /* label: label, but the header is f0,f1,target */
   { "no_label.yaml", "no_label.csv:1:1: dataset.csv:", "label" },
-  /* 5 is not a class of a 2-unit last layer: data row 3 is line 4 */
-  { "label_range.yaml", "label_range.csv:4:1: dataset.label:", "out of range" },
+  /* 5 is not a class of a 2-unit last layer: line 4, the label field starts at column 11 */
+  { "label_range.yaml", "label_range.csv:4:11: dataset.csv:", "label 5 is out of range [0, 2)" },
   /* 3 feature columns for model.input.features 2 */
   { "three_features.yaml", "three_features.csv:1:1: dataset:", "3 feature columns" },
   { "empty.yaml", "empty.csv:", "empty" },
