@@ -1,11 +1,12 @@
 /*
 ** trace.c: the span recorder and its Chrome trace event JSON writer (sim_trace_).
 **
-** Events are kept in recording order, which is simulation order, and written with jansson in
-** fixed key order; ts/dur are microseconds as doubles (picoseconds / 1e6), printed by jansson
-** with 17 significant digits, so the same run writes the same bytes.
+** Events are kept in recording order, which is simulation order, and written in fixed key
+** order; ts/dur are exact decimal microseconds of the picosecond clock, so the same run writes
+** the same bytes.
 */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "sim/simInt.h"
@@ -61,37 +62,58 @@ void sim_trace_instant(sim_engine *e, int track, const char *name, const char *c
   record_user(e, track, name, category, at, at, 1);
 }
 
-static double us(sim_time t) { return (double)t / 1e6; }
+/* Exact decimal microseconds of a picosecond time, trailing zeros trimmed (261832217 ps ->
+** "261.832217"): readable, and the same bytes on every build. */
+static void put_us(FILE *f, sim_time ps) {
+  char buf[40];
+  const char *sign = ps < 0 ? "-" : "";
+  uint64_t mag = ps < 0 ? (uint64_t)0 - (uint64_t)ps : (uint64_t)ps;
+  int n = snprintf(buf, sizeof buf, "%s%llu.%06llu", sign, (unsigned long long)(mag / 1000000u),
+                   (unsigned long long)(mag % 1000000u));
+  while (n > 0 && buf[n - 1] == '0') buf[--n] = '\0';
+  if (n > 0 && buf[n - 1] == '.') buf[--n] = '\0';
+  fputs(buf, f);
+}
 
+/* A JSON string literal, escaped by jansson. */
+static void put_string(FILE *f, const char *s) {
+  json_t *j = json_string(s);
+  char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+  fputs(text ? text : "\"\"", f);
+  free(text);
+  json_decref(j);
+}
+
+/* Streams the events with fprintf: a jansson tree of a long run's events would need many times
+** the memory of the compact records it is made from. */
 int sim_trace_write_json(const sim_engine *e, const char *path) {
   const sim_trace *t = &e->trace;
-  json_t *events = json_array();
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  fputs("{\"traceEvents\":[", f);
   for (size_t i = 0; i < t->n_tracks; i++) {
-    json_t *m = json_object();
-    json_object_set_new(m, "name", json_string("thread_name"));
-    json_object_set_new(m, "ph", json_string("M"));
-    json_object_set_new(m, "pid", json_integer(1));
-    json_object_set_new(m, "tid", json_integer((json_int_t)i));
-    json_object_set_new(m, "args", json_pack("{s:s}", "name", t->tracks[i]));
-    json_array_append_new(events, m);
+    fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":",
+            i ? "," : "", i);
+    put_string(f, t->tracks[i]);
+    fputs("}}", f);
   }
   for (size_t i = 0; i < t->n_events; i++) {
     const sim_trace_event *ev = &t->events[i];
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(ev->name));
-    json_object_set_new(o, "cat", json_string(ev->category));
-    json_object_set_new(o, "ph", json_string(ev->instant ? "i" : "X"));
-    json_object_set_new(o, "ts", json_real(us(ev->start)));
-    if (ev->instant) json_object_set_new(o, "s", json_string("t"));
-    else json_object_set_new(o, "dur", json_real(us(ev->end - ev->start)));
-    json_object_set_new(o, "pid", json_integer(1));
-    json_object_set_new(o, "tid", json_integer(ev->track));
-    json_array_append_new(events, o);
+    fputs(i || t->n_tracks ? ",{\"name\":" : "{\"name\":", f);
+    put_string(f, ev->name);
+    fputs(",\"cat\":", f);
+    put_string(f, ev->category);
+    fprintf(f, ",\"ph\":\"%s\",\"ts\":", ev->instant ? "i" : "X");
+    put_us(f, ev->start);
+    if (ev->instant) {
+      fputs(",\"s\":\"t\"", f);
+    } else {
+      fputs(",\"dur\":", f);
+      put_us(f, ev->end - ev->start);
+    }
+    fprintf(f, ",\"pid\":1,\"tid\":%d}", ev->track);
   }
-  json_t *root = json_object();
-  json_object_set_new(root, "traceEvents", events);
-  json_object_set_new(root, "displayTimeUnit", json_string("ns"));
-  int rc = json_dump_file(root, path, JSON_COMPACT | JSON_PRESERVE_ORDER) == 0 ? 0 : -1;
-  json_decref(root);
-  return rc;
+  fputs("],\"displayTimeUnit\":\"ns\"}", f);
+  int bad = ferror(f);
+  return (fclose(f) == 0 && !bad) ? 0 : -1;
 }

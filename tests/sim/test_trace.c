@@ -71,9 +71,9 @@ static void test_trace_json(void **state) {
     assert_string_equal(json_string_value(json_object_get(x, "name")), want[i].name);
     assert_string_equal(json_string_value(json_object_get(x, "ph")), want[i].ph);
     assert_int_equal(json_integer_value(json_object_get(x, "tid")), want[i].tid);
-    assert_true(json_real_value(json_object_get(x, "ts")) == want[i].ts);
+    assert_true(json_number_value(json_object_get(x, "ts")) == want[i].ts);
     if (want[i].dur >= 0) {
-      assert_true(json_real_value(json_object_get(x, "dur")) == want[i].dur);
+      assert_true(json_number_value(json_object_get(x, "dur")) == want[i].dur);
     } else {
       assert_string_equal(json_string_value(json_object_get(x, "s")), "t");
       assert_null(json_object_get(x, "dur"));
