@@ -18,7 +18,7 @@ static const char usage[] =
   "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>)\n"
   "  podsim check FILE [--set KEY=VALUE]...\n"
   "      validate the scenario and its input files; write nothing\n"
-  "  podsim plan FILE [-o DIR]\n"
+  "  podsim plan FILE [-o DIR] [--set KEY=VALUE]...\n"
   "      capacity-planning sweep (not supported yet: planned in issue 7)\n"
   "  podsim --help | --version\n"
   "\n"
