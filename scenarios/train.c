@@ -279,12 +279,6 @@ static int count_steps(trainer *t, scn_error *err) {
   return TR_EXIT_OK;
 }
 
-static sim_algo all_reduce_algo(const scenario *s) {
-  /* auto on CPU workers is the ring (what collective ops pick there); issue 3 adds the rest. */
-  (void)s;
-  return SIM_ALGO_RING;
-}
-
 static void make_replicas(trainer *t, md_model *first) {
   const scenario *s = t->s;
   int max_slice = s->global_batch / t->nreplicas + 1;
@@ -392,6 +386,11 @@ static int reserve_memory(trainer *t, run_summary *sum) {
 
 /* ---- outputs --------------------------------------------------------------------------- */
 
+static void put_variable_row(FILE *f, const md_var *v, const char *kind, const char *device) {
+  if (v->rank == 1) fprintf(f, "%s,%s,%lld,%s\n", v->name, kind, (long long)v->shape[0], device);
+  else fprintf(f, "%s,%s,%lldx%lld,%s\n", v->name, kind, (long long)v->shape[0], (long long)v->shape[1], device);
+}
+
 static int write_variables(const trainer *t, const char *path) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
@@ -400,16 +399,10 @@ static int write_variables(const trainer *t, const char *path) {
   for (int r = 0; r < t->nreplicas; r++) {
     const replica *rep = &t->replicas[r];
     const char *dev = ds_replica_device(t->strategy, r);
-    for (int i = 0; i < md_model_num_vars(rep->model); i++) {
-      const md_var *v = md_model_var_const(rep->model, i);
-      if (v->rank == 1) fprintf(f, "%s,%s,%lld,%s\n", v->name, kind, (long long)v->shape[0], dev);
-      else fprintf(f, "%s,%s,%lldx%lld,%s\n", v->name, kind, (long long)v->shape[0], (long long)v->shape[1], dev);
-    }
-    for (int i = 0; i < md_optimizer_num_slots(rep->opt); i++) {
-      const md_var *v = md_optimizer_slot(rep->opt, i);
-      if (v->rank == 1) fprintf(f, "%s,slot,%lld,%s\n", v->name, (long long)v->shape[0], dev);
-      else fprintf(f, "%s,slot,%lldx%lld,%s\n", v->name, (long long)v->shape[0], (long long)v->shape[1], dev);
-    }
+    for (int i = 0; i < md_model_num_vars(rep->model); i++)
+      put_variable_row(f, md_model_var_const(rep->model, i), kind, dev);
+    for (int i = 0; i < md_optimizer_num_slots(rep->opt); i++)
+      put_variable_row(f, md_optimizer_slot(rep->opt, i), "slot", dev);
   }
   return fclose(f) == 0 ? 0 : -1;
 }
@@ -576,7 +569,9 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   t.engine = sim_engine_new();
   sim_trace_enable(t.engine, s->trace);
   ds_cluster cluster = cluster_of(s);
-  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, all_reduce_algo(s));
+  /* all_reduce auto and ring (all the loader lets through) are the ring on CPU workers, as
+  ** collective ops pick there; issue 3 adds the other algorithms. */
+  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, SIM_ALGO_RING);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
   t.records = xcalloc((size_t)t.steps + 1, sizeof *t.records);
   make_replicas(&t, first);
