@@ -1,7 +1,9 @@
-/* cost.c: adding op costs (md_cost_). */
+/* cost.c: adding op costs and the op log (md_cost_, md_op_log_). */
 #include "models/cost.h"
 
-#include <stddef.h>
+#include <stdlib.h>
+
+#include "models/modelsInt.h"
 
 /* A NULL `into` discards the cost, so callers that do not account can pass NULL throughout. */
 void md_cost_add(md_cost *into, const md_cost *c) {
@@ -9,4 +11,22 @@ void md_cost_add(md_cost *into, const md_cost *c) {
   into->flops += c->flops;
   into->bytes_moved += c->bytes_moved;
   into->bytes_resident += c->bytes_resident;
+  md_op_log *log = into->ops;
+  if (log == NULL || (c->flops == 0 && c->bytes_moved == 0)) return;
+  if (log->n == log->cap) {
+    log->cap = log->cap ? 2 * log->cap : 32;
+    log->flops = md_xrealloc(log->flops, log->cap * sizeof *log->flops);
+    log->bytes = md_xrealloc(log->bytes, log->cap * sizeof *log->bytes);
+  }
+  log->flops[log->n] = c->flops;
+  log->bytes[log->n] = c->bytes_moved;
+  log->n++;
+}
+
+void md_op_log_clear(md_op_log *log) { log->n = 0; }
+
+void md_op_log_free(md_op_log *log) {
+  free(log->flops);
+  free(log->bytes);
+  *log = (md_op_log){0};
 }

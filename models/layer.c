@@ -13,13 +13,13 @@
 
 /* The cost of C[n x m] = A[n x k] B[k x m]. */
 static void gemm_cost(md_cost *cost, int n, int k, int m) {
-  md_cost c = {2.0 * n * k * m, 4.0 * ((double)n * k + (double)k * m + (double)n * m), 0};
+  md_cost c = {.flops = 2.0 * n * k * m, .bytes_moved = 4.0 * ((double)n * k + (double)k * m + (double)n * m), .bytes_resident = 0};
   md_cost_add(cost, &c);
 }
 
 /* An elementwise op over `count` floats doing `flops` per element, reading `reads` arrays. */
 static void elementwise_cost(md_cost *cost, double count, double flops, int reads) {
-  md_cost c = {count * flops, 4.0 * count * (reads + 1), 0};
+  md_cost c = {.flops = count * flops, .bytes_moved = 4.0 * count * (reads + 1), .bytes_resident = 0};
   md_cost_add(cost, &c);
 }
 
@@ -57,7 +57,7 @@ static void embedding_forward(const md_layer *l, const md_var *vars, int n, cons
     if (l->spec.combiner == MD_COMBINER_MEAN)
       for (int c = 0; c < dim; c++) zi[c] /= (float)k;
   }
-  md_cost c = {(double)n * k * dim, 4.0 * ((double)n * k * dim + (double)n * dim + (double)n * k), 0};
+  md_cost c = {.flops = (double)n * k * dim, .bytes_moved = 4.0 * ((double)n * k * dim + (double)n * dim + (double)n * k), .bytes_resident = 0};
   md_cost_add(cost, &c);
 }
 
@@ -181,7 +181,7 @@ static void embedding_backward(const md_layer *l, const md_var *vars, float **gr
         for (int c = 0; c < dim; c++) row[c] += di[c];
     }
   }
-  md_cost c = {(double)n * k * dim, 4.0 * ((double)e->size + 3.0 * n * k * dim), 0};
+  md_cost c = {.flops = (double)n * k * dim, .bytes_moved = 4.0 * ((double)e->size + 3.0 * n * k * dim), .bytes_resident = 0};
   md_cost_add(cost, &c);
 }
 

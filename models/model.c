@@ -236,7 +236,7 @@ static double losses(const md_model *m, md_workspace *w, const md_batch *b, floa
     float *di = d != NULL ? d + (size_t)i * c : NULL;
     sum += logits ? md_loss_logits(oi, c, y, scale, di) : md_loss_probs(oi, c, y, scale, di);
   }
-  md_cost lc = {6.0 * b->n * c, 4.0 * b->n * c * (d != NULL ? 2 : 1), 0};
+  md_cost lc = {.flops = 6.0 * b->n * c, .bytes_moved = 4.0 * b->n * c * (d != NULL ? 2 : 1), .bytes_resident = 0};
   md_cost_add(cost, &lc);
   return sum;
 }
@@ -269,7 +269,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     cur = 1 - cur;
   }
   if (loss_sum != NULL) *loss_sum = sum;
-  md_cost kept = {0, 0, md_model_activation_bytes(m, b->n)};
+  md_cost kept = {.flops = 0, .bytes_moved = 0, .bytes_resident = md_model_activation_bytes(m, b->n)};
   md_cost_add(cost, &kept);
 }
 

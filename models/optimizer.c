@@ -138,7 +138,7 @@ void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost
         arrays = 5;
         break;
     }
-    md_cost c = {flops * v->size, 4.0 * arrays * v->size, 0};
+    md_cost c = {.flops = flops * v->size, .bytes_moved = 4.0 * arrays * v->size, .bytes_resident = 0};
     md_cost_add(cost, &c);
   }
 }

@@ -386,6 +386,43 @@ static void test_cost_and_empty_batch(void **state) {
   md_model_free(m);
 }
 
+/* The same step with an op log attached: the five ops of the comment above (bias copy 4,
+** GEMM 24, loss 24, dW GEMM 24, db 4), each with its own bytes, summing to the totals. */
+static void test_op_log(void **state) {
+  (void)state;
+  md_layer_spec l = {.kind = MD_LAYER_DENSE, .units = 2, .use_bias = 1};
+  md_model *m = new_model(&l, 1, 3, 1);
+  md_workspace *w = md_workspace_new(m);
+  md_grads *g = md_grads_new(m);
+  const float x[6] = {1, 2, 3, 4, 5, 6};
+  const int32_t y[2] = {0, 1};
+  md_batch b = {2, x, NULL, y};
+  md_op_log log = {0};
+  md_cost c = {.ops = &log};
+  double loss;
+  md_model_train_step(m, w, &b, 1.0f, g, &loss, &c);
+  assert_int_equal(log.n, 5);
+  double flops = 0, bytes = 0, sorted[5];
+  for (size_t i = 0; i < log.n; i++) {
+    flops += log.flops[i];
+    bytes += log.bytes[i];
+    assert_true(log.bytes[i] > 0);
+    sorted[i] = log.flops[i];
+  }
+  assert_close(flops, c.flops, 0);
+  assert_close(bytes, c.bytes_moved, 0);
+  int fours = 0, twentyfours = 0;
+  for (int i = 0; i < 5; i++) fours += sorted[i] == 4, twentyfours += sorted[i] == 24;
+  assert_int_equal(fours, 2);
+  assert_int_equal(twentyfours, 3);
+  md_op_log_clear(&log);
+  assert_int_equal(log.n, 0);
+  md_op_log_free(&log);
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dense_forward),
@@ -400,6 +437,7 @@ int main(void) {
       cmocka_unit_test(test_spec_errors),
       cmocka_unit_test(test_init_default),
       cmocka_unit_test(test_cost_and_empty_batch),
+      cmocka_unit_test(test_op_log),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
