@@ -42,11 +42,21 @@ int machines_lookup(const char *name, scn_machine *m) {
       m->flops = fa->flops_per_vcpu * n;
       m->ram_bytes = fa->ram_per_vcpu * n;
       m->nic_bytes_per_s = machines_default_nic(n);
+      m->mem_bytes_per_s = MACHINE_MEM_BYTES_PER_VCPU * n;
       return 0;
     }
     return -1;
   }
   return -1;
+}
+
+void machines_fill_defaults(scn_machine *m) {
+  if (m->ram_bytes < 0) m->ram_bytes = 4.0 * GIB * m->cpus;
+  if (m->nic_bytes_per_s < 0) m->nic_bytes_per_s = machines_default_nic(m->cpus);
+  if (m->mem_bytes_per_s < 0) m->mem_bytes_per_s = MACHINE_MEM_BYTES_PER_VCPU * m->cpus;
+  if (m->accel_efficiency < 0) m->accel_efficiency = MACHINE_ACCEL_EFFICIENCY;
+  if (m->accel_link_latency_s < 0) m->accel_link_latency_s = MACHINE_ACCEL_LINK_LATENCY_S;
+  if (m->accel_workspace_bytes < 0) m->accel_workspace_bytes = MACHINE_ACCEL_WORKSPACE_BYTES;
 }
 
 void machines_list(char *buf, size_t len) {

@@ -456,12 +456,16 @@ static const key_spec ACCEL_KEYS[] = {
   {.key = "hbm", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scn_machine, accel_hbm_bytes), .lo_open = 1, .required = 1},
   {.key = "hbm_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .st = S_DOUBLE, OFF(scn_machine, accel_hbm_bytes_per_s), .lo_open = 1, .required = 1},
   {.key = "link", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .st = S_DOUBLE, OFF(scn_machine, accel_link_bytes_per_s), .lo_open = 1, .required = 1},
+  {.key = "link_latency", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scn_machine, accel_link_latency_s), .hi = 1},
+  {.key = "efficiency", .type = V_NUM, .st = S_DOUBLE, OFF(scn_machine, accel_efficiency), .lo = 0, .lo_open = 1, .hi = 1},
+  {.key = "workspace", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scn_machine, accel_workspace_bytes)},
   END};
 static const key_spec MACHINE_KEYS[] = {
   {.key = "cpus", .type = V_INT, .st = S_INT, OFF(scn_machine, cpus), .lo = 1, .hi = 4096, .required = 1},
   {.key = "flops", .type = V_UNIT, .unit = UNIT_FLOPS, .st = S_DOUBLE, OFF(scn_machine, flops), .lo = 1e6, .required = 1},
   {.key = "ram", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scn_machine, ram_bytes), .lo_open = 1},
   {.key = "nic", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .st = S_DOUBLE, OFF(scn_machine, nic_bytes_per_s), .lo_open = 1},
+  {.key = "memory_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .st = S_DOUBLE, OFF(scn_machine, mem_bytes_per_s), .lo_open = 1},
   {.key = "accelerators", .type = V_MAP, .sub = ACCEL_KEYS},
   END};
 
@@ -471,12 +475,11 @@ static int machine_fn(ctx *c, const key_spec *k, const yt_node *v, const char *p
   char fb[80];
   memset(&m, 0, sizeof m);
   if (v->kind == YT_MAP) {
-    m.ram_bytes = -1;
-    m.nic_bytes_per_s = -1;
+    m.ram_bytes = m.nic_bytes_per_s = m.mem_bytes_per_s = -1;
+    m.accel_efficiency = m.accel_link_latency_s = m.accel_workspace_bytes = -1;
     if (walk_map(c, v, path, MACHINE_KEYS, &m)) return -1;
     sfmt(m.type, sizeof m.type, "custom");
-    if (m.ram_bytes < 0) m.ram_bytes = 4.0 * 1024 * 1024 * 1024 * m.cpus;
-    if (m.nic_bytes_per_s < 0) m.nic_bytes_per_s = machines_default_nic(m.cpus);
+    machines_fill_defaults(&m);
   } else if (v->kind == YT_SCALAR && !yt_is_null(v)) {
     if (machines_lookup(v->text, &m)) {
       char list[400];

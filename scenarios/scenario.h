@@ -46,6 +46,10 @@ typedef struct scn_machine {
   double accel_hbm_bytes;        /* its memory */
   double accel_hbm_bytes_per_s;  /* its memory bandwidth */
   double accel_link_bytes_per_s; /* its link to the other accelerators of the VM */
+  double accel_link_latency_s;   /* that link's latency (default 1 us) */
+  double accel_efficiency;       /* fraction of peak its ops sustain (default 0.5) */
+  double accel_workspace_bytes;  /* scratch its runtime reserves in HBM (default 256 MiB) */
+  double mem_bytes_per_s;        /* host memory bandwidth (default 4 GB/s per vCPU) */
 } scn_machine;
 
 typedef struct scn_plot_set {

@@ -54,6 +54,7 @@ typedef struct replica {
   int32_t *ids;           /* batch ids (id input) */
   int32_t *labels;        /* batch labels */
   double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
+  md_op_log ops;          /* the ops of the pass being charged, for the roofline */
 } replica;
 
 struct trainer {
@@ -167,6 +168,12 @@ static void record_step(trainer *t, long step, sim_time start, sim_time compute,
   rec->idle_ps = waited - comm;
 }
 
+/* The logged ops as work on the replica's device: each op bound by its FLOPs or its bytes. */
+static double op_work(const trainer *t, const replica *rep) {
+  return sim_roofline_work_ops(ds_replica_roofline(t->strategy, rep->index), rep->ops.flops,
+                               rep->ops.bytes, rep->ops.n);
+}
+
 static void replica_main(sim_actor *self, void *arg) {
   replica *rep = arg;
   trainer *t = rep->t;
@@ -184,10 +191,11 @@ static void replica_main(sim_actor *self, void *arg) {
     md_dataset_gather(t->data, (row + (size_t)t->slice_offset[r]) % t->data->rows, n, rep->x,
                       rep->ids, rep->labels);
     md_batch b = { n, t->data->is_ids ? NULL : rep->x, t->data->is_ids ? rep->ids : NULL, rep->labels };
-    md_cost cost = {0};
+    md_cost cost = {.ops = &rep->ops};
+    md_op_log_clear(&rep->ops);
     md_model_train_step(rep->model, rep->ws, &b, loss_scale(s, n), rep->grads,
                         &rep->loss_sum[step & 1], &cost);
-    if (sim_exec(self, cpu, cost.flops) != SIM_OK) return;
+    if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
     sim_time computed = sim_now(t->engine);
 
     flatten(rep->grads, rep->model, rep->flat);
@@ -196,9 +204,10 @@ static void replica_main(sim_actor *self, void *arg) {
     unflatten(rep->flat, rep->model, rep->grads);
     int last = reduced > SIM_HORIZON;
 
-    md_cost opt_cost = {0};
+    md_cost opt_cost = {.ops = &rep->ops};
+    md_op_log_clear(&rep->ops);
     md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
-    if (sim_exec(self, cpu, opt_cost.flops) != SIM_OK) return;
+    if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
     sim_time end = sim_now(t->engine);
 
     snprintf(span, sizeof span, "step %ld", step);
@@ -311,6 +320,7 @@ static void free_trainer(trainer *t) {
     md_optimizer_free(rep->opt);
     md_workspace_free(rep->ws);
     md_grads_free(rep->grads);
+    md_op_log_free(&rep->ops);
     free(rep->flat);
     free(rep->x);
     free(rep->ids);
@@ -366,16 +376,18 @@ static int reserve_memory(trainer *t, run_summary *sum) {
   double grads = params * (t->nreplicas > 1 ? 2.0 : 1.0);
   int max_slice = (t->s->global_batch + t->nreplicas - 1) / t->nreplicas;
   double acts = md_model_activation_bytes(m, max_slice);
-  uint64_t need = (uint64_t)(params + slots + grads + acts);
   for (int r = 0; r < t->nreplicas; r++) {
     sim_mempool *pool = ds_replica_memory(t->strategy, r);
+    double workspace = ds_replica_workspace(t->strategy, r);
+    uint64_t need = (uint64_t)(params + slots + grads + acts + workspace);
     if (sim_mempool_alloc(pool, need) == 0) continue;
     char msg[512];
     snprintf(msg, sizeof msg,
              "OOM allocating %llu bytes on %s (capacity %llu): variables %.0f, optimizer slots %.0f, "
-             "gradients and all-reduce buffer %.0f, activations for a per-replica batch of %d %.0f",
-             (unsigned long long)need, ds_replica_device(t->strategy, r),
-             (unsigned long long)sim_mempool_capacity(pool), params, slots, grads, max_slice, acts);
+             "gradients and all-reduce buffer %.0f, activations for a per-replica batch of %d %.0f, "
+             "runtime workspace %.0f", (unsigned long long)need, ds_replica_device(t->strategy, r),
+             (unsigned long long)sim_mempool_capacity(pool), params, slots, grads, max_slice, acts,
+             workspace);
     job_failed(sum, "ResourceExhaustedError", ds_replica_device(t->strategy, r), msg);
     sum->error.needed_bytes = need;
     sum->error.capacity_bytes = sim_mempool_capacity(pool);
@@ -529,7 +541,13 @@ static void summarise(trainer *t, run_summary *sum) {
 static ds_cluster cluster_of(const scenario *s) {
   ds_cluster c;
   c.workers = s->workers;
-  c.machine.flops_per_s = s->worker_machine.flops;
+  const scn_machine *m = &s->worker_machine;
+  c.machine.flops_per_s = m->flops;
+  c.machine.mem_bytes_per_s = m->mem_bytes_per_s;
+  c.machine.accel = (ds_accelerators){ m->accelerators, m->accel_peak_flops, m->accel_efficiency,
+                                       m->accel_hbm_bytes, m->accel_hbm_bytes_per_s,
+                                       m->accel_link_bytes_per_s, sim_time_from_s(m->accel_link_latency_s),
+                                       m->accel_workspace_bytes };
   c.machine.ram_bytes = s->worker_machine.ram_bytes;
   c.machine.nic_bytes_per_s = s->worker_machine.nic_bytes_per_s;
   c.fabric = s->fabric == SCN_FABRIC_RING ? SIM_FABRIC_RING : SIM_FABRIC_STAR;

@@ -2,8 +2,10 @@
 ** strategy.c: replicas, their devices and the cross-replica sum (ds_).
 **
 ** default and one_device run one replica on worker 0 ("/job:localhost/..." as a single-process
-** TF program names it); multi_worker_mirrored runs one replica per CPU worker
-** ("/job:worker/replica:0/task:T/device:CPU:0"), joined by the fabric.
+** TF program names it); multi_worker_mirrored runs one replica per accelerator of every worker
+** ("/job:worker/replica:0/task:T/device:GPU:K"), or per worker CPU ("...device:CPU:0"). Workers
+** are joined by the fabric; an accelerator reaches everything through its link to its VM, so a
+** transfer between replicas crosses [accelerator up] [fabric route between VMs] [accelerator down].
 */
 #include "strategies/strategy.h"
 
@@ -13,15 +15,20 @@
 
 typedef struct ds_replica {
   char device[96];        /* TF device name */
-  sim_cpu *cpu;           /* the worker VM's compute */
-  sim_mempool *memory;    /* the worker VM's RAM */
+  int worker;             /* index of its VM */
+  sim_cpu *cpu;           /* its compute: the accelerator, or the VM's CPU */
+  sim_mempool *memory;    /* the accelerator's HBM, or the VM's RAM */
+  sim_roofline roofline;  /* compute and memory roofs of that device */
+  double workspace;       /* runtime scratch reserved on the device */
+  sim_link *up;           /* accelerator -> VM, NULL for a CPU replica */
+  sim_link *down;         /* VM -> accelerator, NULL for a CPU replica */
 } ds_replica;
 
 struct ds_strategy {
   ds_kind kind;           /* which strategy */
   int nreplicas;          /* num_replicas_in_sync */
   ds_replica *replicas;   /* nreplicas entries, in replica order */
-  sim_fabric *fabric;     /* NULL for a single replica */
+  sim_fabric *fabric;     /* between the workers that hold replicas; NULL with one worker */
   sim_collective *group;  /* the replicas' all-reduce group, NULL for a single replica */
   sim_algo algo;          /* the gradient all-reduce algorithm */
 };
@@ -35,40 +42,92 @@ const char *ds_kind_name(ds_kind kind) {
   return "?";
 }
 
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (p == NULL) abort();
+  return p;
+}
+
+/* Puts link l at out[n] when it fits; returns n + 1 either way (the snprintf convention of
+** sim_fabric_route and sim_fabric_links: the full length is returned, what fits is written). */
+static size_t put_link(sim_link **out, size_t max, size_t n, sim_link *l) {
+  if (n < max) out[n] = l;
+  return n + 1;
+}
+
+/* A route between replicas, as sim/collective.h asks for one. */
+static size_t replica_route(void *ctx, int from, int to, sim_link **out, size_t max) {
+  const ds_strategy *s = ctx;
+  const ds_replica *a = &s->replicas[from], *b = &s->replicas[to];
+  size_t n = 0;
+  if (a->up) n = put_link(out, max, n, a->up);
+  if (a->worker != b->worker) {
+    size_t at = n < max ? n : max;
+    n += sim_fabric_route(s->fabric, a->worker, b->worker, out + at, max - at);
+  }
+  if (b->down) n = put_link(out, max, n, b->down);
+  return n;
+}
+
+static void make_cpu_replica(sim_engine *e, ds_replica *rep, const char *job, int worker,
+                             const ds_machine *m) {
+  char name[64];
+  snprintf(rep->device, sizeof rep->device, "/job:%s/replica:0/task:%d/device:CPU:0", job, worker);
+  snprintf(name, sizeof name, "worker%d.cpu", worker);
+  rep->cpu = sim_cpu_new(e, name, m->flops_per_s);
+  snprintf(name, sizeof name, "worker%d.ram", worker);
+  rep->memory = sim_mempool_new(e, name, (uint64_t)m->ram_bytes);
+  rep->roofline = (sim_roofline){ m->flops_per_s, m->mem_bytes_per_s };
+}
+
+static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, int worker, int k,
+                               const ds_accelerators *a) {
+  char name[64];
+  snprintf(rep->device, sizeof rep->device, "/job:%s/replica:0/task:%d/device:GPU:%d", job, worker, k);
+  double rate = a->peak_flops * a->efficiency;
+  snprintf(name, sizeof name, "worker%d.gpu%d", worker, k);
+  rep->cpu = sim_cpu_new(e, name, rate);
+  snprintf(name, sizeof name, "worker%d.gpu%d.hbm", worker, k);
+  rep->memory = sim_mempool_new(e, name, (uint64_t)a->hbm_bytes);
+  rep->roofline = (sim_roofline){ rate, a->hbm_bytes_per_s };
+  rep->workspace = a->workspace_bytes;
+  snprintf(name, sizeof name, "worker%d.gpu%d.up", worker, k);
+  rep->up = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
+  snprintf(name, sizeof name, "worker%d.gpu%d.down", worker, k);
+  rep->down = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
+}
+
 ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *cluster, sim_algo algo) {
-  ds_strategy *s = calloc(1, sizeof *s);
-  if (s == NULL) return NULL;
+  ds_strategy *s = xcalloc(1, sizeof *s);
+  const ds_machine *m = &cluster->machine;
+  int multi = kind == DS_MULTI_WORKER_MIRRORED;
+  int workers = multi ? cluster->workers : 1;
+  int per_worker = multi && m->accel.count > 0 ? m->accel.count : 1;
   s->kind = kind;
   s->algo = algo;
-  s->nreplicas = kind == DS_MULTI_WORKER_MIRRORED ? cluster->workers : 1;
-  s->replicas = calloc((size_t)s->nreplicas, sizeof *s->replicas);
-  sim_cpu **cpus = calloc((size_t)s->nreplicas, sizeof *cpus);
-  double *nics = calloc((size_t)s->nreplicas, sizeof *nics);
-  if (s->replicas == NULL || cpus == NULL || nics == NULL) {
-    free(cpus);
+  s->nreplicas = workers * per_worker;
+  s->replicas = xcalloc((size_t)s->nreplicas, sizeof *s->replicas);
+  const char *job = multi ? "worker" : "localhost";
+  for (int w = 0; w < workers; w++)
+    for (int k = 0; k < per_worker; k++) {
+      ds_replica *rep = &s->replicas[w * per_worker + k];
+      rep->worker = w;
+      if (m->accel.count > 0) make_accel_replica(e, rep, job, w, k, &m->accel);
+      else make_cpu_replica(e, rep, job, w, m);
+    }
+  if (workers > 1) {
+    double *nics = xcalloc((size_t)workers, sizeof *nics);
+    for (int w = 0; w < workers; w++) nics[w] = m->nic_bytes_per_s;
+    s->fabric = sim_fabric_new(e, cluster->fabric, workers, "fabric.w", cluster->link_bytes_per_s,
+                               nics, cluster->latency);
     free(nics);
-    ds_strategy_free(s);
-    return NULL;
-  }
-  const char *job = kind == DS_MULTI_WORKER_MIRRORED ? "worker" : "localhost";
-  for (int r = 0; r < s->nreplicas; r++) {
-    ds_replica *rep = &s->replicas[r];
-    char name[64];
-    snprintf(rep->device, sizeof rep->device, "/job:%s/replica:0/task:%d/device:CPU:0", job, r);
-    snprintf(name, sizeof name, "worker%d.cpu", r);
-    rep->cpu = sim_cpu_new(e, name, cluster->machine.flops_per_s);
-    snprintf(name, sizeof name, "worker%d.ram", r);
-    rep->memory = sim_mempool_new(e, name, (uint64_t)cluster->machine.ram_bytes);
-    cpus[r] = rep->cpu;
-    nics[r] = cluster->machine.nic_bytes_per_s;
   }
   if (s->nreplicas > 1) {
-    s->fabric = sim_fabric_new(e, cluster->fabric, s->nreplicas, "fabric.w", cluster->link_bytes_per_s,
-                               nics, cluster->latency);
-    s->group = sim_collective_new(e, "gradients", s->nreplicas, sim_fabric_route, s->fabric, cpus);
+    sim_cpu **cpus = xcalloc((size_t)s->nreplicas, sizeof *cpus);
+    for (int r = 0; r < s->nreplicas; r++) cpus[r] = s->replicas[r].cpu;
+    s->group = sim_collective_new(e, "gradients", s->nreplicas, replica_route, s, cpus);
+    free(cpus);
   }
-  free(cpus);
-  free(nics);
   return s;
 }
 
@@ -97,10 +156,25 @@ sim_mempool *ds_replica_memory(const ds_strategy *s, int replica) {
   return s->replicas[replica].memory;
 }
 
+double ds_replica_workspace(const ds_strategy *s, int replica) {
+  assert(replica >= 0 && replica < s->nreplicas);
+  return s->replicas[replica].workspace;
+}
+
+const sim_roofline *ds_replica_roofline(const ds_strategy *s, int replica) {
+  assert(replica >= 0 && replica < s->nreplicas);
+  return &s->replicas[replica].roofline;
+}
+
 sim_algo ds_all_reduce_algorithm(const ds_strategy *s) { return s->algo; }
 
 size_t ds_links(const ds_strategy *s, sim_link **out, size_t max) {
-  return s->fabric ? sim_fabric_links(s->fabric, out, max) : 0;
+  size_t n = s->fabric ? sim_fabric_links(s->fabric, out, max) : 0;
+  for (int r = 0; r < s->nreplicas && s->replicas[r].up; r++) {
+    n = put_link(out, max, n, s->replicas[r].up);
+    n = put_link(out, max, n, s->replicas[r].down);
+  }
+  return n;
 }
 
 int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, size_t count) {

@@ -11,13 +11,28 @@
 #include "sim/sim.h"
 #include "sim/collective.h"
 #include "sim/fabric.h"
+#include "sim/roofline.h"
 
 typedef enum { DS_DEFAULT = 0, DS_ONE_DEVICE, DS_MULTI_WORKER_MIRRORED } ds_kind;
 
+/* Generic accelerators of a VM (GPUs as TensorFlow names them: device:GPU:K). */
+typedef struct ds_accelerators {
+  int count;              /* per VM; 0: the replicas run on the VM's CPU */
+  double peak_flops;      /* peak FLOP/s of one accelerator */
+  double efficiency;      /* fraction of peak its ops sustain (the roofline's compute roof) */
+  double hbm_bytes;       /* its memory */
+  double hbm_bytes_per_s; /* its memory bandwidth (the roofline's memory roof) */
+  double link_bytes_per_s;/* its link to the VM, through which it reaches every other device */
+  sim_time link_latency;  /* that link's latency */
+  double workspace_bytes; /* scratch its runtime reserves (cuBLAS/XLA workspace) */
+} ds_accelerators;
+
 typedef struct ds_machine {
   double flops_per_s;     /* sustained float32 rate of one worker VM */
+  double mem_bytes_per_s; /* its memory bandwidth (the roofline of CPU replicas) */
   double ram_bytes;       /* host memory of one worker VM */
   double nic_bytes_per_s; /* egress of one worker VM */
+  ds_accelerators accel;  /* its accelerators, if any */
 } ds_machine;
 
 typedef struct ds_cluster {
@@ -30,17 +45,25 @@ typedef struct ds_cluster {
 
 typedef struct ds_strategy ds_strategy;
 
-/* Builds the workers (a cpu and a memory pool each) and, for multi_worker_mirrored, the fabric
-** and the collective group of the replicas. */
+/* Builds the workers (a cpu and a memory pool each, and their accelerators) and, for
+** multi_worker_mirrored, the fabric and the collective group of the replicas. default and
+** one_device run one replica, on worker 0's first accelerator or else its CPU;
+** multi_worker_mirrored one per accelerator of every worker, or one per worker's CPU. */
 ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *cluster, sim_algo algo);
 void         ds_strategy_free(ds_strategy *s);
 const char  *ds_kind_name(ds_kind kind);
 int          ds_num_replicas_in_sync(const ds_strategy *s);
 const char  *ds_replica_device(const ds_strategy *s, int replica);  /* TF device name */
 sim_cpu     *ds_replica_cpu(const ds_strategy *s, int replica);
+/* Device memory: the accelerator's HBM, or the worker's RAM for a CPU replica. */
 sim_mempool *ds_replica_memory(const ds_strategy *s, int replica);
+/* Scratch the device's runtime keeps for itself (0 on a CPU). */
+double       ds_replica_workspace(const ds_strategy *s, int replica);
+/* How the replica's device turns an op's FLOPs and bytes into time. */
+const sim_roofline *ds_replica_roofline(const ds_strategy *s, int replica);
 sim_algo     ds_all_reduce_algorithm(const ds_strategy *s);
-/* Every link of the fabric (none for a single replica), for utilisation figures. */
+/* Every link between replicas: the fabric's, then each accelerator's up and down link. Writes
+** what fits in out[0..max) and returns the full count. */
 size_t       ds_links(const ds_strategy *s, sim_link **out, size_t max);
 
 /* Called by each replica's actor: SUM of buf over the replicas, in the all-reduce algorithm's
