@@ -88,7 +88,7 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
-  fputs(sync_columns ? ",compute_s,comm_s,idle_s\n" : "\n", f);
+  fputs(sync_columns ? ",compute_s,comm_s,idle_s,hbm_bytes\n" : "\n", f);
   char t[4][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
@@ -99,8 +99,9 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
     fprintf(f, "%ld,%s,%s,%s,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
             outputs_seconds(t[1], sizeof t[1], r->step_ps), loss, eps);
     if (sync_columns)
-      fprintf(f, ",%s,%s,%s", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
-              outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps));
+      fprintf(f, ",%s,%s,%s,%llu", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
+              outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps),
+              (unsigned long long)r->memory_bytes);
     fputc('\n', f);
   }
   return fclose(f) == 0 ? 0 : -1;
@@ -142,6 +143,16 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "lost_steps", json_integer(0));
   json_object_set_new(o, "retried_closures", json_integer(0));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
+  json_t *devices = json_array();
+  for (int i = 0; i < s->ndevices; i++) {
+    const run_device *d = &s->devices[i];
+    json_t *dev = json_object();
+    json_object_set_new(dev, "device", json_string(d->name));
+    json_object_set_new(dev, "hbm_peak_bytes", json_integer((json_int_t)d->peak_bytes));
+    json_object_set_new(dev, "hbm_capacity_bytes", json_integer((json_int_t)d->capacity_bytes));
+    json_array_append_new(devices, dev);
+  }
+  json_object_set_new(o, "devices", devices);
   json_object_set_new(o, "run_hash", json_string(hash));
   json_object_set_new(o, "wall_s", json_real(s->wall_s));
   if (s->failed) json_object_set_new(o, "error", error_object(&s->error));

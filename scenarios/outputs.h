@@ -19,7 +19,14 @@ typedef struct step_record {
   int64_t compute_ps;     /* replica 0: forward, backward and optimizer */
   int64_t comm_ps;        /* the gradient all-reduce, from the last replica's arrival to its end */
   int64_t idle_ps;        /* replica 0 waiting for slower replicas */
+  uint64_t memory_bytes;  /* replica 0's device memory in use during the step */
 } step_record;
+
+typedef struct run_device {
+  char name[96];          /* TF device name */
+  uint64_t peak_bytes;    /* the most of its memory in use at any time */
+  uint64_t capacity_bytes;/* its memory */
+} run_device;
 
 typedef struct run_error {
   char kind[64];          /* TensorFlow's exception name, e.g. "ResourceExhaustedError" */
@@ -43,6 +50,9 @@ typedef struct run_summary {
   uint64_t memory_peak_bytes;     /* peak over replica devices */
   uint64_t memory_capacity_bytes; /* capacity of that device */
   uint64_t events;        /* engine events processed */
+  run_device *devices;    /* each replica device's memory, in replica order; freed by
+                             train_run once summary.json is written */
+  int ndevices;           /* entries in devices */
   double wall_s;          /* host time, not hashed */
   uint64_t run_hash;      /* over everything simulated */
   int    failed;          /* the simulated job failed */

@@ -166,6 +166,7 @@ static void record_step(trainer *t, long step, sim_time start, sim_time compute,
   rec->compute_ps = compute;
   rec->comm_ps = comm;
   rec->idle_ps = waited - comm;
+  rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
 }
 
 /* The logged ops as work on the replica's device: each op bound by its FLOPs or its bytes. */
@@ -529,11 +530,17 @@ static void summarise(trainer *t, run_summary *sum) {
   double examples = 0;
   for (long i = 0; i < t->completed; i++) examples += t->records[i].examples;
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
+  sum->devices = xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
+  sum->ndevices = t->nreplicas;
   for (int r = 0; r < t->nreplicas; r++) {
     sim_mempool *pool = ds_replica_memory(t->strategy, r);
-    if (sim_mempool_peak(pool) < sum->memory_peak_bytes) continue;
-    sum->memory_peak_bytes = sim_mempool_peak(pool);
-    sum->memory_capacity_bytes = sim_mempool_capacity(pool);
+    run_device *d = &sum->devices[r];
+    snprintf(d->name, sizeof d->name, "%s", ds_replica_device(t->strategy, r));
+    d->peak_bytes = sim_mempool_peak(pool);
+    d->capacity_bytes = sim_mempool_capacity(pool);
+    if (d->peak_bytes < sum->memory_peak_bytes) continue;
+    sum->memory_peak_bytes = d->peak_bytes;
+    sum->memory_capacity_bytes = d->capacity_bytes;
   }
   sum->events = sim_events_processed(t->engine);
 }
@@ -614,6 +621,9 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
     if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)
       rc = input_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
   }
+  free(sum->devices);  /* summary.json has them; the caller prints only the totals */
+  sum->devices = NULL;
+  sum->ndevices = 0;
   free_trainer(&t);
   if (rc != TR_EXIT_OK) return rc;
   return sum->failed ? TR_EXIT_JOB_FAILED : TR_EXIT_OK;
