@@ -138,6 +138,40 @@ static void embedding_model_trains_like_one_device(void **state) {
   assert_same_training(&one, &three);
 }
 
+/* On four GPUs (two per VM) the golden r4 case trains to the TensorFlow numbers, as on four CPU
+** workers: the devices change the time, never the math. */
+static void accelerators_train_the_golden_case(void **state) {
+  (void)state;
+  static run r;
+  train_file(&r, "tests/data/train/gpus.yaml", NULL, 0);
+  assert_int_equal(r.sum.replicas, 4);
+  static double want[MAX_ROWS];
+  int n = tu_read_column(tu_src("tests/golden/mlp_momentum/r4/expected_final.csv"), 2, want, MAX_ROWS, NULL);
+  assert_int_equal(n, r.nweights);
+  for (int i = 0; i < n; i++)
+    if (!TU_GOLDEN_CLOSE(r.weight[i], want[i])) fail_msg("weight %d %.9g vs %.9g", i, r.weight[i], want[i]);
+}
+
+/* 250 MB of HBM cannot hold the 256 MiB (268435456 B) runtime workspace on top of the model:
+** the job fails as ResourceExhaustedError on the first GPU, exit 3, saying what filled it. */
+static void hbm_too_small_fails_the_job(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  const char *small[] = { "cluster.workers.machine.accelerators.hbm=250MB" };
+  if (scenario_load(tu_src("tests/data/train/gpus.yaml"), small, 1, &s, &err) != 0) fail_msg("%s", err.msg);
+  char dir[] = "/tmp/podsim-hbm-XXXXXX", cmd[64];
+  assert_non_null(mkdtemp(dir));
+  run_summary sum;
+  assert_int_equal(train_run(&s, dir, &sum, &err), TR_EXIT_JOB_FAILED);
+  assert_string_equal(sum.error.kind, "ResourceExhaustedError");
+  assert_string_equal(sum.error.device, "/job:worker/replica:0/task:0/device:GPU:0");
+  assert_true(sum.error.capacity_bytes == 250000000u);
+  assert_non_null(strstr(sum.error.message, "runtime workspace 268435456"));
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(uneven_split_trains_like_one_device),
@@ -146,6 +180,8 @@ int main(void) {
     cmocka_unit_test(epochs_and_no_repeat_count_passes),
     cmocka_unit_test(all_reduce_time_is_the_ring_closed_form),
     cmocka_unit_test(embedding_model_trains_like_one_device),
+    cmocka_unit_test(accelerators_train_the_golden_case),
+    cmocka_unit_test(hbm_too_small_fails_the_job),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
