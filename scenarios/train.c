@@ -545,6 +545,17 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->events = sim_events_processed(t->engine);
 }
 
+static sim_fabric_kind fabric_kind(scn_fabric_topology t) {
+  switch (t) {
+    case SCN_FABRIC_STAR: return SIM_FABRIC_STAR;
+    case SCN_FABRIC_RING: return SIM_FABRIC_RING;
+    case SCN_FABRIC_TORUS2D: return SIM_FABRIC_TORUS2D;
+    case SCN_FABRIC_TORUS3D: return SIM_FABRIC_TORUS3D;
+    case SCN_FABRIC_FAT_TREE: return SIM_FABRIC_FAT_TREE;
+  }
+  return SIM_FABRIC_STAR;
+}
+
 static ds_cluster cluster_of(const scenario *s) {
   ds_cluster c;
   c.workers = s->workers;
@@ -557,7 +568,7 @@ static ds_cluster cluster_of(const scenario *s) {
                                        m->accel_workspace_bytes };
   c.machine.ram_bytes = s->worker_machine.ram_bytes;
   c.machine.nic_bytes_per_s = s->worker_machine.nic_bytes_per_s;
-  c.fabric = s->fabric == SCN_FABRIC_RING ? SIM_FABRIC_RING : SIM_FABRIC_STAR;
+  c.fabric = fabric_kind(s->fabric);
   c.link_bytes_per_s = s->fabric_bytes_per_s;
   c.latency = sim_time_from_s(s->fabric_latency_s);
   return c;
