@@ -20,6 +20,7 @@
 #include "scenarios/machines.h"
 #include "scenarios/units.h"
 #include "scenarios/yamltree.h"
+#include "sim/tpu.h"
 
 typedef struct ctx {
   scenario *s;
@@ -495,49 +496,16 @@ static int machine_fn(ctx *c, const key_spec *k, const yt_node *v, const char *p
   return 0;
 }
 
-/* cluster.tpu.type: v2-N, v3-N, v4-N, v5p-N count TensorCores; v5litepod-N, v6e-N count chips. */
-static const struct tpu_gen {
-  const char *prefix;
-  int cores_per_chip;     /* 2: the slice name counts cores; 1: it counts chips */
-  int dims;               /* torus dimensions */
-  int max_count;
-} TPU_GENS[] = {
-  {"v2-", 2, 2, 512}, {"v3-", 2, 2, 2048}, {"v4-", 2, 3, 8192}, {"v5p-", 2, 3, 12288},
-  {"v5litepod-", 1, 2, 256}, {"v6e-", 1, 2, 256},
-};
-
-static int tpu_slice(const char *t, const struct tpu_gen **gen, int *chips) {
-  for (size_t i = 0; i < sizeof TPU_GENS / sizeof TPU_GENS[0]; i++) {
-    size_t pl = strlen(TPU_GENS[i].prefix);
-    if (strncmp(t, TPU_GENS[i].prefix, pl)) continue;
-    *gen = &TPU_GENS[i];
-    const char *num = t + pl;
-    if (!num[0] || strspn(num, "0123456789") != strlen(num) || strlen(num) > 6) return -1;
-    int n = atoi(num);
-    int minimum = TPU_GENS[i].cores_per_chip == 2 ? 8 : 1;
-    if (n < minimum || n > TPU_GENS[i].max_count || (n & (n - 1))) return -1;
-    if (TPU_GENS[i].cores_per_chip == 1 && n == 2) return -1;
-    *chips = n / TPU_GENS[i].cores_per_chip;
-    return 0;
-  }
-  *gen = NULL;
-  return -1;
-}
-
+/* cluster.tpu.type: a slice name of the sim/tpu.h catalogue (its message lists valid sizes). */
 static int tpu_type_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
-  const struct tpu_gen *g;
+  const sim_tpu_generation *g;
   const char *t;
-  int chips;
+  int chips, dims[3];
+  char why[512];
   (void)k; (void)base;
   if (get_str(c, v, path, &t)) return -1;
-  if (!tpu_slice(t, &g, &chips)) return 0;
-  if (!g)
-    return fail(c, v, path, "unknown TPU type \"%s\" (expected v2-N, v3-N, v4-N, v5p-N, v5litepod-N or v6e-N)", t);
-  if (g->cores_per_chip == 2)
-    return fail(c, v, path, "unknown slice \"%s\" (%.*s slices count TensorCores: 8, 16, 32, ... up to %d)", t,
-                (int)strlen(g->prefix) - 1, g->prefix, g->max_count);
-  return fail(c, v, path, "unknown slice \"%s\" (%.*s slices count chips: 1, 4, 8, 16, ... up to %d)", t,
-              (int)strlen(g->prefix) - 1, g->prefix, g->max_count);
+  if (sim_tpu_slice_parse(t, &g, &chips, dims, why, sizeof why)) return fail(c, v, path, "%s", why);
+  return 0;
 }
 
 static const key_spec TPU_OVERRIDE_KEYS[] = {
@@ -551,33 +519,16 @@ static const key_spec TPU_KEYS[] = {
   {.key = "overrides", .type = V_MAP, .sub = TPU_OVERRIDE_KEYS},
   END};
 
-/* The topology AxB or AxBxC must have as many chips as the type, with the generation's axes. */
+/* The topology AxB or AxBxC must fit the type (sim_tpu_topology_parse says how). */
 static int tpu_post(ctx *c, const yt_node *map, const char *path, void *base) {
   const yt_node *topo = yt_get(map, "topology"), *type = yt_get(map, "type");
-  const struct tpu_gen *g;
-  int chips, axes = 0;
-  long prod = 1;
-  char sub[256];
+  const sim_tpu_generation *g;
+  int chips, dims[3];
+  char sub[256], why[512];
   (void)base;
-  if (!topo || tpu_slice(type->text, &g, &chips)) return 0;
+  if (!topo || sim_tpu_slice_parse(type->text, &g, &chips, dims, NULL, 0)) return 0;
   join(sub, sizeof sub, path, "topology");
-  const char *p = topo->text;
-  while (*p) {
-    char *end;
-    if (*p < '1' || *p > '9') break;
-    long x = strtol(p, &end, 10);
-    if (x > 4096) break;
-    prod *= x;
-    axes++;
-    p = end;
-    if (*p == 'x' && p[1]) p++;
-    else if (*p) break;
-  }
-  if (*p || axes != g->dims)
-    return fail(c, topo, sub, "expected %s chips per axis for %s, found \"%s\"",
-                g->dims == 3 ? "AxBxC" : "AxB", type->text, topo->text);
-  if (prod != chips)
-    return fail(c, topo, sub, "%s has %ld chips but %s has %d", topo->text, prod, type->text, chips);
+  if (sim_tpu_topology_parse(g, chips, topo->text, dims, why, sizeof why)) return fail(c, topo, sub, "%s", why);
   return 0;
 }
 

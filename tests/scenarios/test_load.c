@@ -260,7 +260,7 @@ static const struct bad_case {
   {"sweep_bad_path", 11, 9, "sweep.dataset.global_bach", "expected the path of a key"},
   {"sweep_not_supported", 11, 1, "sweep", "(planned in issue 7)"},
   {"synthetic_features_mismatch", 8, 36, "dataset.synthetic.features", "expected model.input.features"},
-  {"tpu_bad_slice", 12, 15, "cluster.tpu.type", "unknown slice \"v4-33\" (v4 slices count TensorCores: 8, 16, 32, ..."},
+  {"tpu_bad_slice", 12, 15, "cluster.tpu.type", "unknown slice \"v4-33\" (v4 slices count TensorCores: 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)"},
   {"tpu_not_supported", 12, 3, "cluster.tpu", "TPU slices (planned in issue 3)"},
   {"tpu_topology_mismatch", 12, 32, "cluster.tpu.topology", "has 8 chips but v4-32 has 16"},
   {"unknown_activation", 5, 37, "model.layers[0].dense.activation", "found \"gelu\""},
