@@ -1,18 +1,19 @@
 /*
-** collective.c: all-reduce over simulated links with real float buffers (sim_collective_,
-** sim_allreduce).
+** collective.c: the collective executor (sim_collective_, sim_allreduce). The algorithms'
+** schedules are in collective_plan.c; this file runs them.
 **
-** Ring (SIM_ALGO_RING), as the SimGrid peer's ring: the count floats are cut into p chunks,
-** then 2(p-1) steps; in step k rank r sends one chunk to r+1 and receives one from r-1, and moves
-** to step k+1 once both are done. A transfer starts when sender and receiver are both at its
-** step (the rendezvous of a put and a get). The first p-1 steps reduce-scatter (the receiver
-** adds the incoming partial sum into its own chunk), the last p-1 all-gather (the receiver
-** copies the finished chunk). All of it runs engine-side from completion callbacks; rank actors
-** only block on arrival and are woken when the whole ring is done.
+** Every rank walks through the rounds of the algorithm. In round k it has a few transfers to
+** send and to receive (sim__coll_plan); a transfer starts when sender and receiver are both in
+** round k (the rendezvous of a put and a get), and a rank enters round k+1 once all its round-k
+** transfers, and the reductions they charge on its cpu, are done. A rank with nothing to do in a
+** round passes straight through. All of it runs engine-side from completion callbacks; blocking
+** callers only wait to be woken when every rank is through.
 **
-** Numerics happen at the simulated time a transfer completes, on a copy of the chunk taken when
-** it started, so what a rank receives is what its neighbour held at send time. After the
-** all-gather every rank holds the bits of the reduce-scatter's owner for each chunk.
+** Numerics happen at the simulated time a transfer completes: the receiver copies or adds the
+** sender's segment as it is then. The plans guarantee that a sender does not touch what it is
+** sending until the send is done, so that is what it held when the send started. Where two
+** partial sums reach one segment in the same round (tree, torus line) they are added at the end
+** of the receiver's round in plan order, so the bits never depend on which arrived first.
 */
 #include "sim/collective.h"
 
@@ -20,46 +21,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/collectiveInt.h"
 #include "sim/simInt.h"
 
-typedef struct ring_rank {
-  sim_collective *coll;      /* owner */
-  int rank;                  /* index in the group */
-  sim_actor *actor;          /* the arrived caller, NULL before arrival */
-  float *buf;                /* its buffer, NULL when running on shapes alone */
-  int step;                  /* current step, 0 .. 2(p-1); 2(p-1) = finished, -1 = not begun */
-  int send_started;          /* this step's transfer to the successor has started */
-  int send_done;             /* ... and completed */
-  int recv_done;             /* this step's chunk from the predecessor is in (and reduced) */
-  float *snapshot;           /* the chunk in flight to the successor, copied at send start */
-  sim_activity *send;        /* that transfer while in flight */
-  sim_activity *reduce;      /* the exec charging this step's reduction, while running */
-  sim_link **route;          /* links to the successor */
-  size_t hops;               /* entries in route */
-} ring_rank;
+/* ---- names ------------------------------------------------------------------------------- */
 
-struct sim_collective {
-  sim_engine *engine;        /* owner */
-  char *name;                /* for diagnostics */
-  int p;                     /* ranks */
-  sim_route_fn route;        /* rank -> rank links */
-  void *route_ctx;           /* its context */
-  sim_cpu **cpus;            /* per-rank reduction cpus, NULL when reductions are free */
-  ring_rank *ranks;          /* per-rank state */
-  int arrived;               /* callers present for the current all-reduce */
-  int finished;              /* ranks past their last step */
-  int running;               /* all arrived, steps in progress */
-  size_t count;              /* floats per buffer */
-  size_t chunk_base;         /* count / p: every chunk has at least this many floats */
-  size_t chunk_extra;        /* count % p: the first chunk_extra chunks have one more */
-  sim_time started;          /* when the last rank arrived */
-  sim_time last_duration;    /* of the last completed all-reduce */
-};
+static const char *const algo_names[SIM_ALGO_COUNT] = {
+    "ring", "bidirectional_ring", "torus", "tree", "double_binary_tree", "halving_doubling"};
+static const char *const op_names[SIM_COLL_OP_COUNT] = {
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"};
 
-/* Routes between neighbours are short; longer ones are fetched a second time at full size. */
-#define ROUTE_GUESS 16
+const char *sim_algo_name(sim_algo a) {
+  return (unsigned)a < SIM_ALGO_COUNT ? algo_names[a] : "unknown";
+}
 
-const char *sim_algo_name(sim_algo a) { return a == SIM_ALGO_RING ? "ring" : "unknown"; }
+const char *sim_coll_op_name(sim_coll_op op) {
+  return (unsigned)op < SIM_COLL_OP_COUNT ? op_names[op] : "unknown";
+}
+
+static int parse(const char *name, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (name != NULL && strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+int sim_algo_parse(const char *name, sim_algo *out) {
+  int i = parse(name, algo_names, SIM_ALGO_COUNT);
+  if (i >= 0) *out = (sim_algo)i;
+  return i < 0 ? -1 : 0;
+}
+
+int sim_coll_op_parse(const char *name, sim_coll_op *out) {
+  int i = parse(name, op_names, SIM_COLL_OP_COUNT);
+  if (i >= 0) *out = (sim_coll_op)i;
+  return i < 0 ? -1 : 0;
+}
+
+const char *sim_coll_strerror(int code) {
+  switch (code) {
+  case SIM_OK: return "ok";
+  case SIM_FAILED: return "a rank of the group was killed";
+  case SIM_COLL_EUNSUPPORTED: return "the algorithm does not implement this op for this group";
+  case SIM_COLL_ETORUS: return "torus algorithm without a torus shape of the group's size";
+  case SIM_COLL_EINVAL: return "bad root or count, or ranks disagree on the arguments";
+  case SIM_COLL_EBUSY: return "another collective is under way on the group";
+  default: return "unknown error";
+  }
+}
+
+/* ---- the group ----------------------------------------------------------------------------- */
 
 sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
                                    sim_route_fn route, void *route_ctx, sim_cpu *const *rank_cpus) {
@@ -70,173 +80,251 @@ sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
   c->p = ranks;
   c->route = route;
   c->route_ctx = route_ctx;
+  c->cap_hops = 16;
+  c->hops = sim__xcalloc(c->cap_hops, sizeof *c->hops);
   c->ranks = sim__xcalloc((size_t)ranks, sizeof *c->ranks);
   if (rank_cpus != NULL) {
     c->cpus = sim__xcalloc((size_t)ranks, sizeof *c->cpus);
     memcpy(c->cpus, rank_cpus, (size_t)ranks * sizeof *c->cpus);
   }
   for (int r = 0; r < ranks; r++) {
-    ring_rank *rk = &c->ranks[r];
-    rk->coll = c;
-    rk->rank = r;
-    rk->step = -1;
-    int next = (r + 1) % ranks;
-    if (next == r) continue;
-    sim_link *first[ROUTE_GUESS];
-    rk->hops = route(route_ctx, r, next, first, ROUTE_GUESS);
-    rk->route = sim__xcalloc(rk->hops, sizeof *rk->route);
-    if (rk->hops <= ROUTE_GUESS) {
-      memcpy(rk->route, first, rk->hops * sizeof *rk->route);
-    } else { /* the route fn reports the full length when out is too short: ask again */
-      size_t got = route(route_ctx, r, next, rk->route, rk->hops);
-      assert(got == rk->hops);
-      (void)got;
-    }
+    c->ranks[r].coll = c;
+    c->ranks[r].round = -1;
   }
   return c;
 }
 
-/* Frees the per-run buffers; transfers still in flight are withdrawn. */
+void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, const int *wraps) {
+  assert(ndims >= 1 && ndims <= COLL_MAX_DIMS && !c->running);
+  c->ndims = ndims;
+  for (int a = 0; a < ndims; a++) {
+    assert(dims[a] >= 1);
+    c->dims[a] = dims[a];
+    c->wraps[a] = wraps != NULL && wraps[a];
+  }
+}
+
+/* Withdraws what is in flight and forgets the callers: the group is idle again. */
 static void reset(sim_collective *c) {
   for (int r = 0; r < c->p; r++) {
-    ring_rank *rk = &c->ranks[r];
-    if (rk->send != NULL) sim__activity_withdraw(rk->send);
-    if (rk->reduce != NULL) sim__activity_withdraw(rk->reduce);
-    free(rk->snapshot);
-    rk->snapshot = NULL;
-    rk->send = rk->reduce = NULL;
+    coll_rank *rk = &c->ranks[r];
+    for (int i = 0; i < COLL_MAX_XFERS; i++) {
+      if (rk->send[i] != NULL) sim__activity_withdraw(rk->send[i]);
+      if (rk->reduce[i] != NULL) sim__activity_withdraw(rk->reduce[i]);
+      rk->send[i] = rk->reduce[i] = NULL;
+    }
     rk->actor = NULL;
     rk->buf = NULL;
-    rk->step = -1;
+    rk->round = -1;
   }
   c->arrived = c->finished = c->running = 0;
+  c->done = NULL;
+  c->done_arg = NULL;
 }
 
 void sim_collective_free(sim_collective *c) {
   if (c == NULL) return;
   reset(c);
-  for (int r = 0; r < c->p; r++) free(c->ranks[r].route);
   free(c->ranks);
   free(c->cpus);
+  free(c->hops);
+  free(c->originals);
   free(c->name);
   free(c);
 }
 
 sim_time sim_collective_last_duration(const sim_collective *c) { return c->last_duration; }
 
-static int mod(int a, int p) { return ((a % p) + p) % p; }
-
-static size_t chunk_offset(const sim_collective *c, int chunk) {
-  size_t k = (size_t)chunk;
-  return k * c->chunk_base + (k < c->chunk_extra ? k : c->chunk_extra);
+int sim_collective_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                         size_t count) {
+  return sim__coll_check(c, op, algo, root, count);
 }
 
-static size_t chunk_len(const sim_collective *c, int chunk) {
-  return c->chunk_base + ((size_t)chunk < c->chunk_extra ? 1 : 0);
+/* ---- segments ------------------------------------------------------------------------------ */
+
+/* Where chunk `t` of the segment lies in a buffer. */
+static void seg_range(const sim_collective *c, coll_seg s, int t, size_t *off, size_t *len) {
+  size_t k = (size_t)s.first + (size_t)t * (size_t)s.stride;
+  *off = k * c->chunk_base + (k < c->chunk_extra ? k : c->chunk_extra);
+  *len = c->chunk_base + (k < c->chunk_extra ? 1 : 0);
+  if (s.half == 2) *off += (*len + 1) / 2;
+  if (s.half != 0) *len = s.half == 1 ? (*len + 1) / 2 : *len / 2;
 }
 
-/* The chunk rank r sends at `step` (its successor receives the same one). */
-static int sent_chunk(const sim_collective *c, int r, int step) {
-  int p = c->p;
-  return step < p - 1 ? mod(r - step, p) : mod(r + 1 - (step - (p - 1)), p);
+/* Floats in a segment, without walking it: its chunks are `base` or `base`+1 long. */
+static size_t seg_floats(const sim_collective *c, coll_seg s) {
+  size_t base = c->chunk_base, extra = c->chunk_extra, n = (size_t)s.n, longs = 0;
+  if ((size_t)s.first < extra) longs = (extra - 1 - (size_t)s.first) / (size_t)s.stride + 1;
+  if (longs > n) longs = n;
+  size_t shorts = n - longs;
+  switch (s.half) {
+  case 0: return longs * (base + 1) + shorts * base;
+  case 1: return longs * ((base + 2) / 2) + shorts * ((base + 1) / 2);
+  default: return longs * ((base + 1) / 2) + shorts * (base / 2);
+  }
 }
 
-static void enter_step(ring_rank *rk);
-
-static void try_advance(ring_rank *rk) {
-  if (rk->send_done && rk->recv_done) enter_step(rk);
-}
-
-static void reduce_done(sim_engine *e, sim_activity *act, void *arg) {
-  (void)e; (void)act;
-  ring_rank *rk = arg;
-  rk->reduce = NULL;
-  rk->recv_done = 1;
-  try_advance(rk);
-}
-
-static void transfer_done(sim_engine *e, sim_activity *act, void *arg) {
-  (void)act;
-  ring_rank *from = arg;
-  sim_collective *c = from->coll;
-  ring_rank *to = &c->ranks[(from->rank + 1) % c->p];
-  int step = from->step;
-  assert(to->step == step); /* the receiver cannot move on without this chunk */
-  int chunk = sent_chunk(c, from->rank, step);
-  size_t off = chunk_offset(c, chunk), len = chunk_len(c, chunk);
-  int reducing = step < c->p - 1;
-  from->send = NULL;
-  from->send_done = 1;
-  if (to->buf != NULL) {
-    float *dst = to->buf + off;
-    if (reducing)
-      for (size_t i = 0; i < len; i++) dst[i] = dst[i] + from->snapshot[i];
+/* Applies what `from` sent in x (the receiver's plan entry) to `to`'s buffer. */
+static void apply(sim_collective *c, int from, int to, const coll_xfer *x) {
+  float *dst = c->ranks[to].buf, *src = c->ranks[from].buf;
+  if (dst == NULL) return;
+  if (x->mode == COLL_COPY_BLOCK) { /* all_to_all: block `to` of the sender's original */
+    size_t n = c->count / (size_t)c->p;
+    memcpy(dst + (size_t)from * n, c->originals + (size_t)from * c->count + (size_t)to * n,
+           n * sizeof *dst);
+    return;
+  }
+  for (int t = 0; t < x->seg.n; t++) {
+    size_t off, len;
+    seg_range(c, x->seg, t, &off, &len);
+    if (x->mode == COLL_COPY)
+      memcpy(dst + off, src + off, len * sizeof *dst);
     else
-      memcpy(dst, from->snapshot, len * sizeof *dst);
+      for (size_t i = 0; i < len; i++) dst[off + i] = dst[off + i] + src[off + i];
   }
-  if (reducing && c->cpus != NULL && c->cpus[to->rank] != NULL) {
-    to->reduce = sim_exec_start(e, c->cpus[to->rank], (double)len);
-    sim_activity_on_done(to->reduce, reduce_done, to);
-  } else {
-    to->recv_done = 1;
-  }
-  /* `from` cannot finish the whole ring here: `to` has not passed this step yet. */
-  try_advance(from);
-  try_advance(to);
 }
 
-/* Starts rank s's transfer of its current step once its successor has reached that step. */
-static void try_send(ring_rank *s) {
-  sim_collective *c = s->coll;
-  ring_rank *to = &c->ranks[(s->rank + 1) % c->p];
-  if (s->send_started || s->step < 0 || s->step >= 2 * (c->p - 1) || to->step != s->step) return;
-  int chunk = sent_chunk(c, s->rank, s->step);
-  size_t off = chunk_offset(c, chunk), len = chunk_len(c, chunk);
-  if (s->buf != NULL) memcpy(s->snapshot, s->buf + off, len * sizeof *s->snapshot);
-  s->send_started = 1;
-  s->send = sim_comm_start(c->engine, s->route, s->hops, (double)(len * sizeof(float)));
-  sim_activity_on_done(s->send, transfer_done, s);
+/* ---- rounds -------------------------------------------------------------------------------- */
+
+static void send_done(sim_engine *e, sim_activity *act, void *arg);
+
+static void start_send(sim_collective *c, int from, int to, int tag, coll_seg seg) {
+  coll_rank *s = &c->ranks[from];
+  size_t hops = c->route(c->route_ctx, from, to, c->hops, c->cap_hops);
+  if (hops > c->cap_hops) { /* the route fn reports the full length when out is too short */
+    sim__grow(&c->hops, &c->cap_hops, hops, sizeof *c->hops);
+    size_t got = c->route(c->route_ctx, from, to, c->hops, c->cap_hops);
+    assert(got == hops);
+    (void)got;
+  }
+  sim_activity *a = sim_comm_start(c->engine, c->hops, hops, (double)(seg_floats(c, seg) * sizeof(float)));
+  s->send[tag] = a;
+  s->to[tag] = to;
+  s->started |= (uint8_t)(1u << tag);
+  sim_activity_on_done(a, send_done, s);
 }
 
 static void finish(sim_collective *c) {
   c->last_duration = c->engine->now - c->started;
-  for (int r = 0; r < c->p; r++) sim__actor_wake(c->ranks[r].actor, SIM_OK);
+  sim_collective_done_fn done = c->done;
+  void *done_arg = c->done_arg;
+  for (int r = 0; r < c->p; r++)
+    if (c->ranks[r].actor != NULL) sim__actor_wake(c->ranks[r].actor, SIM_OK);
   reset(c);
+  if (done != NULL) done(c->engine, c, done_arg);
 }
 
-static void enter_step(ring_rank *rk) {
+/* Enters rk's current round, passing through empty ones, and starts the transfers whose other
+** end is already there. */
+static void enter_round(coll_rank *rk) {
   sim_collective *c = rk->coll;
-  rk->step++;
-  rk->send_started = rk->send_done = rk->recv_done = 0;
-  if (rk->step == 2 * (c->p - 1)) {
-    if (++c->finished == c->p) finish(c);
-    return;
+  int r = (int)(rk - c->ranks);
+  coll_plan pl;
+  for (;;) {
+    if (rk->round == c->rounds) {
+      if (++c->finished == c->p) finish(c);
+      return;
+    }
+    sim__coll_plan(c, r, rk->round, &pl);
+    if (pl.nsend + pl.nrecv > 0) break;
+    rk->round++;
   }
-  try_send(&c->ranks[mod(rk->rank - 1, c->p)]);
-  try_send(rk);
+  rk->pending = (uint8_t)(pl.nsend + pl.nrecv);
+  rk->started = 0;
+  rk->at_end = 0;
+  for (int i = 0; i < pl.nrecv; i++) rk->at_end |= pl.recv[i].mode == COLL_REDUCE_AT_END;
+  for (int i = 0; i < pl.nsend; i++) {
+    const coll_xfer *x = &pl.send[i];
+    if (c->ranks[x->peer].round == rk->round) start_send(c, r, x->peer, x->tag, x->seg);
+  }
+  for (int i = 0; i < pl.nrecv; i++) {
+    const coll_xfer *x = &pl.recv[i];
+    coll_rank *from = &c->ranks[x->peer];
+    if (from->round == rk->round && !(from->started & (1u << x->tag)))
+      start_send(c, x->peer, r, x->tag, x->seg);
+  }
 }
 
+/* One of rk's transfers or reductions of this round is done; the last one moves it on. */
+static void step_done(coll_rank *rk) {
+  assert(rk->pending > 0);
+  if (--rk->pending > 0) return;
+  if (rk->at_end) {
+    sim_collective *c = rk->coll;
+    int r = (int)(rk - c->ranks);
+    coll_plan pl;
+    sim__coll_plan(c, r, rk->round, &pl);
+    for (int i = 0; i < pl.nrecv; i++)
+      if (pl.recv[i].mode == COLL_REDUCE_AT_END) apply(c, pl.recv[i].peer, r, &pl.recv[i]);
+  }
+  rk->round++;
+  enter_round(rk);
+}
+
+static void reduce_done(sim_engine *e, sim_activity *act, void *arg) {
+  (void)e;
+  coll_rank *rk = arg;
+  int i = 0;
+  while (rk->reduce[i] != act) i++;
+  rk->reduce[i] = NULL;
+  step_done(rk);
+}
+
+static void send_done(sim_engine *e, sim_activity *act, void *arg) {
+  coll_rank *s = arg;
+  sim_collective *c = s->coll;
+  int tag = 0;
+  while (s->send[tag] != act) tag++;
+  s->send[tag] = NULL;
+  int from = (int)(s - c->ranks), to = s->to[tag];
+  coll_rank *rk = &c->ranks[to];
+  assert(rk->round == s->round); /* the receiver cannot move on without this transfer */
+  coll_plan pl;
+  sim__coll_plan(c, to, rk->round, &pl);
+  int i = 0;
+  while (pl.recv[i].peer != from || pl.recv[i].tag != tag) i++;
+  const coll_xfer *x = &pl.recv[i];
+  if (x->mode != COLL_REDUCE_AT_END) apply(c, from, to, x);
+  int reducing = x->mode == COLL_REDUCE || x->mode == COLL_REDUCE_AT_END;
+  /* Both ends may move on below; the sender first, as the transfer is its own. */
+  step_done(s);
+  if (reducing && c->cpus != NULL && c->cpus[to] != NULL) {
+    rk->reduce[i] = sim_exec_start(e, c->cpus[to], (double)seg_floats(c, x->seg));
+    sim_activity_on_done(rk->reduce[i], reduce_done, rk);
+  } else {
+    step_done(rk);
+  }
+}
+
+/* All ranks are in: sets up the run and enters round 0 everywhere. */
 static void begin(sim_collective *c) {
   c->running = 1;
   c->started = c->engine->now;
-  c->chunk_base = c->count / (size_t)c->p;
-  c->chunk_extra = c->count % (size_t)c->p;
-  size_t biggest = c->chunk_base + (c->chunk_extra ? 1 : 0);
-  for (int r = 0; r < c->p; r++) {
-    ring_rank *rk = &c->ranks[r];
-    assert((rk->buf == NULL) == (c->ranks[0].buf == NULL)); /* all numeric or all shapes */
-    if (rk->buf != NULL) {
-      rk->snapshot = sim__xcalloc(biggest, sizeof *rk->snapshot);
-    }
+  sim__coll_prepare(c);
+  c->chunk_base = c->count / (size_t)c->nchunks;
+  c->chunk_extra = c->count % (size_t)c->nchunks;
+  int numerics = c->ranks[0].buf != NULL;
+  for (int r = 0; r < c->p; r++)
+    assert((c->ranks[r].buf == NULL) == !numerics); /* all numeric or all shapes */
+  if (numerics && c->op == SIM_COLL_ALL_TO_ALL) {
+    size_t need = (size_t)c->p * c->count;
+    sim__grow(&c->originals, &c->cap_originals, need, sizeof *c->originals);
+    for (int r = 0; r < c->p; r++)
+      memcpy(c->originals + (size_t)r * c->count, c->ranks[r].buf, c->count * sizeof(float));
   }
-  for (int r = 0; r < c->p; r++) enter_step(&c->ranks[r]);
+  for (int r = 0; r < c->p; r++) {
+    c->ranks[r].round = 0;
+    enter_round(&c->ranks[r]);
+  }
 }
 
-/* A rank's actor was killed while in the all-reduce: the others fail rather than hang. */
+/* ---- blocking callers ------------------------------------------------------------------------ */
+
+/* A rank's actor was killed while in the collective: the others fail rather than hang. */
 static void withdraw_rank(sim_actor *victim, void *ctx) {
-  ring_rank *rk = ctx;
+  coll_rank *rk = ctx;
   sim_collective *c = rk->coll;
-  /* Killed after the all-reduce finished but before its wake-up ran: nothing left to undo. */
+  /* Killed after the collective finished but before its wake-up ran: nothing left to undo. */
   if (rk->actor != victim) return;
   if (!c->running) {
     rk->actor = NULL;
@@ -246,25 +334,66 @@ static void withdraw_rank(sim_actor *victim, void *ctx) {
   }
   for (int r = 0; r < c->p; r++) {
     sim_actor *a = c->ranks[r].actor;
-    if (a != victim) sim__actor_wake(a, SIM_FAILED);
+    if (a != NULL && a != victim) sim__actor_wake(a, SIM_FAILED);
   }
   reset(c);
 }
 
-int sim_allreduce(sim_actor *self, sim_collective *c, int rank, float *buf, size_t count,
-                  sim_algo algo) {
-  assert(algo == SIM_ALGO_RING && rank >= 0 && rank < c->p);
-  (void)algo;
+int sim_collective_run(sim_actor *self, sim_collective *c, int rank, sim_coll_op op,
+                       sim_algo algo, int root, float *buf, size_t count) {
+  assert(rank >= 0 && rank < c->p);
+  int rc = sim__coll_check(c, op, algo, root, count);
+  if (rc != SIM_OK) return rc;
+  if (c->running) return SIM_COLL_EBUSY;
+  if (c->arrived > 0 && (op != c->op || algo != c->algo || root != c->root || count != c->count))
+    return SIM_COLL_EINVAL;
   if (c->p == 1) {
     c->last_duration = 0;
     return SIM_OK;
   }
-  ring_rank *rk = &c->ranks[rank];
-  assert(rk->actor == NULL && !c->running);
-  assert(c->arrived == 0 || count == c->count);
+  coll_rank *rk = &c->ranks[rank];
+  assert(rk->actor == NULL);
   rk->actor = self;
   rk->buf = buf;
+  c->op = op;
+  c->algo = algo;
+  c->root = root;
   c->count = count;
   if (++c->arrived == c->p) begin(c);
   return sim__actor_block(self, withdraw_rank, rk);
+}
+
+int sim_allreduce(sim_actor *self, sim_collective *c, int rank, float *buf, size_t count,
+                  sim_algo algo) {
+  return sim_collective_run(self, c, rank, SIM_COLL_ALL_REDUCE, algo, 0, buf, count);
+}
+
+/* ---- engine-side start ------------------------------------------------------------------------ */
+
+/* p == 1: nothing moves, but done still fires from an event, as documented. */
+static void finish_event(sim_engine *e, void *arg) {
+  (void)e;
+  finish(arg);
+}
+
+int sim_collective_start(sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                         float *const *bufs, size_t count, sim_collective_done_fn done, void *arg) {
+  int rc = sim__coll_check(c, op, algo, root, count);
+  if (rc != SIM_OK) return rc;
+  if (c->running || c->arrived > 0) return SIM_COLL_EBUSY;
+  c->op = op;
+  c->algo = algo;
+  c->root = root;
+  c->count = count;
+  c->done = done;
+  c->done_arg = arg;
+  for (int r = 0; r < c->p; r++) c->ranks[r].buf = bufs != NULL ? bufs[r] : NULL;
+  if (c->p == 1) {
+    c->running = 1;
+    c->started = c->engine->now;
+    sim_schedule(c->engine, c->engine->now, finish_event, c);
+    return SIM_OK;
+  }
+  begin(c);
+  return SIM_OK;
 }

@@ -2,6 +2,45 @@
 ** collective.h: collectives on a group of ranks that move real float32 buffers over simulated
 ** links. The reduction happens in the algorithm's order as the chunks arrive, so the result's
 ** bits depend on the algorithm, as on hardware; the timing is the sum of the link transfers.
+** Bytes on the wire: 4 per float.
+**
+** Chunks: an op that cuts `count` floats into k chunks (k = p for most, see below) makes them
+** as even as possible, the first count % k one float longer than the rest.
+**
+** Ops (SUM is the only reduction):
+**   all_reduce      every rank ends with the sum of all buffers, the same bits on every rank.
+**   reduce_scatter  rank r ends with the sum of chunk r (of p) in place; its other chunks hold
+**                   partial sums (scratch).
+**   all_gather      rank r contributes chunk r (of p) in place; every rank ends with all of them.
+**   broadcast       every rank ends with the root's buffer.
+**   all_to_all      the buffer is p blocks of count / p floats (count % p must be 0); block j of
+**                   rank i ends as block i of rank j.
+**
+** Algorithms, and the ops each supports (the others return SIM_COLL_EUNSUPPORTED):
+**   ring                 all_reduce, reduce_scatter, all_gather: p-1 (or 2(p-1)) steps, rank r
+**                        sends one chunk to r+1 per step. broadcast: a chain root, root+1, ...
+**                        pipelined in p chunks, 2p-2 steps. all_to_all: pairwise exchange, step s
+**                        = 1..p-1 sends block r+s to rank r+s (MPICH's long-message order).
+**   bidirectional_ring   all_reduce, reduce_scatter, all_gather: two rings at once, the first
+**                        half of every chunk clockwise, the second half counter-clockwise.
+**   torus                all_reduce, reduce_scatter, all_gather over the shape given by
+**                        sim_collective_set_torus: rank r has mixed-radix coordinates (axis 0
+**                        fastest); reduce-scatter along axis 0, then axis 1 on the shard, ...;
+**                        all-gather in reverse axis order. An axis with wraparound and length > 2
+**                        runs as a bidirectional ring; one without runs as a bidirectional line
+**                        (partial sums flow in from both ends), which doubles the bandwidth term.
+**   tree                 all_reduce (binary tree reduce to rank 0, then broadcast), broadcast from
+**                        any root. Heap order (children of v: 2v+1, 2v+2, relative to the root);
+**                        whole buffers per step, not pipelined.
+**   double_binary_tree   all_reduce: two binary trees each carrying half of the buffer, the second
+**                        the mirror image of the first (v -> p-1-v), so a rank is an inner node
+**                        of at most one of them (NCCL's idea; NCCL orders its trees in-order).
+**   halving_doubling     all_reduce for any p (Rabenseifner: recursive-halving reduce-scatter,
+**                        recursive-doubling all-gather over p' = 2^floor(lg p) ranks; for
+**                        p > p', ranks 2i and 2i+1 (2i < 2(p-p')) first fold into 2i+1 and get
+**                        the result back at the end); reduce_scatter and all_gather for power-of-two
+**                        p only (chunks of p').
+** p == 1 is a no-op for every supported pair.
 */
 #ifndef PODSIM_COLLECTIVE_H
 #define PODSIM_COLLECTIVE_H
@@ -9,29 +48,83 @@
 #include "sim/sim.h"
 
 typedef enum {
-  SIM_ALGO_RING = 0,          /* reduce-scatter then all-gather around the rank ring */
+  SIM_ALGO_RING = 0,          /* see the list above */
+  SIM_ALGO_BIDI_RING,         /* "bidirectional_ring" */
+  SIM_ALGO_TORUS,             /* "torus" */
+  SIM_ALGO_TREE,              /* "tree" */
+  SIM_ALGO_DOUBLE_TREE,       /* "double_binary_tree" */
+  SIM_ALGO_HALVING_DOUBLING,  /* "halving_doubling" */
 } sim_algo;
+#define SIM_ALGO_COUNT 6
 
+typedef enum {
+  SIM_COLL_ALL_REDUCE = 0,    /* "all_reduce" */
+  SIM_COLL_REDUCE_SCATTER,    /* "reduce_scatter" */
+  SIM_COLL_ALL_GATHER,        /* "all_gather" */
+  SIM_COLL_BROADCAST,         /* "broadcast" */
+  SIM_COLL_ALL_TO_ALL,        /* "all_to_all" */
+} sim_coll_op;
+#define SIM_COLL_OP_COUNT 5
+
+/* Errors of the collective calls (SIM_OK = 0 and SIM_FAILED = -1 come from sim.h). */
+enum {
+  SIM_COLL_EUNSUPPORTED = -2, /* the algorithm does not implement the op (for this p) */
+  SIM_COLL_ETORUS = -3,       /* torus without a shape, or a shape whose product is not p */
+  SIM_COLL_EINVAL = -4,       /* root out of range, all_to_all count not a multiple of p, or a
+                                 rank's arguments differ from the first caller's */
+  SIM_COLL_EBUSY = -5,        /* sim_collective_start while another collective is under way */
+};
+
+/* Names as the scenario files spell them; "unknown" for a value outside the enum. */
 const char *sim_algo_name(sim_algo a);
+const char *sim_coll_op_name(sim_coll_op op);
+/* Parse those names; 0, or -1 (out untouched) for a name that is none of them. */
+int sim_algo_parse(const char *name, sim_algo *out);
+int sim_coll_op_parse(const char *name, sim_coll_op *out);
+/* A message for an error code above. */
+const char *sim_coll_strerror(int code);
 
 /* Fills out[0..max) with the links from rank `from` to rank `to`; returns the hop count. */
 typedef size_t (*sim_route_fn)(void *ctx, int from, int to, sim_link **out, size_t max);
 
 typedef struct sim_collective sim_collective;
 
-/* A group of `ranks` members; rank i's buffer travels over route(i, j). Optional per-rank cpus
+/* A group of `ranks` members; rank i's data travels over route(i, j). Optional per-rank cpus
 ** charge the reduction arithmetic (one FLOP per element added); NULL makes it free. */
 sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
                                    sim_route_fn route, void *route_ctx, sim_cpu *const *rank_cpus);
 void sim_collective_free(sim_collective *c);
 
-/* Called by each rank's actor with its own buffer of `count` floats (the same count on every
-** rank). Blocks until the whole all-reduce (SUM) is done; every buffer then holds the same
-** bits. Returns SIM_OK, or SIM_FAILED if the actor was killed. A killed rank's own call never
-** returns (sim_actor_kill); it is the surviving ranks' calls that return SIM_FAILED.
-** buf may be NULL on every rank (numerics off): the transfers are timed, nothing is computed. */
+/* The torus shape for SIM_ALGO_TORUS: ndims (1..8) axis lengths whose product is the group size,
+** and per axis whether it wraps around (wraps NULL = none does). The routes should follow it. */
+void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, const int *wraps);
+
+/* SIM_OK if `op` by `algo` can run on this group with this root and count, else the error code
+** sim_collective_run or _start would return (for scenario validation). */
+int sim_collective_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                         size_t count);
+
+/* Called by each rank's actor with its own buffer of `count` floats (the same op, algo, root and
+** count on every rank). Blocks until the whole collective is done. Returns SIM_OK, SIM_FAILED if
+** a rank was killed (the killed rank's own call never returns; the survivors get SIM_FAILED), or
+** an error code above without blocking. buf may be NULL on every rank (numerics off): the
+** transfers are timed, nothing is computed. */
+int sim_collective_run(sim_actor *self, sim_collective *c, int rank, sim_coll_op op,
+                       sim_algo algo, int root, float *buf, size_t count);
+
+/* All-reduce (SUM) through sim_collective_run with root 0. */
 int sim_allreduce(sim_actor *self, sim_collective *c, int rank, float *buf, size_t count,
                   sim_algo algo);
+
+/* Fired from the engine when a started collective completes. */
+typedef void (*sim_collective_done_fn)(sim_engine *e, sim_collective *c, void *arg);
+
+/* Starts the collective for all ranks at once from the engine side, no actors needed; bufs holds
+** p buffers of `count` floats or is NULL (numerics off). done(e, c, arg) fires when every rank is
+** through (from an event, also when p == 1); it may start the next collective on the group.
+** Returns SIM_OK or an error code (then nothing starts). */
+int sim_collective_start(sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                         float *const *bufs, size_t count, sim_collective_done_fn done, void *arg);
 
 /* Simulated time of the last completed collective on this group (start to end), for metrics. */
 sim_time sim_collective_last_duration(const sim_collective *c);

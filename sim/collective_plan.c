@@ -1,0 +1,305 @@
+/*
+** collective_plan.c: what each algorithm moves in each round (sim__coll_check, _prepare, _plan).
+** Pure functions of (group, op, algo, rank, round); the executor in collective.c does the rest.
+**
+** Rings run on an "axis": m members (the whole group, or the ranks of a torus line that differ
+** in one coordinate) and m parts of the data (single chunks, or for torus axis a the chunks whose
+** number agrees with the rank's on axes 0..a-1 and has coordinate j on axis a). Member x of a
+** ring running in direction dir with ownership offset o ends a reduce-scatter owning part x + o:
+**   reduce-scatter step k: send part x + dir(o-k-1) to member x+dir, which adds it;
+**   all-gather step k:     send part x + dir(o-k) to member x+dir, which copies it.
+** The ring all-reduce uses o = 1 (the order it has always reduced in); everything else o = 0.
+**
+** A line (torus axis without wraparound) cannot close a ring without sending the closing chunk
+** back over every link, so it runs bidirectionally: in reduce-scatter step k, member x sends to
+** x+1 the partial sum of part m-1-k+x (it has added members 0..x of it), and the mirror image
+** to x-1; the owner adds the two partial sums at the end of the last step, left one first. The
+** all-gather sends each part outwards both ways. m-1 steps of a whole part each.
+*/
+#include <assert.h>
+
+#include "sim/collectiveInt.h"
+
+static int mod(int a, int m) { return ((a % m) + m) % m; }
+
+static int floor_log2(int p) {
+  int l = 0;
+  while ((2 << l) <= p) l++;
+  return l;
+}
+
+static void add(coll_xfer *list, int *n, int peer, int tag, coll_mode mode, coll_seg seg) {
+  assert(*n < COLL_MAX_XFERS);
+  list[(*n)++] = (coll_xfer){peer, tag, mode, seg};
+}
+
+static void add_send(coll_plan *pl, int peer, int tag, coll_seg seg) {
+  add(pl->send, &pl->nsend, peer, tag, COLL_COPY, seg);
+}
+
+static void add_recv(coll_plan *pl, int peer, int tag, coll_mode mode, coll_seg seg) {
+  add(pl->recv, &pl->nrecv, peer, tag, mode, seg);
+}
+
+/* ---- rings and lines on an axis ---------------------------------------------------------- */
+
+typedef struct axis {
+  int m;                     /* members */
+  int x;                     /* this rank's member index */
+  int rank0;                 /* rank of member 0 */
+  int rstep;                 /* rank distance between consecutive members */
+  int lo;                    /* first chunk of part 0 */
+  int pstride;               /* chunk distance between part j and part j+1 */
+  int cstride;               /* chunk distance inside a part */
+  int n;                     /* chunks per part */
+} axis;
+
+static int member(const axis *ax, int y) { return ax->rank0 + mod(y, ax->m) * ax->rstep; }
+
+static coll_seg part(const axis *ax, int j, int half) {
+  return (coll_seg){ax->lo + mod(j, ax->m) * ax->pstride, ax->cstride, ax->n, half};
+}
+
+/* One step of a ring (reduce-scatter when `reduce`, else all-gather); tag and half name the
+** direction's slot and share of every chunk. */
+static void ring_step(coll_plan *pl, const axis *ax, int reduce, int k, int dir, int o, int tag,
+                      int half) {
+  int shift = reduce ? o - k - 1 : o - k;
+  coll_mode mode = reduce ? COLL_REDUCE : COLL_COPY;
+  add_send(pl, member(ax, ax->x + dir), tag, part(ax, ax->x + dir * shift, half));
+  add_recv(pl, member(ax, ax->x - dir), tag, mode, part(ax, ax->x - dir + dir * shift, half));
+}
+
+static void bidi_step(coll_plan *pl, const axis *ax, int reduce, int k) {
+  ring_step(pl, ax, reduce, k, +1, 0, 0, 1);
+  ring_step(pl, ax, reduce, k, -1, 0, 1, 2);
+}
+
+/* One step of the bidirectional line (see the top of the file); y is the mirrored index. */
+static void line_step(coll_plan *pl, const axis *ax, int reduce, int k) {
+  int m = ax->m, x = ax->x, y = m - 1 - x;
+  if (reduce) {
+    if (x <= k && x < m - 1) add_send(pl, member(ax, x + 1), 0, part(ax, m - 1 - k + x, 0));
+    if (y <= k && x > 0) add_send(pl, member(ax, x - 1), 1, part(ax, x + k - m + 1, 0));
+    coll_mode last = k == m - 2 ? COLL_REDUCE_AT_END : COLL_REDUCE;
+    if (x >= 1 && x - 1 <= k) add_recv(pl, member(ax, x - 1), 0, last, part(ax, m - 2 - k + x, 0));
+    if (y >= 1 && y - 1 <= k) add_recv(pl, member(ax, x + 1), 1, last, part(ax, x + k - m + 2, 0));
+  } else {
+    if (x < m - 1 && k <= x) add_send(pl, member(ax, x + 1), 0, part(ax, x - k, 0));
+    if (x > 0 && k <= y) add_send(pl, member(ax, x - 1), 1, part(ax, x + k, 0));
+    if (x >= 1 && k <= x - 1) add_recv(pl, member(ax, x - 1), 0, COLL_COPY, part(ax, x - 1 - k, 0));
+    if (y >= 1 && k <= y - 1) add_recv(pl, member(ax, x + 1), 1, COLL_COPY, part(ax, x + 1 + k, 0));
+  }
+}
+
+static axis whole_group(const sim_collective *c, int rank) {
+  return (axis){c->p, rank, 0, 1, 0, 1, c->p, 1};
+}
+
+/* ---- torus: axes in order for reduce-scatter, reversed for all-gather -------------------- */
+
+/* Axis a of the torus as seen by `rank`; below = product of the lengths of axes 0..a-1. */
+static axis torus_axis(const sim_collective *c, int rank, int a, int below) {
+  int m = c->dims[a], x = (rank / below) % m, low = rank % below;
+  return (axis){m, x, rank - x * below, below, low, below, below * m, c->p / (below * m)};
+}
+
+/* Finds the stage of `round`: stages are the axes longer than 1, each m-1 rounds; reduce-scatter
+** stages first (axis 0 up) when the op has them, then all-gather stages (axis n-1 down). */
+static void torus_plan(const sim_collective *c, int rank, int round, coll_plan *pl) {
+  int nd = c->ndims, below[COLL_MAX_DIMS];
+  for (int a = 0, b = 1; a < nd; b *= c->dims[a], a++) below[a] = b;
+  int has_rs = c->op != SIM_COLL_ALL_GATHER, has_ag = c->op != SIM_COLL_REDUCE_SCATTER;
+  for (int pass = 0; pass < 2; pass++) {
+    int reduce = pass == 0;
+    if (reduce ? !has_rs : !has_ag) continue;
+    for (int i = 0; i < nd; i++) {
+      int a = reduce ? i : nd - 1 - i;
+      int steps = c->dims[a] - 1;
+      if (round >= steps) {
+        round -= steps;
+        continue;
+      }
+      axis ax = torus_axis(c, rank, a, below[a]);
+      if (c->wraps[a] && ax.m > 2)
+        bidi_step(pl, &ax, reduce, round);
+      else
+        line_step(pl, &ax, reduce, round);
+      return;
+    }
+  }
+}
+
+static int torus_rounds(const sim_collective *c) {
+  int per_pass = 0;
+  for (int a = 0; a < c->ndims; a++) per_pass += c->dims[a] - 1;
+  return c->op == SIM_COLL_ALL_REDUCE ? 2 * per_pass : per_pass;
+}
+
+/* ---- binary trees in heap order --------------------------------------------------------- */
+
+/* Tree `t` (0 or 1) of the group: virtual node v is rank to_rank(v); the data is `seg`.
+** Reduce rounds 0..H-1 (a node at depth d sends to its parent in round H-d), then broadcast
+** rounds from `bcast0` (a node at depth d receives in bcast0+d-1); H = depth of node p-1. */
+typedef struct tree {
+  int t;                     /* tree index: tags 2t (up, and first child) and 2t+1 */
+  int root;                  /* rank of virtual node 0 */
+  int mirror;                /* 1: virtual v is rank p-1-v (the second double-tree tree) */
+  coll_seg seg;              /* the share of the buffer it carries */
+} tree;
+
+static int tree_rank(const sim_collective *c, const tree *tr, int v) {
+  return tr->mirror ? c->p - 1 - v : (v + tr->root) % c->p;
+}
+
+static void tree_step(const sim_collective *c, const tree *tr, int rank, int round, int reduce,
+                      coll_plan *pl) {
+  int p = c->p, H = floor_log2(p);
+  int v = tr->mirror ? p - 1 - rank : mod(rank - tr->root, p), d = floor_log2(v + 1);
+  int bcast0 = reduce ? H : 0;
+  if (reduce && round < H) {
+    if (d >= 1 && round == H - d) add_send(pl, tree_rank(c, tr, (v - 1) / 2), 2 * tr->t, tr->seg);
+    if (round == H - d - 1)
+      for (int ch = 2 * v + 1; ch <= 2 * v + 2 && ch < p; ch++)
+        add_recv(pl, tree_rank(c, tr, ch), 2 * tr->t, COLL_REDUCE_AT_END, tr->seg);
+    return;
+  }
+  int b = round - bcast0;
+  if (d >= 1 && b == d - 1)
+    add_recv(pl, tree_rank(c, tr, (v - 1) / 2), 2 * tr->t + (v % 2 == 0), COLL_COPY, tr->seg);
+  if (b == d)
+    for (int ch = 2 * v + 1; ch <= 2 * v + 2 && ch < p; ch++)
+      add_send(pl, tree_rank(c, tr, ch), 2 * tr->t + (ch % 2 == 0), tr->seg);
+}
+
+/* ---- halving-doubling -------------------------------------------------------------------- */
+
+/* Rabenseifner over the p' = 2^floor(lg p) "core" ranks; see collective.h for the fold. */
+static void hd_plan(const sim_collective *c, int rank, int round, coll_plan *pl) {
+  int L = floor_log2(c->p), pp = 1 << L, rem = c->p - pp;
+  coll_seg all = {0, 1, pp, 0};
+  if (rem > 0) {
+    if (round == 0 || round == c->rounds - 1) {
+      int fold = round == 0;       /* even ranks hand in their buffer, and get the sum back */
+      if (rank < 2 * rem && rank % 2 == (fold ? 0 : 1))
+        add_send(pl, fold ? rank + 1 : rank - 1, 0, all);
+      if (rank < 2 * rem && rank % 2 == (fold ? 1 : 0))
+        add_recv(pl, fold ? rank - 1 : rank + 1, 0, fold ? COLL_REDUCE : COLL_COPY, all);
+      return;
+    }
+    round--;
+    if (rank < 2 * rem && rank % 2 == 0) return;
+  }
+  int q = rank < 2 * rem ? rank / 2 : rank - rem;
+  int has_rs = c->op != SIM_COLL_ALL_GATHER;
+  int reduce = has_rs && round < L;
+  int j = has_rs && !reduce ? round - L : round;
+  int dist = reduce ? pp >> (j + 1) : 1 << j, partner = q ^ dist;
+  int prank = partner < rem ? 2 * partner + 1 : partner + rem;
+  if (reduce) {
+    int lo = q & ~(2 * dist - 1), upper = (q & dist) != 0;
+    add_send(pl, prank, 0, (coll_seg){upper ? lo : lo + dist, 1, dist, 0});
+    add_recv(pl, prank, 0, COLL_REDUCE, (coll_seg){upper ? lo + dist : lo, 1, dist, 0});
+  } else {
+    add_send(pl, prank, 0, (coll_seg){q & ~(dist - 1), 1, dist, 0});
+    add_recv(pl, prank, 0, COLL_COPY, (coll_seg){partner & ~(dist - 1), 1, dist, 0});
+  }
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+static int is_pow2(int p) { return (p & (p - 1)) == 0; }
+
+int sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                    size_t count) {
+  if ((unsigned)op >= SIM_COLL_OP_COUNT || (unsigned)algo >= SIM_ALGO_COUNT) return SIM_COLL_EINVAL;
+  if (root < 0 || root >= c->p) return SIM_COLL_EINVAL;
+  int scatter_gather = op == SIM_COLL_REDUCE_SCATTER || op == SIM_COLL_ALL_GATHER;
+  int ok = 0;
+  switch (algo) {
+  case SIM_ALGO_RING: ok = 1; break;
+  case SIM_ALGO_BIDI_RING:
+  case SIM_ALGO_TORUS: ok = op == SIM_COLL_ALL_REDUCE || scatter_gather; break;
+  case SIM_ALGO_TREE: ok = op == SIM_COLL_ALL_REDUCE || op == SIM_COLL_BROADCAST; break;
+  case SIM_ALGO_DOUBLE_TREE: ok = op == SIM_COLL_ALL_REDUCE; break;
+  case SIM_ALGO_HALVING_DOUBLING:
+    ok = op == SIM_COLL_ALL_REDUCE || (scatter_gather && is_pow2(c->p));
+    break;
+  }
+  if (!ok) return SIM_COLL_EUNSUPPORTED;
+  if (op == SIM_COLL_ALL_TO_ALL && count % (size_t)c->p != 0) return SIM_COLL_EINVAL;
+  if (algo == SIM_ALGO_TORUS) {
+    int prod = 1;
+    for (int a = 0; a < c->ndims; a++) prod *= c->dims[a];
+    if (c->ndims == 0 || prod != c->p) return SIM_COLL_ETORUS;
+  }
+  return SIM_OK;
+}
+
+void sim__coll_prepare(sim_collective *c) {
+  int p = c->p, L = floor_log2(p);
+  int phases = c->op == SIM_COLL_ALL_REDUCE ? 2 : 1;
+  c->nchunks = p;
+  switch (c->algo) {
+  case SIM_ALGO_RING:
+    c->rounds = c->op == SIM_COLL_BROADCAST ? 2 * p - 2 : phases * (p - 1);
+    break;
+  case SIM_ALGO_BIDI_RING: c->rounds = phases * (p - 1); break;
+  case SIM_ALGO_TORUS: c->rounds = torus_rounds(c); break;
+  case SIM_ALGO_TREE:
+  case SIM_ALGO_DOUBLE_TREE:
+    c->nchunks = 1;
+    c->rounds = phases * L;
+    break;
+  case SIM_ALGO_HALVING_DOUBLING:
+    c->nchunks = 1 << L;
+    c->rounds = phases * L + (p > c->nchunks ? 2 : 0);
+    break;
+  }
+  if (p == 1) c->rounds = 0;
+}
+
+void sim__coll_plan(const sim_collective *c, int rank, int round, coll_plan *pl) {
+  pl->nsend = pl->nrecv = 0;
+  int p = c->p, ar = c->op == SIM_COLL_ALL_REDUCE;
+  switch (c->algo) {
+  case SIM_ALGO_RING: {
+    axis ax = whole_group(c, rank);
+    if (c->op == SIM_COLL_BROADCAST) {
+      int v = mod(rank - c->root, p), t = round;
+      if (v >= 1 && t - v + 1 >= 0 && t - v + 1 < p)
+        add_recv(pl, mod(rank - 1, p), 0, COLL_COPY, (coll_seg){t - v + 1, 1, 1, 0});
+      if (v <= p - 2 && t - v >= 0 && t - v < p)
+        add_send(pl, mod(rank + 1, p), 0, (coll_seg){t - v, 1, 1, 0});
+    } else if (c->op == SIM_COLL_ALL_TO_ALL) {
+      int s = round + 1;
+      add_send(pl, mod(rank + s, p), 0, (coll_seg){mod(rank + s, p), 1, 1, 0});
+      add_recv(pl, mod(rank - s, p), 0, COLL_COPY_BLOCK, (coll_seg){mod(rank - s, p), 1, 1, 0});
+    } else {
+      int reduce = c->op == SIM_COLL_REDUCE_SCATTER || (ar && round < p - 1);
+      int k = ar && !reduce ? round - (p - 1) : round;
+      ring_step(pl, &ax, reduce, k, +1, ar, 0, 0);
+    }
+    break;
+  }
+  case SIM_ALGO_BIDI_RING: {
+    axis ax = whole_group(c, rank);
+    int reduce = c->op == SIM_COLL_REDUCE_SCATTER || (ar && round < p - 1);
+    bidi_step(pl, &ax, reduce, ar && !reduce ? round - (p - 1) : round);
+    break;
+  }
+  case SIM_ALGO_TORUS: torus_plan(c, rank, round, pl); break;
+  case SIM_ALGO_TREE: {
+    tree tr = {0, c->root, 0, {0, 1, 1, 0}};
+    tree_step(c, &tr, rank, round, ar, pl);
+    break;
+  }
+  case SIM_ALGO_DOUBLE_TREE:
+    for (int t = 0; t < 2; t++) {
+      tree tr = {t, 0, t, {0, 1, 1, 1 + t}};
+      tree_step(c, &tr, rank, round, 1, pl);
+    }
+    break;
+  case SIM_ALGO_HALVING_DOUBLING: hd_plan(c, rank, round, pl); break;
+  }
+}
