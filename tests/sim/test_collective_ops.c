@@ -1,0 +1,467 @@
+/* test_collective_ops.c: every op x algorithm: numerics against a serial reference, timing
+** against the alpha-beta closed forms on networks where nothing contends, contention, errors.
+** Units in the closed forms: alpha = 1 us per link, beta = 1 ns per byte (1e9 B/s), n bytes =
+** 4 x count; no cpus are given, so the reduction term gamma is 0. */
+#include "tests/testutil.h"
+
+#include <math.h>
+
+#include "sim/collective.h"
+#include "sim/collectiveInt.h" /* sizeof the per-rank state */
+
+#define US ((sim_time)1000000) /* one microsecond in picoseconds */
+#define BW 1e9
+
+/* ---- networks built here ------------------------------------------------------------------ */
+
+/* A torus of p = prod dims nodes: per node and axis a link to the + and the - neighbour (on an
+** axis without wraparound the end nodes lack the outward one). Routes are dimension-ordered,
+** the shorter way round where the axis wraps (+ on ties), straight along it otherwise. */
+typedef struct net {
+  int p;                     /* nodes */
+  int nd;                    /* axes; 0 = full mesh */
+  int dims[COLL_MAX_DIMS];   /* axis lengths */
+  int wraps[COLL_MAX_DIMS];  /* per axis: wraps around */
+  sim_link **links;          /* torus: [node][axis][dir]; mesh: [from][to] */
+} net;
+
+static net *torus_new(sim_engine *e, int nd, const int *dims, const int *wraps) {
+  net *t = calloc(1, sizeof *t);
+  t->p = 1;
+  t->nd = nd;
+  for (int a = 0; a < nd; a++) {
+    t->dims[a] = dims[a];
+    t->wraps[a] = wraps[a];
+    t->p *= dims[a];
+  }
+  t->links = calloc((size_t)t->p * (size_t)nd * 2, sizeof *t->links);
+  for (size_t i = 0; i < (size_t)t->p * (size_t)nd * 2; i++)
+    t->links[i] = sim_link_new(e, "t", BW, US);
+  return t;
+}
+
+static net *mesh_new(sim_engine *e, int p) {
+  net *t = calloc(1, sizeof *t);
+  t->p = p;
+  t->links = calloc((size_t)p * (size_t)p, sizeof *t->links);
+  for (int i = 0; i < p * p; i++) t->links[i] = sim_link_new(e, "m", BW, US);
+  return t;
+}
+
+static void net_free(net *t) {
+  free(t->links);
+  free(t);
+}
+
+static size_t net_route(void *ctx, int from, int to, sim_link **out, size_t max) {
+  net *t = ctx;
+  size_t n = 0;
+  if (from == to) return 0;
+  if (t->nd == 0) {
+    if (max > 0) out[0] = t->links[from * t->p + to];
+    return 1;
+  }
+  int at = from, below = 1;
+  for (int a = 0; a < t->nd; below *= t->dims[a], a++) {
+    int m = t->dims[a], x = (at / below) % m, y = (to / below) % m;
+    int fwd = ((y - x) % m + m) % m, dir = t->wraps[a] ? fwd > m - fwd : y < x;
+    int steps = t->wraps[a] ? (dir ? m - fwd : fwd) : abs(y - x);
+    for (int s = 0; s < steps; s++) {
+      if (n < max) out[n] = t->links[(at * t->nd + a) * 2 + dir];
+      n++;
+      x = dir ? (x + m - 1) % m : (x + 1) % m;
+      at = at - ((at / below) % m) * below + x * below;
+    }
+  }
+  return n;
+}
+
+/* ---- running a collective engine-side -------------------------------------------------------- */
+
+static void count_done(sim_engine *e, sim_collective *c, void *arg) {
+  (void)e; (void)c;
+  ++*(int *)arg;
+}
+
+/* Runs op by algo over net t (torus shape from t when it has one) and returns its duration. */
+static sim_time run_on(sim_engine *e, net *t, sim_coll_op op, sim_algo algo, int root,
+                       float **bufs, size_t count) {
+  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, NULL);
+  if (t->nd > 0) sim_collective_set_torus(c, t->nd, t->dims, t->wraps);
+  int done = 0;
+  assert_int_equal(sim_collective_start(c, op, algo, root, bufs, count, count_done, &done), SIM_OK);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(done, 1);
+  sim_time d = sim_collective_last_duration(c);
+  sim_collective_free(c);
+  return d;
+}
+
+static sim_time timed(net *(*make)(sim_engine *, const void *), const void *shape,
+                      sim_coll_op op, sim_algo algo, size_t count) {
+  sim_engine *e = sim_engine_new();
+  net *t = make(e, shape);
+  sim_time d = run_on(e, t, op, algo, 0, NULL, count);
+  net_free(t);
+  sim_engine_free(e);
+  return d;
+}
+
+typedef struct { int nd, dims[3], wraps[3]; } shape;
+
+static net *make_torus(sim_engine *e, const void *s) {
+  const shape *sh = s;
+  return torus_new(e, sh->nd, sh->dims, sh->wraps);
+}
+
+static net *make_mesh(sim_engine *e, const void *p) { return mesh_new(e, *(const int *)p); }
+
+static void assert_close(sim_time got, double want_us) {
+  double g = sim_time_to_s(got), w = want_us * 1e-6;
+  if (fabs(g - w) > 1e-9 * w) fail_msg("got %.12e s, closed form %.12e s", g, w);
+}
+
+/* ---- numerics ------------------------------------------------------------------------------ */
+
+/* Values whose float sums depend on the order, so the test sees a real reduction. */
+static float value(int rank, size_t i) {
+  return (float)sin(0.37 * (double)rank + 0.011 * (double)i) * (float)(1 + rank % 3);
+}
+
+/* Chunk r of p as collective.h splits count floats. */
+static void chunk(size_t count, int p, int r, size_t *off, size_t *len) {
+  size_t base = count / (size_t)p, extra = count % (size_t)p, k = (size_t)r;
+  *off = k * base + (k < extra ? k : extra);
+  *len = base + (k < extra ? 1 : 0);
+}
+
+/* The torus shapes of the numerics runs: p = 4 as 2x2, 8 as 2x2x2 with mixed wraparound. */
+static void numerics_torus(sim_collective *c, int p) {
+  static const int dims4[2] = {2, 2}, dims8[3] = {2, 2, 2}, wr[3] = {1, 0, 1};
+  if (p == 4) sim_collective_set_torus(c, 2, dims4, wr);
+  else if (p == 8) sim_collective_set_torus(c, 3, dims8, wr);
+  else sim_collective_set_torus(c, 1, &p, wr);
+}
+
+/* Which pairs collective.h promises. */
+static int supported(sim_coll_op op, sim_algo algo, int p) {
+  int sg = op == SIM_COLL_REDUCE_SCATTER || op == SIM_COLL_ALL_GATHER, ar = op == SIM_COLL_ALL_REDUCE;
+  switch (algo) {
+  case SIM_ALGO_RING: return 1;
+  case SIM_ALGO_BIDI_RING: case SIM_ALGO_TORUS: return ar || sg;
+  case SIM_ALGO_TREE: return ar || op == SIM_COLL_BROADCAST;
+  case SIM_ALGO_DOUBLE_TREE: return ar;
+  default: return ar || (sg && (p & (p - 1)) == 0);
+  }
+}
+
+/* One op x algo x p x count: serial reference in double; every float result within rounding of
+** it; equal bits on every rank where the op makes them equal; exact where it only copies. */
+static void check_numerics(sim_coll_op op, sim_algo algo, int p, size_t count, int root) {
+  sim_engine *e = sim_engine_new();
+  net *t = mesh_new(e, p);
+  sim_collective *c = sim_collective_new(e, "c", p, net_route, t, NULL);
+  numerics_torus(c, p);
+  float **bufs = calloc((size_t)p, sizeof *bufs), **orig = calloc((size_t)p, sizeof *orig);
+  double *sum = calloc(count + 1, sizeof *sum);
+  for (int r = 0; r < p; r++) {
+    bufs[r] = malloc((count + 1) * sizeof(float));
+    orig[r] = malloc((count + 1) * sizeof(float));
+    for (size_t i = 0; i < count; i++) {
+      bufs[r][i] = orig[r][i] = value(r, i);
+      sum[i] += value(r, i);
+    }
+  }
+  int done = 0;
+  int rc = sim_collective_start(c, op, algo, root, bufs, count, count_done, &done);
+  if (!supported(op, algo, p)) {
+    assert_int_equal(rc, SIM_COLL_EUNSUPPORTED);
+  } else {
+    assert_int_equal(rc, SIM_OK);
+    assert_int_equal(sim_run(e), 0);
+    assert_int_equal(done, 1);
+    double tol = 1e-5 * p;
+    for (int r = 0; r < p; r++) {
+      size_t off, len;
+      switch (op) {
+      case SIM_COLL_ALL_REDUCE:
+        assert_memory_equal(bufs[r], bufs[0], count * sizeof(float));
+        for (size_t i = 0; i < count; i++) assert_true(fabs(bufs[r][i] - sum[i]) <= tol);
+        break;
+      case SIM_COLL_REDUCE_SCATTER:
+        chunk(count, p, r, &off, &len);
+        for (size_t i = off; i < off + len; i++) assert_true(fabs(bufs[r][i] - sum[i]) <= tol);
+        break;
+      case SIM_COLL_ALL_GATHER:
+        for (int q = 0; q < p; q++) {
+          chunk(count, p, q, &off, &len);
+          assert_memory_equal(bufs[r] + off, orig[q] + off, len * sizeof(float));
+        }
+        break;
+      case SIM_COLL_BROADCAST:
+        assert_memory_equal(bufs[r], orig[root], count * sizeof(float));
+        break;
+      case SIM_COLL_ALL_TO_ALL: {
+        size_t b = count / (size_t)p;
+        for (int q = 0; q < p; q++)
+          assert_memory_equal(bufs[r] + (size_t)q * b, orig[q] + (size_t)r * b, b * sizeof(float));
+        break;
+      }
+      }
+    }
+  }
+  for (int r = 0; r < p; r++) {
+    free(bufs[r]);
+    free(orig[r]);
+  }
+  free(bufs);
+  free(orig);
+  free(sum);
+  sim_collective_free(c);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* p in {1,2,3,4,5,8}; counts 0, 3 (< p for p >= 4), 13 and 37 (not multiples of most p);
+** all_to_all needs a multiple of p: 3p. Broadcast from the last rank (root 0 for the rest). */
+static void test_numerics_all_pairs(void **state) {
+  (void)state;
+  static const int ps[] = {1, 2, 3, 4, 5, 8};
+  static const size_t counts[] = {0, 3, 13, 37};
+  for (int op = 0; op < SIM_COLL_OP_COUNT; op++)
+    for (int algo = 0; algo < SIM_ALGO_COUNT; algo++)
+      for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+        for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+          int p = ps[i];
+          size_t count = op == SIM_COLL_ALL_TO_ALL ? 3 * (size_t)p * j : counts[j];
+          int root = op == SIM_COLL_BROADCAST ? p - 1 : 0;
+          check_numerics((sim_coll_op)op, (sim_algo)algo, p, count, root);
+        }
+}
+
+/* The blocking call from actors gives the same result as the engine-side start. */
+typedef struct {
+  sim_collective *c; int rank; float *buf; size_t count; int rc;
+} rank_arg;
+
+static void rank_main(sim_actor *self, void *arg) {
+  rank_arg *a = arg;
+  a->rc = sim_collective_run(self, a->c, a->rank, SIM_COLL_REDUCE_SCATTER,
+                             SIM_ALGO_HALVING_DOUBLING, 0, a->buf, a->count);
+}
+
+static void test_blocking_matches_start(void **state) {
+  (void)state;
+  enum { P = 4, N = 10 };
+  float a[P][N], b[P][N], *bp[P];
+  for (int r = 0; r < P; r++)
+    for (int i = 0; i < N; i++) a[r][i] = b[r][i] = value(r, (size_t)i);
+  sim_engine *e = sim_engine_new();
+  net *t = mesh_new(e, P);
+  sim_collective *c = sim_collective_new(e, "c", P, net_route, t, NULL);
+  rank_arg args[P];
+  for (int r = 0; r < P; r++) {
+    args[r] = (rank_arg){c, r, a[r], N, -9};
+    sim_actor_spawn(e, "rank", rank_main, &args[r]);
+    bp[r] = b[r];
+  }
+  assert_int_equal(sim_run(e), 0);
+  sim_time blocking = sim_collective_last_duration(c);
+  int done = 0;
+  assert_int_equal(sim_collective_start(c, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_HALVING_DOUBLING, 0,
+                                        bp, N, count_done, &done), SIM_OK);
+  assert_int_equal(sim_run(e), 0);
+  for (int r = 0; r < P; r++) assert_int_equal(args[r].rc, SIM_OK);
+  assert_memory_equal(a, b, sizeof a);
+  assert_int_equal(sim_collective_last_duration(c), blocking);
+  sim_collective_free(c);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* ---- timing against closed forms --------------------------------------------------------------- */
+
+/* Ring on a 5-node ring (torus 5, wrapping), count 1000: n = 4000 B, n/p = 800 B = 0.8 us.
+** all-reduce 2(p-1)(a + n/p b) = 8 x 1.8 = 14.4 us; reduce-scatter = all-gather =
+** (p-1)(a + n/p b) = 7.2 us; pipelined broadcast (2p-2)(a + n/p b) = 14.4 us.
+** Bidirectional ring: half of every chunk each way, n/2p = 0.4 us: all-reduce 8 x 1.4 = 11.2 us,
+** reduce-scatter = all-gather 5.6 us (hardware.md's V/W_bidi bandwidth term times (p-1)/p; the
+** latency term is (p-1)a, as both rings go all the way round). */
+static void test_ring_closed_forms(void **state) {
+  (void)state;
+  shape ring5 = {1, {5}, {1}};
+  assert_close(timed(make_torus, &ring5, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 1000), 14.4);
+  assert_close(timed(make_torus, &ring5, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_RING, 1000), 7.2);
+  assert_close(timed(make_torus, &ring5, SIM_COLL_ALL_GATHER, SIM_ALGO_RING, 1000), 7.2);
+  assert_close(timed(make_torus, &ring5, SIM_COLL_BROADCAST, SIM_ALGO_RING, 1000), 14.4);
+  assert_close(timed(make_torus, &ring5, SIM_COLL_ALL_REDUCE, SIM_ALGO_BIDI_RING, 1000), 11.2);
+  assert_close(timed(make_torus, &ring5, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_BIDI_RING, 1000), 5.6);
+  assert_close(timed(make_torus, &ring5, SIM_COLL_ALL_GATHER, SIM_ALGO_BIDI_RING, 1000), 5.6);
+}
+
+/* Torus, dimension-ordered; each wrapped axis a is a bidirectional ring over the shard
+** n / (d_0 ... d_{a-1}): reduce-scatter stage a takes (d_a - 1)(a + n/(2 d_0..d_a) b).
+** 4x3 wrapped, count 2400, n = 9600 B: axis 0: 3(1 + 1.2) = 6.6 us; axis 1: 2(1 + 0.4) = 2.8 us;
+** reduce-scatter = all-gather = 9.4 us, all-reduce 18.8 us.
+** 3x3x3 wrapped, count 5400, n = 21600 B: 2(1 + 3.6) + 2(1 + 1.2) + 2(1 + 0.4) = 16.4 us per
+** pass, all-reduce 32.8 us.
+** 4x3 with axis 1 open: axis 1 is a line of 3 carrying whole parts n/12 = 0.8 us both ways:
+** 2(1 + 0.8) = 3.6 us (twice the 0.4 us per step of the wrapped axis: hardware.md's "no
+** wraparound doubles the bandwidth term"); all-reduce 2(6.6 + 3.6) = 20.4 us.
+** 4x3 with axis 0 open: line of 4, parts n/4 = 2.4 us: 3(1 + 2.4) = 10.2 us; all-reduce
+** 2(10.2 + 2.8) = 26 us. */
+static void test_torus_closed_forms(void **state) {
+  (void)state;
+  shape t43 = {2, {4, 3}, {1, 1}}, t333 = {3, {3, 3, 3}, {1, 1, 1}};
+  shape t43_open1 = {2, {4, 3}, {1, 0}}, t43_open0 = {2, {4, 3}, {0, 1}};
+  assert_close(timed(make_torus, &t43, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_TORUS, 2400), 9.4);
+  assert_close(timed(make_torus, &t43, SIM_COLL_ALL_GATHER, SIM_ALGO_TORUS, 2400), 9.4);
+  assert_close(timed(make_torus, &t43, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 2400), 18.8);
+  assert_close(timed(make_torus, &t333, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 5400), 32.8);
+  assert_close(timed(make_torus, &t43_open1, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 2400), 20.4);
+  assert_close(timed(make_torus, &t43_open0, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 2400), 26.0);
+}
+
+/* Full mesh (a link per ordered pair), count 800, n = 3200 B.
+** Rabenseifner p = 8: 2 lg p a + 2n(p-1)/p b = 6 + 5.6 = 11.6 us; reduce-scatter = all-gather =
+** lg p a + n(p-1)/p b = 3 + 2.8 = 5.8 us. p = 6 (p' = 4): fold and unfold 2(a + n b) = 8.4 us
+** plus 2 lg p' a + 2n(p'-1)/p' b = 4 + 4.8 us: 17.2 us.
+** Tree p = 8 (depth H = 3, whole buffers): all-reduce 2H(a + n b) = 6 x 4.2 = 25.2 us,
+** broadcast H(a + n b) = 12.6 us; double binary tree, half each: 2H(a + n/2 b) = 15.6 us.
+** all_to_all p = 4, count 400: (p-1)(a + n/p b) = 3 x 1.4 = 4.2 us. */
+static void test_mesh_closed_forms(void **state) {
+  (void)state;
+  int p8 = 8, p6 = 6, p4 = 4;
+  assert_close(timed(make_mesh, &p8, SIM_COLL_ALL_REDUCE, SIM_ALGO_HALVING_DOUBLING, 800), 11.6);
+  assert_close(timed(make_mesh, &p8, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_HALVING_DOUBLING, 800), 5.8);
+  assert_close(timed(make_mesh, &p8, SIM_COLL_ALL_GATHER, SIM_ALGO_HALVING_DOUBLING, 800), 5.8);
+  assert_close(timed(make_mesh, &p6, SIM_COLL_ALL_REDUCE, SIM_ALGO_HALVING_DOUBLING, 800), 17.2);
+  assert_close(timed(make_mesh, &p8, SIM_COLL_ALL_REDUCE, SIM_ALGO_TREE, 800), 25.2);
+  assert_close(timed(make_mesh, &p8, SIM_COLL_BROADCAST, SIM_ALGO_TREE, 800), 12.6);
+  assert_close(timed(make_mesh, &p8, SIM_COLL_ALL_REDUCE, SIM_ALGO_DOUBLE_TREE, 800), 15.6);
+  assert_close(timed(make_mesh, &p4, SIM_COLL_ALL_TO_ALL, SIM_ALGO_RING, 400), 4.2);
+}
+
+/* ---- contention and sanity ------------------------------------------------------------------ */
+
+/* Two ring all-reduces on one 4-node ring share every link: each takes longer than one alone
+** (the bandwidth term doubles, the latency term does not). */
+static void test_two_allreduces_share_links(void **state) {
+  (void)state;
+  shape ring4 = {1, {4}, {1}};
+  sim_time alone = timed(make_torus, &ring4, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 100000);
+  sim_engine *e = sim_engine_new();
+  net *t = make_torus(e, &ring4);
+  sim_collective *c1 = sim_collective_new(e, "a", 4, net_route, t, NULL);
+  sim_collective *c2 = sim_collective_new(e, "b", 4, net_route, t, NULL);
+  int done = 0;
+  sim_collective_start(c1, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, 100000, count_done, &done);
+  sim_collective_start(c2, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, 100000, count_done, &done);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(done, 2);
+  assert_true(sim_collective_last_duration(c1) > alone);
+  assert_true(sim_collective_last_duration(c2) > alone);
+  /* 6 steps of 1 us + 100 KB at half of 1e9 B/s: 6 + 6 x 200 us. */
+  assert_close(sim_collective_last_duration(c1), 6 * (1 + 200.0));
+  sim_collective_free(c1);
+  sim_collective_free(c2);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* Ring, torus, tree and halving-doubling all-reduce on the same 4x4 wrapped torus differ. */
+static void test_algorithms_differ_on_a_torus(void **state) {
+  (void)state;
+  shape t44 = {2, {4, 4}, {1, 1}};
+  sim_algo algos[5] = {SIM_ALGO_RING, SIM_ALGO_TORUS, SIM_ALGO_TREE, SIM_ALGO_DOUBLE_TREE,
+                       SIM_ALGO_HALVING_DOUBLING};
+  sim_time d[5];
+  for (int i = 0; i < 5; i++) d[i] = timed(make_torus, &t44, SIM_COLL_ALL_REDUCE, algos[i], 1 << 16);
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++) assert_true(d[i] != d[j]);
+  assert_true(d[1] < d[0]); /* the torus algorithm uses both axes and both directions */
+}
+
+/* Simulated time rises with the message size, for every algorithm. */
+static void test_time_rises_with_size(void **state) {
+  (void)state;
+  int p8 = 8;
+  for (int algo = 0; algo < SIM_ALGO_COUNT; algo++) {
+    if (algo == SIM_ALGO_TORUS) continue;
+    sim_time last = 0;
+    for (size_t count = 1000; count <= 1000000; count *= 10) {
+      sim_time d = timed(make_mesh, &p8, SIM_COLL_ALL_REDUCE, (sim_algo)algo, count);
+      assert_true(d > last);
+      last = d;
+    }
+  }
+}
+
+/* ---- errors, names, memory ------------------------------------------------------------------ */
+
+static void test_errors(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  net *t = mesh_new(e, 6);
+  sim_collective *c = sim_collective_new(e, "c", 6, net_route, t, NULL);
+  assert_int_equal(sim_collective_check(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, 10), SIM_COLL_ETORUS);
+  int bad[2] = {2, 2}, good[2] = {3, 2};
+  sim_collective_set_torus(c, 2, bad, NULL);
+  assert_int_equal(sim_collective_check(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, 10), SIM_COLL_ETORUS);
+  sim_collective_set_torus(c, 2, good, NULL);
+  assert_int_equal(sim_collective_check(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, 10), SIM_OK);
+  assert_int_equal(sim_collective_check(c, SIM_COLL_ALL_TO_ALL, SIM_ALGO_RING, 0, 10), SIM_COLL_EINVAL);
+  assert_int_equal(sim_collective_check(c, SIM_COLL_BROADCAST, SIM_ALGO_TREE, 6, 10), SIM_COLL_EINVAL);
+  assert_int_equal(sim_collective_check(c, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_HALVING_DOUBLING, 0, 10),
+                   SIM_COLL_EUNSUPPORTED); /* p = 6 is not a power of two */
+  assert_int_equal(sim_collective_check(c, SIM_COLL_BROADCAST, SIM_ALGO_DOUBLE_TREE, 0, 10),
+                   SIM_COLL_EUNSUPPORTED);
+  int done = 0;
+  assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, 10,
+                                        count_done, &done), SIM_OK);
+  assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, 10,
+                                        count_done, &done), SIM_COLL_EBUSY);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(done, 1);
+  assert_string_equal(sim_coll_strerror(SIM_COLL_EBUSY), "another collective is under way on the group");
+  sim_collective_free(c);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+static void test_names(void **state) {
+  (void)state;
+  for (int a = 0; a < SIM_ALGO_COUNT; a++) {
+    sim_algo got = SIM_ALGO_COUNT;
+    assert_int_equal(sim_algo_parse(sim_algo_name((sim_algo)a), &got), 0);
+    assert_int_equal(got, a);
+  }
+  for (int o = 0; o < SIM_COLL_OP_COUNT; o++) {
+    sim_coll_op got = SIM_COLL_OP_COUNT;
+    assert_int_equal(sim_coll_op_parse(sim_coll_op_name((sim_coll_op)o), &got), 0);
+    assert_int_equal(got, o);
+  }
+  assert_string_equal(sim_algo_name(SIM_ALGO_DOUBLE_TREE), "double_binary_tree");
+  assert_string_equal(sim_algo_name((sim_algo)99), "unknown");
+  sim_algo a = SIM_ALGO_RING;
+  assert_int_equal(sim_algo_parse("binary_tree", &a), -1);
+  assert_int_equal(a, SIM_ALGO_RING);
+}
+
+/* A 4096-rank group's state per rank, routes excluded: well under 1 KB. */
+static void test_memory_per_rank(void **state) {
+  (void)state;
+  assert_true(sizeof(coll_rank) <= 128);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_numerics_all_pairs),     cmocka_unit_test(test_blocking_matches_start),
+      cmocka_unit_test(test_ring_closed_forms),      cmocka_unit_test(test_torus_closed_forms),
+      cmocka_unit_test(test_mesh_closed_forms),      cmocka_unit_test(test_two_allreduces_share_links),
+      cmocka_unit_test(test_algorithms_differ_on_a_torus), cmocka_unit_test(test_time_rises_with_size),
+      cmocka_unit_test(test_errors),                 cmocka_unit_test(test_names),
+      cmocka_unit_test(test_memory_per_rank),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
