@@ -423,7 +423,7 @@ static const char *const STRATEGIES[] = {"default", "one_device", "mirrored", "m
                                          "tpu", "tpu_v1", "parameter_server", "gnn_runner_tpu", NULL};
 static const int STRATEGIES_ISSUE[] = {0, 0, 4, 0, 4, 4, 5, 4};
 static const char *const TOPOLOGIES[] = {"star", "ring", "torus2d", "torus3d", "fat_tree", NULL};
-static const int TOPOLOGIES_ISSUE[] = {0, 0, 3, 3, 3};
+static const int TOPOLOGIES_ISSUE[] = {0, 0, 0, 0, 0};
 static const char *const ALGORITHMS[] = {"auto", "ring", "bidirectional_ring", "torus", "tree",
                                          "halving_doubling", NULL};
 static const int ALGORITHMS_ISSUE[] = {0, 0, 3, 3, 3, 3};

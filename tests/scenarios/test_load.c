@@ -230,7 +230,6 @@ static const struct bad_case {
   {"empty_layers", 4, 11, "model.layers", "found an empty sequence"},
   {"expect_bad_comparator", 12, 26, "expect[0].approx", "unknown comparator \"approx\""},
   {"expect_unknown_metric", 12, 14, "expect[0].metric", "found \"accuracy\""},
-  {"fabric_torus_not_supported", 12, 22, "cluster.fabric.topology", "(planned in issue 3)"},
   {"fault_bad_target", 12, 29, "faults[0].target", "found \"worker3\""},
   {"fault_two_triggers", 12, 5, "faults[0]", "exactly one of at"},
   {"fault_typo_beats_tpu", 14, 62, "faults[0].durration", "unknown key \"durration\""},
