@@ -23,7 +23,7 @@ int main(void) {
     { .kind = MD_LAYER_DENSE, .units = HIDDEN, .activation = MD_ACT_RELU, .use_bias = 1 },
     { .kind = MD_LAYER_DENSE, .units = CLASSES, .activation = MD_ACT_NONE, .use_bias = 1 },
   };
-  md_model_spec spec = { FEATURES, 0, 0, 3, layers, 1 };
+  md_model_spec spec = { .input_features = FEATURES, .nlayers = 3, .layers = layers, .from_logits = 1 };
   md_error err;
   md_model *m = md_model_new(&spec, &err);
   if (m == NULL) { fprintf(stderr, "bench_numerics: %s\n", err.msg); return 1; }

@@ -2,7 +2,8 @@
 ** layer.c: forward and backward of one layer (md_layer_). Dense layers go through CBLAS sgemm
 ** (the standard cblas_ interface only, so GSL's cblas and OpenBLAS both link); activations and
 ** embeddings are plain loops. Costs count what the op touches: an FMA is 2 FLOPs, every float
-** read or written is 4 bytes moved.
+** read or written is 4 bytes moved. A NULL output buffer (a shapes-only model) skips the math and
+** keeps the cost, so the cost formulas live in one place for both modes.
 */
 #include <assert.h>
 #include <math.h>
@@ -30,12 +31,13 @@ static void dense_forward(const md_layer *l, const md_var *vars, int n, const fl
   /* The bias goes in first and sgemm adds x W onto it: one pass over z instead of two. */
   if (l->bias >= 0) {
     const float *b = vars[l->bias].data;
-    for (int i = 0; i < n; i++) memcpy(z + (size_t)i * l->out, b, sizeof(float) * l->out);
+    for (int i = 0; z != NULL && i < n; i++) memcpy(z + (size_t)i * l->out, b, sizeof(float) * l->out);
     beta = 1.0f;
     elementwise_cost(cost, (double)n * l->out, 1, 1);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, l->out, l->in, 1.0f, x, l->in, w,
-              l->out, beta, z, l->out);
+  if (z != NULL)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, l->out, l->in, 1.0f, x, l->in, w,
+                l->out, beta, z, l->out);
   gemm_cost(cost, n, l->in, l->out);
 }
 
@@ -44,7 +46,7 @@ static void embedding_forward(const md_layer *l, const md_var *vars, int n, cons
                               float *z, md_cost *cost) {
   const md_var *e = &vars[l->kernel];
   int dim = l->out, k = l->in;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; z != NULL && i < n; i++) {
     float *zi = z + (size_t)i * dim;
     memset(zi, 0, sizeof(float) * dim);
     for (int j = 0; j < k; j++) {
@@ -83,48 +85,50 @@ static void softmax_row(const float *z, float *a, int width) {
 
 void md_layer_activate(md_activation act, int n, int width, const float *z, float *a,
                        md_cost *cost) {
-  size_t count = (size_t)n * width;
+  size_t count = a != NULL ? (size_t)n * width : 0;  /* no array, no math: the cost below */
+  double cost_count = (double)n * width;
   switch (act) {
     case MD_ACT_NONE:
       if (a != z) memcpy(a, z, sizeof(float) * count);
       return;
     case MD_ACT_RELU:
       for (size_t i = 0; i < count; i++) a[i] = z[i] > 0.0f ? z[i] : 0.0f;
-      elementwise_cost(cost, (double)count, 1, 1);
+      elementwise_cost(cost, cost_count, 1, 1);
       return;
     case MD_ACT_SIGMOID:
       for (size_t i = 0; i < count; i++) a[i] = 1.0f / (1.0f + expf(-z[i]));
-      elementwise_cost(cost, (double)count, 4, 1);
+      elementwise_cost(cost, cost_count, 4, 1);
       return;
     case MD_ACT_TANH:
       for (size_t i = 0; i < count; i++) a[i] = tanhf(z[i]);
-      elementwise_cost(cost, (double)count, 4, 1);
+      elementwise_cost(cost, cost_count, 4, 1);
       return;
     case MD_ACT_SOFTMAX:
       for (int i = 0; i < n; i++) softmax_row(z + (size_t)i * width, a + (size_t)i * width, width);
-      elementwise_cost(cost, (double)count, 5, 1);
+      elementwise_cost(cost, cost_count, 5, 1);
       return;
   }
 }
 
 void md_layer_activate_backward(md_activation act, int n, int width, const float *z,
                                 const float *a, float *d, md_cost *cost) {
-  size_t count = (size_t)n * width;
+  size_t count = d != NULL ? (size_t)n * width : 0;  /* no array, no math: the cost below */
+  double cost_count = (double)n * width;
   switch (act) {
     case MD_ACT_NONE:
       return;
     case MD_ACT_RELU:
       /* As TF's ReluGrad: the gradient passes only where z > 0 (none at exactly 0). */
       for (size_t i = 0; i < count; i++) d[i] = z[i] > 0.0f ? d[i] : 0.0f;
-      elementwise_cost(cost, (double)count, 1, 2);
+      elementwise_cost(cost, cost_count, 1, 2);
       return;
     case MD_ACT_SIGMOID:
       for (size_t i = 0; i < count; i++) d[i] = d[i] * a[i] * (1.0f - a[i]);
-      elementwise_cost(cost, (double)count, 3, 2);
+      elementwise_cost(cost, cost_count, 3, 2);
       return;
     case MD_ACT_TANH:
       for (size_t i = 0; i < count; i++) d[i] = d[i] * (1.0f - a[i] * a[i]);
-      elementwise_cost(cost, (double)count, 3, 2);
+      elementwise_cost(cost, cost_count, 3, 2);
       return;
     case MD_ACT_SOFTMAX:
       /* dz_j = a_j (da_j - sum_k da_k a_k): the softmax Jacobian applied without forming it. */
@@ -135,31 +139,34 @@ void md_layer_activate_backward(md_activation act, int n, int width, const float
         for (int j = 0; j < width; j++) dot += (double)di[j] * ai[j];
         for (int j = 0; j < width; j++) di[j] = ai[j] * (di[j] - (float)dot);
       }
-      elementwise_cost(cost, (double)count, 4, 2);
+      elementwise_cost(cost, cost_count, 4, 2);
       return;
   }
 }
 
 static void dense_backward(const md_layer *l, const md_var *vars, float **grads, int n,
-                           const float *x, const float *dz, float *dx, md_cost *cost) {
+                           const float *x, const float *dz, int has_dx, float *dx, md_cost *cost) {
   /* dW = x^T dz, overwriting the gradient (beta 0). */
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->in, l->out, n, 1.0f, x, l->in, dz,
-              l->out, 0.0f, grads[l->kernel], l->out);
+  int compute = grads[l->kernel] != NULL;
+  if (compute)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->in, l->out, n, 1.0f, x, l->in, dz,
+                l->out, 0.0f, grads[l->kernel], l->out);
   gemm_cost(cost, l->in, n, l->out);
   if (l->bias >= 0) {
     /* db = column sums of dz, in double and rounded once as tfjs does. */
     float *db = grads[l->bias];
-    for (int j = 0; j < l->out; j++) {
+    for (int j = 0; compute && j < l->out; j++) {
       double s = 0;
       for (int i = 0; i < n; i++) s += dz[(size_t)i * l->out + j];
       db[j] = (float)s;
     }
     elementwise_cost(cost, (double)n * l->out, 1, 0);
   }
-  if (dx != NULL) {
+  if (has_dx) {
     /* dx = dz W^T */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, l->in, l->out, 1.0f, dz, l->out,
-                vars[l->kernel].data, l->out, 0.0f, dx, l->in);
+    if (compute)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, l->in, l->out, 1.0f, dz, l->out,
+                  vars[l->kernel].data, l->out, 0.0f, dx, l->in);
     gemm_cost(cost, n, l->out, l->in);
   }
 }
@@ -170,8 +177,8 @@ static void embedding_backward(const md_layer *l, const md_var *vars, float **gr
   const md_var *e = &vars[l->kernel];
   float *g = grads[l->kernel];
   int dim = l->out, k = l->in;
-  memset(g, 0, sizeof(float) * e->size);
-  for (int i = 0; i < n; i++) {
+  if (g != NULL) memset(g, 0, sizeof(float) * e->size);
+  for (int i = 0; g != NULL && i < n; i++) {
     const float *di = dz + (size_t)i * dim;
     for (int j = 0; j < k; j++) {
       float *row = g + (size_t)ids[(size_t)i * k + j] * dim;
@@ -186,10 +193,10 @@ static void embedding_backward(const md_layer *l, const md_var *vars, float **gr
 }
 
 void md_layer_backward(const md_layer *l, const md_var *vars, float **grads, int n,
-                       const float *x, const int32_t *ids, const float *dz, float *dx,
-                       md_cost *cost) {
+                       const float *x, const int32_t *ids, const float *dz, int has_dx,
+                       float *dx, md_cost *cost) {
   if (l->spec.kind == MD_LAYER_DENSE)
-    dense_backward(l, vars, grads, n, x, dz, dx, cost);
+    dense_backward(l, vars, grads, n, x, dz, has_dx, dx, cost);
   else
     embedding_backward(l, vars, grads, n, ids, dz, cost);
 }

@@ -47,6 +47,8 @@ static void add_var(md_model *m, const char *layer, const char *what, int rank, 
   v->shape[0] = d0;
   v->shape[1] = rank == 2 ? d1 : 0;
   v->size = (size_t)d0 * (rank == 2 ? (size_t)d1 : 1);
+  v->data = NULL;
+  if (m->shapes_only) return;
   v->data = md_xrealloc(NULL, sizeof(float) * v->size);
   memset(v->data, 0, sizeof(float) * v->size);
 }
@@ -65,6 +67,7 @@ md_model *md_model_new(const md_model_spec *spec, md_error *err) {
   m->input_ids = spec->input_ids;
   m->input_vocab = spec->input_vocab;
   m->from_logits = spec->from_logits;
+  m->shapes_only = spec->shapes_only;
   m->nlayers = spec->nlayers;
   m->layers = md_xrealloc(NULL, sizeof(md_layer) * spec->nlayers);
   m->vars = md_xrealloc(NULL, sizeof(md_var) * 2 * spec->nlayers);
@@ -115,6 +118,7 @@ md_model *md_model_clone(const md_model *src) {
   m->vars = md_xrealloc(NULL, sizeof(md_var) * 2 * src->nlayers);
   for (int i = 0; i < src->nvars; i++) {
     m->vars[i] = src->vars[i];
+    if (src->shapes_only) continue;
     m->vars[i].data = md_xrealloc(NULL, sizeof(float) * src->vars[i].size);
     memcpy(m->vars[i].data, src->vars[i].data, sizeof(float) * src->vars[i].size);
   }
@@ -161,6 +165,7 @@ static void fill_uniform(md_var *v, double limit, gsl_rng *rng) {
 }
 
 void md_model_init_default(md_model *m, gsl_rng *rng) {
+  if (m->shapes_only) return;
   for (int i = 0; i < m->nlayers; i++) {
     const md_layer *l = &m->layers[i];
     md_var *k = &m->vars[l->kernel];
@@ -199,7 +204,7 @@ void md_workspace_free(md_workspace *w) {
 /* Grows the buffers to hold n examples (they never shrink: batches repeat their size). */
 static void workspace_reserve(md_workspace *w, const md_model *m, int n) {
   assert(w->nlayers == m->nlayers);
-  if (n <= w->cap) return;
+  if (n <= w->cap || m->shapes_only) return;
   for (int l = 0; l < m->nlayers; l++) {
     size_t bytes = sizeof(float) * (size_t)n * m->layers[l].out;
     int separate = m->layers[l].spec.activation != MD_ACT_NONE;
@@ -221,22 +226,23 @@ static void forward(const md_model *m, md_workspace *w, const md_batch *b, md_co
   }
 }
 
-/* Sum of the per-example losses (double); with d != NULL also d = scale * dloss/d(output read),
-** where the output read is the last layer's z under softmax_logits and its a otherwise. */
-static double losses(const md_model *m, md_workspace *w, const md_batch *b, float scale, float *d,
-                     md_cost *cost) {
+/* Sum of the per-example losses (double); with grad also d = scale * dloss/d(output read),
+** where the output read is the last layer's z under softmax_logits and its a otherwise (d is
+** NULL in a shapes-only model, which still counts the gradient's cost). */
+static double losses(const md_model *m, md_workspace *w, const md_batch *b, float scale, int grad,
+                     float *d, md_cost *cost) {
   int last = m->nlayers - 1, c = m->layers[last].out;
   const float *out = m->softmax_logits ? w->z[last] : w->a[last];
   int logits = m->from_logits || m->softmax_logits;
   double sum = 0;
-  for (int i = 0; i < b->n; i++) {
+  for (int i = 0; out != NULL && i < b->n; i++) {
     int y = b->labels[i];
     assert(y >= 0 && y < c);
     const float *oi = out + (size_t)i * c;
     float *di = d != NULL ? d + (size_t)i * c : NULL;
     sum += logits ? md_loss_logits(oi, c, y, scale, di) : md_loss_probs(oi, c, y, scale, di);
   }
-  md_cost lc = {.flops = 6.0 * b->n * c, .bytes_moved = 4.0 * b->n * c * (d != NULL ? 2 : 1), .bytes_resident = 0};
+  md_cost lc = {.flops = 6.0 * b->n * c, .bytes_moved = 4.0 * b->n * c * (grad ? 2 : 1), .bytes_resident = 0};
   md_cost_add(cost, &lc);
   return sum;
 }
@@ -251,13 +257,13 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);
   if (b->n == 0) {
-    for (int i = 0; i < m->nvars; i++) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
+    for (int i = 0; i < m->nvars && !m->shapes_only; i++) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
     if (loss_sum != NULL) *loss_sum = 0;
     return;
   }
   forward(m, w, b, cost);
   int cur = 0;
-  double sum = losses(m, w, b, scale, w->d[cur], cost);
+  double sum = losses(m, w, b, scale, 1, w->d[cur], cost);
   for (int l = m->nlayers - 1; l >= 0; l--) {
     const md_layer *ly = &m->layers[l];
     /* Under softmax_logits the loss already differentiated with respect to z. */
@@ -265,7 +271,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       md_layer_activate_backward(ly->spec.activation, b->n, ly->out, w->z[l], w->a[l], w->d[cur], cost);
     const float *x = l == 0 ? b->x : w->a[l - 1];
     float *dx = l > 0 ? w->d[1 - cur] : NULL;
-    md_layer_backward(ly, m->vars, grads->g, b->n, x, b->ids, w->d[cur], dx, cost);
+    md_layer_backward(ly, m->vars, grads->g, b->n, x, b->ids, w->d[cur], l > 0, dx, cost);
     cur = 1 - cur;
   }
   if (loss_sum != NULL) *loss_sum = sum;
@@ -276,7 +282,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost) {
   if (b->n == 0) return 0;
   forward(m, w, b, cost);
-  return losses(m, w, b, 1.0f, NULL, cost);
+  return losses(m, w, b, 1.0f, 0, NULL, cost);
 }
 
 /* The input batch plus every layer's z, and its a when an activation makes it a second array. */
@@ -292,6 +298,8 @@ md_grads *md_grads_new(const md_model *m) {
   g->nvars = m->nvars;
   g->g = md_xrealloc(NULL, sizeof(float *) * m->nvars);
   for (int i = 0; i < m->nvars; i++) {
+    g->g[i] = NULL;
+    if (m->shapes_only) continue;
     g->g[i] = md_xrealloc(NULL, sizeof(float) * m->vars[i].size);
     memset(g->g[i], 0, sizeof(float) * m->vars[i].size);
   }

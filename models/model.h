@@ -35,6 +35,7 @@ typedef struct md_model_spec {
   int nlayers;            /* entries in layers */
   const md_layer_spec *layers; /* in order, first applied first */
   int from_logits;        /* sparse_categorical_crossentropy reads logits (1) or probabilities (0) */
+  int shapes_only;        /* 1: no values anywhere (numerics off): every op only counts its cost */
 } md_model_spec;
 
 typedef struct md_var {
@@ -42,12 +43,15 @@ typedef struct md_var {
   int rank;               /* 1 or 2 */
   int64_t shape[2];       /* shape[0] (and shape[1] when rank 2) */
   size_t size;            /* number of elements */
-  float *data;            /* size floats, row-major, owned by the model */
+  float *data;            /* size floats, row-major, owned by the model; NULL when shapes only */
 } md_var;
 
 typedef struct md_model md_model;
 
-/* Validates the spec (NULL and err->msg when a layer cannot follow the previous one). */
+/* Validates the spec (NULL and err->msg when a layer cannot follow the previous one).
+** A shapes-only model (numerics off) holds no values: its variables, workspaces, gradients and
+** optimizer slots have NULL data, batches carry no x, ids or labels, and a train step counts
+** exactly the costs a real one would (loss 0), so models too large for the host can be timed. */
 md_model *md_model_new(const md_model_spec *spec, md_error *err);
 /* An independent copy with the same variable values (a replica's mirrored copy). */
 md_model *md_model_clone(const md_model *m);

@@ -31,11 +31,11 @@ void md_layer_activate(md_activation act, int n, int width, const float *z, floa
 /* In place: d holds dL/da on entry and dL/dz on return, given the saved z and a = act(z). */
 void md_layer_activate_backward(md_activation act, int n, int width, const float *z,
                                 const float *a, float *d, md_cost *cost);
-/* From dz: overwrites the layer's grads (kernel/embeddings and bias); when dx is not NULL also
-** writes dL/dx (dense only: an embedding has no differentiable input). */
+/* From dz: overwrites the layer's grads (kernel/embeddings and bias); with has_dx also dL/dx
+** into dx (dense only: an embedding has no differentiable input). NULL grads: costs only. */
 void md_layer_backward(const md_layer *l, const md_var *vars, float **grads, int n,
-                       const float *x, const int32_t *ids, const float *dz, float *dx,
-                       md_cost *cost);
+                       const float *x, const int32_t *ids, const float *dz, int has_dx,
+                       float *dx, md_cost *cost);
 
 /* ---- loss.c (md_loss_): sparse categorical cross-entropy of one example ---- */
 
@@ -58,6 +58,7 @@ struct md_model {
   md_var *vars;           /* in layer order, kernel before bias */
   int widest;             /* largest width a backward buffer holds (any layer's in or out) */
   int softmax_logits;     /* from_logits 0 on a softmax output: Keras reads the logits under it */
+  int shapes_only;        /* as md_model_spec: no data is allocated or computed */
 };
 
 struct md_workspace {

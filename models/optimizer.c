@@ -68,6 +68,7 @@ md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m)
       *s = *v;
       /* Variable names are at most "embedding_NNNNNNNNNN/embeddings" long: the bound never cuts. */
       snprintf(s->name, sizeof s->name, "%.40s/%s", v->name, names[k]);
+      if (v->data == NULL) continue;  /* a shapes-only model: its slots have shapes only */
       s->data = md_xrealloc(NULL, sizeof(float) * v->size);
       for (size_t j = 0; j < v->size; j++) s->data[j] = start;
     }
@@ -120,20 +121,21 @@ void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost
   double flops = 0, arrays = 0;
   for (int i = 0; i < o->nvars; i++) {
     md_var *v = md_model_var(m, i);
+    size_t n = v->data != NULL ? v->size : 0;  /* shapes only: no math, the cost below */
     switch (o->spec.kind) {
       case MD_OPT_SGD:
-        sgd(&o->spec, v->data, g->g[i], o->nslots > 0 ? o->slots[i].data : NULL, v->size);
+        sgd(&o->spec, v->data, g->g[i], o->nslots > 0 ? o->slots[i].data : NULL, n);
         flops = o->nslots > 0 ? 4 : 2;
         arrays = o->nslots > 0 ? 5 : 3;
         break;
       case MD_OPT_ADAM:
         adam(&o->spec, o->iterations, v->data, g->g[i], o->slots[i].data,
-             o->slots[o->nvars + i].data, v->size);
+             o->slots[o->nvars + i].data, n);
         flops = 12;
         arrays = 7;
         break;
       case MD_OPT_ADAGRAD:
-        adagrad(&o->spec, v->data, g->g[i], o->slots[i].data, v->size);
+        adagrad(&o->spec, v->data, g->g[i], o->slots[i].data, n);
         flops = 7;
         arrays = 5;
         break;

@@ -24,7 +24,7 @@ int md_weights_write(const md_model *m, FILE *out) {
   if (fprintf(out, "%s,%s,%s\n", columns[0], columns[1], columns[2]) < 0) return -1;
   for (int i = 0; i < md_model_num_vars(m); i++) {
     const md_var *v = md_model_var_const(m, i);
-    for (size_t j = 0; j < v->size; j++) {
+    for (size_t j = 0; v->data != NULL && j < v->size; j++) {  /* shapes only: no values */
       char num[32];
       md_format_float(num, sizeof num, v->data[j]);
       if (fprintf(out, "%s,%zu,%s\n", v->name, j, num) < 0) return -1;

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include "models/model.h"
 
-/* Writes every variable of m (header included). Returns 0 or -1 on an I/O error. */
+/* Writes every variable of m (header included; a shapes-only model has no values, so only the
+** header). Returns 0 or -1 on an I/O error. */
 int md_weights_write(const md_model *m, FILE *out);
 /* Reads a weights CSV into m: every element of every variable must be given exactly once;
 ** unknown variables, indices out of range, missing elements and bad numbers are errors

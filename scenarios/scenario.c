@@ -418,7 +418,7 @@ static int walk_variant(ctx *c, const yt_node *v, const char *path, const varian
 /* ------------------------------------------------------------------ enums */
 
 static const char *const NUMERICS[] = {"off", "full", NULL};
-static const int NUMERICS_ISSUE[] = {3, 0};
+static const int NUMERICS_ISSUE[] = {0, 0};
 static const char *const STRATEGIES[] = {"default", "one_device", "mirrored", "multi_worker_mirrored",
                                          "tpu", "tpu_v1", "parameter_server", "gnn_runner_tpu", NULL};
 static const int STRATEGIES_ISSUE[] = {0, 0, 4, 0, 4, 4, 5, 4};

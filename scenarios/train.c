@@ -161,7 +161,7 @@ static void record_step(trainer *t, long step, sim_time start, sim_time compute,
   rec->step = step;
   rec->end_ps = now;
   rec->step_ps = now - start;
-  rec->loss = examples > 0 ? loss / examples : 0.0;
+  rec->loss = !t->s->numerics_full ? NAN : examples > 0 ? loss / examples : 0.0;
   rec->examples = examples;
   rec->compute_ps = compute;
   rec->comm_ps = comm;
@@ -189,9 +189,12 @@ static void replica_main(sim_actor *self, void *arg) {
     batch_of_step(t, step, &row, &batch);
     ds_split_batch(batch, t->nreplicas, t->slice_size, t->slice_offset);
     int n = t->slice_size[r];
-    md_dataset_gather(t->data, (row + (size_t)t->slice_offset[r]) % t->data->rows, n, rep->x,
-                      rep->ids, rep->labels);
-    md_batch b = { n, t->data->is_ids ? NULL : rep->x, t->data->is_ids ? rep->ids : NULL, rep->labels };
+    md_batch b = { n, NULL, NULL, NULL };
+    if (s->numerics_full) {
+      md_dataset_gather(t->data, (row + (size_t)t->slice_offset[r]) % t->data->rows, n, rep->x,
+                        rep->ids, rep->labels);
+      b = (md_batch){ n, t->data->is_ids ? NULL : rep->x, t->data->is_ids ? rep->ids : NULL, rep->labels };
+    }
     md_cost cost = {.ops = &rep->ops};
     md_op_log_clear(&rep->ops);
     md_model_train_step(rep->model, rep->ws, &b, loss_scale(s, n), rep->grads,
@@ -199,10 +202,10 @@ static void replica_main(sim_actor *self, void *arg) {
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
     sim_time computed = sim_now(t->engine);
 
-    flatten(rep->grads, rep->model, rep->flat);
+    if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     if (ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK) return;
     sim_time reduced = sim_now(t->engine);
-    unflatten(rep->flat, rep->model, rep->grads);
+    if (rep->flat) unflatten(rep->flat, rep->model, rep->grads);
     int last = reduced > SIM_HORIZON;
 
     md_cost opt_cost = {.ops = &rep->ops};
@@ -233,6 +236,11 @@ static int load_data(trainer *t, const md_model *m, scn_error *err) {
                                   s->input_ids > 0 ? s->input_vocab : 0, md_model_num_classes(m), &me);
     if (t->data == NULL)
       return input_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
+  } else if (!s->numerics_full) {
+    /* Shapes only: the rows need not exist, which is what lets a planner use any size. */
+    t->data = xcalloc(1, sizeof *t->data);
+    *t->data = (md_dataset){ .rows = s->synthetic_rows, .width = s->synthetic_features,
+                             .classes = s->synthetic_classes };
   } else {
     gsl_rng *rng = sim_rng_stream(s->seed, "dataset.synthetic");
     t->data = md_dataset_synthetic(s->synthetic_rows, s->synthetic_features, s->synthetic_classes, rng);
@@ -249,12 +257,13 @@ static int load_data(trainer *t, const md_model *m, scn_error *err) {
 
 static int build_model(trainer *t, md_model **out, scn_error *err) {
   const scenario *s = t->s;
-  md_model_spec spec = { s->input_features, s->input_ids, s->input_vocab, s->nlayers, s->layers,
-                         s->from_logits };
+  md_model_spec spec = { .input_features = s->input_features, .input_ids = s->input_ids,
+                         .input_vocab = s->input_vocab, .nlayers = s->nlayers, .layers = s->layers,
+                         .from_logits = s->from_logits, .shapes_only = !s->numerics_full };
   md_error me = {0};
   md_model *m = md_model_new(&spec, &me);
   if (m == NULL) return input_error(err, s->path, 1, 1, "model", "%s", me.msg);
-  if (s->init_file[0] != '\0') {
+  if (s->init_file[0] != '\0' && s->numerics_full) {  /* numerics off: no values to read */
     if (md_weights_read(m, s->init_file, &me) != 0) {
       md_model_free(m);
       return input_error(err, s->init_file, me.line, me.col, "model.init.file", "%s", me.msg);
@@ -306,11 +315,12 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->opt = md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->grads = md_grads_new(rep->model);
+    t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
+    if (!s->numerics_full) continue;  /* shapes only: no buffers; the all-reduce only takes time */
     rep->flat = xcalloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
     rep->x = xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
     rep->ids = xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
     rep->labels = xcalloc((size_t)max_slice, sizeof *rep->labels);
-    t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
   }
 }
 
@@ -621,7 +631,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
     }
     if (sim_run(t.engine) != 0) stalled(&t, sum);
     else if (t.horizon_hit) past_horizon(&t, sum);
-    else mirrored_copies_agree(&t);
+    else if (s->numerics_full) mirrored_copies_agree(&t);
   }
   summarise(&t, sum);
   rc = write_outputs(&t, out_dir, sum, err);

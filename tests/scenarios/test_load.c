@@ -246,7 +246,6 @@ static const struct bad_case {
   {"negative_size", 13, 46, "cluster.workers.machine.ram", "non-negative size"},
   {"neither_csv_nor_synthetic", 8, 3, "dataset.csv", "missing required key \"csv\""},
   {"not_a_mapping", 1, 1, "(top level)", "expected a mapping"},
-  {"numerics_off_not_supported", 11, 11, "numerics", "(planned in issue 3)"},
   {"optimizer_key_of_other_kind", 6, 44, "optimizer.beta_1", "unknown key \"beta_1\""},
   {"plot_svg_not_supported", 11, 19, "outputs.format", "(planned in issue 7)"},
   {"plot_unknown", 11, 25, "outputs.plots[1]", "found \"accuracy\""},

@@ -172,6 +172,43 @@ static void hbm_too_small_fails_the_job(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* numerics: off runs the same program on shapes and costs alone: every op charges the same
+** FLOPs and bytes and the all-reduce moves the same bytes, so the timing is identical to the
+** bit, while the loss is not a number and no weight has a value. */
+static void numerics_off_times_exactly_like_full(void **state) {
+  (void)state;
+  static run full, off;
+  const char *four[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=4" };
+  train(&full, four, 2);
+  const char *four_off[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=4",
+                             "numerics=off" };
+  train(&off, four_off, 3);
+  assert_true(full.sum.sim_time_s == off.sum.sim_time_s);
+  assert_int_equal(full.sum.events, off.sum.events);
+  assert_int_equal(off.nsteps, 20);
+  for (int i = 0; i < off.nsteps; i++) assert_true(isnan(off.loss[i]) && full.comm[i] == off.comm[i]);
+  assert_int_equal(off.nweights, 0);
+}
+
+/* A model the host could never hold: 8 x (32768 x 32768) dense layers, 8.6e9 parameters
+** (34 GB of variables alone, 103 GB with SGD-momentum slots and gradients) on 16 GiB of RAM
+** per worker. With numerics off podsim still plans it: the job fails as ResourceExhaustedError
+** before any step, without the host allocating a byte of it. */
+static void numerics_off_plans_what_the_host_cannot_hold(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  if (scenario_load(tu_src("tests/data/train/huge.yaml"), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
+  char dir[] = "/tmp/podsim-huge-XXXXXX", cmd[64];
+  assert_non_null(mkdtemp(dir));
+  run_summary sum;
+  assert_int_equal(train_run(&s, dir, &sum, &err), TR_EXIT_JOB_FAILED);
+  assert_string_equal(sum.error.kind, "ResourceExhaustedError");
+  assert_true(sum.error.needed_bytes > 100e9);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(uneven_split_trains_like_one_device),
@@ -182,6 +219,8 @@ int main(void) {
     cmocka_unit_test(embedding_model_trains_like_one_device),
     cmocka_unit_test(accelerators_train_the_golden_case),
     cmocka_unit_test(hbm_too_small_fails_the_job),
+    cmocka_unit_test(numerics_off_times_exactly_like_full),
+    cmocka_unit_test(numerics_off_plans_what_the_host_cannot_hold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
