@@ -279,6 +279,12 @@ static void send_done(sim_engine *e, sim_activity *act, void *arg) {
   int from = (int)(s - c->ranks), to = s->to[tag];
   coll_rank *rk = &c->ranks[to];
   assert(rk->round == s->round); /* the receiver cannot move on without this transfer */
+  /* Both ends may move on below; the sender first, as the transfer is its own. */
+  if (rk->buf == NULL && (c->cpus == NULL || c->cpus[to] == NULL)) { /* timing alone */
+    step_done(s);
+    step_done(rk);
+    return;
+  }
   coll_plan pl;
   sim__coll_plan(c, to, rk->round, &pl);
   int i = 0;
@@ -286,7 +292,6 @@ static void send_done(sim_engine *e, sim_activity *act, void *arg) {
   const coll_xfer *x = &pl.recv[i];
   if (x->mode != COLL_REDUCE_AT_END) apply(c, from, to, x);
   int reducing = x->mode == COLL_REDUCE || x->mode == COLL_REDUCE_AT_END;
-  /* Both ends may move on below; the sender first, as the transfer is its own. */
   step_done(s);
   if (reducing && c->cpus != NULL && c->cpus[to] != NULL) {
     rk->reduce[i] = sim_exec_start(e, c->cpus[to], (double)seg_floats(c, x->seg));

@@ -22,6 +22,15 @@
 
 static int mod(int a, int m) { return ((a % m) + m) % m; }
 
+/* a mod m for a in [-2m, 3m): the ring steps' indices, without a division on the hot path. */
+static int wrap(int a, int m) {
+  if (a < 0) a += m;
+  if (a < 0) a += m;
+  if (a >= m) a -= m;
+  if (a >= m) a -= m;
+  return a;
+}
+
 static int floor_log2(int p) {
   int l = 0;
   while ((2 << l) <= p) l++;
@@ -54,10 +63,10 @@ typedef struct axis {
   int n;                     /* chunks per part */
 } axis;
 
-static int member(const axis *ax, int y) { return ax->rank0 + mod(y, ax->m) * ax->rstep; }
+static int member(const axis *ax, int y) { return ax->rank0 + wrap(y, ax->m) * ax->rstep; }
 
 static coll_seg part(const axis *ax, int j, int half) {
-  return (coll_seg){ax->lo + mod(j, ax->m) * ax->pstride, ax->cstride, ax->n, half};
+  return (coll_seg){ax->lo + wrap(j, ax->m) * ax->pstride, ax->cstride, ax->n, half};
 }
 
 /* One step of a ring (reduce-scatter when `reduce`, else all-gather); tag and half name the
