@@ -112,6 +112,7 @@ test-determinism: $(PODSIM)
 
 bench: $(BENCH_BIN) $(PODSIM)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+	@echo "== bench/simgrid_compare.sh"; bench/simgrid_compare.sh $(BUILD)
 
 clean:
 	rm -rf build build-* podsim out

@@ -3,13 +3,14 @@
 **   1. hold model: 1e5 pending events, each firing schedules one more at now + Exp(mean 1 us)
 **      (fixed-seed GSL draws via sim/rng.h, drawn up front so the clock measures the queue);
 **   2. actor context switches: two actors ping-ponging through sleep(0);
-**   3. ring all-reduce of 100 MB over 1024 ranks on a ring fabric (B = 100e9 B/s, L = 1 us),
-**      the SimGrid peer's ring_allreduce_CM02 N=1024 (SimGrid 3.32: 4.044041760e-03 s simulated,
-**      7.19 s wall, ../shared/peers/simgrid/results-2026-11-21.csv), numerics off.
+**   3. ring all-reduce of 100 MB on a ring fabric (B = 100e9 B/s, L = 1 us), the SimGrid peer's
+**      ring_allreduce_CM02, started engine-side with numerics off; bench/simgrid_compare.sh
+**      puts it next to SimGrid 3.32 for 1024 and 4096 ranks.
 */
 #include <gsl/gsl_randist.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "sim/collective.h"
@@ -86,42 +87,46 @@ static void bench_switches(void) {
 
 /* ---- 3. ring all-reduce, the SimGrid peer scenario ----------------------------------- */
 
-typedef struct { sim_collective *c; int rank; size_t count; } ring_arg;
-
-static void ring_rank(sim_actor *self, void *arg) {
-  ring_arg *a = arg;
-  sim_allreduce(self, a->c, a->rank, NULL, a->count, SIM_ALGO_RING);
-}
-
-static void bench_ring(void) {
-  const int n = 1024;
-  const double S = 100e6, B = 100e9, L = 1e-6;
+/* Runs the ring all-reduce of `count` floats over n ranks engine-side (no actors, numerics off)
+** and prints one line: simulated time, its closed form for podsim's chunks, wall time.
+** Chunks of count/n floats, the first count%n one longer: a step lasts L + (longest chunk)/B
+** when the long chunks are in flight, so for uneven chunks the simulated time lies between
+** 2(n-1)(L + 4 floor(count/n)/B) and 2(n-1)(L + 4 ceil(count/n)/B). */
+static void bench_ring(int n, size_t count) {
+  const double B = 100e9, L = 1e-6;
   sim_engine *e = sim_engine_new();
   sim_fabric *f = sim_fabric_new(e, SIM_FABRIC_RING, n, "h", B, NULL, sim_time_from_s(L));
   sim_collective *c = sim_collective_new(e, "ring", n, sim_fabric_route, f, NULL);
-  ring_arg *args = malloc((size_t)n * sizeof *args);
-  for (int r = 0; r < n; r++) {
-    args[r] = (ring_arg){c, r, (size_t)(S / sizeof(float))};
-    sim_actor_spawn(e, "rank", ring_rank, &args[r]);
-  }
   double t0 = wall();
+  sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, count, NULL, NULL);
   sim_run(e);
   double dt = wall() - t0;
   double sim_s = sim_time_to_s(sim_collective_last_duration(c));
-  double formula = 2.0 * (n - 1) * (L + S / (n * B));
-  printf("ring all-reduce N=%d S=%.0f B: sim %.9e s, formula %.9e s (rel %+.2e), "
-         "%llu events, wall %.3f s (SimGrid CM02: 4.044041760e-03 s, 7.19 s wall)\n",
-         n, S, sim_s, formula, (sim_s - formula) / formula,
+  double lo = 2.0 * (n - 1) * (L + 4.0 * (double)(count / (size_t)n) / B);
+  double hi = 2.0 * (n - 1) * (L + 4.0 * (double)((count + (size_t)n - 1) / (size_t)n) / B);
+  printf("RING N=%d S=%.0f sim_s=%.9e formula_floor_s=%.9e formula_ceil_s=%.9e events=%llu "
+         "wall_s=%.3f\n", n, 4.0 * (double)count, sim_s, lo, hi,
          (unsigned long long)sim_events_processed(e), dt);
-  free(args);
   sim_collective_free(c);
   sim_fabric_free(f);
   sim_engine_free(e);
 }
 
-int main(void) {
+/* No arguments: all three figures with the 1024-rank ring. "ring N...": only the ring, at each
+** N, with the 100 MB of the SimGrid peer and with the largest size below it that N divides
+** (bench/simgrid_compare.sh reads these lines). */
+int main(int argc, char **argv) {
+  const size_t count = 25000000; /* 100e6 B */
+  if (argc > 1 && strcmp(argv[1], "ring") == 0) {
+    for (int i = 2; i < argc; i++) {
+      int n = atoi(argv[i]);
+      bench_ring(n, count);
+      bench_ring(n, count / (size_t)n * (size_t)n);
+    }
+    return 0;
+  }
   bench_hold();
   bench_switches();
-  bench_ring();
+  bench_ring(1024, count);
   return 0;
 }
