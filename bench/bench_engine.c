@@ -8,6 +8,7 @@
 **      puts it next to SimGrid 3.32 for 1024 and 4096 ranks.
 */
 #include <gsl/gsl_randist.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,8 @@ static void bench_switches(void) {
 ** and prints one line: simulated time, its closed form for podsim's chunks, wall time.
 ** Chunks of count/n floats, the first count%n one longer: a step lasts L + (longest chunk)/B
 ** when the long chunks are in flight, so for uneven chunks the simulated time lies between
-** 2(n-1)(L + 4 floor(count/n)/B) and 2(n-1)(L + 4 ceil(count/n)/B). */
+** 2(n-1)(L + 4 floor(count/n)/B) and 2(n-1)(L + 4 ceil(count/n)/B). SimGrid's peer sends
+** floor(S/n) bytes of S = 4 count: 2(n-1)(L + floor(S/n)/B), also printed. */
 static void bench_ring(int n, size_t count) {
   const double B = 100e9, L = 1e-6;
   sim_engine *e = sim_engine_new();
@@ -104,8 +106,9 @@ static void bench_ring(int n, size_t count) {
   double sim_s = sim_time_to_s(sim_collective_last_duration(c));
   double lo = 2.0 * (n - 1) * (L + 4.0 * (double)(count / (size_t)n) / B);
   double hi = 2.0 * (n - 1) * (L + 4.0 * (double)((count + (size_t)n - 1) / (size_t)n) / B);
-  printf("RING N=%d S=%.0f sim_s=%.9e formula_floor_s=%.9e formula_ceil_s=%.9e events=%llu "
-         "wall_s=%.3f\n", n, 4.0 * (double)count, sim_s, lo, hi,
+  double S = 4.0 * (double)count, sg = 2.0 * (n - 1) * (L + floor(S / n) / B); /* SimGrid's */
+  printf("RING N=%d S=%.0f sim_s=%.9e formula_floor_s=%.9e formula_ceil_s=%.9e "
+         "formula_simgrid_s=%.9e events=%llu wall_s=%.3f\n", n, S, sim_s, lo, hi, sg,
          (unsigned long long)sim_events_processed(e), dt);
   sim_collective_free(c);
   sim_fabric_free(f);
