@@ -116,6 +116,8 @@ static int run_command(const cli *c) {
     printf("%s: ok\n", c->file);
     return TR_EXIT_OK;
   }
+  if (s.has_workload)
+    return usage_error("workload: not supported yet (the collective workload program is planned in issue 3)", NULL);
   const char *dir = c->out_dir ? c->out_dir : s.out_dir;
   run_summary sum;
   int rc = train_run(&s, dir, &sum, &err);

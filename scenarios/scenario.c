@@ -424,9 +424,10 @@ static const char *const STRATEGIES[] = {"default", "one_device", "mirrored", "m
 static const int STRATEGIES_ISSUE[] = {0, 0, 4, 0, 4, 4, 5, 4};
 static const char *const TOPOLOGIES[] = {"star", "ring", "torus2d", "torus3d", "fat_tree", NULL};
 static const int TOPOLOGIES_ISSUE[] = {0, 0, 0, 0, 0};
+/* Indexed by scn_allreduce. tree is binary; double_binary_tree is NCCL's pair of trees. */
 static const char *const ALGORITHMS[] = {"auto", "ring", "bidirectional_ring", "torus", "tree",
-                                         "halving_doubling", NULL};
-static const int ALGORITHMS_ISSUE[] = {0, 0, 3, 3, 3, 3};
+                                         "halving_doubling", "double_binary_tree", NULL};
+static const int ALGORITHMS_ISSUE[] = {0, 0, 0, 0, 0, 0, 0};
 static const char *const ACTIVATIONS[] = {"none", "relu", "sigmoid", "tanh", "softmax", NULL};
 static const char *const COMBINERS[] = {"mean", "sum", NULL};
 static const char *const LOSSES[] = {"sparse_categorical_crossentropy", NULL};
@@ -502,16 +503,20 @@ static int tpu_type_fn(ctx *c, const key_spec *k, const yt_node *v, const char *
   const char *t;
   int chips, dims[3];
   char why[512];
-  (void)k; (void)base;
+  (void)k;
   if (get_str(c, v, path, &t)) return -1;
   if (sim_tpu_slice_parse(t, &g, &chips, dims, why, sizeof why)) return fail(c, v, path, "%s", why);
+  scenario *s = base;
+  sfmt(s->tpu_type, sizeof s->tpu_type, "%s", t);
+  memcpy(s->tpu_dims, dims, sizeof s->tpu_dims);
   return 0;
 }
 
 static const key_spec TPU_OVERRIDE_KEYS[] = {
-  {.key = "hbm", .type = V_UNIT, .unit = UNIT_SIZE, .lo_open = 1},
-  {.key = "ici_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .lo_open = 1},
-  {.key = "peak_bf16", .type = V_UNIT, .unit = UNIT_FLOPS, .lo_open = 1},
+  {.key = "hbm", .type = V_UNIT, .unit = UNIT_SIZE, .lo_open = 1, .st = S_DOUBLE, OFF(scenario, tpu_hbm_bytes)},
+  {.key = "ici_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .lo_open = 1, .st = S_DOUBLE,
+   OFF(scenario, tpu_ici_bytes_per_s)},
+  {.key = "peak_bf16", .type = V_UNIT, .unit = UNIT_FLOPS, .lo = 1e6, .st = S_DOUBLE, OFF(scenario, tpu_peak_flops)},
   END};
 static const key_spec TPU_KEYS[] = {
   {.key = "type", .type = V_FN, .fn = tpu_type_fn, .required = 1},
@@ -525,10 +530,10 @@ static int tpu_post(ctx *c, const yt_node *map, const char *path, void *base) {
   const sim_tpu_generation *g;
   int chips, dims[3];
   char sub[256], why[512];
-  (void)base;
   if (!topo || sim_tpu_slice_parse(type->text, &g, &chips, dims, NULL, 0)) return 0;
   join(sub, sizeof sub, path, "topology");
   if (sim_tpu_topology_parse(g, chips, topo->text, dims, why, sizeof why)) return fail(c, topo, sub, "%s", why);
+  memcpy(((scenario *)base)->tpu_dims, dims, sizeof dims);
   return 0;
 }
 
@@ -562,7 +567,7 @@ static const key_spec FABRIC_KEYS[] = {
   {.key = "latency", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scenario, fabric_latency_s), .hi = 1},
   END};
 static const key_spec CLUSTER_KEYS[] = {
-  {.key = "tpu", .type = V_MAP, .sub = TPU_KEYS, .post = tpu_post, .issue = 3, .what = "TPU slices"},
+  {.key = "tpu", .type = V_MAP, .sub = TPU_KEYS, .post = tpu_post},
   {.key = "workers", .type = V_MAP, .sub = WORKER_KEYS},
   {.key = "ps", .type = V_MAP, .sub = PS_KEYS, .issue = 5, .what = "parameter server tasks"},
   {.key = "chief", .type = V_MAP, .sub = ROLE_KEYS, .issue = 5, .what = "a chief task"},
@@ -884,11 +889,12 @@ static int training_post(ctx *c, const yt_node *map, const char *path, void *bas
 }
 
 static const key_spec COLLECTIVE_KEYS[] = {
-  {.key = "op", .type = V_ENUM, .names = COLLECTIVES, .required = 1},
-  {.key = "size", .type = V_UNIT, .unit = UNIT_SIZE, .lo_open = 1, .required = 1},
-  {.key = "algorithm", .type = V_ENUM, .names = ALGORITHMS},
-  {.key = "group", .type = V_ENUM, .names = GROUPS},
-  {.key = "iterations", .type = V_INT, .lo = 1, .hi = 1e9},
+  {.key = "op", .type = V_ENUM, .names = COLLECTIVES, .required = 1, .st = S_INT, OFF(scenario, workload_op)},
+  {.key = "size", .type = V_UNIT, .unit = UNIT_SIZE, .lo = 4, .hi = 1e13, .required = 1, .st = S_DOUBLE,
+   OFF(scenario, workload_size_bytes)},
+  {.key = "algorithm", .type = V_ENUM, .names = ALGORITHMS, .st = S_INT, OFF(scenario, workload_algorithm)},
+  {.key = "group", .type = V_ENUM, .names = GROUPS, .st = S_INT, OFF(scenario, workload_group)},
+  {.key = "iterations", .type = V_INT, .lo = 1, .hi = 100000, .st = S_LONG, OFF(scenario, workload_iterations)},
   END};
 static const key_spec WORKLOAD_KEYS[] = {
   {.key = "collective", .type = V_MAP, .sub = COLLECTIVE_KEYS, .required = 1},
@@ -1112,7 +1118,7 @@ static const key_spec ROOT_KEYS[] = {
   {.key = "optimizer", .type = V_FN, .fn = optimizer_fn},
   {.key = "dataset", .type = V_MAP, .sub = DATASET_KEYS, .post = dataset_post},
   {.key = "training", .type = V_MAP, .sub = TRAINING_KEYS, .post = training_post},
-  {.key = "workload", .type = V_MAP, .sub = WORKLOAD_KEYS, .issue = 3, .what = "collective workloads"},
+  {.key = "workload", .type = V_MAP, .sub = WORKLOAD_KEYS},
   {.key = "faults", .type = V_FN, .fn = faults_fn, .issue = 6, .what = "faults"},
   {.key = "outputs", .type = V_MAP, .sub = OUTPUTS_KEYS},
   {.key = "expect", .type = V_FN, .fn = expect_fn, .issue = 6, .what = "expect checks"},
@@ -1130,6 +1136,24 @@ static int cross_checks(ctx *c) {
                 "give either a training run (model, optimizer, dataset, training) or a workload, not both");
   if (!model && !workload)
     return fail(c, root, "model", "missing required key \"model\" (or \"workload\")");
+  const yt_node *tpu = yt_path(root, "cluster.tpu");
+  int torus_fabric = s->fabric == SCN_FABRIC_TORUS2D || s->fabric == SCN_FABRIC_TORUS3D;
+  if (model && s->all_reduce == SCN_ALLREDUCE_TORUS && !torus_fabric)
+    return fail(c, yt_path(root, "strategy.all_reduce"), "strategy.all_reduce",
+                "torus needs a torus to run on: cluster.fabric.topology torus2d or torus3d");
+  if (workload && s->workload_algorithm == SCN_ALLREDUCE_TORUS && s->workload_group == SCN_GROUP_WORKERS &&
+      !torus_fabric)
+    return fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
+                "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
+  if (model && tpu)
+    not_supported(c, yt_get_key(yt_get(root, "cluster"), "tpu"), "cluster.tpu", 4,
+                  "training on a TPU slice (it needs strategy kind tpu; a workload runs on a slice now)");
+  if (workload) {
+    s->has_workload = 1;
+    const yt_node *group = yt_path(root, "workload.collective.group");
+    if (s->workload_group == SCN_GROUP_TPU && !tpu)
+      return fail(c, group, "workload.collective.group", "group tpu needs cluster.tpu");
+  }
   if (!model) {
     static const char *const TRAIN[] = {"optimizer", "dataset", "training", NULL};
     for (int i = 0; TRAIN[i]; i++)
@@ -1183,6 +1207,9 @@ static void set_defaults(scenario *s) {
   s->fabric_latency_s = 5e-6;
   s->strategy = SCN_STRATEGY_DEFAULT;
   s->all_reduce = SCN_ALLREDUCE_AUTO;
+  s->workload_algorithm = SCN_ALLREDUCE_AUTO;
+  s->workload_group = SCN_GROUP_WORKERS;
+  s->workload_iterations = 5;
   s->repeat = 1;
   s->loss_reduction = SCN_LOSS_GLOBAL_BATCH;
   s->plots.loss = 1;

@@ -31,7 +31,9 @@ typedef enum { SCN_LOSS_SUM = 0, SCN_LOSS_PER_REPLICA_MEAN, SCN_LOSS_GLOBAL_BATC
 typedef enum { SCN_FABRIC_STAR = 0, SCN_FABRIC_RING, SCN_FABRIC_TORUS2D, SCN_FABRIC_TORUS3D,
                SCN_FABRIC_FAT_TREE } scn_fabric_topology;
 typedef enum { SCN_ALLREDUCE_AUTO = 0, SCN_ALLREDUCE_RING, SCN_ALLREDUCE_BIDIRECTIONAL_RING,
-               SCN_ALLREDUCE_TORUS, SCN_ALLREDUCE_TREE, SCN_ALLREDUCE_HALVING_DOUBLING } scn_allreduce;
+               SCN_ALLREDUCE_TORUS, SCN_ALLREDUCE_TREE, SCN_ALLREDUCE_HALVING_DOUBLING,
+               SCN_ALLREDUCE_DOUBLE_BINARY_TREE } scn_allreduce;
+typedef enum { SCN_GROUP_WORKERS = 0, SCN_GROUP_TPU } scn_group;
 typedef enum { SCN_FORMAT_PNG = 0, SCN_FORMAT_SVG, SCN_FORMAT_PDF } scn_plot_format;
 
 typedef struct scn_machine {
@@ -66,7 +68,22 @@ typedef struct scenario {
   uint64_t seed;                /* seed: (default 1) */
   int    numerics_full;         /* numerics: full (1) | off (0) */
 
-  /* cluster (CPU VMs; `tpu` answers not supported yet in issue 2) */
+  /* cluster.tpu: a TPU slice (workloads run on it; training on it is issue 4's tpu strategy) */
+  char   tpu_type[32];          /* cluster.tpu.type, "" without a slice */
+  int    tpu_dims[3];           /* chips per axis: cluster.tpu.topology, else the type's default */
+  double tpu_hbm_bytes;         /* cluster.tpu.overrides.hbm per chip, 0: the catalogue's */
+  double tpu_ici_bytes_per_s;   /* cluster.tpu.overrides.ici_bandwidth, 0: the catalogue's */
+  double tpu_peak_flops;        /* cluster.tpu.overrides.peak_bf16 per chip, 0: the catalogue's */
+
+  /* workload: a collective microbenchmark instead of a training run */
+  int    has_workload;          /* the file has `workload` */
+  int    workload_op;           /* workload.collective.op, a sim_coll_op (sim/collective.h) */
+  double workload_size_bytes;   /* workload.collective.size */
+  scn_allreduce workload_algorithm; /* workload.collective.algorithm (default auto) */
+  scn_group workload_group;     /* workload.collective.group (default workers) */
+  long   workload_iterations;   /* workload.collective.iterations (default 5) */
+
+  /* cluster (CPU VMs) */
   int    workers;               /* cluster.workers.count (default 1) */
   scn_machine worker_machine;   /* cluster.workers.machine (default n2-standard-8) */
   scn_fabric_topology fabric;   /* cluster.fabric.topology (default star) */

@@ -566,6 +566,20 @@ static sim_fabric_kind fabric_kind(scn_fabric_topology t) {
   return SIM_FABRIC_STAR;
 }
 
+/* auto on CPU workers (with or without accelerators) is the ring, what TF's collective ops pick
+** there; a TPU slice's auto (torus) comes with the tpu strategy. */
+static sim_algo algorithm_of(scn_allreduce a) {
+  switch (a) {
+    case SCN_ALLREDUCE_AUTO: case SCN_ALLREDUCE_RING: return SIM_ALGO_RING;
+    case SCN_ALLREDUCE_BIDIRECTIONAL_RING: return SIM_ALGO_BIDI_RING;
+    case SCN_ALLREDUCE_TORUS: return SIM_ALGO_TORUS;
+    case SCN_ALLREDUCE_TREE: return SIM_ALGO_TREE;
+    case SCN_ALLREDUCE_HALVING_DOUBLING: return SIM_ALGO_HALVING_DOUBLING;
+    case SCN_ALLREDUCE_DOUBLE_BINARY_TREE: return SIM_ALGO_DOUBLE_TREE;
+  }
+  return SIM_ALGO_RING;
+}
+
 static ds_cluster cluster_of(const scenario *s) {
   ds_cluster c;
   c.workers = s->workers;
@@ -615,9 +629,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   t.engine = sim_engine_new();
   sim_trace_enable(t.engine, s->trace);
   ds_cluster cluster = cluster_of(s);
-  /* all_reduce auto and ring (all the loader lets through) are the ring on CPU workers, as
-  ** collective ops pick there; issue 3 adds the other algorithms. */
-  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, SIM_ALGO_RING);
+  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, algorithm_of(s->all_reduce));
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
   t.records = xcalloc((size_t)t.steps + 1, sizeof *t.records);
   make_replicas(&t, first);

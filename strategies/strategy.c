@@ -97,6 +97,19 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   rep->down = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
 }
 
+/* The torus the torus all-reduce runs on: replica r = worker * per_worker + k, so the VM's
+** accelerators are the fastest axis (a line through the VM: no wraparound), then the fabric's
+** torus axes (they wrap). Axes of length 1 are left out. */
+static void set_torus(ds_strategy *s, int per_worker) {
+  int dims[4], wraps[4], n = 0, grid[3] = { 1, 1, 1 };
+  if (per_worker > 1) dims[n] = per_worker, wraps[n++] = 0;
+  if (s->fabric) sim_fabric_dims(s->fabric, grid);
+  for (int a = 0; a < 3; a++)
+    if (grid[a] > 1) dims[n] = grid[a], wraps[n++] = 1;
+  if (n == 0) dims[n] = 1, wraps[n++] = 0;
+  sim_collective_set_torus(s->group, n, dims, wraps);
+}
+
 ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *cluster, sim_algo algo) {
   ds_strategy *s = xcalloc(1, sizeof *s);
   const ds_machine *m = &cluster->machine;
@@ -127,6 +140,7 @@ ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *clus
     for (int r = 0; r < s->nreplicas; r++) cpus[r] = s->replicas[r].cpu;
     s->group = sim_collective_new(e, "gradients", s->nreplicas, replica_route, s, cpus);
     free(cpus);
+    if (algo == SIM_ALGO_TORUS) set_torus(s, per_worker);
   }
   return s;
 }

@@ -219,7 +219,7 @@ static const struct bad_case {
   const char *phrase;
 } BAD[] = {
   {"alias", 3, 10, "model.input", "anchors and aliases"},
-  {"allreduce_not_supported", 11, 53, "strategy.all_reduce", "not supported yet"},
+  {"allreduce_torus_needs_torus", 11, 53, "strategy.all_reduce", "torus needs a torus to run on"},
   {"bad_optimizer_kind", 6, 19, "optimizer.kind", "expected one of sgd | adam | adagrad"},
   {"bool_wrong", 10, 11, "dataset.repeat", "expected true or false"},
   {"checkpoint_bare_bandwidth", 12, 43, "training.checkpoint.bandwidth", "expected a bandwidth with a unit"},
@@ -259,7 +259,7 @@ static const struct bad_case {
   {"sweep_not_supported", 11, 1, "sweep", "(planned in issue 7)"},
   {"synthetic_features_mismatch", 8, 36, "dataset.synthetic.features", "expected model.input.features"},
   {"tpu_bad_slice", 12, 15, "cluster.tpu.type", "unknown slice \"v4-33\" (v4 slices count TensorCores: 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)"},
-  {"tpu_not_supported", 12, 3, "cluster.tpu", "TPU slices (planned in issue 3)"},
+  {"tpu_training_not_supported", 12, 3, "cluster.tpu", "(planned in issue 4)"},
   {"tpu_topology_mismatch", 12, 32, "cluster.tpu.topology", "has 8 chips but v4-32 has 16"},
   {"unknown_activation", 5, 37, "model.layers[0].dense.activation", "found \"gelu\""},
   {"unknown_machine", 12, 32, "cluster.workers.machine", "unknown machine type \"n1-standard-3\""},
@@ -267,7 +267,6 @@ static const struct bad_case {
   {"unknown_strategy", 11, 18, "strategy.kind", "found \"horovod\""},
   {"unknown_top_key", 11, 1, "colour", "unknown key \"colour\""},
   {"unknown_unit", 12, 28, "cluster.fabric.link_bandwidth", "found \"100GB/sec\""},
-  {"workload_not_supported", 2, 1, "workload", "collective workloads (planned in issue 3)"},
   {"wrong_type_map", 11, 10, "cluster", "found a sequence"},
   {"wrong_type_steps", 10, 19, "training.steps", "found \"ten\""},
   {"yaml_syntax", 11, 1, "training", "YAML syntax error"},

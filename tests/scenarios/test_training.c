@@ -209,6 +209,25 @@ static void numerics_off_plans_what_the_host_cannot_hold(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Every all-reduce algorithm sums the same gradients in its own order: over 6 workers they all
+** train to the ring's weights within the golden tolerance, and they take different times. */
+static void every_all_reduce_algorithm_trains_the_same(void **state) {
+  (void)state;
+  static run ring, other;
+  const char *algos[] = { "bidirectional_ring", "tree", "halving_doubling", "double_binary_tree", "torus" };
+  const char *base[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=6",
+                         "cluster.fabric.topology=torus2d", "strategy.all_reduce=ring" };
+  train(&ring, base, 4);
+  for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+    char set[64];
+    snprintf(set, sizeof set, "strategy.all_reduce=%s", algos[a]);
+    const char *o[] = { base[0], base[1], base[2], set };
+    train(&other, o, 4);
+    assert_same_training(&ring, &other);
+    if (other.comm[0] == ring.comm[0]) fail_msg("%s takes the ring's time", algos[a]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(uneven_split_trains_like_one_device),
@@ -220,6 +239,7 @@ int main(void) {
     cmocka_unit_test(accelerators_train_the_golden_case),
     cmocka_unit_test(hbm_too_small_fails_the_job),
     cmocka_unit_test(numerics_off_times_exactly_like_full),
+    cmocka_unit_test(every_all_reduce_algorithm_trains_the_same),
     cmocka_unit_test(numerics_off_plans_what_the_host_cannot_hold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
