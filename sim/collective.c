@@ -167,7 +167,7 @@ static size_t seg_floats(const sim_collective *c, coll_seg s) {
 /* Applies what `from` sent in x (the receiver's plan entry) to `to`'s buffer. */
 static void apply(sim_collective *c, int from, int to, const coll_xfer *x) {
   float *dst = c->ranks[to].buf, *src = c->ranks[from].buf;
-  if (dst == NULL) return;
+  if (dst == NULL || c->count == 0) return; /* nothing to move (and no originals) */
   if (x->mode == COLL_COPY_BLOCK) { /* all_to_all: block `to` of the sender's original */
     size_t n = c->count / (size_t)c->p;
     memcpy(dst + (size_t)from * n, c->originals + (size_t)from * c->count + (size_t)to * n,
@@ -311,7 +311,7 @@ static void begin(sim_collective *c) {
   int numerics = c->ranks[0].buf != NULL;
   for (int r = 0; r < c->p; r++)
     assert((c->ranks[r].buf == NULL) == !numerics); /* all numeric or all shapes */
-  if (numerics && c->op == SIM_COLL_ALL_TO_ALL) {
+  if (numerics && c->op == SIM_COLL_ALL_TO_ALL && c->count > 0) {
     size_t need = (size_t)c->p * c->count;
     sim__grow(&c->originals, &c->cap_originals, need, sizeof *c->originals);
     for (int r = 0; r < c->p; r++)
