@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "scenarios/train.h"
+#include "scenarios/workload.h"
 
 #define PODSIM_VERSION "0.1.0"
 
@@ -99,6 +100,25 @@ static void print_summary(const scenario *s, const char *dir, const run_summary 
   printf("run_hash %016llx\n", (unsigned long long)sum->run_hash);
 }
 
+static int run_workload(const cli *c, const scenario *s, const char *dir) {
+  static scn_error err;
+  workload_summary w;
+  if (workload_run(s, dir, &w, &err) != 0) {
+    fprintf(stderr, "%s\n", err.msg);
+    return TR_EXIT_INPUT;
+  }
+  if (!c->quiet) {
+    printf("podsim: %s\n", s->name);
+    printf("  workload      %s by %s on %d %s ranks, %.0f bytes, %ld iterations\n", w.op, w.algorithm,
+           w.ranks, w.group, s->workload_size_bytes, s->workload_iterations);
+    printf("  time          %.6g s per collective (bus bandwidth %.4g GB/s)\n", w.mean_time_s, w.busbw_GBps);
+    printf("  outputs       %s/ (collective.csv, summary.json%s)\n", dir, s->trace ? ", trace.json" : "");
+    printf("  events        %llu in %.3f s wall\n", (unsigned long long)w.events, w.wall_s);
+  }
+  printf("run_hash %016llx\n", (unsigned long long)w.run_hash);
+  return TR_EXIT_OK;
+}
+
 static int run_command(const cli *c) {
   static scenario s;
   static scn_error err;
@@ -116,9 +136,8 @@ static int run_command(const cli *c) {
     printf("%s: ok\n", c->file);
     return TR_EXIT_OK;
   }
-  if (s.has_workload)
-    return usage_error("workload: not supported yet (the collective workload program is planned in issue 3)", NULL);
   const char *dir = c->out_dir ? c->out_dir : s.out_dir;
+  if (s.has_workload) return run_workload(c, &s, dir);
   run_summary sum;
   int rc = train_run(&s, dir, &sum, &err);
   if (rc == TR_EXIT_INPUT) {

@@ -77,11 +77,8 @@ struct trainer {
 
 /* ---- errors -------------------------------------------------------------------------- */
 
-static int input_error(scn_error *err, const char *file, int line, int col, const char *key,
-                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-
-static int input_error(scn_error *err, const char *file, int line, int col, const char *key,
-                       const char *fmt, ...) {
+int train_error(scn_error *err, const char *file, int line, int col, const char *key,
+                const char *fmt, ...) {
   snprintf(err->file, sizeof err->file, "%s", file);
   err->line = line;
   err->col = line > 0 && col < 1 ? 1 : col;  /* a whole-line error points at its start */
@@ -235,7 +232,7 @@ static int load_data(trainer *t, const md_model *m, scn_error *err) {
     t->data = md_dataset_load_csv(s->csv, s->label[0] ? s->label : NULL,
                                   s->input_ids > 0 ? s->input_vocab : 0, md_model_num_classes(m), &me);
     if (t->data == NULL)
-      return input_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
+      return train_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
   } else if (!s->numerics_full) {
     /* Shapes only: the rows need not exist, which is what lets a planner use any size. */
     t->data = xcalloc(1, sizeof *t->data);
@@ -248,7 +245,7 @@ static int load_data(trainer *t, const md_model *m, scn_error *err) {
   }
   int want = s->input_ids > 0 ? s->input_ids : s->input_features;
   if (t->data->width != want) {
-    return input_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset",
+    return train_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset",
                        "the data has %d %s per row but model.input asks for %d", t->data->width,
                        s->input_ids > 0 ? "id columns" : "feature columns", want);
   }
@@ -262,11 +259,11 @@ static int build_model(trainer *t, md_model **out, scn_error *err) {
                          .from_logits = s->from_logits, .shapes_only = !s->numerics_full };
   md_error me = {0};
   md_model *m = md_model_new(&spec, &me);
-  if (m == NULL) return input_error(err, s->path, 1, 1, "model", "%s", me.msg);
+  if (m == NULL) return train_error(err, s->path, 1, 1, "model", "%s", me.msg);
   if (s->init_file[0] != '\0' && s->numerics_full) {  /* numerics off: no values to read */
     if (md_weights_read(m, s->init_file, &me) != 0) {
       md_model_free(m);
-      return input_error(err, s->init_file, me.line, me.col, "model.init.file", "%s", me.msg);
+      return train_error(err, s->init_file, me.line, me.col, "model.init.file", "%s", me.msg);
     }
   } else {
     gsl_rng *rng = sim_rng_stream(s->seed, "model.init");
@@ -288,7 +285,7 @@ static int count_steps(trainer *t, scn_error *err) {
   if (s->epochs > 0 || !s->repeat) t->steps_per_epoch = per_epoch;
   if (s->epochs > 0) {
     if ((size_t)s->epochs > (size_t)MAX_STEPS / per_epoch)
-      return input_error(err, s->path, 0, 0, "training.epochs",
+      return train_error(err, s->path, 0, 0, "training.epochs",
                          "%ld epochs of %zu steps exceed the %ld steps a run may have", s->epochs,
                          per_epoch, MAX_STEPS);
     t->steps = s->epochs * (long)per_epoch;
@@ -485,9 +482,9 @@ static int write_plots(const trainer *t, const char *dir, char *msg, size_t msgl
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   char path[SCN_PATH_MAX + 32] = "";
   if (outputs_make_dir(dir) != 0)
-    return input_error(err, dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));
+    return train_error(err, dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));
   run_hasher h;
-  if (run_hasher_init(&h) != 0) return input_error(err, dir, 0, 0, "outputs.dir", "out of memory");
+  if (run_hasher_init(&h) != 0) return train_error(err, dir, 0, 0, "outputs.dir", "out of memory");
   int bad = 0;
   const char *files[] = { "metrics.csv", "final_weights.csv", "variables.csv", "trace.json" };
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
@@ -503,7 +500,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   }
   if (bad) {
     run_hasher_finish(&h);
-    return input_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
+    return train_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
   }
   char figures[256];
   int len = snprintf(figures, sizeof figures, "sim_time_ps=%lld events=%llu failed=%d",
@@ -514,7 +511,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
 
   char msg[512] = "";
   if (write_plots(t, dir, msg, sizeof msg) != 0)
-    return input_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
+    return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
   return TR_EXIT_OK;
 }
 
@@ -580,7 +577,7 @@ static sim_algo algorithm_of(scn_allreduce a) {
   return SIM_ALGO_RING;
 }
 
-static ds_cluster cluster_of(const scenario *s) {
+ds_cluster train_cluster(const scenario *s) {
   ds_cluster c;
   c.workers = s->workers;
   const scn_machine *m = &s->worker_machine;
@@ -628,7 +625,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   }
   t.engine = sim_engine_new();
   sim_trace_enable(t.engine, s->trace);
-  ds_cluster cluster = cluster_of(s);
+  ds_cluster cluster = train_cluster(s);
   t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, algorithm_of(s->all_reduce));
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
   t.records = xcalloc((size_t)t.steps + 1, sizeof *t.records);
@@ -652,7 +649,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   if (rc == TR_EXIT_OK) {
     char path[SCN_PATH_MAX + 32];
     if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)
-      rc = input_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
+      rc = train_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
   }
   free(sum->devices);  /* summary.json has them; the caller prints only the totals */
   sum->devices = NULL;

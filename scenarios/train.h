@@ -7,12 +7,20 @@
 
 #include "scenarios/scenario.h"
 #include "scenarios/outputs.h"
+#include "strategies/strategy.h"
 
 /* Exit statuses of the contract. */
 enum { TR_EXIT_OK = 0, TR_EXIT_EXPECT = 1, TR_EXIT_INPUT = 2, TR_EXIT_JOB_FAILED = 3 };
 
 /* Runs the scenario into out_dir. Returns TR_EXIT_OK, TR_EXIT_JOB_FAILED (outputs written,
 ** summary->error set) or TR_EXIT_INPUT (err filled, nothing written). */
+/* Fills *err as a run-time input error: "file:line:col: key: what" (line 0: "file: key: what").
+** Returns TR_EXIT_INPUT. */
+int train_error(scn_error *err, const char *file, int line, int col, const char *key,
+                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The CPU workers of the scenario as the strategies see them. */
+ds_cluster train_cluster(const scenario *s);
+
 /* Reads and checks every input file (CSV, init weights) without running: `podsim check`. */
 int train_check(const scenario *s, scn_error *err);
 int train_run(const scenario *s, const char *out_dir, run_summary *summary, scn_error *err);

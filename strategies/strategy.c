@@ -191,6 +191,8 @@ size_t ds_links(const ds_strategy *s, sim_link **out, size_t max) {
   return n;
 }
 
+sim_collective *ds_collective(const ds_strategy *s) { return s->group; }
+
 int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, size_t count) {
   if (s->group == NULL) return SIM_OK;
   return sim_allreduce(self, s->group, replica, buf, count, s->algo);

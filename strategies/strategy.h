@@ -66,6 +66,9 @@ sim_algo     ds_all_reduce_algorithm(const ds_strategy *s);
 ** what fits in out[0..max) and returns the full count. */
 size_t       ds_links(const ds_strategy *s, sim_link **out, size_t max);
 
+/* The replicas' collective group (NULL for a single replica), for collective workloads. */
+sim_collective *ds_collective(const ds_strategy *s);
+
 /* Called by each replica's actor: SUM of buf over the replicas, in the all-reduce algorithm's
 ** order; buf holds the result on return. A single replica returns at once. */
 int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, size_t count);

@@ -59,6 +59,11 @@ for f in metrics.csv summary.json final_weights.csv variables.csv trace.json los
   [ -s "$tmp/q/$f" ] && ok || bad "output $f missing"
 done
 
+# A collective workload on a TPU slice writes collective.csv and summary.json.
+"$podsim" run scenarios/examples/allreduce_v4.yaml -o "$tmp/w" --quiet >/dev/null; rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l < "$tmp/w/collective.csv")" -eq 4 ] && grep -q '"all_reduce": "torus"' "$tmp/w/summary.json" \
+  && ok || bad "workload: exit $rc, collective.csv or summary.json wrong"
+
 # A job that does not fit in memory: exit 3, outputs written, summary.json names the error.
 "$podsim" run tests/data/inputs/oom.yaml -o "$tmp/oom" --quiet >/dev/null; rc=$?
 [ $rc -eq 3 ] && grep -q '"kind": "ResourceExhaustedError"' "$tmp/oom/summary.json" && ok \
