@@ -563,11 +563,10 @@ static sim_fabric_kind fabric_kind(scn_fabric_topology t) {
   return SIM_FABRIC_STAR;
 }
 
-/* auto on CPU workers (with or without accelerators) is the ring, what TF's collective ops pick
-** there; a TPU slice's auto (torus) comes with the tpu strategy. */
-static sim_algo algorithm_of(scn_allreduce a) {
+sim_algo train_algorithm(scn_allreduce a, int on_tpu) {
   switch (a) {
-    case SCN_ALLREDUCE_AUTO: case SCN_ALLREDUCE_RING: return SIM_ALGO_RING;
+    case SCN_ALLREDUCE_AUTO: return on_tpu ? SIM_ALGO_TORUS : SIM_ALGO_RING;
+    case SCN_ALLREDUCE_RING: return SIM_ALGO_RING;
     case SCN_ALLREDUCE_BIDIRECTIONAL_RING: return SIM_ALGO_BIDI_RING;
     case SCN_ALLREDUCE_TORUS: return SIM_ALGO_TORUS;
     case SCN_ALLREDUCE_TREE: return SIM_ALGO_TREE;
@@ -626,7 +625,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   t.engine = sim_engine_new();
   sim_trace_enable(t.engine, s->trace);
   ds_cluster cluster = train_cluster(s);
-  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, algorithm_of(s->all_reduce));
+  t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, train_algorithm(s->all_reduce, 0));
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
   t.records = xcalloc((size_t)t.steps + 1, sizeof *t.records);
   make_replicas(&t, first);

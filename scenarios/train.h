@@ -18,6 +18,9 @@ enum { TR_EXIT_OK = 0, TR_EXIT_EXPECT = 1, TR_EXIT_INPUT = 2, TR_EXIT_JOB_FAILED
 ** Returns TR_EXIT_INPUT. */
 int train_error(scn_error *err, const char *file, int line, int col, const char *key,
                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The algorithm a scenario's all_reduce names; auto is what XLA / TF's collective ops pick:
+** the torus on a TPU slice, the ring on CPU workers (with or without accelerators). */
+sim_algo train_algorithm(scn_allreduce a, int on_tpu);
 /* The CPU workers of the scenario as the strategies see them. */
 ds_cluster train_cluster(const scenario *s);
 

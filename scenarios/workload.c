@@ -90,19 +90,6 @@ static void build_slice_group(bench *b, slice_group *g) {
   sim_collective_set_torus(b->group, n, axes, wraps);
 }
 
-static sim_algo algorithm_of(const scenario *s) {
-  switch (s->workload_algorithm) {
-    case SCN_ALLREDUCE_AUTO: return s->workload_group == SCN_GROUP_TPU ? SIM_ALGO_TORUS : SIM_ALGO_RING;
-    case SCN_ALLREDUCE_RING: return SIM_ALGO_RING;
-    case SCN_ALLREDUCE_BIDIRECTIONAL_RING: return SIM_ALGO_BIDI_RING;
-    case SCN_ALLREDUCE_TORUS: return SIM_ALGO_TORUS;
-    case SCN_ALLREDUCE_TREE: return SIM_ALGO_TREE;
-    case SCN_ALLREDUCE_HALVING_DOUBLING: return SIM_ALGO_HALVING_DOUBLING;
-    case SCN_ALLREDUCE_DOUBLE_BINARY_TREE: return SIM_ALGO_DOUBLE_TREE;
-  }
-  return SIM_ALGO_RING;
-}
-
 static void next(sim_engine *e, sim_collective *c, void *arg);
 
 static void start(bench *b) {
@@ -186,7 +173,7 @@ int workload_run(const scenario *s, const char *out_dir, workload_summary *w, sc
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   memset(w, 0, sizeof *w);
-  bench b = { .s = s, .op = (sim_coll_op)s->workload_op, .algo = algorithm_of(s) };
+  bench b = { .s = s, .op = (sim_coll_op)s->workload_op, .algo = train_algorithm(s->workload_algorithm, s->workload_group == SCN_GROUP_TPU) };
   b.count = (size_t)(s->workload_size_bytes / 4);
   b.engine = sim_engine_new();
   sim_trace_enable(b.engine, s->trace);
