@@ -93,8 +93,7 @@ int train_error(scn_error *err, const char *file, int line, int col, const char 
   return TR_EXIT_INPUT;
 }
 
-/* Host memory for the run's own bookkeeping; the scenario's limits keep it to a few GiB. */
-static void *xcalloc(size_t n, size_t size) {
+void *train_xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size);
   if (p == NULL) {
     fprintf(stderr, "podsim: out of host memory (%zu bytes)\n", n * size);
@@ -235,7 +234,7 @@ static int load_data(trainer *t, const md_model *m, scn_error *err) {
       return train_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
   } else if (!s->numerics_full) {
     /* Shapes only: the rows need not exist, which is what lets a planner use any size. */
-    t->data = xcalloc(1, sizeof *t->data);
+    t->data = train_xcalloc(1, sizeof *t->data);
     *t->data = (md_dataset){ .rows = s->synthetic_rows, .width = s->synthetic_features,
                              .classes = s->synthetic_classes };
   } else {
@@ -299,10 +298,10 @@ static void make_replicas(trainer *t, md_model *first) {
   const scenario *s = t->s;
   int max_slice = s->global_batch / t->nreplicas + 1;
   int width = t->data->width;
-  t->replicas = xcalloc((size_t)t->nreplicas, sizeof *t->replicas);
-  t->track = xcalloc((size_t)t->nreplicas, sizeof *t->track);
-  t->slice_size = xcalloc((size_t)t->nreplicas, sizeof *t->slice_size);
-  t->slice_offset = xcalloc((size_t)t->nreplicas, sizeof *t->slice_offset);
+  t->replicas = train_xcalloc((size_t)t->nreplicas, sizeof *t->replicas);
+  t->track = train_xcalloc((size_t)t->nreplicas, sizeof *t->track);
+  t->slice_size = train_xcalloc((size_t)t->nreplicas, sizeof *t->slice_size);
+  t->slice_offset = train_xcalloc((size_t)t->nreplicas, sizeof *t->slice_offset);
   t->nparams = md_model_num_params(first);
   for (int r = 0; r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
@@ -314,10 +313,10 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->grads = md_grads_new(rep->model);
     t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
     if (!s->numerics_full) continue;  /* shapes only: no buffers; the all-reduce only takes time */
-    rep->flat = xcalloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
-    rep->x = xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
-    rep->ids = xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
-    rep->labels = xcalloc((size_t)max_slice, sizeof *rep->labels);
+    rep->flat = train_xcalloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
+    rep->x = train_xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
+    rep->ids = train_xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
+    rep->labels = train_xcalloc((size_t)max_slice, sizeof *rep->labels);
   }
 }
 
@@ -447,9 +446,9 @@ static void mirrored_copies_agree(const trainer *t) {
 static int write_plots(const trainer *t, const char *dir, char *msg, size_t msglen) {
   const scenario *s = t->s;
   long n = t->completed;
-  double *x = xcalloc((size_t)n + 1, sizeof *x), *y = xcalloc((size_t)n + 1, sizeof *y);
-  double *compute = xcalloc((size_t)n + 1, sizeof *compute), *comm = xcalloc((size_t)n + 1, sizeof *comm);
-  double *idle = xcalloc((size_t)n + 1, sizeof *idle);
+  double *x = train_xcalloc((size_t)n + 1, sizeof *x), *y = train_xcalloc((size_t)n + 1, sizeof *y);
+  double *compute = train_xcalloc((size_t)n + 1, sizeof *compute), *comm = train_xcalloc((size_t)n + 1, sizeof *comm);
+  double *idle = train_xcalloc((size_t)n + 1, sizeof *idle);
   int rc = 0;
   for (long i = 0; i < n; i++) {
     x[i] = (double)t->records[i].step;
@@ -537,7 +536,7 @@ static void summarise(trainer *t, run_summary *sum) {
   double examples = 0;
   for (long i = 0; i < t->completed; i++) examples += t->records[i].examples;
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
-  sum->devices = xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
+  sum->devices = train_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;
   for (int r = 0; r < t->nreplicas; r++) {
     sim_mempool *pool = ds_replica_memory(t->strategy, r);
@@ -627,7 +626,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
   ds_cluster cluster = train_cluster(s);
   t.strategy = ds_strategy_new(t.engine, strategy_kind(s), &cluster, train_algorithm(s->all_reduce, 0));
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
-  t.records = xcalloc((size_t)t.steps + 1, sizeof *t.records);
+  t.records = train_xcalloc((size_t)t.steps + 1, sizeof *t.records);
   make_replicas(&t, first);
 
   memset(sum, 0, sizeof *sum);

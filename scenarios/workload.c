@@ -53,15 +53,6 @@ static size_t slice_route(void *ctx, int from, int to, sim_link **out, size_t ma
   return sim_tpu_route(g->slice, g->device[from], g->device[to], out, max);
 }
 
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (p == NULL) {
-    fprintf(stderr, "podsim: out of host memory (%zu bytes)\n", n * size);
-    exit(2);
-  }
-  return p;
-}
-
 /* Every device of the slice, ranked in grid order, with the slice's torus as the shape. */
 static void build_slice_group(bench *b, slice_group *g) {
   const scenario *s = b->s;
@@ -72,8 +63,8 @@ static void build_slice_group(bench *b, slice_group *g) {
   g->slice = sim_tpu_slice_new(b->engine, gen, s->tpu_dims, &ov);
   b->ranks = sim_tpu_slice_devices(g->slice);
   int per_chip = b->ranks / sim_tpu_slice_chips(g->slice);
-  g->device = xcalloc((size_t)b->ranks, sizeof *g->device);
-  sim_cpu **cpus = xcalloc((size_t)b->ranks, sizeof *cpus);
+  g->device = train_xcalloc((size_t)b->ranks, sizeof *g->device);
+  sim_cpu **cpus = train_xcalloc((size_t)b->ranks, sizeof *cpus);
   for (int d = 0; d < b->ranks; d++) {
     int rank = sim_tpu_device_core(g->slice, d) + per_chip * sim_tpu_device_chip(g->slice, d);
     g->device[rank] = d;
@@ -198,11 +189,11 @@ int workload_run(const scenario *s, const char *out_dir, workload_summary *w, sc
                      "%d ranks x %.0f bytes of real buffers exceed the 1 GiB of host memory a workload "
                      "may use; set numerics: off to time it on sizes alone", b.ranks, s->workload_size_bytes);
   if (rc == 0) {
-    b.times = xcalloc((size_t)s->workload_iterations, sizeof *b.times);
+    b.times = train_xcalloc((size_t)s->workload_iterations, sizeof *b.times);
     if (s->numerics_full && b.group) {
-      b.bufs = xcalloc((size_t)b.ranks, sizeof *b.bufs);
+      b.bufs = train_xcalloc((size_t)b.ranks, sizeof *b.bufs);
       for (int r = 0; r < b.ranks; r++) {
-        b.bufs[r] = xcalloc(b.count, sizeof **b.bufs);
+        b.bufs[r] = train_xcalloc(b.count, sizeof **b.bufs);
         for (size_t i = 0; i < b.count; i++) b.bufs[r][i] = (float)(r + 1);
       }
     }
