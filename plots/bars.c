@@ -79,7 +79,8 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
 
   double spacing;
   if (pl_bar_spacing(x, n, &spacing) != 0) return pl_fail(err, errlen, "plot %s: out of memory", path);
-  pl_frame_spec spec = {title, xlabel, ylabel, INFINITY, -INFINITY, 0, 0, 0, spacing, NULL, 0, 0};
+  pl_frame_spec spec = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .xlo = INFINITY,
+                        .xhi = -INFINITY, .xmin_step = spacing};
   size_t values = 0;
   for (size_t i = 0; i < n; i++) {
     if (!isfinite(x[i])) continue;
@@ -115,5 +116,73 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
   free(keys);
   if (rc != 0) return -1;
   if (values > 0) pl_draw_bars(cv.cr, &fr, x, n, stacks, nstacks, spacing);
+  return pl_canvas_close(&cv);
+}
+
+/* ---- bars against capacity --------------------------------------------------------------- */
+
+static void pl_draw_capacity(cairo_t *cr, const pl_frame *fr, const double *used,
+                             const double *capacity, const char *const *notes, size_t n) {
+  double slot = (fr->right - fr->left) / (double)n, w = fmin(slot * 0.6, 160);
+  for (size_t i = 0; i < n; i++) {
+    double cx = pl_map(&fr->x, (double)i + 0.5), x0 = round(cx - w / 2), x1 = round(cx + w / 2);
+    double y0 = round(pl_map(&fr->y, 0)), top = y0;
+    const double *v[2] = {capacity, used};
+    for (int k = 0; k < 2; k++) {  /* capacity behind, in the light style; use over it */
+      if (!isfinite(v[k][i]) || v[k][i] <= 0) continue;
+      double y = round(pl_map(&fr->y, v[k][i]));
+      if (y >= y0) y = y0 - 1;  /* a sliver of use still shows */
+      cairo_rectangle(cr, x0, y, x1 - x0, y0 - y);
+      pl_style_fill(cr, k == 0 ? 2 : 0);
+      cairo_fill_preserve(cr);
+      cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+      cairo_set_line_width(cr, 1);
+      cairo_stroke(cr);
+      top = fmin(top, y);
+    }
+    if (isfinite(capacity[i]) && capacity[i] > 0) {  /* the limit, visible over any use */
+      double y = round(pl_map(&fr->y, capacity[i])) + 0.5;
+      cairo_move_to(cr, x0 - 6, y);
+      cairo_line_to(cr, x1 + 6, y);
+      cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+      cairo_set_line_width(cr, 2.5);
+      cairo_stroke(cr);
+    }
+    if (notes == NULL || notes[i] == NULL) continue;
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    pl_font(cr, 13, 0);
+    pl_fit(cr, notes[i], slot - 6);
+    pl_text(cr, notes[i], cx, top - 6, 0.5, 1);
+  }
+}
+
+int pl_capacity_bars(const char *path, pl_format fmt, const char *title, const char *ylabel,
+                     const char *const *labels, const double *used, const double *capacity,
+                     const char *const *notes, size_t n, char *err, size_t errlen) {
+  if (path == NULL) return pl_fail(err, errlen, "plot: no output path");
+  if (n > 0 && (labels == NULL || used == NULL || capacity == NULL))
+    return pl_fail(err, errlen, "plot %s: %zu bars but no labels, used or capacity", path, n);
+  static const char *const none[1] = {""};
+  static const char *const legend[3] = {"peak in use", "", "capacity"};
+  pl_frame_spec spec = {.title = title, .ylabel = ylabel, .ylo = 0, .yhi = 0,
+                        .xcats = n > 0 ? labels : none, .nxcats = n > 0 ? n : 1};
+  size_t values = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (isfinite(used[i])) spec.yhi = fmax(spec.yhi, used[i]), values++;
+    if (isfinite(capacity[i])) spec.yhi = fmax(spec.yhi, capacity[i]), values++;
+  }
+  spec.yhi *= 1.1;  /* room for the notes above the tallest bar */
+  if (!(spec.yhi > 0)) spec.yhi = 1;
+  spec.empty = values == 0;
+  pl_key *keys;
+  if (pl_category_keys(legend, 3, &keys, &spec.nkeys) != 0)
+    return pl_fail(err, errlen, "plot %s: out of memory", path);
+  spec.keys = keys;
+  pl_canvas cv;
+  pl_frame fr;
+  int rc = pl_frame_open(&cv, &fr, path, fmt, &spec, err, errlen);
+  free(keys);
+  if (rc != 0) return -1;
+  if (values > 0) pl_draw_capacity(cv.cr, &fr, used, capacity, notes, n);
   return pl_canvas_close(&cv);
 }

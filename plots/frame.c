@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PL_FONT       "sans-serif"
@@ -56,15 +57,36 @@ void pl_style_line(cairo_t *cr, int style) {
   cairo_set_dash(cr, pl_dashes[d], pl_ndash[d], 0);
 }
 
+/* The sequential scale of heatmaps, light to dark: its lightness falls at every stop, so a
+** value reads the same in grey (luma 239, 198, 139, 84, 45). */
+static const double pl_scale[][3] = {
+  {0xe8 / 255.0, 0xf1 / 255.0, 0xfa / 255.0},
+  {0xb3 / 255.0, 0xd1 / 255.0, 0xe8 / 255.0},
+  {0x5b / 255.0, 0x9b / 255.0, 0xd0 / 255.0},
+  {0x1f / 255.0, 0x5f / 255.0, 0xa8 / 255.0},
+  {0x08 / 255.0, 0x2a / 255.0, 0x5e / 255.0},
+};
+#define PL_NSCALE (sizeof pl_scale / sizeof pl_scale[0])
+
+void pl_style_scale(cairo_t *cr, double t) {
+  t = !(t > 0) ? 0 : t > 1 ? 1 : t;
+  double at = t * (PL_NSCALE - 1);
+  size_t k = at >= PL_NSCALE - 1 ? PL_NSCALE - 2 : (size_t)at;
+  double f = at - (double)k;
+  cairo_set_source_rgb(cr, pl_scale[k][0] + f * (pl_scale[k + 1][0] - pl_scale[k][0]),
+                       pl_scale[k][1] + f * (pl_scale[k + 1][1] - pl_scale[k][1]),
+                       pl_scale[k][2] + f * (pl_scale[k + 1][2] - pl_scale[k][2]));
+}
+
 /* ---- text ------------------------------------------------------------------------------ */
 
-static void pl_font(cairo_t *cr, double px, int bold) {
+void pl_font(cairo_t *cr, double px, int bold) {
   cairo_select_font_face(cr, PL_FONT, CAIRO_FONT_SLANT_NORMAL,
                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, px);
 }
 
-static double pl_text_width(cairo_t *cr, const char *s) {
+double pl_text_width(cairo_t *cr, const char *s) {
   cairo_text_extents_t te;
   cairo_text_extents(cr, s, &te);
   return te.x_advance;
@@ -78,7 +100,7 @@ static double pl_cap_height(cairo_t *cr) {
 }
 
 /* Shrinks the current font until s fits in maxw, so a long title or label is never clipped. */
-static void pl_fit(cairo_t *cr, const char *s, double maxw) {
+void pl_fit(cairo_t *cr, const char *s, double maxw) {
   double w = pl_text_width(cr, s);
   if (w <= maxw) return;
   cairo_matrix_t m;
@@ -87,7 +109,7 @@ static void pl_fit(cairo_t *cr, const char *s, double maxw) {
 }
 
 /* Draws s anchored at (x, y): ax 0/0.5/1 = left/centre/right, ay 0/0.5/1 = cap top/middle/baseline. */
-static void pl_text(cairo_t *cr, const char *s, double x, double y, double ax, double ay) {
+void pl_text(cairo_t *cr, const char *s, double x, double y, double ax, double ay) {
   cairo_move_to(cr, x - ax * pl_text_width(cr, s), y + (1 - ay) * pl_cap_height(cr));
   cairo_show_text(cr, s);
 }
@@ -113,11 +135,13 @@ static double pl_tick_first(const pl_axis *a) {
 }
 
 static int pl_tick_count(const pl_axis *a) {
+  if (a->cats != NULL) return a->ncats > PL_MAX_TICKS ? PL_MAX_TICKS : (int)a->ncats;
   double n = floor(a->hi / a->step + 1e-9) - pl_tick_first(a) + 1;
   return n < 0 ? 0 : n > PL_MAX_TICKS ? PL_MAX_TICKS : (int)n;
 }
 
 static double pl_tick(const pl_axis *a, int k) {
+  if (a->cats != NULL) return k + 0.5;
   double v = (pl_tick_first(a) + k) * a->step;
   return fabs(v) < a->step * 1e-6 ? 0 : v;  /* no "-0" */
 }
@@ -142,6 +166,11 @@ static void pl_axis_format(pl_axis *a) {
 }
 
 static void pl_tick_label(const pl_axis *a, double v, char *buf, size_t len) {
+  if (a->cats != NULL) {
+    const char *c = a->cats[(size_t)v];
+    snprintf(buf, len, "%s", c != NULL ? c : "");
+    return;
+  }
   double m = v / pow(10, a->exp10);
   if (a->suffix == 0 || v == 0)
     snprintf(buf, len, "%.*f", a->decimals, m);
@@ -153,7 +182,7 @@ static void pl_tick_label(const pl_axis *a, double v, char *buf, size_t len) {
 
 static double pl_widest_label(cairo_t *cr, const pl_axis *a) {
   double w = 0;
-  char buf[64];
+  char buf[128];
   for (int k = 0; k < pl_tick_count(a); k++) {
     pl_tick_label(a, pl_tick(a, k), buf, sizeof buf);
     w = fmax(w, pl_text_width(cr, buf));
@@ -165,6 +194,12 @@ static double pl_widest_label(cairo_t *cr, const pl_axis *a) {
 ** units and widens the step until labels no longer crowd (the tick font must be current). */
 static void pl_axis_fit(cairo_t *cr, pl_axis *a, double lo, double hi, double len, int snap,
                         double min_step, int horizontal) {
+  if (a->cats != NULL) {
+    a->lo = 0;
+    a->hi = a->ncats > 0 ? (double)a->ncats : 1;
+    a->step = 1;
+    return;
+  }
   if (!isfinite(lo) || !isfinite(hi)) lo = 0, hi = 1;  /* no data: an empty unit axis */
   if (!(lo < hi)) {  /* one value: pad around it so it sits mid-axis */
     double d = lo == 0 ? 1 : fabs(lo) * 0.1;
@@ -235,32 +270,55 @@ static int pl_legend(cairo_t *cr, const pl_key *keys, size_t n, double top, int 
   return rows;
 }
 
+int pl_category_keys(const char *const *labels, size_t n, pl_key **keys, size_t *nkeys) {
+  *nkeys = 0;
+  *keys = n > 0 ? malloc(n * sizeof **keys) : NULL;
+  if (n > 0 && *keys == NULL) return -1;
+  for (size_t k = 0; k < n; k++)
+    if (labels[k] != NULL && labels[k][0] != '\0') (*keys)[(*nkeys)++] = (pl_key){labels[k], (int)k, 1};
+  return 0;
+}
+
 /* ---- the frame ------------------------------------------------------------------------- */
 
 static int pl_has_text(const char *s) {
   return s != NULL && s[0] != '\0';
 }
 
-/* Light lines at every tick across the plot area, at pixel centres so they stay one pixel. */
+/* Light lines at every tick across the plot area, at pixel centres so they stay one pixel; a
+** categorical axis gets them between its slots instead, to separate rows or bars. */
 static void pl_grid(cairo_t *cr, const pl_frame *fr) {
   cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
   cairo_set_line_width(cr, 1);
-  for (int k = 0; k < pl_tick_count(&fr->x); k++) {
-    double px = floor(pl_map(&fr->x, pl_tick(&fr->x, k))) + 0.5;
+  int nx = fr->x.cats != NULL ? (int)fr->x.ncats + 1 : pl_tick_count(&fr->x);
+  int ny = fr->y.cats != NULL ? (int)fr->y.ncats + 1 : pl_tick_count(&fr->y);
+  for (int k = 0; k < nx; k++) {
+    double v = fr->x.cats != NULL ? k : pl_tick(&fr->x, k), px = floor(pl_map(&fr->x, v)) + 0.5;
     cairo_move_to(cr, px, fr->top);
     cairo_line_to(cr, px, fr->bottom);
   }
-  for (int k = 0; k < pl_tick_count(&fr->y); k++) {
-    double py = floor(pl_map(&fr->y, pl_tick(&fr->y, k))) + 0.5;
+  for (int k = 0; k < ny; k++) {
+    double v = fr->y.cats != NULL ? k : pl_tick(&fr->y, k), py = floor(pl_map(&fr->y, v)) + 0.5;
     cairo_move_to(cr, fr->left, py);
     cairo_line_to(cr, fr->right, py);
   }
   cairo_stroke(cr);
 }
 
-/* The left and bottom spines with outward ticks and their labels. */
+/* A tick label that must fit in maxw (a category's slot): the font shrinks for it alone. */
+static void pl_tick_text(cairo_t *cr, const char *s, double maxw, double x, double y, double ax,
+                         double ay) {
+  cairo_save(cr);
+  pl_fit(cr, s, maxw);
+  pl_text(cr, s, x, y, ax, ay);
+  cairo_restore(cr);
+}
+
 static void pl_axes(cairo_t *cr, const pl_frame *fr) {
-  char buf[64];
+  char buf[128];
+  double slot = (fr->right - fr->left) / (fr->x.hi - fr->x.lo);
+  double xmax = fr->x.cats != NULL ? slot - 6 : PL_WIDTH;
+  double ymax = fr->left - PL_PAD - PL_TICK_LEN - 4;
   cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
   cairo_set_line_width(cr, 1);
   cairo_move_to(cr, fr->left - 0.5, fr->top);
@@ -272,14 +330,14 @@ static void pl_axes(cairo_t *cr, const pl_frame *fr) {
     cairo_move_to(cr, px, fr->bottom);
     cairo_line_to(cr, px, fr->bottom + PL_TICK_LEN);
     pl_tick_label(&fr->x, v, buf, sizeof buf);
-    pl_text(cr, buf, px, fr->bottom + PL_TICK_LEN + 5, 0.5, 0);
+    pl_tick_text(cr, buf, xmax, px, fr->bottom + PL_TICK_LEN + 5, 0.5, 0);
   }
   for (int k = 0; k < pl_tick_count(&fr->y); k++) {
     double v = pl_tick(&fr->y, k), py = floor(pl_map(&fr->y, v)) + 0.5;
     cairo_move_to(cr, fr->left, py);
     cairo_line_to(cr, fr->left - PL_TICK_LEN, py);
     pl_tick_label(&fr->y, v, buf, sizeof buf);
-    pl_text(cr, buf, fr->left - PL_TICK_LEN - 4, py, 1, 0.5);
+    pl_tick_text(cr, buf, ymax, fr->left - PL_TICK_LEN - 4, py, 1, 0.5);
   }
   /* show_text leaves the path alone, so all tick marks go out in one stroke. */
   cairo_stroke(cr);
@@ -302,14 +360,20 @@ static void pl_frame_draw(cairo_t *cr, pl_frame *fr, const pl_frame_spec *spec) 
   fr->bottom = PL_HEIGHT - PL_PAD - (pl_has_text(spec->xlabel) ? PL_LABEL_PX * 1.3 + 10 : 0) -
                PL_TICK_LEN - 5 - PL_TICK_PX;
   fr->bottom = floor(fr->bottom);
-  fr->right = PL_WIDTH - 3 * PL_PAD;
+  fr->right = PL_WIDTH - 3 * PL_PAD - spec->right_margin;
 
   pl_font(cr, PL_TICK_PX, 0);
+  fr->x.cats = spec->xcats;
+  fr->x.ncats = spec->nxcats;
+  fr->y.cats = spec->ycats;
+  fr->y.ncats = spec->nycats;
   fr->y.px_lo = fr->bottom;
   fr->y.px_hi = fr->top;
   pl_axis_fit(cr, &fr->y, spec->ylo, spec->yhi, fr->bottom - fr->top, 1, 0, 0);
-  fr->left = ceil(PL_PAD + (pl_has_text(spec->ylabel) ? PL_LABEL_PX * 1.3 + 8 : 0) +
-                  pl_widest_label(cr, &fr->y) + 4 + PL_TICK_LEN);
+  /* Row names may be long: they get at most a third of the width (pl_axes shrinks the rest). */
+  double ylabels = fmin(pl_widest_label(cr, &fr->y), PL_WIDTH / 3.0);
+  fr->left = ceil(PL_PAD + (pl_has_text(spec->ylabel) ? PL_LABEL_PX * 1.3 + 8 : 0) + ylabels + 4 +
+                  PL_TICK_LEN);
   fr->x.px_lo = fr->left;
   fr->x.px_hi = fr->right;
   pl_axis_fit(cr, &fr->x, spec->xlo, spec->xhi, fr->right - fr->left, spec->xsnap,
@@ -336,6 +400,43 @@ static void pl_frame_draw(cairo_t *cr, pl_frame *fr, const pl_frame_spec *spec) 
   }
 }
 
+void pl_colour_scale(cairo_t *cr, const pl_frame *fr, double vmin, double vmax, const char *label) {
+  const double w = 18, x = fr->right + 2 * PL_PAD;
+  cairo_save(cr);
+  cairo_reset_clip(cr);
+  cairo_pattern_t *g = cairo_pattern_create_linear(0, fr->bottom, 0, fr->top);
+  for (size_t k = 0; k < PL_NSCALE; k++)
+    cairo_pattern_add_color_stop_rgb(g, (double)k / (PL_NSCALE - 1), pl_scale[k][0], pl_scale[k][1],
+                                     pl_scale[k][2]);
+  cairo_rectangle(cr, x, fr->top, w, fr->bottom - fr->top);
+  cairo_set_source(cr, g);
+  cairo_fill_preserve(cr);
+  cairo_pattern_destroy(g);
+  cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+  cairo_set_line_width(cr, 1);
+  cairo_stroke(cr);
+  pl_axis a = {.px_lo = fr->bottom, .px_hi = fr->top};
+  pl_font(cr, PL_TICK_PX, 0);
+  pl_axis_fit(cr, &a, vmin, vmax, fr->bottom - fr->top, 0, 0, 0);
+  char buf[64];
+  for (int k = 0; k < pl_tick_count(&a); k++) {
+    double v = pl_tick(&a, k), py = floor(pl_map(&a, v)) + 0.5;
+    cairo_move_to(cr, x + w, py);
+    cairo_line_to(cr, x + w + PL_TICK_LEN, py);
+    pl_tick_label(&a, v, buf, sizeof buf);
+    pl_text(cr, buf, x + w + PL_TICK_LEN + 3, py, 0, 0.5);
+  }
+  cairo_stroke(cr);
+  if (pl_has_text(label)) {
+    pl_font(cr, PL_TICK_PX, 0);
+    pl_fit(cr, label, fr->bottom - fr->top);
+    cairo_translate(cr, PL_WIDTH - PL_PAD, (fr->top + fr->bottom) / 2);
+    cairo_rotate(cr, -M_PI / 2);
+    pl_text(cr, label, 0, 0, 0.5, 1);
+  }
+  cairo_restore(cr);
+}
+
 int pl_frame_open(pl_canvas *cv, pl_frame *fr, const char *path, pl_format fmt,
                   const pl_frame_spec *spec, char *err, size_t errlen) {
   if (pl_canvas_open(cv, path, fmt, err, errlen) != 0) return -1;
@@ -344,7 +445,8 @@ int pl_frame_open(pl_canvas *cv, pl_frame *fr, const char *path, pl_format fmt,
   if (spec->empty) {
     cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
     pl_font(cr, PL_LABEL_PX, 0);
-    pl_text(cr, "no data", (fr->left + fr->right) / 2, (fr->top + fr->bottom) / 2, 0.5, 0.5);
+    pl_text(cr, spec->empty_note != NULL ? spec->empty_note : "no data", (fr->left + fr->right) / 2,
+            (fr->top + fr->bottom) / 2, 0.5, 0.5);
   }
   cairo_rectangle(cr, fr->left, fr->top, fr->right - fr->left, fr->bottom - fr->top);
   cairo_clip(cr);

@@ -39,8 +39,8 @@ int pl_line_chart(const char *path, pl_format fmt, const char *title, const char
   if (path == NULL) return pl_fail(err, errlen, "plot: no output path");
   if (nseries > 0 && series == NULL)
     return pl_fail(err, errlen, "plot %s: %zu series but no array", path, nseries);
-  pl_frame_spec spec = {title, xlabel, ylabel, INFINITY, -INFINITY, INFINITY, -INFINITY, 1, 0,
-                        NULL, 0, 0};
+  pl_frame_spec spec = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .xlo = INFINITY,
+                        .xhi = -INFINITY, .ylo = INFINITY, .yhi = -INFINITY, .xsnap = 1};
   size_t points = 0;
   for (size_t k = 0; k < nseries; k++) {
     const pl_series *s = &series[k];

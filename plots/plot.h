@@ -48,4 +48,37 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
                     const char *ylabel, const double *x, size_t n, const pl_stack *stacks,
                     size_t nstacks, char *err, size_t errlen);
 
+/* One bar of a timeline (Gantt) row, or an instant when end == start (a marker at the top of
+** its row: a fault, a restart). */
+typedef struct pl_span {
+  size_t row;      /* index into the rows, 0 at the top */
+  double start;    /* x where it begins */
+  double end;      /* x where it ends (>= start; equal: an instant) */
+  int category;    /* index into the categories: its colour and legend entry */
+} pl_span;
+
+/* Rows of spans against x (time), rows named on the left top to bottom, a legend of the
+** labelled categories. Spans with a bad row or category, or non-finite ends, are skipped.
+** With no span the chart says empty_note (NULL: "no data"). */
+int pl_timeline(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                const char *const *rows, size_t nrows, const char *const *categories,
+                size_t ncategories, const pl_span *spans, size_t nspans, const char *empty_note,
+                char *err, size_t errlen);
+
+/* A grid of values: row r (named rows[r], top to bottom) and column c (x from x0 + c*w to
+** x0 + (c+1)*w, w = (x1 - x0) / ncols) coloured by values[r * ncols + c] on a sequential scale
+** from vmin (light) to vmax (dark), drawn right of the plot with its label; values outside are
+** clamped, non-finite cells left blank. */
+int pl_heatmap(const char *path, pl_format fmt, const char *title, const char *xlabel,
+               const char *const *rows, size_t nrows, double x0, double x1, size_t ncols,
+               const double *values, double vmin, double vmax, const char *scale_label,
+               char *err, size_t errlen);
+
+/* One bar per item (labels under them): `used` filled over its `capacity` (a lighter bar behind
+** it, its top marked by a dark line), notes[i] (may be NULL) written above each. A used value over capacity shows as a bar
+** taller than its capacity. Non-finite values draw nothing for that part. */
+int pl_capacity_bars(const char *path, pl_format fmt, const char *title, const char *ylabel,
+                     const char *const *labels, const double *used, const double *capacity,
+                     const char *const *notes, size_t n, char *err, size_t errlen);
+
 #endif

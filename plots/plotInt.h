@@ -40,6 +40,9 @@ typedef struct pl_axis {
   int decimals;      /* digits after the point in tick labels, from step */
   int exp10;         /* labels show value / 10^exp10 (0: plain numbers) */
   char suffix;       /* 'k', 'M', ... for exp10 a multiple of 3 >= 3; 'e' for small values */
+  const char *const *cats; /* categorical axis: a label per unit slot [k, k+1), ticks at the
+                              slot centres; NULL for a numeric axis */
+  size_t ncats;      /* slots of a categorical axis (lo = 0, hi = ncats) */
 } pl_axis;
 
 /* The plot area and its two axes, once laid out. */
@@ -70,7 +73,13 @@ typedef struct pl_frame_spec {
   double xmin_step;      /* smallest x tick step (bar spacing, so integer steps get integer ticks) */
   const pl_key *keys;    /* legend entries, drawn only when nkeys > 1 */
   size_t nkeys;          /* ... */
-  int empty;             /* 1: nothing to draw; the frame says "no data" in the plot area */
+  int empty;             /* 1: nothing to draw; the frame says empty_note in the plot area */
+  const char *empty_note;/* what an empty chart says (NULL: "no data") */
+  const char *const *xcats; /* categorical x axis (bars per device), NULL: numeric */
+  size_t nxcats;         /* ... */
+  const char *const *ycats; /* categorical y axis, bottom slot first (rows), NULL: numeric */
+  size_t nycats;         /* ... */
+  double right_margin;   /* extra room right of the plot (a colour scale), device units */
 } pl_frame_spec;
 
 /* canvas.c */
@@ -87,7 +96,21 @@ int  pl_fail(char *err, size_t errlen, const char *fmt, ...)
 int    pl_frame_open(pl_canvas *cv, pl_frame *fr, const char *path, pl_format fmt,
                      const pl_frame_spec *spec, char *err, size_t errlen);
 double pl_map(const pl_axis *a, double v);
+/* Text for charts that label their own data: font of px (bold or not), anchored at (x, y) as
+** pl_text does (ax 0/0.5/1 = left/centre/right, ay 0/0.5/1 = cap top/middle/baseline). */
+void   pl_font(cairo_t *cr, double px, int bold);
+void   pl_text(cairo_t *cr, const char *s, double x, double y, double ax, double ay);
+void   pl_fit(cairo_t *cr, const char *s, double maxw);
+double pl_text_width(cairo_t *cr, const char *s);
+/* The fill legend entries for labelled categories (NULL or "" left out); *keys is malloc'ed
+** (NULL when n == 0). Returns 0 or -1 when out of memory. */
+int    pl_category_keys(const char *const *labels, size_t n, pl_key **keys, size_t *nkeys);
 void   pl_style_line(cairo_t *cr, int style);
 void   pl_style_fill(cairo_t *cr, int style);
+/* The heatmap scale's colour at t in [0, 1] (clamped), light to dark. */
+void   pl_style_scale(cairo_t *cr, double t);
+/* The scale drawn as a bar right of the plot (in spec.right_margin), ticked from vmin to vmax,
+** with its label rotated along the right edge. */
+void   pl_colour_scale(cairo_t *cr, const pl_frame *fr, double vmin, double vmax, const char *label);
 
 #endif

@@ -406,6 +406,9 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->ws = md_workspace_new(rep->model);
     rep->grads = md_grads_new(rep->model);
     t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
+    char host[SCN_PATH_MAX];  /* the replica's steps sit in its host's process, by its cpu */
+    sim_trace_track_group(t->engine, t->track[r], sim_trace_default_group(
+        sim_cpu_name(ds_replica_cpu(t->strategy, r)), host, sizeof host));
     if (!s->numerics_full) continue;  /* shapes only: no buffers; the all-reduce only takes time */
     rep->flat = train_xcalloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
     rep->x = train_xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->x);

@@ -73,6 +73,7 @@ sim_engine *sim_engine_new(void) {
   sim_engine *e = calloc(1, sizeof *e);
   if (e == NULL) return NULL;
   sim__eventq_init(&e->queue);
+  sim__trace_init(&e->trace);
   return e;
 }
 
@@ -315,9 +316,9 @@ static void activity_free(sim_activity *act) {
 static void activity_complete(sim_engine *e, sim_activity *act) {
   act->state = SIM_ACT_DONE;
   if (e->trace.enabled) {
-    const char *name = act->kind == SIM_ACT_EXEC ? "exec" : "comm";
+    sim_track_kind kind = act->kind == SIM_ACT_EXEC ? SIM_TRACK_CPU : SIM_TRACK_LINK;
     for (size_t h = 0; h < act->action.hops; h++)
-      sim__trace_resource_span(e, act->action.res[h], name, act->started, e->now);
+      sim__trace_resource_span(e, act->action.res[h], kind, act->started, e->now, act->amount);
   }
   if (act->on_done != NULL) { /* invariant 5 */
     act->on_done(e, act, act->on_done_arg);

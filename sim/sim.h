@@ -124,14 +124,50 @@ const char *sim_mempool_name(const sim_mempool *m);
 
 /* When enabled, every exec is recorded on its cpu's track and every comm on each link of its
 ** route, as complete events; users add their own spans and instants. Tracks are numbered in
-** creation order (deterministic). */
+** creation order (deterministic). At most a limit of events is kept (default
+** SIM_TRACE_DEFAULT_LIMIT): later ones are counted, not stored, so a long run's trace keeps
+** its first part whole and memory stays bounded (about 56 bytes an event). */
+#define SIM_TRACE_DEFAULT_LIMIT ((size_t)1000000)
+
+typedef enum { SIM_TRACK_USER = 0, SIM_TRACK_CPU, SIM_TRACK_LINK } sim_track_kind;
+
 void sim_trace_enable(sim_engine *e, int on);
+void sim_trace_set_limit(sim_engine *e, size_t max_events);
 int  sim_trace_track(sim_engine *e, const char *track_name);
+/* The process (a host) a track is drawn in. By default: the task of a TF device name
+** ("/job:worker/replica:0/task:1/device:TPU:0" -> "/job:worker/replica:0/task:1"), else the name
+** up to its first '.' ("worker0.cpu" -> "worker0", "ici.3.x+" -> "ici"). */
+void sim_trace_track_group(sim_engine *e, int track, const char *group);
+/* Writes group_of(name) into buf (the default rule above); returns buf. */
+const char *sim_trace_default_group(const char *name, char *buf, size_t len);
 void sim_trace_span(sim_engine *e, int track, const char *name, const char *category,
                     sim_time start, sim_time end);
 void sim_trace_instant(sim_engine *e, int track, const char *name, const char *category,
                        sim_time at);
-/* Writes Chrome trace event JSON (one tid per track, ts/dur in microseconds). Returns 0 or -1. */
+
+/* Reading the trace back (for charts): tracks by id, events in recording (completion) order. */
+typedef struct sim_trace_record {
+  int track;               /* track id */
+  const char *name;        /* "exec", "comm", or the user's name; valid while the engine lives */
+  const char *category;    /* "compute", "communication", or the user's category */
+  sim_time start;          /* when it began */
+  sim_time end;            /* when it ended (start for an instant) */
+  double amount;           /* FLOPs of an exec, bytes of a comm, 0 for user events */
+  int instant;             /* 1: an instant */
+} sim_trace_record;
+
+size_t         sim_trace_num_tracks(const sim_engine *e);
+const char    *sim_trace_track_name(const sim_engine *e, int track);
+sim_track_kind sim_trace_track_kind(const sim_engine *e, int track);
+/* The track's resource capacity now (FLOP/s or bytes/s); 0 for a user track. */
+double         sim_trace_track_capacity(const sim_engine *e, int track);
+size_t         sim_trace_num_events(const sim_engine *e);
+sim_trace_record sim_trace_event_at(const sim_engine *e, size_t i);
+/* Events refused by the limit, and the simulated time of the first (SIM_TIME_NEVER: none). */
+size_t         sim_trace_dropped(const sim_engine *e, sim_time *first);
+
+/* Writes Chrome trace event JSON (docs/reports.md): a process per group, a thread per track
+** (more when its spans overlap), metadata naming and ordering both. Returns 0 or -1. */
 int  sim_trace_write_json(const sim_engine *e, const char *path);
 
 #endif

@@ -229,27 +229,40 @@ void sim__activity_withdraw(sim_activity *act);
 /* ---- trace (trace.c) ------------------------------------------------------------------ */
 
 typedef struct sim_trace_event {
-  int track;                 /* tid */
+  int track;                 /* index into sim_trace.tracks */
   const char *name;          /* event name (owned when owns_strings) */
   const char *category;      /* cat */
   sim_time start;            /* ts */
   sim_time end;              /* ts + dur; equal to start for instants */
+  double amount;             /* FLOPs (exec) or bytes (comm) of an engine span; 0 for user events */
   int instant;               /* 1: ph "i", 0: ph "X" */
   int owns_strings;          /* name and category are malloc'd copies */
 } sim_trace_event;
 
+typedef struct sim_trace_track {
+  char *name;                /* thread name (owned) */
+  char *group;               /* process it is drawn in (owned); NULL: derived from the name */
+  sim_track_kind kind;       /* user, cpu or link */
+  const sim_resource *res;   /* the cpu or link whose spans it holds; NULL for user tracks */
+} sim_track;
+
 typedef struct sim_trace {
   int enabled;               /* record engine spans */
-  char **tracks;             /* track names in creation order (tid = index) */
+  sim_track *tracks;         /* in creation order (track id = index) */
   size_t n_tracks, cap_tracks; /* entries, allocated */
-  sim_trace_event *events;   /* in recording order */
+  sim_trace_event *events;   /* in recording order, which is completion order */
   size_t n_events, cap_events; /* entries, allocated */
+  size_t limit;              /* events kept at most (invariant 2 of trace.c) */
+  size_t dropped;            /* events refused once limit was reached */
+  sim_time first_dropped;    /* completion time of the first refused event */
 } sim_trace;
 
 void sim__trace_free(sim_trace *t);
-/* Records an engine span on a resource's track (created on first use). */
-void sim__trace_resource_span(sim_engine *e, sim_resource *r, const char *name, sim_time start,
-                              sim_time end);
+void sim__trace_init(sim_trace *t);
+/* Records an engine span of `amount` FLOPs or bytes on a resource's track (created on first
+** use, of the given kind). */
+void sim__trace_resource_span(sim_engine *e, sim_resource *r, sim_track_kind kind,
+                              sim_time start, sim_time end, double amount);
 
 /* ---- the engine ----------------------------------------------------------------------- */
 

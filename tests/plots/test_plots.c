@@ -326,6 +326,156 @@ static void test_bad_arguments(void **state) {
   assert_non_null(strstr(err, "stack 0"));
 }
 
+/* ---- timeline, heatmap, capacity bars ---------------------------------------------------- */
+
+static const char *const trows[3] = {"task:0/CPU:0", "worker0.cpu", "fabric.w0.up"};
+static const char *const tcats[3] = {"step", "compute", "communication"};
+
+/* Three steps of 191 us: a step bar on row 0, two execs on row 1, six transfers on row 2. */
+static size_t timeline_data(pl_span *sp) {
+  size_t n = 0;
+  for (int s = 0; s < 3; s++) {
+    double t0 = s * 191.0;
+    sp[n++] = (pl_span){0, t0, t0 + 191, 0};
+    sp[n++] = (pl_span){1, t0, t0 + 18.5, 1};
+    sp[n++] = (pl_span){1, t0 + 18.5, t0 + 68, 1};
+    for (int k = 0; k < 6; k++) sp[n++] = (pl_span){2, t0 + 68 + k * 22.75, t0 + 88 + k * 22.75, 2};
+  }
+  return n;
+}
+
+static int magic(const char *path, pl_format fmt) {
+  size_t n;
+  unsigned char *b = slurp(path, &n);
+  int ok = b != NULL &&
+           (fmt == PL_PNG ? n > 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0
+            : fmt == PL_PDF ? n > 5 && memcmp(b, "%PDF-", 5) == 0
+                            : strstr((char *)b, "<svg") != NULL);
+  free(b);
+  return ok;
+}
+
+/* Every new chart in every format: the format's magic bytes, and the same bytes twice. */
+static void test_new_charts_formats(void **state) {
+  (void)state;
+  static const pl_format fmts[] = {PL_PNG, PL_SVG, PL_PDF};
+  static const char *ext[] = {"png", "svg", "pdf"};
+  char err[256] = "", a[64], b[64];
+  pl_span sp[64];
+  size_t n = timeline_data(sp);
+  double v[3 * 4] = {0, 0.25, 0.5, 1, 1, 1, 0, 0, 0.1, 0.2, 0.3, 0.4};
+  double used[2] = {12.5, 30}, cap[2] = {32, 32};
+  const char *labels[2] = {"TPU:0", "TPU:1"}, *notes[2] = {"12.5 GiB (39%)", NULL};
+  for (int f = 0; f < 3; f++) {
+    for (int k = 0; k < 2; k++) {
+      snprintf(a, sizeof a, "tl%d.%s", k, ext[f]);
+      assert_int_equal(pl_timeline(tmp(a), fmts[f], "timeline", "time (us)", trows, 3, tcats, 3, sp, n,
+                                   NULL, err, sizeof err), 0);
+      snprintf(a, sizeof a, "hm%d.%s", k, ext[f]);
+      assert_int_equal(pl_heatmap(tmp(a), fmts[f], "heatmap", "time (ms)", trows, 3, 0, 2, 4, v, 0, 1,
+                                  "utilisation", err, sizeof err), 0);
+      snprintf(a, sizeof a, "cb%d.%s", k, ext[f]);
+      assert_int_equal(pl_capacity_bars(tmp(a), fmts[f], "memory", "GiB", labels, used, cap, notes, 2,
+                                        err, sizeof err), 0);
+    }
+    static const char *kinds[] = {"tl", "hm", "cb"};
+    for (int c = 0; c < 3; c++) {
+      snprintf(a, sizeof a, "%s0.%s", kinds[c], ext[f]);
+      snprintf(b, sizeof b, "%s1.%s", kinds[c], ext[f]);
+      assert_true(magic(tmp(a), fmts[f]));
+      assert_true(same_bytes(tmp(a), tmp(b)));
+    }
+  }
+  assert_chart_png(tmp("tl0.png"));
+  assert_chart_png(tmp("hm0.png"));
+  assert_chart_png(tmp("cb0.png"));
+}
+
+/* The timeline puts row 0 at the top: the step bar (palette 0, navy) fills the top third's
+** middle band from x = 0 to the end, and the bottom third holds the light-blue transfers. */
+static void test_timeline_rows(void **state) {
+  (void)state;
+  char err[256] = "";
+  pl_span sp[64];
+  size_t n = timeline_data(sp);
+  assert_int_equal(pl_timeline(tmp("rows.png"), PL_PNG, "t", "time (us)", trows, 3, tcats, 3, sp, n,
+                               NULL, err, sizeof err), 0);
+  cairo_surface_t *s = load_png(tmp("rows.png"));
+  cairo_surface_flush(s);
+  const unsigned char *data = cairo_image_surface_get_data(s);
+  int stride = cairo_image_surface_get_stride(s), navy_top = 0, navy_bottom = 0;
+  for (int y = 100; y < 650; y++) {
+    uint32_t px = ((const uint32_t *)(data + y * stride))[700] & 0xffffff;
+    if (px == 0x08306b) *(y < 300 ? &navy_top : &navy_bottom) += 1;
+  }
+  assert_true(navy_top > 50);
+  assert_int_equal(navy_bottom, 0);
+  cairo_surface_destroy(s);
+}
+
+/* Bad spans (row or category out of range, NaN ends, end before start) are skipped; all bad is
+** an empty chart with its note; none at all too. */
+static void test_timeline_bad_spans(void **state) {
+  (void)state;
+  char err[256] = "";
+  pl_span bad[4] = {{7, 0, 1, 0}, {0, NAN, 1, 0}, {0, 2, 1, 0}, {0, 0, 1, 9}};
+  assert_int_equal(pl_timeline(tmp("bad.png"), PL_PNG, "t", "x", trows, 3, tcats, 3, bad, 4,
+                               "no faults", err, sizeof err), 0);
+  assert_int_equal(pl_timeline(tmp("none.png"), PL_PNG, "t", "x", NULL, 0, tcats, 3, NULL, 0,
+                               "no faults", err, sizeof err), 0);
+  cairo_surface_t *s = load_png(tmp("none.png"));
+  assert_true(ink(s, 500, 330, 700, 380) > 0);  /* the note, mid-plot */
+  cairo_surface_destroy(s);
+  assert_int_equal(pl_timeline(tmp("x.png"), PL_PNG, "t", "x", trows, 3, tcats, 3, NULL, 2, NULL, err,
+                               sizeof err), -1);
+  assert_non_null(strstr(err, "spans missing"));
+}
+
+/* Heatmap: a NaN cell stays white, a 1.0 cell is the darkest colour, a 0 cell the lightest;
+** bad ranges are errors that write nothing. */
+static void test_heatmap_cells(void **state) {
+  (void)state;
+  char err[256] = "";
+  const char *rows[1] = {"link"};
+  double v[3] = {0, NAN, 1};
+  assert_int_equal(pl_heatmap(tmp("cells.png"), PL_PNG, "h", "x", rows, 1, 0, 3, 3, v, 0, 1, "u", err,
+                              sizeof err), 0);
+  cairo_surface_t *s = load_png(tmp("cells.png"));
+  cairo_surface_flush(s);
+  const unsigned char *data = cairo_image_surface_get_data(s);
+  int stride = cairo_image_surface_get_stride(s), y = 350;
+  /* The plot spans about x = 120..1040 (the scale takes the right): sample each third's middle
+  ** away from the grid lines. */
+  uint32_t c0 = ((const uint32_t *)(data + y * stride))[300] & 0xffffff;
+  uint32_t c1 = ((const uint32_t *)(data + y * stride))[590] & 0xffffff;
+  uint32_t c2 = ((const uint32_t *)(data + y * stride))[900] & 0xffffff;
+  assert_int_equal(c0, 0xe8f1fa);
+  assert_true(c1 == 0xffffff || c1 == 0xe5e5e5);  /* blank, or the light grid */
+  assert_int_equal(c2, 0x082a5e);
+  cairo_surface_destroy(s);
+  assert_int_equal(pl_heatmap(tmp("r.png"), PL_PNG, "h", "x", rows, 1, 0, 3, 3, v, 1, 1, "u", err,
+                              sizeof err), -1);
+  assert_non_null(strstr(err, "bad heatmap ranges"));
+  assert_int_equal(access(tmp("r.png"), F_OK), -1);
+  assert_int_equal(pl_heatmap(tmp("r.png"), PL_PNG, "h", "x", rows, 1, NAN, 3, 3, v, 0, 1, "u", err,
+                              sizeof err), -1);
+}
+
+/* Capacity bars: NaN use draws only the capacity; nothing finite is the empty chart. */
+static void test_capacity_nan(void **state) {
+  (void)state;
+  char err[256] = "";
+  const char *labels[2] = {"a", "b"};
+  double used[2] = {NAN, 40}, cap[2] = {32, INFINITY}, nan2[2] = {NAN, NAN};
+  assert_int_equal(pl_capacity_bars(tmp("cn.png"), PL_PNG, "m", "GiB", labels, used, cap, NULL, 2, err,
+                                    sizeof err), 0);
+  assert_chart_png(tmp("cn.png"));
+  assert_int_equal(pl_capacity_bars(tmp("cn2.png"), PL_PNG, "m", "GiB", labels, nan2, nan2, NULL, 2,
+                                    err, sizeof err), 0);
+  assert_int_equal(pl_capacity_bars(tmp("cn3.png"), PL_PNG, "m", "GiB", NULL, NULL, NULL, NULL, 2,
+                                    err, sizeof err), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_line_png),      cmocka_unit_test(test_two_series),
@@ -333,7 +483,9 @@ int main(void) {
     cmocka_unit_test(test_stacked_bars),  cmocka_unit_test(test_many_bars),
     cmocka_unit_test(test_empty),         cmocka_unit_test(test_nan_single_constant),
     cmocka_unit_test(test_negative_bars), cmocka_unit_test(test_bad_path),
-    cmocka_unit_test(test_bad_arguments),
+    cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_new_charts_formats),
+    cmocka_unit_test(test_timeline_rows), cmocka_unit_test(test_timeline_bad_spans),
+    cmocka_unit_test(test_heatmap_cells), cmocka_unit_test(test_capacity_nan),
   };
   return cmocka_run_group_tests_name("plots", tests, setup, teardown);
 }
