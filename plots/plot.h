@@ -57,11 +57,12 @@ typedef struct pl_span {
   int category;    /* index into the categories: its colour and legend entry */
 } pl_span;
 
-/* Rows of spans against x (time), rows named on the left top to bottom, a legend of the
-** labelled categories. Spans with a bad row or category, or non-finite ends, are skipped.
-** With no span the chart says empty_note (NULL: "no data"). */
+/* Rows of spans against x (time) over [xlo, xhi] (non-finite: the spans' extent), rows named on
+** the left top to bottom, a legend of the labelled categories. Spans with a bad row or
+** category, or non-finite ends, are skipped. With no span the chart says empty_note (NULL:
+** "no data"). */
 int pl_timeline(const char *path, pl_format fmt, const char *title, const char *xlabel,
-                const char *const *rows, size_t nrows, const char *const *categories,
+                double xlo, double xhi, const char *const *rows, size_t nrows, const char *const *categories,
                 size_t ncategories, const pl_span *spans, size_t nspans, const char *empty_note,
                 char *err, size_t errlen);
 

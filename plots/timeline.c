@@ -54,7 +54,7 @@ static void pl_draw_spans(cairo_t *cr, const pl_frame *fr, size_t nrows, size_t 
 }
 
 int pl_timeline(const char *path, pl_format fmt, const char *title, const char *xlabel,
-                const char *const *rows, size_t nrows, const char *const *categories,
+                double xlo, double xhi, const char *const *rows, size_t nrows, const char *const *categories,
                 size_t ncategories, const pl_span *spans, size_t nspans, const char *empty_note,
                 char *err, size_t errlen) {
   if (path == NULL) return pl_fail(err, errlen, "plot: no output path");
@@ -70,6 +70,7 @@ int pl_timeline(const char *path, pl_format fmt, const char *title, const char *
     spec.xhi = fmax(spec.xhi, spans[i].end);
     drawn++;
   }
+  if (isfinite(xlo) && isfinite(xhi) && xlo < xhi) spec.xlo = xlo, spec.xhi = xhi;
   /* The frame's categorical axis counts slots from the bottom: rows go in reversed. */
   static const char *const no_rows[1] = {""};
   const char **cats = malloc((nrows > 0 ? nrows : 1) * sizeof *cats);

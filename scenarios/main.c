@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/report.h"
 #include "scenarios/train.h"
 #include "scenarios/workload.h"
 
@@ -70,41 +71,6 @@ static int parse_args(int argc, char **argv, cli *c) {
   return TR_EXIT_OK;
 }
 
-/* 251472 -> "245.6 KiB": binary units, as memory is sized. */
-static const char *human_bytes(char *buf, size_t len, double bytes) {
-  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    u++;
-  }
-  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
-static void print_summary(const scenario *s, const char *dir, const run_summary *sum) {
-  printf("podsim: %s\n", sum->scenario);
-  printf("  strategy      %s, %d replica%s, gradient all-reduce %s\n", sum->strategy, sum->replicas,
-         sum->replicas == 1 ? "" : "s", sum->all_reduce);
-  if (s->tpu_type[0]) {
-    printf("  cluster       TPU %s, topology %dx%dx%d\n", s->tpu_type, s->tpu_dims[0], s->tpu_dims[1], s->tpu_dims[2]);
-  } else {
-    printf("  cluster       %d x %s\n", s->workers, s->worker_machine.type);
-  }
-  if (sum->compile_s > 0) printf("  XLA compile   %.6g s before the first step\n", sum->compile_s);
-  printf("  steps         %ld in %.6g s simulated (%.6g examples/s)\n", sum->steps_completed,
-         sum->sim_time_s, sum->examples_per_s);
-  if (sum->steps_completed > 0) printf("  final loss    %.6g\n", sum->final_loss);
-  char peak[32], cap[32];
-  printf("  memory peak   %s of %s on the fullest device\n",
-         human_bytes(peak, sizeof peak, (double)sum->memory_peak_bytes),
-         human_bytes(cap, sizeof cap, (double)sum->memory_capacity_bytes));
-  if (sum->failed) printf("  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
-  printf("  outputs       %s/\n", dir);
-  printf("  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);
-  printf("run_hash %016llx\n", (unsigned long long)sum->run_hash);
-}
-
 static int run_workload(const cli *c, const scenario *s, const char *dir) {
   static scn_error err;
   workload_summary w;
@@ -144,12 +110,12 @@ static int run_command(const cli *c) {
   const char *dir = c->out_dir ? c->out_dir : s.out_dir;
   if (s.has_workload) return run_workload(c, &s, dir);
   run_summary sum;
-  int rc = train_run(&s, dir, &sum, &err);
+  int rc = train_run_cli(&s, dir, c->quiet, &sum, &err);
   if (rc == TR_EXIT_INPUT) {
     fprintf(stderr, "%s\n", err.msg);
     return rc;
   }
-  if (!c->quiet) print_summary(&s, dir, &sum);
+  if (!c->quiet) report_print_summary(stdout, &s, dir, &sum);
   else printf("run_hash %016llx\n", (unsigned long long)sum.run_hash);
   return rc;
 }

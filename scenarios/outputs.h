@@ -38,6 +38,15 @@ typedef struct run_error {
   uint64_t capacity_bytes;/* out of memory: the device's capacity */
 } run_error;
 
+/* Means over the completed steps, XLA compile left out (it is compile_s). */
+typedef struct run_step_means {
+  double step_s;          /* a step's simulated time */
+  double input_s;         /* replica 0 waiting for its batch */
+  double compute_s;       /* forward, backward and optimizer */
+  double comm_s;          /* the gradient all-reduce */
+  double idle_s;          /* waiting for slower replicas or the host */
+} run_step_means;
+
 typedef struct run_summary {
   char   scenario[128];   /* scenario name */
   uint64_t seed;          /* scenario seed */
@@ -50,6 +59,7 @@ typedef struct run_summary {
   double final_loss;      /* loss of the last step */
   double examples_per_s;  /* all examples / sim_time_s */
   double compile_s;       /* XLA compile time charged before the first step (0: none) */
+  run_step_means means;   /* the step time breakdown, for the text summary */
   uint64_t memory_peak_bytes;     /* peak over replica devices */
   uint64_t memory_capacity_bytes; /* capacity of that device */
   uint64_t events;        /* engine events processed */

@@ -441,9 +441,7 @@ static const int DISTRIBUTE_ISSUE[] = {0, 4};
 static const char *const SHARD[] = {"auto", "file", "data", "off", NULL};
 static const int SHARD_ISSUE[] = {0, 4, 4, 4};
 static const char *const FORMATS[] = {"png", "svg", "pdf", NULL};
-static const int FORMATS_ISSUE[] = {0, 7, 7};
-static const char *const PLOTS[] = {"loss", "step_time", "timeline", "hbm", NULL};
-static const int PLOTS_ISSUE[] = {0, 0, 7, 7};
+static const char *const PLOTS[] = {"loss", "step_time", "timeline", "hbm", "heatmap", "faults", NULL};
 static const char *const COLLECTIVES[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                           "all_to_all", NULL};
 static const char *const GROUPS[] = {"workers", "tpu", NULL};
@@ -949,10 +947,9 @@ static const key_spec WORKLOAD_KEYS[] = {
 
 /* outputs.plots: a list of plot names, each once. */
 static int plots_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
-  static const key_spec one = {.key = "plots", .type = V_ENUM, .names = PLOTS, .name_issue = PLOTS_ISSUE,
-                               .what = "plot"};
+  static const key_spec one = {.key = "plots", .type = V_ENUM, .names = PLOTS, .what = "plot"};
   char sub[256];
-  int seen[4] = {0, 0, 0, 0};
+  int seen[sizeof PLOTS / sizeof PLOTS[0] - 1] = {0};
   (void)k; (void)base;
   if (v->kind != YT_SEQ) {
     char fb[80];
@@ -972,13 +969,15 @@ static int plots_fn(ctx *c, const key_spec *k, const yt_node *v, const char *pat
   c->s->plots.step_time = seen[1];
   c->s->plots.timeline = seen[2];
   c->s->plots.hbm = seen[3];
+  c->s->plots.heatmap = seen[4];
+  c->s->plots.faults = seen[5];
   return 0;
 }
 
 static const key_spec OUTPUTS_KEYS[] = {
   {.key = "dir", .type = V_STR, .st = S_CHARS, OFF(scenario, out_dir), .len = SCN_PATH_MAX},
   {.key = "plots", .type = V_FN, .fn = plots_fn},
-  {.key = "format", .type = V_ENUM, .names = FORMATS, .name_issue = FORMATS_ISSUE, .st = S_INT,
+  {.key = "format", .type = V_ENUM, .names = FORMATS, .st = S_INT,
    OFF(scenario, format), .what = "plot format"},
   {.key = "trace", .type = V_BOOL, .st = S_INT, OFF(scenario, trace)},
   END};

@@ -58,8 +58,10 @@ typedef struct scn_machine {
 typedef struct scn_plot_set {
   int loss;               /* outputs.plots lists "loss" */
   int step_time;          /* "step_time" */
-  int timeline;           /* "timeline" (issue 7) */
-  int hbm;                /* "hbm" (issue 7) */
+  int timeline;           /* "timeline": spans per device and link over the first steps */
+  int hbm;                /* "hbm": each device's peak memory against its capacity */
+  int heatmap;            /* "heatmap": link utilisation over the run */
+  int faults;             /* "faults": preemptions, restarts and goodput over the run */
 } scn_plot_set;
 
 typedef struct scenario {

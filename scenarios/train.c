@@ -33,10 +33,10 @@
 #include "models/model.h"
 #include "models/optimizer.h"
 #include "models/weights.h"
-#include "plots/plot.h"
 #include "sim/compile.h"
 #include "sim/rng.h"
 #include "sim/sim.h"
+#include "scenarios/report.h"
 #include "scenarios/slice.h"
 #include "strategies/pipeline.h"
 #include "strategies/strategy.h"
@@ -85,6 +85,7 @@ struct trainer {
   int *track;             /* trace track of each replica */
   int *slice_size;        /* scratch: ds_split_batch sizes */
   int *slice_offset;      /* scratch: ds_split_batch offsets */
+  report_progress progress; /* the terminal's progress bar (inert when quiet or not a tty) */
 };
 
 /* ---- errors -------------------------------------------------------------------------- */
@@ -193,6 +194,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->comm_ps = comm;
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start);
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
+  report_progress_step(&t->progress, t->completed);
 }
 
 /* The logged ops as work on the replica's device: each op bound by its FLOPs or its bytes.
@@ -594,45 +596,6 @@ static void mirrored_copies_agree(const trainer *t) {
     }
 }
 
-static int write_plots(const trainer *t, const char *dir, char *msg, size_t msglen) {
-  const scenario *s = t->s;
-  long n = t->completed;
-  double *x = train_xcalloc((size_t)n + 1, sizeof *x), *y = train_xcalloc((size_t)n + 1, sizeof *y);
-  double *compute = train_xcalloc((size_t)n + 1, sizeof *compute), *comm = train_xcalloc((size_t)n + 1, sizeof *comm);
-  double *idle = train_xcalloc((size_t)n + 1, sizeof *idle), *input = train_xcalloc((size_t)n + 1, sizeof *input);
-  int rc = 0;
-  for (long i = 0; i < n; i++) {
-    x[i] = (double)t->records[i].step;
-    y[i] = t->records[i].loss;
-    compute[i] = 1e3 * sim_time_to_s(t->records[i].compute_ps);
-    comm[i] = 1e3 * sim_time_to_s(t->records[i].comm_ps);
-    idle[i] = 1e3 * sim_time_to_s(t->records[i].idle_ps);
-    input[i] = 1e3 * sim_time_to_s(t->records[i].input_ps);
-  }
-  char path[SCN_PATH_MAX + 32], title[256];
-  if (s->plots.loss) {
-    pl_series loss = { "loss", x, y, (size_t)n };
-    snprintf(title, sizeof title, "Training loss \xe2\x80\x94 %s", s->name);
-    rc |= pl_line_chart(outputs_path(path, sizeof path, dir, "loss.png"), PL_PNG, title, "step",
-                        "loss (mean per example)", &loss, 1, msg, msglen);
-  }
-  if (s->plots.step_time && rc == 0) {
-    /* Compile time (the first step's, seconds against microsecond steps) would flatten every bar:
-    ** it is in metrics.csv and summary.json. */
-    pl_stack stacks[4] = { { "input", input }, { "compute", compute }, { "communication", comm }, { "idle", idle } };
-    snprintf(title, sizeof title, "Step time breakdown \xe2\x80\x94 %s", s->name);
-    rc |= pl_stacked_bars(outputs_path(path, sizeof path, dir, "step_time.png"), PL_PNG, title, "step",
-                          "simulated time (ms)", x, (size_t)n, stacks, 4, msg, msglen);
-  }
-  free(x);
-  free(y);
-  free(compute);
-  free(comm);
-  free(idle);
-  free(input);
-  return rc;
-}
-
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   char path[SCN_PATH_MAX + 32] = "";
   if (outputs_make_dir(dir) != 0)
@@ -664,7 +627,8 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   sum->run_hash = run_hasher_finish(&h);
 
   char msg[512] = "";
-  if (write_plots(t, dir, msg, sizeof msg) != 0)
+  report_run charts = { t->s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, NULL, 0 };
+  if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
   return TR_EXIT_OK;
 }
@@ -715,7 +679,16 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
   double examples = 0;
-  for (long i = 0; i < t->completed; i++) examples += t->records[i].examples;
+  run_step_means *m = &sum->means;
+  for (long i = 0; i < t->completed; i++) {
+    const step_record *r = &t->records[i];
+    examples += r->examples;
+    m->step_s += sim_time_to_s(r->step_ps - r->compile_ps) / (double)t->completed;
+    m->input_s += sim_time_to_s(r->input_ps) / (double)t->completed;
+    m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
+    m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
+    m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->completed;
+  }
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->devices = train_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;
@@ -792,6 +765,10 @@ int train_check(const scenario *s, scn_error *err) {
 }
 
 int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_error *err) {
+  return train_run_cli(s, out_dir, 1, sum, err);
+}
+
+int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *sum, scn_error *err) {
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   trainer t = { .s = s };
@@ -803,7 +780,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
     return rc;
   }
   t.engine = sim_engine_new();
-  sim_trace_enable(t.engine, s->trace);
+  sim_trace_enable(t.engine, s->trace || s->plots.timeline || s->plots.heatmap);
   build_strategy(&t);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
   t.records = train_xcalloc((size_t)t.steps + 1, sizeof *t.records);
@@ -819,7 +796,10 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
       snprintf(name, sizeof name, "replica%d", r);
       sim_actor_spawn(t.engine, name, replica_main, &t.replicas[r]);
     }
-    if (sim_run(t.engine) != 0) stalled(&t, sum);
+    report_progress_start(&t.progress, stderr, quiet, t.steps);
+    int stuck = sim_run(t.engine) != 0;
+    report_progress_end(&t.progress);
+    if (stuck) stalled(&t, sum);
     else if (t.horizon_hit) past_horizon(&t, sum);
     else if (s->numerics_full) mirrored_copies_agree(&t);
   }

@@ -30,5 +30,9 @@ ds_cluster train_cluster(const scenario *s);
 /* Reads and checks every input file (CSV, init weights) without running: `podsim check`. */
 int train_check(const scenario *s, scn_error *err);
 int train_run(const scenario *s, const char *out_dir, run_summary *summary, scn_error *err);
+/* train_run as `podsim run` does it: with a progress bar on stderr when that is a terminal and
+** quiet is 0 (docs/reports.md). Outputs and run_hash are the same either way. */
+int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *summary,
+                  scn_error *err);
 
 #endif

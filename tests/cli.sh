@@ -82,6 +82,24 @@ done
 [ $rc -eq 3 ] && grep -q '"kind": "ResourceExhaustedError"' "$tmp/oom/summary.json" && ok \
   || bad "oom: exit $rc, expected 3 with the error in summary.json"
 
+# --quiet: stdout is the run_hash line alone, no bar on stderr. Without it: the one-screen summary
+# (under 15 lines, with the step time breakdown, ending in run_hash) and, stderr not being a
+# terminal here, no progress bar either (stderr may hold a sanitizer's report of suppressions).
+no_bar() { ! grep -q 'step [0-9]*/[0-9]' "$1"; }
+out=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/qq" --set training.steps=3 --quiet 2>"$tmp/qq.err")
+[[ "$out" =~ ^run_hash\ [0-9a-f]{16}$ ]] && no_bar "$tmp/qq.err" && ok || bad "--quiet printed '$out' / $(cat "$tmp/qq.err")"
+out=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/qs" --set training.steps=3 2>"$tmp/qs.err")
+[ "$(echo "$out" | wc -l)" -lt 15 ] && echo "$out" | grep -q '^  step time .* mean: input .*, compute .*, communication .*, idle' \
+  && [ "$(echo "$out" | tail -1)" = "$(cat <<<"$out" | grep '^run_hash')" ] && no_bar "$tmp/qs.err" \
+  && ok || bad "summary: '$out' / stderr $(cat "$tmp/qs.err")"
+# A pseudo-terminal on stderr gets the bar (script(1) provides one; the bar always draws the
+# last step) and stdout is still the summary ending in run_hash.
+if command -v script >/dev/null; then
+  script -qec "'$podsim' run scenarios/examples/quickstart.yaml -o '$tmp/qt' --set training.steps=20 >'$tmp/qt.out'" /dev/null >"$tmp/qt.tty" 2>&1
+  grep -q 'step 20/20' "$tmp/qt.tty" && tail -1 "$tmp/qt.out" | grep -q '^run_hash ' && ! grep -q 'step 20/20' "$tmp/qt.out" \
+    && ok || bad "progress bar on a terminal: $(head -c 300 "$tmp/qt.tty")"
+fi
+
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ $failed -eq 0 ]

@@ -24,6 +24,23 @@ static inline const char *tu_src(const char *rel) {
   return b;
 }
 
+/* A fresh directory under /tmp named after prefix (malloc'ed; remove with tu_remove_dir). */
+static inline char *tu_temp_dir(const char *prefix) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "/tmp/%s-XXXXXX", prefix);
+  char *d = strdup(buf);
+  assert_non_null(mkdtemp(d));
+  return d;
+}
+
+/* Removes dir and everything in it, and frees the name. */
+static inline void tu_remove_dir(char *dir) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  free(dir);
+}
+
 /* Reads column `col` (0-based) of a CSV file with a header row into values[0..max); when names
 ** is given, column 0 of each row goes to names[row] too. Returns the row count. */
 static inline int tu_read_column(const char *path, int col, double *values, int max,

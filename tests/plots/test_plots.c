@@ -369,7 +369,7 @@ static void test_new_charts_formats(void **state) {
   for (int f = 0; f < 3; f++) {
     for (int k = 0; k < 2; k++) {
       snprintf(a, sizeof a, "tl%d.%s", k, ext[f]);
-      assert_int_equal(pl_timeline(tmp(a), fmts[f], "timeline", "time (us)", trows, 3, tcats, 3, sp, n,
+      assert_int_equal(pl_timeline(tmp(a), fmts[f], "timeline", "time (us)", NAN, NAN, trows, 3, tcats, 3, sp, n,
                                    NULL, err, sizeof err), 0);
       snprintf(a, sizeof a, "hm%d.%s", k, ext[f]);
       assert_int_equal(pl_heatmap(tmp(a), fmts[f], "heatmap", "time (ms)", trows, 3, 0, 2, 4, v, 0, 1,
@@ -398,7 +398,7 @@ static void test_timeline_rows(void **state) {
   char err[256] = "";
   pl_span sp[64];
   size_t n = timeline_data(sp);
-  assert_int_equal(pl_timeline(tmp("rows.png"), PL_PNG, "t", "time (us)", trows, 3, tcats, 3, sp, n,
+  assert_int_equal(pl_timeline(tmp("rows.png"), PL_PNG, "t", "time (us)", NAN, NAN, trows, 3, tcats, 3, sp, n,
                                NULL, err, sizeof err), 0);
   cairo_surface_t *s = load_png(tmp("rows.png"));
   cairo_surface_flush(s);
@@ -419,14 +419,14 @@ static void test_timeline_bad_spans(void **state) {
   (void)state;
   char err[256] = "";
   pl_span bad[4] = {{7, 0, 1, 0}, {0, NAN, 1, 0}, {0, 2, 1, 0}, {0, 0, 1, 9}};
-  assert_int_equal(pl_timeline(tmp("bad.png"), PL_PNG, "t", "x", trows, 3, tcats, 3, bad, 4,
+  assert_int_equal(pl_timeline(tmp("bad.png"), PL_PNG, "t", "x", NAN, NAN, trows, 3, tcats, 3, bad, 4,
                                "no faults", err, sizeof err), 0);
-  assert_int_equal(pl_timeline(tmp("none.png"), PL_PNG, "t", "x", NULL, 0, tcats, 3, NULL, 0,
+  assert_int_equal(pl_timeline(tmp("none.png"), PL_PNG, "t", "x", NAN, NAN, NULL, 0, tcats, 3, NULL, 0,
                                "no faults", err, sizeof err), 0);
   cairo_surface_t *s = load_png(tmp("none.png"));
   assert_true(ink(s, 500, 330, 700, 380) > 0);  /* the note, mid-plot */
   cairo_surface_destroy(s);
-  assert_int_equal(pl_timeline(tmp("x.png"), PL_PNG, "t", "x", trows, 3, tcats, 3, NULL, 2, NULL, err,
+  assert_int_equal(pl_timeline(tmp("x.png"), PL_PNG, "t", "x", NAN, NAN, trows, 3, tcats, 3, NULL, 2, NULL, err,
                                sizeof err), -1);
   assert_non_null(strstr(err, "spans missing"));
 }

@@ -15,18 +15,6 @@
 
 #include "scenarios/train.h"
 
-static char *temp_dir(void) {
-  char *d = strdup("/tmp/podsim-golden-XXXXXX");
-  assert_non_null(mkdtemp(d));
-  return d;
-}
-
-static void remove_dir(const char *dir) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
-}
-
 /* Runs the scenario at scenario_rel into out and checks it against the golden `variant`. */
 static uint64_t run_scenario(const char *scenario_rel, const char *variant, const char *out,
                              double *max_loss_err, double *max_weight_err, run_summary *sum_out) {
@@ -80,14 +68,13 @@ static uint64_t run_variant(const char *variant, const char *out, double *max_lo
 ** golden `variant`; its summary goes to *sum when given. */
 static void check_strategy(const char *name, const char *variant, run_summary *sum) {
   char rel[256];
-  char *out = temp_dir();
+  char *out = tu_temp_dir("podsim-golden");
   double loss_err, weight_err;
   snprintf(rel, sizeof rel, "tests/data/train/strategies/%s.yaml", name);
   run_scenario(rel, variant, out, &loss_err, &weight_err, sum);
   print_message("%s vs golden %s: max |loss error| %.3g, max |weight error| %.3g\n", name, variant,
                 loss_err, weight_err);
-  remove_dir(out);
-  free(out);
+  tu_remove_dir(out);
 }
 
 /* With loss_reduction global_batch every sync strategy reproduces the single-device run r1:
@@ -124,12 +111,11 @@ static void steps_per_run_saves_host_round_trips(void **state) {
 }
 
 static void check_variant(const char *variant) {
-  char *out = temp_dir();
+  char *out = tu_temp_dir("podsim-golden");
   double loss_err, weight_err;
   run_variant(variant, out, &loss_err, &weight_err);
   print_message("golden %s: max |loss error| %.3g, max |weight error| %.3g\n", variant, loss_err, weight_err);
-  remove_dir(out);
-  free(out);
+  tu_remove_dir(out);
 }
 
 static void golden_r1(void **state) { (void)state; check_variant("r1"); }
@@ -140,29 +126,25 @@ static void golden_r4_mean(void **state) { (void)state; check_variant("r4_mean")
 /* The same scenario run twice, into different directories, gives the same run_hash. */
 static void run_hash_is_stable(void **state) {
   (void)state;
-  char *a = temp_dir(), *b = temp_dir();
+  char *a = tu_temp_dir("podsim-golden"), *b = tu_temp_dir("podsim-golden");
   double le, we;
   uint64_t h1 = run_variant("r4", a, &le, &we);
   uint64_t h2 = run_variant("r4", b, &le, &we);
   assert_true(h1 == h2);
-  remove_dir(a);
-  remove_dir(b);
-  free(a);
-  free(b);
+  tu_remove_dir(a);
+  tu_remove_dir(b);
 }
 
 /* Different replica counts reduce in different orders and time differently: the hash sees it. */
 static void run_hash_tells_runs_apart(void **state) {
   (void)state;
-  char *a = temp_dir(), *b = temp_dir();
+  char *a = tu_temp_dir("podsim-golden"), *b = tu_temp_dir("podsim-golden");
   double le, we;
   uint64_t h4 = run_variant("r4", a, &le, &we);
   uint64_t h8 = run_variant("r8", b, &le, &we);
   assert_true(h4 != h8);
-  remove_dir(a);
-  remove_dir(b);
-  free(a);
-  free(b);
+  tu_remove_dir(a);
+  tu_remove_dir(b);
 }
 
 int main(void) {

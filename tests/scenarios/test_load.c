@@ -253,7 +253,7 @@ static const struct bad_case {
   {"optimizer_key_of_other_kind", 6, 44, "optimizer.beta_1", "unknown key \"beta_1\""},
   {"pipeline_bare_number", 10, 27, "dataset.pipeline.per_example", "expected a duration with a unit"},
   {"pipeline_too_long", 10, 25, "dataset.pipeline.per_batch", "expected at most 3600 s"},
-  {"plot_svg_not_supported", 11, 19, "outputs.format", "(planned in issue 7)"},
+  {"plot_bad_format", 11, 19, "outputs.format", "expected one of png | svg | pdf, found \"jpeg\""},
   {"plot_unknown", 11, 25, "outputs.plots[1]", "found \"accuracy\""},
   {"prefetch_negative", 10, 13, "dataset.prefetch", "expected an integer >= 0, found -1"},
   {"ps_not_supported", 12, 3, "cluster.ps", "(planned in issue 5)"},

@@ -1,0 +1,166 @@
+/*
+** test_report.c: what a run shows: the charts outputs.plots asks for in each outputs.format, the
+** trace.json structure Perfetto needs, and that neither charts nor the progress bar change
+** run_hash. Files and structure are checked, never pixels.
+*/
+#include "tests/testutil.h"
+#include "tests/tracecheck.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scenarios/report.h"
+#include "scenarios/train.h"
+
+static const char *const ALL = "outputs.plots=[loss, step_time, timeline, hbm, heatmap, faults]";
+
+/* The quickstart for 3 steps with the given overrides, into out; returns run_hash. */
+static uint64_t run(const char *out, const char *const *sets, int nsets) {
+  static scenario s;
+  scn_error err;
+  const char *all[8] = {"training.steps=3"};
+  for (int i = 0; i < nsets; i++) all[i + 1] = sets[i];
+  if (scenario_load(tu_src("scenarios/examples/quickstart.yaml"), all, nsets + 1, &s, &err) != 0)
+    fail_msg("%s", err.msg);
+  run_summary sum;
+  int rc = train_run(&s, out, &sum, &err);
+  if (rc != TR_EXIT_OK) fail_msg("exit %d: %s", rc, err.msg);
+  return sum.run_hash;
+}
+
+static int starts_with(const char *dir, const char *name, const char *magic, size_t len) {
+  char path[512], buf[16] = {0};
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return 0;
+  size_t got = fread(buf, 1, len, f);
+  fclose(f);
+  return got == len && memcmp(buf, magic, len) == 0;
+}
+
+/* Every chart name in every format: six files with the format's magic bytes, and run_hash the
+** same as with the default two charts (charts are not simulated output). */
+static void every_chart_in_every_format(void **state) {
+  (void)state;
+  static const char *const names[] = {"loss", "step_time", "timeline", "hbm", "heatmap", "faults"};
+  static const struct { const char *set, *ext, *magic; size_t len; } fmts[] = {
+      {"outputs.format=png", "png", "\x89PNG", 4}, {"outputs.format=svg", "svg", "<?xml", 5},
+      {"outputs.format=pdf", "pdf", "%PDF-", 5}};
+  char *base = tu_temp_dir("podsim-report");
+  uint64_t plain = run(base, NULL, 0);
+  for (int f = 0; f < 3; f++) {
+    char *dir = tu_temp_dir("podsim-report");
+    const char *sets[2] = {ALL, fmts[f].set};
+    assert_true(run(dir, sets, 2) == plain);
+    for (int k = 0; k < 6; k++) {
+      char file[64];
+      snprintf(file, sizeof file, "%s.%s", names[k], fmts[f].ext);
+      if (!starts_with(dir, file, fmts[f].magic, fmts[f].len)) fail_msg("%s: missing or not %s", file, fmts[f].ext);
+    }
+    tu_remove_dir(dir);
+  }
+  /* Only what is asked for: the default writes loss and step_time, no timeline. */
+  assert_true(starts_with(base, "loss.png", "\x89PNG", 4));
+  char path[512];
+  snprintf(path, sizeof path, "%s/timeline.png", base);
+  assert_int_equal(access(path, F_OK), -1);
+  tu_remove_dir(base);
+}
+
+/* The quickstart's trace (3 steps, 4 workers on a star): valid for Perfetto (tc_check_trace);
+** a process per worker VM holding its replica's steps and its cpu, one for the fabric: 5; a
+** thread per replica (4), per cpu and its second lane (the input pipeline overlaps the model:
+** 8) and per fabric link (8): 20. */
+static void trace_structure(void **state) {
+  (void)state;
+  char *dir = tu_temp_dir("podsim-report");
+  run(dir, NULL, 0);
+  char path[512];
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  tc_counts c = tc_check_trace(path);
+  assert_int_equal(c.processes, 5);
+  assert_int_equal(c.threads, 20);
+  assert_int_equal(c.instants, 0);
+  assert_true(c.complete > 100);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  json_t *ev = json_object_get(root, "traceEvents");
+  /* The replica's track sits in its VM's process: pid of worker0.cpu's thread == pid of
+  ** task:0's. */
+  json_int_t pid_replica = -1, pid_cpu = -2;
+  for (size_t i = 0; i < json_array_size(ev); i++) {
+    json_t *x = json_array_get(ev, i);
+    if (strcmp(json_string_value(json_object_get(x, "name")), "thread_name") != 0) continue;
+    const char *n = json_string_value(json_object_get(json_object_get(x, "args"), "name"));
+    if (strcmp(n, "/job:worker/replica:0/task:0/device:CPU:0") == 0) pid_replica = json_integer_value(json_object_get(x, "pid"));
+    if (strcmp(n, "worker0.cpu") == 0) pid_cpu = json_integer_value(json_object_get(x, "pid"));
+  }
+  assert_true(pid_replica == pid_cpu);
+  json_decref(root);
+  tu_remove_dir(dir);
+}
+
+/* The faults chart draws an array of events; an empty array is the "no faults" chart. Two
+** preemptions on one target and a restart make two rows; a bad span is skipped, not an error. */
+static void faults_from_events(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  const char *sets[1] = {"outputs.plots=[faults]"};
+  if (scenario_load(tu_src("scenarios/examples/quickstart.yaml"), sets, 1, &s, &err) != 0) fail_msg("%s", err.msg);
+  sim_engine *e = sim_engine_new();
+  report_fault f[3] = {{"preempted", "worker:3", 0, 0}, {"down", "worker:3", 0, 60}, {"restarting", "training", 60, 50}};
+  char *dir = tu_temp_dir("podsim-report"), msg[256] = "";
+  report_run r = {&s, e, NULL, 0, NULL, 0, f, 3};
+  assert_int_equal(report_write_plots(&r, dir, msg, sizeof msg), 0);
+  assert_true(starts_with(dir, "faults.png", "\x89PNG", 4));
+  r.nfaults = 0;
+  assert_int_equal(report_write_plots(&r, dir, msg, sizeof msg), 0);
+  /* An unwritable directory is an error with the path in the message. */
+  assert_int_equal(report_write_plots(&r, "/nonexistent-podsim", msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "/nonexistent-podsim"));
+  sim_engine_free(e);
+  tu_remove_dir(dir);
+}
+
+/* The text summary: one screen (under 15 lines) ending in run_hash, with the breakdown. */
+static void summary_text(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  if (scenario_load(tu_src("scenarios/examples/quickstart.yaml"), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
+  run_summary sum = {0};
+  snprintf(sum.scenario, sizeof sum.scenario, "quickstart");
+  sum.strategy = "multi_worker_mirrored";
+  sum.all_reduce = "ring";
+  sum.replicas = 4;
+  sum.steps_completed = 300;
+  sum.sim_time_s = 0.0572779;
+  sum.means = (run_step_means){190.9e-6, 0.06e-6, 54.33e-6, 136.5e-6, 0};
+  sum.memory_peak_bytes = 251472;
+  sum.memory_capacity_bytes = UINT64_C(34359738368);
+  sum.run_hash = 0xf9b2af6c3720a5cbULL;
+  char buf[4096] = "";
+  FILE *f = fmemopen(buf, sizeof buf, "w");
+  report_print_summary(f, &s, "out/q", &sum);
+  fclose(f);
+  int lines = 0;
+  for (const char *p = buf; *p; p++) lines += *p == '\n';
+  assert_true(lines < 15);
+  /* 190.9 us mean; 245.6 KiB of 32.0 GiB is 0.0007%, printed with one decimal. */
+  assert_non_null(strstr(buf, "step time     190.9 us mean: input 0.06 us, compute 54.33 us, communication 136.5 us"));
+  assert_non_null(strstr(buf, "57.28 ms simulated"));
+  assert_non_null(strstr(buf, "245.6 KiB of 32.0 GiB on the fullest device (0.0%)"));
+  assert_non_null(strstr(buf, "\nrun_hash f9b2af6c3720a5cb\n"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_chart_in_every_format),
+      cmocka_unit_test(trace_structure),
+      cmocka_unit_test(faults_from_events),
+      cmocka_unit_test(summary_text),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
