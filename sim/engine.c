@@ -144,6 +144,15 @@ void sim_run_until(sim_engine *e, sim_time until) {
   if (until != SIM_TIME_NEVER && until > e->now) e->now = until;
 }
 
+int sim_run_while(sim_engine *e, sim_predicate_fn going, void *arg) {
+  assert(e->current == NULL);
+  while (going(arg)) {
+    if (e->queue.live == 0) return -1;
+    fire_next(e);
+  }
+  return 0;
+}
+
 /* ---- actors ---------------------------------------------------------------------------- */
 
 static void actor_body(void *arg) {
@@ -200,6 +209,7 @@ int sim_actor_is_alive(const sim_actor *a) {
   return a->state != SIM_ACTOR_FINISHED && a->state != SIM_ACTOR_KILLED;
 }
 uint64_t sim_context_switches(const sim_engine *e) { return e->context_switches; }
+sim_actor *sim_current_actor(const sim_engine *e) { return e->current; }
 
 int sim__actor_block(sim_actor *self, sim_withdraw_fn withdraw, void *ctx) {
   assert(self->engine->current == self && self->state == SIM_ACTOR_RUNNING);

@@ -51,6 +51,11 @@ size_t sim_pending_events(const sim_engine *e);
 int  sim_run(sim_engine *e);
 /* Runs every event with time <= until. */
 void sim_run_until(sim_engine *e, sim_time until);
+/* For a main program that waits on the simulation (a coordinator's join): fires events while
+** going(arg) holds, checking it before each event. Returns 0 once going is false, or -1 when it
+** still holds and no event is left to change it (the wait would never end). */
+typedef int (*sim_predicate_fn)(void *arg);
+int  sim_run_while(sim_engine *e, sim_predicate_fn going, void *arg);
 
 /* ---- actors ---------------------------------------------------------------------------- */
 
@@ -64,6 +69,8 @@ void        sim_actor_on_kill(sim_actor *a, sim_actor_cleanup_fn fn, void *arg);
 const char *sim_actor_name(const sim_actor *a);
 sim_engine *sim_actor_engine(sim_actor *a);
 int         sim_actor_is_alive(const sim_actor *a);
+/* The actor running now, or NULL when the caller is the main program or an event callback. */
+sim_actor  *sim_current_actor(const sim_engine *e);
 /* Kills an actor from an event or another actor: its blocking call never returns; the
 ** on-kill callback runs; its pending activity is withdrawn from the resources it used. */
 void        sim_actor_kill(sim_actor *a);

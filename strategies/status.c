@@ -18,6 +18,7 @@ const char *ds_error_kind_name(ds_error_kind kind) {
     case DS_ABORTED_ERROR: return "AbortedError";
     case DS_RESOURCE_EXHAUSTED_ERROR: return "ResourceExhaustedError";
     case DS_NOT_FOUND_ERROR: return "NotFoundError";
+    case DS_DEADLINE_EXCEEDED_ERROR: return "DeadlineExceededError";
   }
   return "?";
 }

@@ -20,7 +20,8 @@ typedef enum {
   DS_UNAVAILABLE_ERROR,    /* tf.errors.UnavailableError */
   DS_ABORTED_ERROR,        /* tf.errors.AbortedError */
   DS_RESOURCE_EXHAUSTED_ERROR,/* tf.errors.ResourceExhaustedError */
-  DS_NOT_FOUND_ERROR       /* tf.errors.NotFoundError (FILE auto-shard without a reader) */
+  DS_NOT_FOUND_ERROR,      /* tf.errors.NotFoundError (FILE auto-shard without a reader) */
+  DS_DEADLINE_EXCEEDED_ERROR /* tf.errors.DeadlineExceededError (a closure timing out) */
 } ds_error_kind;
 
 typedef struct ds_status {

@@ -76,6 +76,11 @@ ds_strategy *ds__tpu_strategy_on_resolver(sim_engine *e, ds_kind kind, const str
                                           const struct ds_tpu_machine *m, sim_algo algo,
                                           struct sim_tpu_slice **slice_out);
 
+/* variable.c: TF's variable_creator_scope with a creator that raises: while `why` is set,
+** ds_variable_new fails with ValueError(why) (create_per_worker_dataset traces dataset_fn so).
+** NULL lifts it. */
+void ds__variable_creation_refuse(const char *why);
+
 /* context.c: whether the running code is a replica function (run() is driving the engine and
 ** no merge_fn is running). */
 int ds__in_replica_context(void);

@@ -38,6 +38,9 @@ struct ds_variable {
 
 static _Thread_local const ds_variable *colocate_stack[COLOCATE_MAX]; /* colocate_vars_with */
 static _Thread_local int colocate_depth;                               /* entries in it */
+static _Thread_local const char *creation_refused; /* ValueError text while variables are refused */
+
+void ds__variable_creation_refuse(const char *why) { creation_refused = why; }
 
 static const char *const op_names[] = { "assign", "assign_add", "assign_sub" };
 
@@ -109,6 +112,10 @@ static int place(ds_variable *v, int distributed, ds_status *st) {
 ds_variable *ds_variable_new(const md_tensor *initial, const ds_variable_options *opts, ds_status *st) {
   ds_variable_options o = opts ? *opts : (ds_variable_options){ .trainable = -1 };
   ds_strategy *s = ds_get_strategy();
+  if (creation_refused != NULL) {
+    ds_status_set(st, DS_VALUE_ERROR, "%s", creation_refused);
+    return NULL;
+  }
   if (ds__in_replica_context()) {
     ds_status_set(st, DS_RUNTIME_ERROR, "podsim creates variables in cross-replica context only");
     return NULL;
