@@ -94,16 +94,40 @@ static double pl_doc_title(pl_doc *d, const char *title) {
   return PL_DOC_MARGIN + 2.2 * PL_DOC_TITLE_PX;
 }
 
+/* Shows `s` from `y` on, wrapped at spaces to the page's width; returns the next baseline. */
+static double pl_doc_wrapped(pl_doc *d, const char *title, const char *s, double y, double step) {
+  char line[1024];
+  double avail = PL_WIDTH - 2 * PL_DOC_MARGIN;
+  while (*s) {
+    size_t fit = strlen(s) < sizeof line ? strlen(s) : sizeof line - 1, cut = fit;
+    for (;;) {  /* the longest run of whole words that fits (a single long word is cut) */
+      cairo_text_extents_t e;
+      memcpy(line, s, cut);
+      line[cut] = '\0';
+      cairo_text_extents(d->cr, line, &e);
+      if (e.x_advance <= avail) break;
+      size_t space = cut - 1;  /* s[cut] is the space of the last cut: look before it */
+      while (space > 0 && s[space] != ' ') space--;
+      if (space == 0) break;
+      cut = space;
+    }
+    if (y + step > PL_HEIGHT - PL_DOC_MARGIN) y = pl_doc_title(d, title);
+    pl_doc_show(d->cr, line, PL_DOC_MARGIN, y);
+    y += step;
+    s += cut;
+    while (*s == ' ') s++;
+  }
+  return y;
+}
+
 void pl_doc_text(pl_doc *d, const char *title, const char *const *lines, size_t n) {
   double y = pl_doc_title(d, title), step = PL_DOC_TEXT_PX * 1.6;
   for (size_t i = 0; i < n; i++) {
-    if (y + step > PL_HEIGHT - PL_DOC_MARGIN) y = pl_doc_title(d, title);
     /* A line starting with '#' is a heading: bold, with air above it. */
     int heading = lines[i][0] == '#';
     if (heading && i > 0) y += step / 2;
     pl_doc_font(d->cr, PL_DOC_TEXT_PX, heading, 0);
-    pl_doc_show(d->cr, heading ? lines[i] + 1 + (lines[i][1] == ' ') : lines[i], PL_DOC_MARGIN, y);
-    y += step;
+    y = pl_doc_wrapped(d, title, heading ? lines[i] + 1 + (lines[i][1] == ' ') : lines[i], y, step);
   }
 }
 

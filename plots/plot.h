@@ -53,8 +53,8 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
 typedef struct pl_doc pl_doc;
 /* Opens PATH for writing; NULL with a message in err. */
 pl_doc *pl_doc_open(const char *path, char *err, size_t errlen);
-/* A page with a title and lines of text (more pages with the same title if they overflow);
-** a line starting with '#' is a bold heading. */
+/* A page with a title and lines of text, each wrapped at spaces to the page's width (more pages
+** with the same title if they overflow); a line starting with '#' is a bold heading. */
 void    pl_doc_text(pl_doc *d, const char *title, const char *const *lines, size_t n);
 /* A table: the header row and nrows rows of ncols cells (row-major), each column as wide as
 ** its widest cell, scaled down to the page width when wider, on as many pages as it takes

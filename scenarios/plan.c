@@ -59,11 +59,16 @@ struct plan {
 
 /* ---- the grid --------------------------------------------------------------------------- */
 
-/* Which value of key k point i takes. */
-static int value_index(const plan *p, int i, int k) {
+/* Points between two values of key k: the product of the later keys' list lengths. */
+static long stride_of(const plan *p, int k) {
   long stride = 1;
   for (int j = k + 1; j < p->nkeys; j++) stride *= p->sweep->items[j]->n;
-  return (int)(i / stride % p->sweep->items[k]->n);
+  return stride;
+}
+
+/* Which value of key k point i takes. */
+static int value_index(const plan *p, int i, int k) {
+  return (int)(i / stride_of(p, k) % p->sweep->items[k]->n);
 }
 
 static const yt_node *value_node(const plan *p, int i, int k) {
@@ -639,12 +644,6 @@ void plan_print(const plan *p, const char *dir, FILE *out) {
 }
 
 /* ---- charts and the reports ------------------------------------------------------------- */
-
-static long stride_of(const plan *p, int k) {
-  long stride = 1;
-  for (int j = k + 1; j < p->nkeys; j++) stride *= p->sweep->items[j]->n;
-  return stride;
-}
 
 /* Whether key k changes the chip count: some point differs in chips from the point that takes
 ** k's first value and the same other values. */
