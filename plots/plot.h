@@ -82,4 +82,25 @@ int pl_capacity_bars(const char *path, pl_format fmt, const char *title, const c
                      const char *const *labels, const double *used, const double *capacity,
                      const char *const *notes, size_t n, char *err, size_t errlen);
 
+/* A multi-page PDF report (plots/doc.c): pages of PL_WIDTH x PL_HEIGHT points, no creation
+** date (the same pages give the same bytes). Text is drawn as given, in UTF-8. */
+typedef struct pl_doc pl_doc;
+/* Opens PATH for writing; NULL with a message in err. */
+pl_doc *pl_doc_open(const char *path, char *err, size_t errlen);
+/* A page with a title and lines of text, each wrapped at spaces to the page's width (more pages
+** with the same title if they overflow); a line starting with '#' is a bold heading. */
+void    pl_doc_text(pl_doc *d, const char *title, const char *const *lines, size_t n);
+/* A table: the header row and nrows rows of ncols cells (row-major), each column as wide as
+** its widest cell, scaled down to the page width when wider, on as many pages as it takes
+** (the header repeated on each). Returns 0 or -1 (message in the open's err). */
+int     pl_doc_table(pl_doc *d, const char *title, const char *const *header, size_t ncols,
+                     const char *const *cells, size_t nrows);
+/* A page showing the PNG at png_path (a chart written by the functions above) scaled to fit.
+** Returns 0 or -1 (message in the open's err). */
+int     pl_doc_image(pl_doc *d, const char *png_path);
+/* Pages so far (the one being drawn included). */
+int     pl_doc_pages(const pl_doc *d);
+/* Finishes and closes the file, freeing d; on failure removes the file. Returns 0 or -1. */
+int     pl_doc_close(pl_doc *d);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/plan.h"
 #include "scenarios/report.h"
 #include "scenarios/train.h"
 #include "scenarios/workload.h"
@@ -20,8 +21,9 @@ static const char usage[] =
   "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>)\n"
   "  podsim check FILE [--set KEY=VALUE]...\n"
   "      validate the scenario and its input files; write nothing\n"
-  "  podsim plan FILE [-o DIR] [--set KEY=VALUE]...\n"
-  "      capacity-planning sweep (not supported yet: planned in issue 7)\n"
+  "  podsim plan FILE [-o DIR] [-j N] [--set KEY=VALUE]... [--quiet]\n"
+  "      run every point of the file's sweep (N at a time, default: the CPUs) into DIR/points/,\n"
+  "      then write sweep.csv, report.md and report.pdf into DIR and print the recommendation\n"
   "  podsim --help | --version\n"
   "\n"
   "--set overrides any scalar of the file, the value in YAML syntax: --set training.steps=20\n"
@@ -38,6 +40,7 @@ typedef struct cli {
   const char **sets;      /* --set KEY=VALUE texts */
   int nsets;              /* entries in sets */
   int quiet;              /* --quiet */
+  int jobs;               /* plan -j: points run at once (0: the online CPUs) */
 } cli;
 
 static int usage_error(const char *what, const char *arg) {
@@ -54,6 +57,13 @@ static int parse_args(int argc, char **argv, cli *c) {
       if (i + 1 >= argc) return usage_error("missing the value after", a);
       if (a[1] == 'o') c->out_dir = argv[++i];
       else c->sets[c->nsets++] = argv[++i];
+    } else if (strcmp(a, "-j") == 0 && strcmp(c->command, "plan") == 0) {
+      char *end;
+      long j = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+      if (i + 1 >= argc || *end != '\0' || j < 1 || j > 1024)
+        return usage_error("-j takes a number of processes from 1 to 1024", i + 1 < argc ? argv[i + 1] : NULL);
+      c->jobs = (int)j;
+      i++;
     } else if (strncmp(a, "--set=", 6) == 0) {
       c->sets[c->nsets++] = a + 6;
     } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
@@ -90,15 +100,31 @@ static int run_workload(const cli *c, const scenario *s, const char *dir) {
   return TR_EXIT_OK;
 }
 
+/* Every point validated before any runs; a point that fails is a row of the report, so the
+** plan itself exits 0 once its files are written. */
+static int plan_command(const cli *c) {
+  static scn_error err;
+  plan *p = plan_load(c->file, c->sets, c->nsets, &err);
+  if (p == NULL) {
+    fprintf(stderr, "%s\n", err.msg);
+    return TR_EXIT_INPUT;
+  }
+  const char *dir = c->out_dir ? c->out_dir : plan_scenario(p)->out_dir;
+  int rc = plan_run(p, dir, c->jobs, &err);
+  if (rc != 0) fprintf(stderr, "%s\n", err.msg);
+  else if (!c->quiet) plan_print(p, dir, stdout);
+  plan_free(p);
+  return rc == 0 ? TR_EXIT_OK : TR_EXIT_INPUT;
+}
+
 static int run_command(const cli *c) {
   static scenario s;
   static scn_error err;
+  if (strcmp(c->command, "plan") == 0) return plan_command(c);
   if (scenario_load(c->file, c->sets, c->nsets, &s, &err) != 0) {
     fprintf(stderr, "%s\n", err.msg);
     return TR_EXIT_INPUT;
   }
-  if (strcmp(c->command, "plan") == 0)
-    return usage_error("plan: not supported yet (capacity planning is planned in issue 7)", NULL);
   if (strcmp(c->command, "check") == 0) {
     if ((s.has_workload ? workload_check(&s, &err) : train_check(&s, &err)) != TR_EXIT_OK) {
       fprintf(stderr, "%s\n", err.msg);

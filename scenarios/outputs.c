@@ -56,6 +56,17 @@ const char *outputs_path(char *buf, size_t len, const char *dir, const char *nam
   return buf;
 }
 
+const char *outputs_bytes(char *buf, size_t len, double bytes) {
+  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    u++;
+  }
+  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
 int outputs_make_dir(const char *dir) {
   char tmp[4096];
   size_t n = strlen(dir);

@@ -86,6 +86,8 @@ int outputs_write_summary(const char *path, const run_summary *s);
 const char *outputs_seconds(char *buf, size_t len, int64_t ps);
 /* Joins dir and name into buf. */
 const char *outputs_path(char *buf, size_t len, const char *dir, const char *name);
+/* 251472 -> "245.6 KiB": binary units, as memory is sized. Returns buf. */
+const char *outputs_bytes(char *buf, size_t len, double bytes);
 /* mkdir -p. */
 int outputs_make_dir(const char *dir);
 

@@ -45,18 +45,6 @@ static const char *short_device(const char *name, char *buf, size_t len) {
   return buf;
 }
 
-/* 251472 -> "245.6 KiB": binary units, as memory is sized. */
-static const char *human_bytes(char *buf, size_t len, double bytes) {
-  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    u++;
-  }
-  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
 static void chart_path(char *buf, size_t len, const char *dir, const char *name, scn_plot_format f) {
   static const char *const ext[] = { "png", "svg", "pdf" };
   snprintf(buf, len, "%s/%s.%s", dir, name, ext[f]);
@@ -343,8 +331,8 @@ static int hbm(const report_run *run, const char *dir, char *msg, size_t msglen)
     short_device(run->devices[first[k]].name, name, sizeof name);
     if (count[k] > 1) snprintf(labels[k], sizeof labels[k], "%s +%d", name, count[k] - 1);
     else snprintf(labels[k], sizeof labels[k], "%s", name);
-    snprintf(notes[k], sizeof notes[k], "%s of %s (%.1f%%)", human_bytes(a, sizeof a, used[k]),
-             human_bytes(b, sizeof b, cap[k]), cap[k] > 0 ? 100.0 * used[k] / cap[k] : 0.0);
+    snprintf(notes[k], sizeof notes[k], "%s of %s (%.1f%%)", outputs_bytes(a, sizeof a, used[k]),
+             outputs_bytes(b, sizeof b, cap[k]), cap[k] > 0 ? 100.0 * used[k] / cap[k] : 0.0);
     used[k] /= div;
     cap[k] /= div;
     lp[k] = labels[k];
@@ -437,8 +425,8 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
     fprintf(f, "  final loss    %.6g\n", sum->final_loss);
   }
   fprintf(f, "  memory peak   %s of %s on the fullest device (%.1f%%)\n",
-          human_bytes(a, sizeof a, (double)sum->memory_peak_bytes),
-          human_bytes(b, sizeof b, (double)sum->memory_capacity_bytes),
+          outputs_bytes(a, sizeof a, (double)sum->memory_peak_bytes),
+          outputs_bytes(b, sizeof b, (double)sum->memory_capacity_bytes),
           sum->memory_capacity_bytes > 0 ? 100.0 * (double)sum->memory_peak_bytes / (double)sum->memory_capacity_bytes : 0.0);
   if (sum->failed) fprintf(f, "  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
   fprintf(f, "  outputs       %s/\n", dir);

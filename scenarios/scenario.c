@@ -1114,11 +1114,18 @@ static int expect_fn(ctx *c, const key_spec *k, const yt_node *v, const char *pa
 
 static const key_spec ROOT_KEYS[];
 
-/* sweep: {key.path: [values]}; every path must name a key of the format. */
+/* sweep: {key.path: [values]}; every path must name a key of the format (paths under a list
+** such as model.layers.0.dense.units are checked when each point validates), no path may hold
+** another, and the grid is bounded. The values stay in the tree: `podsim plan` sets each
+** point's values there, so their errors name their own line and column. */
 static int sweep_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   char sub[256];
+  scenario *s = c->s;
   (void)k; (void)base;
   if (get_map(c, v, path, "a mapping of key paths to lists of values")) return -1;
+  if (v->n > SCN_MAX_SWEEP)
+    return fail(c, v, path, "expected at most %d swept keys, found %d", SCN_MAX_SWEEP, v->n);
+  s->sweep_points = 1;
   for (int i = 0; i < v->n; i++) {
     const yt_node *kn = v->keys[i];
     const key_spec *table = ROOT_KEYS, *hit = NULL;
@@ -1134,9 +1141,23 @@ static int sweep_fn(ctx *c, const key_spec *k, const yt_node *v, const char *pat
       if (*p == '.') p++;
       table = hit->type == V_MAP ? hit->sub : NULL;
     }
-    if (!hit || (table && !*p && hit->type == V_MAP))
+    if (!hit || (table && !*p && hit->type == V_MAP) || !strcmp(hit->key, "sweep") ||
+        strlen(kn->text) >= sizeof s->sweep_paths[0])
       return fail(c, kn, sub, "expected the path of a key such as dataset.global_batch, found \"%s\"", kn->text);
+    for (int j = 0; j < i; j++) {
+      const char *a = v->keys[j]->text, *b = kn->text;
+      size_t la = strlen(a), lb = strlen(b), l = la < lb ? la : lb;
+      if (!strncmp(a, b, l) && (a[l] == '.' || b[l] == '.'))
+        return fail(c, kn, sub, "sweeps a key inside another swept key (%s): sweep one or the other", a);
+    }
     if (get_seq(c, v->items[i], sub, "a non-empty sequence of values")) return -1;
+    if (s->sweep_points * v->items[i]->n > SCN_MAX_SWEEP_POINTS)
+      return fail(c, v->items[i], sub, "expected a grid of at most %d points, found %ld x %d", SCN_MAX_SWEEP_POINTS,
+                  s->sweep_points, v->items[i]->n);
+    sfmt(s->sweep_paths[i], sizeof s->sweep_paths[i], "%s", kn->text);
+    s->sweep_values[i] = v->items[i]->n;
+    s->sweep_points *= v->items[i]->n;
+    s->nsweep = i + 1;
   }
   return 0;
 }
@@ -1168,7 +1189,7 @@ static const key_spec ROOT_KEYS[] = {
   {.key = "faults", .type = V_FN, .fn = faults_fn, .issue = 6, .what = "faults"},
   {.key = "outputs", .type = V_MAP, .sub = OUTPUTS_KEYS},
   {.key = "expect", .type = V_FN, .fn = expect_fn, .issue = 6, .what = "expect checks"},
-  {.key = "sweep", .type = V_FN, .fn = sweep_fn, .issue = 7, .what = "sweeps (podsim plan)"},
+  {.key = "sweep", .type = V_FN, .fn = sweep_fn},
   END};
 
 /* ------------------------------------------------------------------ across sections */
@@ -1357,6 +1378,7 @@ static int cross_checks(ctx *c) {
 static void set_defaults(scenario *s) {
   memset(s, 0, sizeof *s);
   s->seed = 1;
+  s->sweep_points = 1;
   s->numerics_full = 1;
   s->workers = 1;
   machines_lookup("n2-standard-8", &s->worker_machine);

@@ -16,6 +16,8 @@
 #define SCN_MAX_LAYERS 32
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
 #define SCN_PATH_MAX 4096
+#define SCN_MAX_SWEEP 8            /* keys a sweep may vary */
+#define SCN_MAX_SWEEP_POINTS 1024  /* points of a sweep's grid */
 
 typedef struct scn_error {
   char file[SCN_PATH_MAX]; /* the file the error is in (as given on the command line) */
@@ -146,6 +148,12 @@ typedef struct scenario {
   scn_plot_set plots;           /* outputs.plots (default [loss, step_time]) */
   scn_plot_format format;       /* outputs.format (default png) */
   int    trace;                 /* outputs.trace (default true) */
+
+  /* sweep (podsim plan): the values themselves stay in the tree, where each point sets them */
+  int    nsweep;                /* swept keys, in file order (0: no sweep) */
+  char   sweep_paths[SCN_MAX_SWEEP][128]; /* each key's path, as --set writes it */
+  int    sweep_values[SCN_MAX_SWEEP];     /* values listed for each */
+  long   sweep_points;          /* the grid's points: the product of sweep_values (1 without a sweep) */
 } scenario;
 
 /* Loads and validates FILE with the overrides ("key.path=value", YAML syntax for the value).

@@ -504,35 +504,60 @@ static core_share share_of_core(const trainer *t, int core) {
   return (core_share){ all_params > 0 ? params / all_params : 0, all_width > 0 ? width / all_width : 0 };
 }
 
-/* Reserves each replica's memory on each of its logical cores: variables, optimizer slots,
-** gradients, the all-reduce buffer and the activations of its largest slice, as share_of_core
-** places them, and the runtime workspace. Returns 0, or fills the summary's error as
-** TensorFlow's ResourceExhaustedError. */
-static int reserve_memory(trainer *t, run_summary *sum) {
-  const md_model *m = t->replicas[0].model;
+/* What replica r needs on logical core c for a per-replica batch of `slice` examples:
+** variables, optimizer slots, gradients, the all-reduce buffer and the activations of the slice,
+** as share_of_core places them, and the runtime workspace. */
+typedef struct core_need {
+  double params;          /* variables */
+  double slots;           /* optimizer slots */
+  double grads;           /* gradients and, with several replicas, the all-reduce buffer */
+  double acts;            /* activations kept for backward */
+  double workspace;       /* the device runtime's scratch */
+  uint64_t total;         /* their sum, as allocated */
+} core_need;
+
+static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   const md_optimizer *o = t->replicas[0].opt;
   double params = 4.0 * (double)t->nparams, slots = 0.0;
   for (int i = 0; i < md_optimizer_num_slots(o); i++) slots += 4.0 * (double)md_optimizer_slot(o, i)->size;
-  double grads = params * (t->nreplicas > 1 ? 2.0 : 1.0);
-  int max_slice = (t->s->global_batch + t->nreplicas - 1) / t->nreplicas;
-  double acts = md_model_activation_bytes(m, max_slice);
+  core_share share = share_of_core(t, c);
+  core_need n = { params * share.params, slots * share.params,
+                  params * (t->nreplicas > 1 ? 2.0 : 1.0) * share.params,
+                  md_model_activation_bytes(t->replicas[0].model, slice) * share.acts,
+                  ds_replica_workspace(t->strategy, r), 0 };
+  n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
+  return n;
+}
+
+/* Gives back the first `taken` reservations of reserve_memory's order (core-major). */
+static void release_memory(trainer *t, int slice, long taken) {
+  for (long k = 0; k < taken; k++) {
+    int c = (int)(k / t->nreplicas), r = (int)(k % t->nreplicas);
+    sim_mempool_release(ds_replica_core_memory(t->strategy, r, c), need_on_core(t, r, c, slice).total);
+  }
+}
+
+/* Reserves each replica's memory on each of its logical cores for a per-replica batch of
+** `slice`. Returns 0, or -1 having released what it took and, when sum is given, filled its
+** error as TensorFlow's ResourceExhaustedError. */
+static int reserve_memory(trainer *t, int slice, run_summary *sum) {
   for (int c = 0; c < t->cores; c++) {
-    core_share share = share_of_core(t, c);
-    double p = params * share.params, sl = slots * share.params, g = grads * share.params, a = acts * share.acts;
     for (int r = 0; r < t->nreplicas; r++) {
       sim_mempool *pool = ds_replica_core_memory(t->strategy, r, c);
+      core_need n = need_on_core(t, r, c, slice);
+      if (sim_mempool_alloc(pool, n.total) == 0) continue;
+      release_memory(t, slice, (long)c * t->nreplicas + r);
+      if (sum == NULL) return -1;
       const char *device = ds_replica_core_device(t->strategy, r, c);
-      double workspace = ds_replica_workspace(t->strategy, r);
-      uint64_t need = (uint64_t)(p + sl + g + a + workspace);
-      if (sim_mempool_alloc(pool, need) == 0) continue;
       char msg[512];
       snprintf(msg, sizeof msg,
                "OOM allocating %llu bytes on %s (capacity %llu): variables %.0f, optimizer slots %.0f, "
                "gradients and all-reduce buffer %.0f, activations for a per-replica batch of %d %.0f, "
-               "runtime workspace %.0f", (unsigned long long)need, device,
-               (unsigned long long)sim_mempool_capacity(pool), p, sl, g, max_slice, a, workspace);
+               "runtime workspace %.0f", (unsigned long long)n.total, device,
+               (unsigned long long)sim_mempool_capacity(pool), n.params, n.slots, n.grads, slice, n.acts,
+               n.workspace);
       job_failed(sum, "ResourceExhaustedError", device, msg);
-      sum->error.needed_bytes = need;
+      sum->error.needed_bytes = n.total;
       sum->error.capacity_bytes = sim_mempool_capacity(pool);
       return -1;
     }
@@ -764,6 +789,58 @@ int train_check(const scenario *s, scn_error *err) {
   return rc;
 }
 
+/* The probe holds what reserve_memory reads: the strategy on its own engine, and replica 0's
+** model and optimizer on shapes alone (the other replicas' entries stay empty). */
+struct train_memory {
+  scenario s;             /* the scenario, numerics off */
+  trainer t;              /* its strategy and replica 0 */
+};
+
+train_memory *train_memory_new(const scenario *s, scn_error *err) {
+  train_memory *m = train_xcalloc(1, sizeof *m);
+  m->s = *s;
+  m->s.numerics_full = 0;
+  m->s.trace = 0;
+  m->t.s = &m->s;
+  md_model_spec spec = model_spec(&m->s, 1);
+  md_error me = {0};
+  md_model *model = md_model_new(&spec, &me);
+  if (model == NULL) {
+    train_error(err, s->path, 1, 1, "model", "%s", me.msg);
+    free(m);
+    return NULL;
+  }
+  m->t.engine = sim_engine_new();
+  build_strategy(&m->t);
+  m->t.nreplicas = ds_num_replicas_in_sync(m->t.strategy);
+  m->t.replicas = train_xcalloc((size_t)m->t.nreplicas, sizeof *m->t.replicas);
+  m->t.replicas[0].model = model;
+  m->t.replicas[0].opt = md_optimizer_new(&m->s.optimizer, model);
+  m->t.nparams = md_model_num_params(model);
+  return m;
+}
+
+int train_memory_replicas(const train_memory *m) { return m->t.nreplicas; }
+
+int train_memory_fits(train_memory *m, int batch) {
+  if (reserve_memory(&m->t, batch, NULL) != 0) return 0;
+  release_memory(&m->t, batch, (long)m->t.cores * m->t.nreplicas);
+  return 1;
+}
+
+double train_memory_checkpoint_bytes(const train_memory *m) {
+  const md_optimizer *o = m->t.replicas[0].opt;
+  double floats = (double)m->t.nparams;
+  for (int i = 0; i < md_optimizer_num_slots(o); i++) floats += (double)md_optimizer_slot(o, i)->size;
+  return 4.0 * floats;
+}
+
+void train_memory_free(train_memory *m) {
+  if (m == NULL) return;
+  free_trainer(&m->t);
+  free(m);
+}
+
 int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_error *err) {
   return train_run_cli(s, out_dir, 1, sum, err);
 }
@@ -787,7 +864,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   make_replicas(&t, first);
 
   memset(sum, 0, sizeof *sum);
-  if (reserve_memory(&t, sum) == 0) {
+  if (reserve_memory(&t, (s->global_batch + t.nreplicas - 1) / t.nreplicas, sum) == 0) {
     char name[48];
     t.compile_ps = compile_time(&t);
     ds_pipeline_spec input = input_spec(&t);

@@ -35,4 +35,18 @@ int train_run(const scenario *s, const char *out_dir, run_summary *summary, scn_
 int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *summary,
                   scn_error *err);
 
+/* The memory model of a run without running it, for `podsim plan`'s batch search: what each
+** replica reserves on each of its devices before the first step (docs/scenario-format.md,
+** "Memory"), on shapes alone whatever the scenario's numerics. */
+typedef struct train_memory train_memory;
+/* NULL with *err filled when the model cannot be built. */
+train_memory *train_memory_new(const scenario *s, scn_error *err);
+int           train_memory_replicas(const train_memory *m);
+/* 1 when a per-replica batch of `batch` examples fits every device of every replica, else 0;
+** the probe's devices are left empty either way. */
+int           train_memory_fits(train_memory *m, int batch);
+/* Bytes of one copy of the variables and optimizer slots (float32): what a checkpoint holds. */
+double        train_memory_checkpoint_bytes(const train_memory *m);
+void          train_memory_free(train_memory *m);
+
 #endif

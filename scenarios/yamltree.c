@@ -343,6 +343,92 @@ static int all_digits(const char *s) {
   return 1;
 }
 
+/* Puts VAL (owned) at KEY in DOC: existing keys replaced, missing mapping keys created, numeric
+** segments index sequences. Created nodes and errors are at FILE:LINE, column COL0 + the
+** segment's offset in KEY. */
+static int set_at_path(yt_doc *doc, const char *key, yt_node *val, const char *file, int line,
+                       int col0, yt_error *err) {
+  if (!doc->root) doc->root = node_new(YT_MAP, doc->file, 1, 1);
+  yt_node *cur = doc->root;
+  char path[256] = "";
+  size_t pos = 0;
+  for (;;) {
+    size_t len = strcspn(key + pos, ".");
+    char seg[128];
+    int col = col0 + (int)pos;
+    if (len == 0 || len >= sizeof seg) {
+      set_err(err, file, line, col, key, "expected key.path=value with non-empty keys, found \"%s\"", key);
+      yt_node_free(val);
+      return -1;
+    }
+    memcpy(seg, key + pos, len);
+    seg[len] = 0;
+    int last = key[pos + len] == 0;
+    char sub[256];
+    if (cur->kind == YT_SEQ) sfmt(sub, sizeof sub, "%s[%s]", path, seg);
+    else join_path(sub, sizeof sub, path, seg);
+
+    if (cur->kind == YT_SEQ) {
+      long i = all_digits(seg) ? strtol(seg, NULL, 10) : -1;
+      if (i < 0 || i >= cur->n) {
+        set_err(err, file, line, col, sub,
+                "expected an index 0..%d into the sequence %s, found \"%s\"", cur->n - 1,
+                path, seg);
+        yt_node_free(val);
+        return -1;
+      }
+      if (last) { yt_node_free(cur->items[i]); cur->items[i] = val; return 0; }
+      cur = cur->items[i];
+    } else if (cur->kind == YT_MAP) {
+      int i;
+      for (i = 0; i < cur->n; i++)
+        if (!strcmp(cur->keys[i]->text, seg)) break;
+      if (i == cur->n) {
+        yt_node *k = node_new(YT_SCALAR, file, line, col);
+        k->text = xstrdup(seg);
+        node_push(cur, k, last ? val : node_new(YT_MAP, file, line, col));
+        if (last) return 0;
+      } else if (last) {
+        yt_node_free(cur->items[i]);
+        cur->items[i] = val;
+        return 0;
+      }
+      cur = cur->items[i];
+    } else {
+      set_err(err, file, line, col, sub,
+              "expected a mapping or sequence at %s to set %s in, found the scalar \"%s\"",
+              path, seg, cur->text);
+      yt_node_free(val);
+      return -1;
+    }
+    sfmt(path, sizeof path, "%s", sub);
+    pos += len + 1;
+  }
+}
+
+/* A deep copy of N whose nodes from a file named like `to` name `to` itself, so the copy
+** needs nothing of the document it came from. */
+static yt_node *node_copy(const yt_node *n, const char *to) {
+  yt_node *c = node_new(n->kind, strcmp(n->file, to) ? n->file : to, n->line, n->col);
+  c->quoted = n->quoted;
+  if (n->text) c->text = xstrdup(n->text);
+  for (int i = 0; i < n->n; i++)
+    node_push(c, n->keys[i] ? node_copy(n->keys[i], to) : NULL, node_copy(n->items[i], to));
+  return c;
+}
+
+yt_doc *yt_doc_copy(const yt_doc *d) {
+  yt_doc *c = xcalloc(1, sizeof *c);
+  c->file = xstrdup(d->file);
+  if (d->root) c->root = node_copy(d->root, c->file);
+  return c;
+}
+
+int yt_set(yt_doc *doc, const char *key, const yt_node *val, const yt_node *at, yt_error *err) {
+  const char *file = strcmp(at->file, doc->file) ? at->file : doc->file;
+  return set_at_path(doc, key, node_copy(val, doc->file), file, at->line, at->col, err);
+}
+
 int yt_apply_override(yt_doc *doc, const char *ov, int index, yt_error *err) {
   static const char SET[] = "--set";
   const char *eq = strchr(ov, '=');
@@ -394,60 +480,5 @@ int yt_apply_override(yt_doc *doc, const char *ov, int index, yt_error *err) {
     }
   }
 
-  if (!doc->root) doc->root = node_new(YT_MAP, doc->file, 1, 1);
-  yt_node *cur = doc->root;
-  char path[256] = "";
-  size_t pos = 0;
-  for (;;) {
-    size_t len = strcspn(key + pos, ".");
-    char seg[128];
-    int col = (int)pos + 1;
-    if (len == 0 || len >= sizeof seg) {
-      set_err(err, SET, index, col, key, "expected key.path=value with non-empty keys, found \"%s\"", key);
-      yt_node_free(val);
-      return -1;
-    }
-    memcpy(seg, key + pos, len);
-    seg[len] = 0;
-    int last = key[pos + len] == 0;
-    char sub[256];
-    if (cur->kind == YT_SEQ) sfmt(sub, sizeof sub, "%s[%s]", path, seg);
-    else join_path(sub, sizeof sub, path, seg);
-
-    if (cur->kind == YT_SEQ) {
-      long i = all_digits(seg) ? strtol(seg, NULL, 10) : -1;
-      if (i < 0 || i >= cur->n) {
-        set_err(err, SET, index, col, sub,
-                "expected an index 0..%d into the sequence %s, found \"%s\"", cur->n - 1,
-                path, seg);
-        yt_node_free(val);
-        return -1;
-      }
-      if (last) { yt_node_free(cur->items[i]); cur->items[i] = val; return 0; }
-      cur = cur->items[i];
-    } else if (cur->kind == YT_MAP) {
-      int i;
-      for (i = 0; i < cur->n; i++)
-        if (!strcmp(cur->keys[i]->text, seg)) break;
-      if (i == cur->n) {
-        yt_node *k = node_new(YT_SCALAR, SET, index, col);
-        k->text = xstrdup(seg);
-        node_push(cur, k, last ? val : node_new(YT_MAP, SET, index, col));
-        if (last) return 0;
-      } else if (last) {
-        yt_node_free(cur->items[i]);
-        cur->items[i] = val;
-        return 0;
-      }
-      cur = cur->items[i];
-    } else {
-      set_err(err, SET, index, col, sub,
-              "expected a mapping or sequence at %s to set %s in, found the scalar \"%s\"",
-              path, seg, cur->text);
-      yt_node_free(val);
-      return -1;
-    }
-    sfmt(path, sizeof path, "%s", sub);
-    pos += len + 1;
-  }
+  return set_at_path(doc, key, val, SET, index, 1, err);
 }

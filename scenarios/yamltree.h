@@ -48,6 +48,12 @@ void     yt_node_free(yt_node *n);
 ** new nodes are "--set":INDEX:column-in-OVERRIDE. Returns 0, or -1 with *err filled. */
 int      yt_apply_override(yt_doc *doc, const char *override, int index, yt_error *err);
 
+/* A deep copy of D, independent of it (nodes keep their positions). */
+yt_doc  *yt_doc_copy(const yt_doc *d);
+/* Sets KEY (a path as an override writes it) in DOC to a copy of VAL, as yt_apply_override
+** would; nodes it creates, and its errors, take AT's position. Returns 0, or -1 with *err. */
+int      yt_set(yt_doc *doc, const char *key, const yt_node *val, const yt_node *at, yt_error *err);
+
 /* The value of KEY in mapping N, or NULL (also when N is not a mapping). */
 yt_node *yt_get(const yt_node *n, const char *key);
 /* The key node of KEY in mapping N, or NULL. */

@@ -100,6 +100,32 @@ if command -v script >/dev/null; then
     && ok || bad "progress bar on a terminal: $(head -c 300 "$tmp/qt.tty")"
 fi
 
+# podsim plan: the 2x2 grid of tests/data/plan/tiny.yaml (its values are test_plan.c's): a row per
+# point, the out-of-memory point included; the same bytes with 1 and 2 processes; the screen
+# table ends with the rule; `run` on the same file runs the base point alone.
+"$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/p1" -j 1 > "$tmp/p1.txt"; rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l < "$tmp/p1/sweep.csv")" -eq 5 ] && grep -q '^1,1,16,1,.*,false,ResourceExhaustedError,' "$tmp/p1/sweep.csv" \
+  && [ -s "$tmp/p1/report.pdf" ] && [ -s "$tmp/p1/report.md" ] && [ -s "$tmp/p1/points/003/summary.json" ] \
+  && ok || bad "plan tiny: exit $rc or sweep.csv/report wrong"
+grep -q '^Rule: the fewest chip-hours' "$tmp/p1.txt" && grep -q '^Point 0 (cluster.workers.count=1, dataset.global_batch=8)' "$tmp/p1.txt" \
+  && ok || bad "plan tiny: no recommendation on stdout"
+"$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/p2" -j 2 --quiet > "$tmp/p2.txt"; rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/p2.txt" ] && cmp -s "$tmp/p1/sweep.csv" "$tmp/p2/sweep.csv" && cmp -s "$tmp/p1/report.md" "$tmp/p2/report.md" \
+  && ok || bad "plan -j 1 and -j 2 differ (or --quiet printed)"
+"$podsim" run tests/data/plan/tiny.yaml -o "$tmp/base" --quiet >/dev/null; rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l < "$tmp/base/metrics.csv")" -eq 6 ] && [ ! -e "$tmp/base/points" ] && grep -q '"num_replicas_in_sync": 1' "$tmp/base/summary.json" \
+  && ok || bad "run on a file with a sweep: exit $rc, expected the base point only"
+# A bad sweep value: exit 2 at the value's position, nothing written; a bad -j is a usage error.
+err=$("$podsim" plan tests/data/plan/bad_value.yaml -o "$tmp/pbad" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "tests/data/plan/bad_value.yaml:23:29: sweep.dataset.global_batch[1]: expected an integer >= 1, found 0" ] \
+  && [ ! -e "$tmp/pbad" ] && ok || bad "plan bad value: exit $rc, '$err'"
+"$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pj" -j 0 >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && [ ! -e "$tmp/pj" ] && ok || bad "plan -j 0: exit $rc, expected 2"
+# The shipped planning example: every point a row, one recommended.
+"$podsim" plan scenarios/examples/plan_tpu_v4.yaml -o "$tmp/pv4" --quiet; rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l < "$tmp/pv4/sweep.csv")" -eq 9 ] && [ "$(grep -c ',true,[0-9a-f]*$' "$tmp/pv4/sweep.csv")" -eq 1 ] \
+  && ok || bad "plan example: exit $rc or sweep.csv wrong"
+
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ $failed -eq 0 ]

@@ -1,0 +1,257 @@
+/* test_plan.c: `podsim plan` (scenarios/plan.h): the goodput formula, the largest-batch search
+** against closed forms, the fault model read from a tree, and the 2x2 grid of
+** tests/data/plan/tiny.yaml run whole: its sweep.csv values worked out by hand, an out-of-memory
+** point as a row, the same bytes with 1 and 2 parallel jobs, the PDF's pages, bad sweep values. */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scenarios/plan.h"
+#include "scenarios/train.h"
+#include "scenarios/yamltree.h"
+
+static scn_error E;
+
+static void close_to(double got, double want, double rel) {
+  if (!(fabs(got - want) <= rel * fabs(want))) fail_msg("got %.17g, want %.17g", got, want);
+}
+
+static void test_goodput(void **state) {
+  (void)state;
+  /* No failures, no checkpoint: every second is useful. */
+  assert_true(plan_goodput(0, 100, 0, 10) == 1.0);
+  /* No failures: 90 s of work per 10 s checkpoint, 90 / 100. */
+  assert_true(plan_goodput(0, 90, 10, 60) == 0.9);
+  /* One failure per 1000 s, 100 s segments, free checkpoints and restarts: lambda W / expm1(lambda W)
+  ** = 0.1 / (e^0.1 - 1) = 0.950833194477505, next to the first-order 1 - W / 2M = 0.95. */
+  close_to(plan_goodput(1e-3, 100, 0, 0), 0.950833194477505, 1e-14);
+  /* A 50 s restart divides it by e^(lambda R) = e^0.05: 0.9044605123790125. */
+  close_to(plan_goodput(1e-3, 100, 0, 50), 0.9044605123790125, 1e-14);
+  /* Failures far more often than the work between checkpoints: nothing gets done. */
+  assert_true(plan_goodput(1.0, 1e4, 0, 0) == 0.0);
+}
+
+/* fits(b) <=> b <= *limit, counting the probes. */
+typedef struct probe { long fits_up_to; int calls; } probe;
+static int fits_up_to(void *ctx, long b) {
+  probe *p = ctx;
+  p->calls++;
+  return b <= p->fits_up_to;
+}
+
+static void test_largest(void **state) {
+  (void)state;
+  /* 37: doubling probes 1 2 4 8 16 32 64 (7), bisection between 32 and 64 probes 48 40 36 38 37
+  ** (5): 12 probes. */
+  probe p = { 37, 0 };
+  assert_int_equal(plan_largest(fits_up_to, &p, 1000), 37);
+  assert_int_equal(p.calls, 12);
+  p = (probe){ 1000000, 0 };
+  assert_int_equal(plan_largest(fits_up_to, &p, 100), 100);   /* the limit, not beyond */
+  p = (probe){ 0, 0 };
+  assert_int_equal(plan_largest(fits_up_to, &p, 100), 0);     /* not even one example */
+  p = (probe){ 64, 0 };
+  assert_int_equal(plan_largest(fits_up_to, &p, 1L << 40), 64);  /* a power of two exactly */
+}
+
+/* The memory model's closed form for tiny.yaml's model beside another replica: 268 B of
+** variables + 536 B of gradients and all-reduce buffer + 92 B per example <= the HBM, so with
+** 100000 B the largest per-replica batch is floor((100000 - 804) / 92) = 1078. */
+static void test_largest_batch_closed_form(void **state) {
+  (void)state;
+  static scenario s;
+  const char *sets[] = { "cluster.workers.count=2", "cluster.workers.machine.accelerators.hbm=100000B" };
+  if (scenario_load(tu_src("tests/data/plan/tiny.yaml"), sets, 2, &s, &E) != 0) fail_msg("%s", E.msg);
+  train_memory *m = train_memory_new(&s, &E);
+  assert_non_null(m);
+  assert_int_equal(train_memory_replicas(m), 2);
+  assert_int_equal(train_memory_fits(m, 1078), 1);
+  assert_int_equal(train_memory_fits(m, 1079), 0);
+  assert_int_equal(train_memory_fits(m, 1078), 1);  /* a probe leaves the devices empty */
+  assert_true(train_memory_checkpoint_bytes(m) == 268.0);  /* 67 floats, SGD keeps no slot */
+  train_memory_free(m);
+}
+
+static void test_faults_of(void **state) {
+  (void)state;
+  static scenario s;
+  s.workers = 4;
+  yt_error ye;
+  yt_doc *d = yt_parse_text("faults:\n"
+                            "  - {kind: preempt, target: \"worker:*\", mtbf: 2h}\n"
+                            "  - {kind: fail, target: chief, rate: 0.5/h}\n"
+                            "  - {kind: preempt, target: worker:1, at: 10s}\n"
+                            "  - {kind: straggler, target: worker:1, slowdown: 3, at: 0s}\n"
+                            "training: {checkpoint: {every_steps: 50, bandwidth: 1GB/s}, restart: {delay: 60s}}\n",
+                            "faults.yaml", 0, 0, &ye);
+  assert_non_null(d);
+  plan_faults f;
+  plan_faults_of(d, &s, &f);
+  /* 4 workers at 1/2h each and the chief at 0.5/h; the scheduled preemption and the straggler are
+  ** no rate: 4/7200 + 0.5/3600 = 6.944e-4 per second. */
+  close_to(f.rate_per_s, 4.0 / 7200 + 0.5 / 3600, 1e-15);
+  assert_int_equal(f.checkpoint_steps, 50);
+  assert_true(f.checkpoint_bytes_per_s == 1e9);
+  assert_true(f.restart_delay_s == 60);
+  yt_doc_free(d);
+}
+
+/* Column `name` of sweep.csv's row `row` (1-based after the header), as text. */
+static void csv_cell(const char *path, int row, const char *name, char *out, size_t len) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[4096], header[4096];
+  assert_non_null(fgets(header, sizeof header, f));
+  for (int r = 0; r < row; r++) assert_non_null(fgets(line, sizeof line, f));
+  fclose(f);
+  int col = -1, c = 0;
+  char *save = NULL;
+  for (char *h = strtok_r(header, ",\n", &save); h; h = strtok_r(NULL, ",\n", &save), c++)
+    if (!strcmp(h, name)) col = c;
+  assert_true(col >= 0);
+  const char *at = line;
+  for (c = 0; c < col; c++) at = strchr(at, ',') + 1;
+  snprintf(out, len, "%.*s", (int)strcspn(at, ",\n"), at);
+}
+
+static void run_tiny(const char *dir, int jobs) {
+  plan *p = plan_load(tu_src("tests/data/plan/tiny.yaml"), NULL, 0, &E);
+  if (p == NULL) fail_msg("%s", E.msg);
+  if (plan_run(p, dir, jobs, &E) != 0) fail_msg("%s", E.msg);
+  plan_free(p);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *len = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc(*len + 1);
+  assert_int_equal(fread(b, 1, *len, f), *len);
+  b[*len] = 0;
+  fclose(f);
+  return b;
+}
+
+static void test_tiny_grid(void **state) {
+  (void)state;
+  char dir[] = "/tmp/podsim-plan-XXXXXX", path[128], cell[64];
+  assert_non_null(mkdtemp(dir));
+  plan *p = plan_load(tu_src("tests/data/plan/tiny.yaml"), NULL, 0, &E);
+  if (p == NULL) fail_msg("%s", E.msg);
+  assert_int_equal(plan_num_points(p), 4);
+  if (plan_run(p, dir, 2, &E) != 0) fail_msg("%s", E.msg);
+  /* Points in file order, the first key slowest: (1 worker, 8) (1, 16) (2, 8) (2, 16). */
+  static const int chips[] = { 1, 1, 2, 2 }, fits[] = { 1, 0, 1, 1 }, batch[] = { 8, 16, 8, 16 };
+  /* Closed forms (tiny.yaml): 1 worker floor((2000 - 536) / 92) = 15, 2 workers
+  ** floor((2000 - 804) / 92) = 13 (13 x 92 = 1196 fills the 2000 B exactly). */
+  static const long max_batch[] = { 15, 15, 13, 13 };
+  for (int i = 0; i < 4; i++) {
+    const plan_row *r = plan_point(p, i);
+    assert_int_equal(r->chips, chips[i]);
+    assert_int_equal(r->fits, fits[i]);
+    assert_int_equal(r->global_batch, batch[i]);
+    assert_int_equal(r->m.max_batch, max_batch[i]);
+    if (!fits[i]) continue;
+    /* examples/s is the global batch over the median step; efficiency per chip against point 0. */
+    assert_true(r->examples_per_s == batch[i] / r->m.step_s);
+    const plan_row *ref = plan_point(p, 0);
+    close_to(r->efficiency, (r->examples_per_s / r->chips) / (ref->examples_per_s / ref->chips), 1e-15);
+    assert_true(r->goodput == 1.0);  /* no faults, no checkpoints */
+    assert_true(r->time_s == r->m.compile_s + 5 * r->m.step_s);
+  }
+  /* Point 0 is input-bound: a batch of 8 takes 20 us + 8 x 1 us of one 25 GFLOP/s vCPU, 700 kFLOP,
+  ** on the VM's 100 GFLOP/s while the GPU's 5.7 ns of compute waits: 7 us a step, 1142857 ex/s. */
+  assert_true(plan_point(p, 0)->m.step_s == 7e-6);
+  assert_true(plan_point(p, 0)->efficiency == 1.0);
+  /* Point 1 needs 536 + 16 x 92 = 2008 B of its 2000: ResourceExhaustedError, a row. */
+  assert_string_equal(plan_point(p, 1)->m.error, "ResourceExhaustedError");
+  assert_true(plan_point(p, 1)->m.hbm_needed == 2008);
+  assert_true(isnan(plan_point(p, 1)->examples_per_s));
+  /* Two workers spend ~24 us in the all-reduce: the fewest chip-hours is point 0's one GPU. */
+  assert_int_equal(plan_reference(p), 0);
+  assert_int_equal(plan_recommended(p), 0);
+  plan_free(p);
+
+  static const struct { int row; const char *column, *want; } cells[] = {
+    { 2, "fits", "false" }, { 2, "error", "ResourceExhaustedError" }, { 2, "step_time_s", "" },
+    { 1, "examples_per_s", "1142857.14" }, { 4, "dataset.global_batch", "16" },
+    { 4, "max_batch_per_replica", "13" }, { 1, "recommended", "true" }, { 3, "recommended", "false" },
+  };
+  snprintf(path, sizeof path, "%s/sweep.csv", dir);
+  for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+    csv_cell(path, cells[i].row, cells[i].column, cell, sizeof cell);
+    if (strcmp(cell, cells[i].want)) fail_msg("row %d %s: got \"%s\", want \"%s\"", cells[i].row, cells[i].column, cell, cells[i].want);
+  }
+  /* The median step is the point's own metrics.csv's: point 0's steps 1..4 each take 7 us. */
+  double steps[8];
+  snprintf(path, sizeof path, "%s/points/000/metrics.csv", dir);
+  assert_int_equal(tu_read_column(path, 2, steps, 8, NULL), 5);
+  assert_true(steps[2] == 7e-6);
+
+  /* report.pdf: the title page, one table page, four charts. */
+  size_t len;
+  snprintf(path, sizeof path, "%s/report.pdf", dir);
+  char *pdf = slurp(path, &len);
+  int pages = 0;
+  for (size_t at = 0; at + 12 <= len; at++)  /* "/Type /Pages" is the page tree, not a page */
+    if (!memcmp(pdf + at, "/Type /Page", 11) && pdf[at + 11] != 's') pages++;
+  assert_int_equal(pages, 6);
+  free(pdf);
+  snprintf(path, sizeof path, "rm -rf '%s'", dir);
+  assert_int_equal(system(path), 0);
+}
+
+/* The same grid with 1 and 2 processes: byte-identical sweep.csv, report.md and report.pdf. */
+static void test_jobs_deterministic(void **state) {
+  (void)state;
+  char one[] = "/tmp/podsim-plan1-XXXXXX", two[] = "/tmp/podsim-plan2-XXXXXX", a[128], b[128];
+  assert_non_null(mkdtemp(one));
+  assert_non_null(mkdtemp(two));
+  run_tiny(one, 1);
+  run_tiny(two, 2);
+  static const char *const files[] = { "sweep.csv", "report.md", "report.pdf" };
+  for (int i = 0; i < 3; i++) {
+    size_t la, lb;
+    snprintf(a, sizeof a, "%s/%s", one, files[i]);
+    snprintf(b, sizeof b, "%s/%s", two, files[i]);
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    if (la != lb || memcmp(x, y, la) != 0) fail_msg("%s differs between -j 1 and -j 2", files[i]);
+    free(x);
+    free(y);
+  }
+  snprintf(a, sizeof a, "rm -rf '%s' '%s'", one, two);
+  assert_int_equal(system(a), 0);
+}
+
+/* A bad value is reported at its place in the sweep, as that value's error. */
+static void test_bad_values(void **state) {
+  (void)state;
+  static const struct { const char *file; int line, col; const char *key, *phrase; } bad[] = {
+    { "tests/data/plan/bad_value.yaml", 23, 29, "sweep.dataset.global_batch[1]", "expected an integer >= 1, found 0" },
+    { "tests/data/plan/bad_combination.yaml", 22, 42, "sweep.strategy.kind[1]", "tpu runs on a TPU slice" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_null(plan_load(tu_src(bad[i].file), NULL, 0, &E));
+    assert_int_equal(E.line, bad[i].line);
+    assert_int_equal(E.col, bad[i].col);
+    assert_string_equal(E.key, bad[i].key);
+    if (!strstr(E.msg, bad[i].phrase)) fail_msg("%s: %s", bad[i].file, E.msg);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_goodput),
+    cmocka_unit_test(test_largest),
+    cmocka_unit_test(test_largest_batch_closed_form),
+    cmocka_unit_test(test_faults_of),
+    cmocka_unit_test(test_tiny_grid),
+    cmocka_unit_test(test_jobs_deterministic),
+    cmocka_unit_test(test_bad_values),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
