@@ -100,6 +100,9 @@ static void print_summary(const scenario *s, const char *dir, const run_summary 
   printf("  memory peak   %s of %s on the fullest device\n",
          human_bytes(peak, sizeof peak, (double)sum->memory_peak_bytes),
          human_bytes(cap, sizeof cap, (double)sum->memory_capacity_bytes));
+  if (s->nfaults > 0)
+    printf("  faults        %ld preempted, %ld failed, %d restarts, %ld steps redone, %.6g s down, goodput %.4g\n",
+           sum->preemptions, sum->failures, sum->restarts, sum->lost_steps, sum->downtime_s, sum->goodput);
   if (sum->failed) printf("  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
   printf("  outputs       %s/\n", dir);
   printf("  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);
