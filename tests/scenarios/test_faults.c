@@ -156,6 +156,25 @@ static void host_preempted_mid_checkpoint(void **state) {
   assert_int_equal(r.sum.checkpoints, 4);
 }
 
+/* Async checkpoints: the steps never wait (checkpoint_time_s 0), the run ends when the last
+** write does: 1 s of compile + 40 x 243.6125 us + 2.34 ms. The price: host 1 preempted at the
+** start of step 25, 5 steps (1.22 ms) into checkpoint 20's 2.34 ms write, finds that write lost
+** and goes back to checkpoint 10: 15 steps lost where the blocking run lost 5. */
+static void async_checkpoints_overlap(void **state) {
+  (void)state;
+  const run *base = baseline();
+  static run r, cut;
+  const char *sets[] = {"training.checkpoint.async=true"};
+  tpu(&r, sets, 1);
+  assert_true(r.sum.checkpoint_time_s == 0);
+  assert_int_equal(r.sum.checkpoints, 4);
+  assert_int_equal(ps(r.sum.sim_time_s), ps(1) + 40 * ps(243.6125e-6) + ps(0.00234));
+  const char *faulted[] = {"training.checkpoint.async=true", "training.restart.delay=60s",
+                           "faults=[{kind: preempt, target: tpu_host:1, at_step: 25}]"};
+  tpu(&cut, faulted, 3);
+  assert_recovered(&cut, base, 15);
+}
+
 /* Without training.restart nothing brings the job back: TF's UnavailableError, exit 3, outputs
 ** written with the rows done so far (steps 0..24). */
 static void no_restart_fails_the_job(void **state) {
@@ -300,6 +319,7 @@ int main(void) {
     cmocka_unit_test(slice_preempted_between_checkpoints),
     cmocka_unit_test(host_preempted_mid_all_reduce),
     cmocka_unit_test(host_preempted_mid_checkpoint),
+    cmocka_unit_test(async_checkpoints_overlap),
     cmocka_unit_test(no_restart_fails_the_job),
     cmocka_unit_test(link_down_stalls_the_all_reduce),
     cmocka_unit_test(link_degrade_doubles_the_byte_time),
