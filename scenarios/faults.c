@@ -13,6 +13,7 @@
 */
 #include "scenarios/faults.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,19 +179,22 @@ static int is_task_kind(sim_fault_kind k) { return k == SIM_FAULT_PREEMPT || k =
 
 /* ---- trace files ----------------------------------------------------------------------------- */
 
-typedef struct trace_reader {
-  faults *f;              /* where the occurrences go */
-} trace_reader;
-
-static int row_error(md_error *err, int line, int field, const char *fmt, const char *a, const char *b) {
+/* Fills err for field `field` (1-based) of the line; returns -1. */
+static int row_error(md_error *err, int line, int field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int row_error(md_error *err, int line, int field, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
   err->line = line;
   err->col = field;
-  snprintf(err->msg, sizeof err->msg, fmt, a, b);
   return -1;
 }
 
+/* One record of a trace file (md_csvfile_fn, ctx the faults). */
 static int trace_row(void *ctx, int line, int nfields, char **fields, md_error *err) {
-  faults *f = ((trace_reader *)ctx)->f;
+  faults *f = ctx;
   static const char *const header[] = {"time", "kind", "target", "duration", "factor"};
   if (line == 1) {
     for (int i = 0; i < nfields && i < 5; i++)
@@ -198,24 +202,24 @@ static int trace_row(void *ctx, int line, int nfields, char **fields, md_error *
         return row_error(err, line, i + 1, "expected the header time,kind,target,duration[,factor]: column %s, found \"%s\"",
                          header[i], fields[i]);
     if (nfields < 4 || nfields > 5)
-      return row_error(err, line, 1, "expected the header time,kind,target,duration[,factor]%s%s", "", "");
+      return row_error(err, line, 1, "expected the header time,kind,target,duration[,factor]");
     return 0;
   }
   if (nfields < 4 || nfields > 5)
-    return row_error(err, line, 1, "expected 4 or 5 fields (time,kind,target,duration[,factor])%s%s", "", "");
+    return row_error(err, line, 1, "expected 4 or 5 fields (time,kind,target,duration[,factor]), found %d", nfields);
   char why[400];
   double at, duration = -1, factor = 1;
   if (units_parse(UNIT_DURATION, fields[0], &at, why, sizeof why))
-    return row_error(err, line, 1, "time: %s%s", why, "");
+    return row_error(err, line, 1, "time: %s", why);
   sim_fault_kind kind;
   if (sim_fault_kind_parse(fields[1], &kind))
-    return row_error(err, line, 2, "expected a kind of preempt | fail | straggler | link_degrade | link_down, found \"%s\"%s",
-                     fields[1], "");
+    return row_error(err, line, 2, "expected a kind of preempt | fail | straggler | link_degrade | link_down, found \"%s\"",
+                     fields[1]);
   int links = kind == SIM_FAULT_LINK_DEGRADE || kind == SIM_FAULT_LINK_DOWN;
   f->n_hits = 0;
-  if (resolve(f, fields[2], links, why, sizeof why)) return row_error(err, line, 3, "%s%s", why, "");
+  if (resolve(f, fields[2], links, why, sizeof why)) return row_error(err, line, 3, "%s", why);
   if (fields[3][0] && units_parse(UNIT_DURATION, fields[3], &duration, why, sizeof why))
-    return row_error(err, line, 4, "duration: %s%s", why, "");
+    return row_error(err, line, 4, "duration: %s", why);
   const char *fac = nfields == 5 ? fields[4] : "";
   int wants = kind == SIM_FAULT_STRAGGLER || kind == SIM_FAULT_LINK_DEGRADE;
   if (!wants && fac[0])
@@ -240,10 +244,9 @@ static int load_entry(faults *f, int i, scn_error *err) {
   const scn_fault *sf = &f->s->faults[i];
   char key[64], why[512];
   if (sf->kind == SCN_FAULT_TRACE) {
-    trace_reader r = {f};
     md_error me = {0};
     snprintf(key, sizeof key, "faults[%d].file", i);
-    if (md_csvfile_each(sf->file, trace_row, &r, NULL, &me) != 0)
+    if (md_csvfile_each(sf->file, trace_row, f, NULL, &me) != 0)
       return train_error(err, sf->file, me.line, me.col, key, "%s", me.msg);
     return TR_EXIT_OK;
   }

@@ -88,6 +88,7 @@ static void mark(rec_job *j, const char *what) {
 /* ---- restarts ------------------------------------------------------------------------------ */
 
 static void restart(sim_engine *e, void *arg) {
+  (void)e;
   rec_job *j = arg;
   char what[64];
   j->restart_event = (sim_event_handle){0, 0};
@@ -97,7 +98,6 @@ static void restart(sim_engine *e, void *arg) {
   j->last_done = j->saved.step - 1;
   snprintf(what, sizeof what, "restart from step %ld", j->saved.step);
   mark(j, what);
-  (void)e;
   /* The initial state is in memory (the program made it); a checkpoint is read from storage. */
   j->prog->start(j->ctx, j->saved.step, j->saved.step > 0 ? j->write_ps : 0);
 }
