@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "models/cost.h"
+#include "models/csvfile.h"
 #include "models/error.h"
 #include "models/model.h"
 
@@ -68,17 +69,6 @@ struct md_workspace {
   float **a;              /* a[l]: layer l's output; == z[l] when its activation is none */
   float *d[2];            /* backward ping-pong buffers, cap*widest floats each */
 };
-
-/* ---- csvfile.c (md_csvfile_): a CSV file read record by record through libcsv ---- */
-
-/* Called once per record with its physical line (1-based) and NUL-terminated fields; returns
-** 0 to go on or -1 to stop (having filled err). */
-typedef int (*md_csvfile_fn)(void *ctx, int line, int nfields, char **fields, md_error *err);
-/* Returns 0, or -1 with err filled (by fn, or for an unreadable or malformed file). *lines gets
-** the number of physical lines read, when not NULL. */
-int md_csvfile_each(const char *path, md_csvfile_fn fn, void *ctx, int *lines, md_error *err);
-/* A whole field as a float (strtof's syntax, blanks around it allowed): 0, or -1 if not one. */
-int md_csvfile_float(const char *field, float *v);
 
 /* ---- error.c ---- */
 

@@ -153,3 +153,12 @@ const md_var *md_optimizer_slot(const md_optimizer *o, int i) {
 }
 
 int64_t md_optimizer_iterations(const md_optimizer *o) { return o->iterations; }
+
+void md_optimizer_copy_state(md_optimizer *dst, const md_optimizer *src) {
+  assert(dst->spec.kind == src->spec.kind && dst->nslots == src->nslots);
+  for (int i = 0; i < src->nslots; i++) {
+    assert(dst->slots[i].size == src->slots[i].size);
+    if (src->slots[i].data != NULL) memcpy(dst->slots[i].data, src->slots[i].data, src->slots[i].size * sizeof(float));
+  }
+  dst->iterations = src->iterations;
+}

@@ -35,5 +35,8 @@ void          md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g
 int           md_optimizer_num_slots(const md_optimizer *o);
 const md_var *md_optimizer_slot(const md_optimizer *o, int i);
 int64_t       md_optimizer_iterations(const md_optimizer *o);
+/* Makes dst's state (slot values, iterations) src's: a checkpoint saved or restored. Both must
+** have the same spec and be made for models of the same shapes. */
+void          md_optimizer_copy_state(md_optimizer *dst, const md_optimizer *src);
 
 #endif

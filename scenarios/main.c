@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/expect.h"
 #include "scenarios/plan.h"
 #include "scenarios/report.h"
 #include "scenarios/train.h"
@@ -143,6 +144,7 @@ static int run_command(const cli *c) {
   }
   if (!c->quiet) report_print_summary(stdout, &s, dir, &sum);
   else printf("run_hash %016llx\n", (unsigned long long)sum.run_hash);
+  if (expect_check(&s, &sum, stderr) > 0 && rc == TR_EXIT_OK) rc = TR_EXIT_EXPECT;
   return rc;
 }
 

@@ -95,11 +95,13 @@ const char *outputs_seconds(char *buf, size_t len, int64_t ps) {
   return buf;
 }
 
-int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns) {
+int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
+                          int restart_column) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
-  fputs(sync_columns ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s\n" : "\n", f);
+  fputs(sync_columns ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s" : "", f);
+  fputs(restart_column ? ",restarts\n" : "\n", f);
   char t[6][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
@@ -114,6 +116,7 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
               outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps),
               (unsigned long long)r->memory_bytes, outputs_seconds(t[4], sizeof t[4], r->input_ps),
               outputs_seconds(t[5], sizeof t[5], r->compile_ps));
+    if (restart_column) fprintf(f, ",%d", r->restarts);
     fputc('\n', f);
   }
   return fclose(f) == 0 ? 0 : -1;
@@ -151,9 +154,14 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   /* CPU workers have no HBM: the figures are the replica device's memory (host RAM). */
   json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)s->memory_peak_bytes));
   json_object_set_new(o, "hbm_capacity_bytes", json_integer((json_int_t)s->memory_capacity_bytes));
-  json_object_set_new(o, "preemptions", json_integer(0));
-  json_object_set_new(o, "restarts", json_integer(0));
-  json_object_set_new(o, "lost_steps", json_integer(0));
+  json_object_set_new(o, "preemptions", json_integer(s->preemptions));
+  json_object_set_new(o, "failures", json_integer(s->failures));
+  json_object_set_new(o, "restarts", json_integer(s->restarts));
+  json_object_set_new(o, "lost_steps", json_integer(s->lost_steps));
+  json_object_set_new(o, "checkpoints", json_integer(s->checkpoints));
+  json_object_set_new(o, "checkpoint_time_s", json_real(s->checkpoint_time_s));
+  json_object_set_new(o, "downtime_s", json_real(s->downtime_s));
+  json_object_set_new(o, "goodput", json_real(s->goodput));
   json_object_set_new(o, "retried_closures", json_integer(0));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
   json_t *devices = json_array();

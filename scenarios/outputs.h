@@ -22,6 +22,7 @@ typedef struct step_record {
   int64_t input_ps;       /* replica 0 waiting for its batch to be on its device */
   int64_t compile_ps;     /* XLA compiling the step before it ran (the first step only) */
   uint64_t memory_bytes;  /* replica 0's device memory in use during the step */
+  int     restarts;       /* restarts of the job before this step ran (its attempt) */
 } step_record;
 
 typedef struct run_device {
@@ -63,6 +64,14 @@ typedef struct run_summary {
   uint64_t memory_peak_bytes;     /* peak over replica devices */
   uint64_t memory_capacity_bytes; /* capacity of that device */
   uint64_t events;        /* engine events processed */
+  long   preemptions;     /* preempt faults that struck (scenarios/recovery.h) */
+  long   failures;        /* fail faults that struck */
+  int    restarts;        /* times the job restarted */
+  long   lost_steps;      /* steps completed, then rolled back to a checkpoint */
+  long   checkpoints;     /* checkpoint writes completed */
+  double checkpoint_time_s; /* time steps waited for checkpoint writes */
+  double downtime_s;      /* from each stop to the next attempt's first step */
+  double goodput;         /* useful step time over sim_time_s (docs/faults.md) */
   run_device *devices;    /* each replica device's memory, in replica order; freed by
                              train_run once summary.json is written */
   int ndevices;           /* entries in devices */
@@ -80,7 +89,9 @@ int      run_hasher_add_file(run_hasher *h, const char *path);
 uint64_t run_hasher_finish(run_hasher *h);
 
 /* Writers. Each returns 0 or -1 (errno set). */
-int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns);
+/* restart_column adds `restarts` (runs with faults). */
+int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
+                          int restart_column);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Exact decimal seconds of a picosecond count, trailing zeros trimmed: 261832217 -> "0.000261832217". */
 const char *outputs_seconds(char *buf, size_t len, int64_t ps);

@@ -41,8 +41,6 @@
 #include "scenarios/yamltree.h"
 #include "sim/tpu.h"
 
-/* Checkpoint bandwidth when training.checkpoint gives none: the contract's example figure. */
-#define PLAN_CHECKPOINT_BANDWIDTH 2e9
 
 struct plan {
   char path[SCN_PATH_MAX];     /* the scenario file as given */
@@ -253,11 +251,10 @@ void plan_faults_of(const struct yt_doc *tree, const scenario *s, plan_faults *o
     double rate = mtbf > 0 ? 1.0 / mtbf : unit_value(yt_get(f, "rate"), UNIT_RATE, 0);
     out->rate_per_s += rate * targets_of(target->text, root, s);
   }
-  const yt_node *every = yt_path(root, "training.checkpoint.every_steps");
-  out->checkpoint_steps = every && every->kind == YT_SCALAR ? strtol(every->text, NULL, 10) : 0;
-  out->checkpoint_bytes_per_s = unit_value(yt_path(root, "training.checkpoint.bandwidth"), UNIT_BANDWIDTH,
-                                           PLAN_CHECKPOINT_BANDWIDTH);
-  out->restart_delay_s = unit_value(yt_path(root, "training.restart.delay"), UNIT_DURATION, 0);
+  /* The loader's figures, defaults included, so the model and the run agree (docs/faults.md). */
+  out->checkpoint_steps = s->ckpt_every;
+  out->checkpoint_bytes_per_s = s->ckpt_bytes_per_s;
+  out->restart_delay_s = s->restart_delay_s;
 }
 
 /* ---- the largest batch ------------------------------------------------------------------- */

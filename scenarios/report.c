@@ -428,6 +428,9 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
           outputs_bytes(a, sizeof a, (double)sum->memory_peak_bytes),
           outputs_bytes(b, sizeof b, (double)sum->memory_capacity_bytes),
           sum->memory_capacity_bytes > 0 ? 100.0 * (double)sum->memory_peak_bytes / (double)sum->memory_capacity_bytes : 0.0);
+  if (s->nfaults > 0)
+    fprintf(f, "  faults        %ld preempted, %ld failed, %d restarts, %ld steps redone, %.6g s down, goodput %.4g\n",
+            sum->preemptions, sum->failures, sum->restarts, sum->lost_steps, sum->downtime_s, sum->goodput);
   if (sum->failed) fprintf(f, "  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
   fprintf(f, "  outputs       %s/\n", dir);
   fprintf(f, "  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);

@@ -449,7 +449,8 @@ static const char *const COMPARATORS[] = {"lt", "le", "gt", "ge", "eq", "ne", NU
 /* summary.json fields an expect can test (host-independent ones). */
 static const char *const METRICS[] = {"final_loss", "sim_time_s", "steps_completed", "examples_per_s",
                                       "hbm_peak_bytes", "hbm_capacity_bytes", "preemptions", "restarts",
-                                      "lost_steps", "retried_closures", "lost_updates", "events", NULL};
+                                      "lost_steps", "retried_closures", "lost_updates", "events", "failures",
+                                      "checkpoint_time_s", "downtime_s", "goodput", NULL};
 
 /* ------------------------------------------------------------------ custom handlers */
 
@@ -887,12 +888,13 @@ static int dataset_post(ctx *c, const yt_node *map, const char *path, void *base
 }
 
 static const key_spec CHECKPOINT_KEYS[] = {
-  {.key = "every_steps", .type = V_INT, .lo = 1, .hi = 1e12, .required = 1},
-  {.key = "max_to_keep", .type = V_INT, .lo = 1, .hi = 1e6},
-  {.key = "bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .lo_open = 1},
+  {.key = "every_steps", .type = V_INT, .st = S_LONG, OFF(scenario, ckpt_every), .lo = 1, .hi = 1e12, .required = 1},
+  {.key = "max_to_keep", .type = V_INT, .st = S_LONG, OFF(scenario, ckpt_max_to_keep), .lo = 1, .hi = 1e6},
+  {.key = "bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .st = S_DOUBLE, OFF(scenario, ckpt_bytes_per_s), .lo_open = 1},
+  {.key = "async", .type = V_BOOL, .st = S_INT, OFF(scenario, ckpt_async)},
   END};
 static const key_spec RESTART_KEYS[] = {
-  {.key = "delay", .type = V_UNIT, .unit = UNIT_DURATION},
+  {.key = "delay", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scenario, restart_delay_s), .hi = 86400},
   END};
 static const key_spec COMPILE_KEYS[] = {
   {.key = "time", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 86400, .st = S_DOUBLE, OFF(scenario, compile_time_s)},
@@ -914,13 +916,14 @@ static const key_spec TRAINING_KEYS[] = {
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "jit_compile", .type = V_BOOL, .st = S_INT, OFF(scenario, jit_compile)},
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
-  {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS, .issue = 6, .what = "checkpoints"},
-  {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS, .issue = 6, .what = "restarts after preemption"},
+  {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
+  {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS},
   END};
 
 static int training_post(ctx *c, const yt_node *map, const char *path, void *base) {
   char sub[256];
   (void)base;
+  c->s->has_restart = yt_get(map, "restart") != NULL;
   if (yt_get(map, "steps") && yt_get(map, "epochs")) {
     const yt_node *k = later_key(map, "steps", "epochs");
     join(sub, sizeof sub, path, k->text);
@@ -1003,17 +1006,29 @@ static int target_check(ctx *c, const yt_node *v, const char *path, int links) {
     return fail(c, v, path, "expected a link target such as ici:*, ici:3, dcn:* or fabric:*, found \"%s\"", t);
   return fail(c, v, path, "expected a task target such as worker:3, worker:*, ps:0, chief, tpu or tpu_host:1, found \"%s\"", t);
 }
+/* Keeps the target as written and where it is, for scenarios/faults.c's checks against the run. */
+static int store_target(ctx *c, const yt_node *v, const char *path, void *base, int links) {
+  if (target_check(c, v, path, links)) return -1;
+  scn_fault *f = base;
+  if (strlen(v->text) >= sizeof f->target)
+    return fail(c, v, path, "expected a target of at most %zu characters, found %zu", sizeof f->target - 1, strlen(v->text));
+  sfmt(f->target, sizeof f->target, "%s", v->text);
+  sfmt(f->src, sizeof f->src, "%s", v->file);
+  f->line = v->line;
+  f->col = v->col;
+  return 0;
+}
 static int task_target_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
-  (void)k; (void)base;
-  return target_check(c, v, path, 0);
+  (void)k;
+  return store_target(c, v, path, base, 0);
 }
 static int link_target_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
-  (void)k; (void)base;
-  return target_check(c, v, path, 1);
+  (void)k;
+  return store_target(c, v, path, base, 1);
 }
 
 static const key_spec WEIBULL_KEYS[] = {
-  {.key = "shape", .type = V_NUM, .lo = 0, .lo_open = 1, .required = 1},
+  {.key = "shape", .type = V_NUM, .st = S_DOUBLE, OFF(scn_fault, weibull_shape), .lo = 0.05, .hi = 100, .required = 1},
   END};
 static const key_spec DISTRIBUTION_KEYS[] = {
   {.key = "exponential", .type = V_MAP, .sub = (const key_spec[]){END}},
@@ -1021,52 +1036,71 @@ static const key_spec DISTRIBUTION_KEYS[] = {
   END};
 static int distribution_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   char fb[80];
-  (void)k; (void)base;
+  (void)k;
   if (v->kind == YT_SCALAR && !strcmp(v->text, "exponential")) return 0;
   if (v->kind != YT_MAP || v->n != 1)
     return fail(c, v, path, "expected exponential or {weibull: {shape: K}}, found %s", found(v, fb, sizeof fb));
-  return walk_map(c, v, path, DISTRIBUTION_KEYS, NULL);
+  return walk_map(c, v, path, DISTRIBUTION_KEYS, base);
 }
 
+/* Times are at most a year of simulated time (the run's horizon is 53 days). */
 #define FAULT_KIND {.key = "kind", .type = V_STR}
-#define FAULT_AT {.key = "at", .type = V_UNIT, .unit = UNIT_DURATION}
 #define FAULT_TASK {.key = "target", .type = V_FN, .fn = task_target_fn, .required = 1}
-#define FAULT_TRIGGERS FAULT_AT, {.key = "at_step", .type = V_INT, .lo = 0, .hi = 1e15}, \
-  {.key = "mtbf", .type = V_UNIT, .unit = UNIT_DURATION, .lo_open = 1},                \
-  {.key = "rate", .type = V_UNIT, .unit = UNIT_RATE, .lo_open = 1},                    \
-  {.key = "distribution", .type = V_FN, .fn = distribution_fn},                        \
-  {.key = "down_for", .type = V_UNIT, .unit = UNIT_DURATION}
-static const key_spec PREEMPT_KEYS[] = {FAULT_KIND, FAULT_TASK, FAULT_TRIGGERS, END};
+#define FAULT_LINK {.key = "target", .type = V_FN, .fn = link_target_fn, .required = 1}
+#define FAULT_TIME(name, field, req) {.key = name, .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, \
+  OFF(scn_fault, field), .hi = 31536000, .required = req}
+#define FAULT_DURATION {.key = "duration", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, \
+  OFF(scn_fault, duration_s), .lo_open = 1, .hi = 31536000}
+#define FAULT_TRIGGERS FAULT_TIME("at", at_s, 0),                                                        \
+  {.key = "at_step", .type = V_INT, .st = S_LONG, OFF(scn_fault, at_step), .lo = 0, .hi = 1e7},         \
+  {.key = "mtbf", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scn_fault, mtbf_s), .lo = 1e-3, .hi = 31536000}, \
+  {.key = "rate", .type = V_UNIT, .unit = UNIT_RATE, .st = S_DOUBLE, OFF(scn_fault, mtbf_s), .lo = 3.2e-8, .hi = 1000}, \
+  {.key = "distribution", .type = V_FN, .fn = distribution_fn},                                          \
+  FAULT_TIME("down_for", down_for_s, 0)
+static const key_spec PREEMPT_KEYS[] = {FAULT_KIND, FAULT_TASK, FAULT_TRIGGERS, FAULT_TIME("notice", notice_s, 0), END};
+static const key_spec FAIL_KEYS[] = {FAULT_KIND, FAULT_TASK, FAULT_TRIGGERS, END};
 static const key_spec LINK_DEGRADE_KEYS[] = {
-  FAULT_KIND, {.key = "target", .type = V_FN, .fn = link_target_fn, .required = 1},
-  {.key = "factor", .type = V_NUM, .lo = 0, .lo_open = 1, .hi = 1, .required = 1},
-  {.key = "at", .type = V_UNIT, .unit = UNIT_DURATION, .required = 1},
-  {.key = "duration", .type = V_UNIT, .unit = UNIT_DURATION, .lo_open = 1},
-  END};
+  FAULT_KIND, FAULT_LINK,
+  {.key = "factor", .type = V_NUM, .st = S_DOUBLE, OFF(scn_fault, factor), .lo = 0, .lo_open = 1, .hi = 1, .required = 1},
+  FAULT_TIME("at", at_s, 1), FAULT_DURATION, END};
+static const key_spec LINK_DOWN_KEYS[] = {FAULT_KIND, FAULT_LINK, FAULT_TIME("at", at_s, 1), FAULT_DURATION, END};
 static const key_spec STRAGGLER_KEYS[] = {
   FAULT_KIND, FAULT_TASK,
-  {.key = "slowdown", .type = V_NUM, .lo = 1, .hi = 1e6, .required = 1},
-  {.key = "at", .type = V_UNIT, .unit = UNIT_DURATION, .required = 1},
-  {.key = "duration", .type = V_UNIT, .unit = UNIT_DURATION, .lo_open = 1},
-  END};
+  {.key = "slowdown", .type = V_NUM, .st = S_DOUBLE, OFF(scn_fault, factor), .lo = 1, .hi = 1e6, .required = 1},
+  FAULT_TIME("at", at_s, 1), FAULT_DURATION, END};
 static const key_spec TRACE_KEYS[] = {
-  FAULT_KIND, {.key = "file", .type = V_PATH, .required = 1},
+  FAULT_KIND, {.key = "file", .type = V_PATH, .st = S_CHARS, OFF(scn_fault, file), .len = SCN_PATH_MAX, .required = 1},
   END};
+/* In scn_fault_kind order. */
 static const variant FAULT_KINDS[] = {
-  {"preempt", PREEMPT_KEYS}, {"fail", PREEMPT_KEYS}, {"link_degrade", LINK_DEGRADE_KEYS},
-  {"straggler", STRAGGLER_KEYS}, {"trace", TRACE_KEYS}, {NULL, NULL}};
+  {"preempt", PREEMPT_KEYS}, {"fail", FAIL_KEYS}, {"link_degrade", LINK_DEGRADE_KEYS},
+  {"link_down", LINK_DOWN_KEYS}, {"straggler", STRAGGLER_KEYS}, {"trace", TRACE_KEYS}, {NULL, NULL}};
 
 static int faults_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   static const char *const TRIGGERS[] = {"at", "at_step", "mtbf", "rate", NULL};
   char sub[256];
   (void)k; (void)base;
   if (get_seq(c, v, path, "a sequence of faults such as [{kind: preempt, target: worker:1, at: 10s}]")) return -1;
+  if (v->n > SCN_MAX_FAULTS)
+    return fail(c, v->items[SCN_MAX_FAULTS], path, "expected at most %d faults (a trace file holds more), found %d",
+                SCN_MAX_FAULTS, v->n);
+  c->s->nfaults = v->n;
   for (int i = 0; i < v->n; i++) {
     const yt_node *f = v->items[i];
+    scn_fault *sf = &c->s->faults[i];
     int which, ntrig = 0;
+    *sf = (scn_fault){.at_s = -1, .at_step = -1, .duration_s = -1};
     sfmt(sub, sizeof sub, "%s[%d]", path, i);
-    if (walk_variant(c, f, sub, FAULT_KINDS, NULL, &which)) return -1;
-    if (FAULT_KINDS[which].keys != PREEMPT_KEYS) continue;
+    if (walk_variant(c, f, sub, FAULT_KINDS, sf, &which)) return -1;
+    sf->kind = (scn_fault_kind)which;
+    if (sf->kind == SCN_FAULT_TRACE) {
+      const yt_node *file = yt_get(f, "file");
+      sfmt(sf->src, sizeof sf->src, "%s", file->file);
+      sf->line = file->line;
+      sf->col = file->col;
+    }
+    if (yt_get(f, "rate")) sf->mtbf_s = 1.0 / sf->mtbf_s;
+    if (sf->kind != SCN_FAULT_PREEMPT && sf->kind != SCN_FAULT_FAIL) continue;
     for (int t = 0; TRIGGERS[t]; t++) ntrig += yt_get(f, TRIGGERS[t]) != NULL;
     if (ntrig != 1)
       return fail(c, f, sub, "expected exactly one of at, at_step, mtbf or rate, found %d", ntrig);
@@ -1080,32 +1114,35 @@ static int faults_fn(ctx *c, const key_spec *k, const yt_node *v, const char *pa
 }
 
 /* expect: a list of {metric: NAME, <comparator>: NUMBER}. */
+#define EXPECT_CMP(name) {.key = name, .type = V_NUM, .st = S_DOUBLE, OFF(scn_expect, value), .lo = -1e308}
 static const key_spec EXPECT_KEYS[] = {
-  {.key = "metric", .type = V_ENUM, .names = METRICS, .required = 1},
-  {.key = "lt", .type = V_NUM, .lo = -1e308}, {.key = "le", .type = V_NUM, .lo = -1e308},
-  {.key = "gt", .type = V_NUM, .lo = -1e308}, {.key = "ge", .type = V_NUM, .lo = -1e308},
-  {.key = "eq", .type = V_NUM, .lo = -1e308}, {.key = "ne", .type = V_NUM, .lo = -1e308},
+  {.key = "metric", .type = V_ENUM, .names = METRICS, .st = S_INT, OFF(scn_expect, metric), .required = 1},
+  EXPECT_CMP("lt"), EXPECT_CMP("le"), EXPECT_CMP("gt"), EXPECT_CMP("ge"), EXPECT_CMP("eq"), EXPECT_CMP("ne"),
   END};
 static int expect_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   char sub[256], sub2[256], cl[100];
   (void)k; (void)base;
   list_names(COMPARATORS, cl, sizeof cl);
   if (get_seq(c, v, path, "a sequence such as [{metric: final_loss, lt: 0.3}]")) return -1;
+  if (v->n > SCN_MAX_EXPECTS)
+    return fail(c, v->items[SCN_MAX_EXPECTS], path, "expected at most %d checks, found %d", SCN_MAX_EXPECTS, v->n);
+  c->s->nexpects = v->n;
   for (int i = 0; i < v->n; i++) {
     const yt_node *e = v->items[i];
+    scn_expect *se = &c->s->expects[i];
     int ncmp = 0;
     sfmt(sub, sizeof sub, "%s[%d]", path, i);
     if (get_map(c, e, sub, "a mapping such as {metric: final_loss, lt: 0.3}")) return -1;
     for (int j = 0; j < e->n; j++) {
       int known = !strcmp(e->keys[j]->text, "metric");
       for (int m = 0; COMPARATORS[m]; m++)
-        if (!strcmp(COMPARATORS[m], e->keys[j]->text)) { known = 1; ncmp++; }
+        if (!strcmp(COMPARATORS[m], e->keys[j]->text)) { known = 1; ncmp++; se->cmp = (scn_cmp)m; }
       if (!known) {
         join(sub2, sizeof sub2, sub, e->keys[j]->text);
         return fail(c, e->keys[j], sub2, "unknown comparator \"%s\" (comparators: %s)", e->keys[j]->text, cl);
       }
     }
-    if (walk_map(c, e, sub, EXPECT_KEYS, NULL)) return -1;
+    if (walk_map(c, e, sub, EXPECT_KEYS, se)) return -1;
     if (ncmp != 1)
       return fail(c, e, sub, "expected exactly one comparator (%s), found %d", cl, ncmp);
   }
@@ -1186,15 +1223,19 @@ static const key_spec ROOT_KEYS[] = {
   {.key = "dataset", .type = V_MAP, .sub = DATASET_KEYS, .post = dataset_post},
   {.key = "training", .type = V_MAP, .sub = TRAINING_KEYS, .post = training_post},
   {.key = "workload", .type = V_MAP, .sub = WORKLOAD_KEYS},
-  {.key = "faults", .type = V_FN, .fn = faults_fn, .issue = 6, .what = "faults"},
+  {.key = "faults", .type = V_FN, .fn = faults_fn},
   {.key = "outputs", .type = V_MAP, .sub = OUTPUTS_KEYS},
-  {.key = "expect", .type = V_FN, .fn = expect_fn, .issue = 6, .what = "expect checks"},
+  {.key = "expect", .type = V_FN, .fn = expect_fn},
   {.key = "sweep", .type = V_FN, .fn = sweep_fn},
   END};
 
 /* ------------------------------------------------------------------ across sections */
 
 const char *scenario_strategy_name(scn_strategy_kind kind) { return STRATEGIES[kind]; }
+const char *scenario_metric_name(int metric) {
+  return metric >= 0 && metric < (int)(sizeof METRICS / sizeof *METRICS) ? METRICS[metric] : NULL;
+}
+const char *scenario_cmp_name(scn_cmp cmp) { return COMPARATORS[cmp]; }
 
 static int is_tpu_kind(scn_strategy_kind k) {
   return k == SCN_STRATEGY_TPU || k == SCN_STRATEGY_TPU_V1 || k == SCN_STRATEGY_GNN_RUNNER_TPU;
@@ -1328,7 +1369,7 @@ static int cross_checks(ctx *c) {
       return fail(c, group, "workload.collective.group", "group tpu needs cluster.tpu");
   }
   if (!model) {
-    static const char *const TRAIN[] = {"optimizer", "dataset", "training", NULL};
+    static const char *const TRAIN[] = {"optimizer", "dataset", "training", "faults", "expect", NULL};
     for (int i = 0; TRAIN[i]; i++)
       if (yt_get(root, TRAIN[i]))
         return fail(c, yt_get_key(root, TRAIN[i]), TRAIN[i], "%s goes with model, not with workload", TRAIN[i]);
@@ -1408,6 +1449,9 @@ static void set_defaults(scenario *s) {
   s->plots.step_time = 1;
   s->format = SCN_FORMAT_PNG;
   s->trace = 1;
+  s->ckpt_max_to_keep = 1;
+  s->ckpt_bytes_per_s = 1e9;
+  s->restart_delay_s = 60;
   optimizer_defaults(&s->optimizer, MD_OPT_SGD);
 }
 

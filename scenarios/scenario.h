@@ -18,6 +18,8 @@
 #define SCN_PATH_MAX 4096
 #define SCN_MAX_SWEEP 8            /* keys a sweep may vary */
 #define SCN_MAX_SWEEP_POINTS 1024  /* points of a sweep's grid */
+#define SCN_MAX_FAULTS 32     /* faults entries */
+#define SCN_MAX_EXPECTS 32    /* expect entries */
 
 typedef struct scn_error {
   char file[SCN_PATH_MAX]; /* the file the error is in (as given on the command line) */
@@ -56,6 +58,35 @@ typedef struct scn_machine {
   double accel_workspace_bytes;  /* scratch its runtime reserves in HBM (default 256 MiB) */
   double mem_bytes_per_s;        /* host memory bandwidth (default 4 GB/s per vCPU) */
 } scn_machine;
+
+/* faults[i].kind; the order of the loader's table. */
+typedef enum { SCN_FAULT_PREEMPT = 0, SCN_FAULT_FAIL, SCN_FAULT_LINK_DEGRADE, SCN_FAULT_LINK_DOWN,
+               SCN_FAULT_STRAGGLER, SCN_FAULT_TRACE } scn_fault_kind;
+
+/* One faults entry as written; scenarios/faults.h resolves its target against the run. */
+typedef struct scn_fault {
+  scn_fault_kind kind;    /* kind: */
+  char   target[32];      /* target: as written ("worker:*"), "" for a trace */
+  char   src[SCN_PATH_MAX]; /* the file its target (a trace's file) is written in: the scenario, or --set */
+  int    line, col;       /* where in it */
+  double at_s;            /* at: (seconds), -1 when absent */
+  long   at_step;         /* at_step:, -1 when absent */
+  double mtbf_s;          /* mtbf:, or 1 / rate:; 0 when neither */
+  double weibull_shape;   /* distribution: {weibull: {shape}}; 0 for exponential */
+  double down_for_s;      /* down_for: (default 0: the machine is replaced at once) */
+  double notice_s;        /* notice: before a preemption stops the machine (default 0) */
+  double factor;          /* link_degrade factor:, straggler slowdown: */
+  double duration_s;      /* duration: of a link fault or straggler; -1: to the end of the run */
+  char   file[SCN_PATH_MAX]; /* trace file:, resolved */
+} scn_fault;
+
+/* expect[i]: metric CMP value. Comparators in the loader's order: lt le gt ge eq ne. */
+typedef enum { SCN_CMP_LT = 0, SCN_CMP_LE, SCN_CMP_GT, SCN_CMP_GE, SCN_CMP_EQ, SCN_CMP_NE } scn_cmp;
+typedef struct scn_expect {
+  int    metric;          /* index in scenario_metric_name's list */
+  scn_cmp cmp;            /* the comparator key */
+  double value;           /* its number */
+} scn_expect;
 
 typedef struct scn_plot_set {
   int loss;               /* outputs.plots lists "loss" */
@@ -142,6 +173,18 @@ typedef struct scenario {
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */
   double compile_base_s;        /* training.compile.base (default sim_compile_default's) */
   double compile_per_op_s;      /* training.compile.per_op (default sim_compile_default's) */
+  long   ckpt_every;            /* training.checkpoint.every_steps; 0: no checkpoints */
+  long   ckpt_max_to_keep;      /* training.checkpoint.max_to_keep (default 1) */
+  double ckpt_bytes_per_s;      /* training.checkpoint.bandwidth (default 1GB/s) */
+  int    ckpt_async;            /* training.checkpoint.async (default false: the step waits) */
+  int    has_restart;           /* training.restart given: a stopped sync job restarts */
+  double restart_delay_s;       /* training.restart.delay (default 60s) */
+
+  /* faults, expect */
+  int    nfaults;               /* entries of faults */
+  scn_fault faults[SCN_MAX_FAULTS];
+  int    nexpects;              /* entries of expect */
+  scn_expect expects[SCN_MAX_EXPECTS];
 
   /* outputs */
   char   out_dir[SCN_PATH_MAX]; /* outputs.dir, resolved; -o overrides; default out/<name> */
@@ -160,6 +203,10 @@ typedef struct scenario {
 ** Returns 0, or -1 with *err filled. */
 /* strategy.kind as the scenario writes it ("tpu_v1", ...). */
 const char *scenario_strategy_name(scn_strategy_kind kind);
+/* expect's metric names (summary.json fields), by index; NULL past the last. */
+const char *scenario_metric_name(int metric);
+/* "lt", "le", ... */
+const char *scenario_cmp_name(scn_cmp cmp);
 int  scenario_load(const char *path, const char *const *overrides, int noverrides,
                    scenario *out, scn_error *err);
 

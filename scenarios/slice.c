@@ -72,6 +72,8 @@ slice_run *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo) {
   return r;
 }
 
+const sim_tpu_slice *slice_run_slice(const slice_run *r) { return r->slice; }
+
 ds_strategy *slice_run_strategy(const slice_run *r) { return r->strategy; }
 
 void slice_run_free(slice_run *r) {

@@ -10,7 +10,9 @@
 **   3. SUM the gradients over replicas through the simulated all-reduce, which reduces the
 **      actual buffers in the algorithm's order;
 **   4. apply the optimizer to the replica's own mirrored copy and charge its FLOPs.
-** Replica 0 then records the step's metrics.
+** Replica 0 then records the step's metrics; a due checkpoint is taken (scenarios/recovery.h).
+** Faults that stop the job kill every replica actor and the input pipeline (attempt_stop); a
+** restart spawns them again at the checkpoint's step (attempt_start).
 **
 ** Invariants:
 **   (1) every replica applies the same summed gradient with the same optimizer state, so the
@@ -36,6 +38,8 @@
 #include "sim/compile.h"
 #include "sim/rng.h"
 #include "sim/sim.h"
+#include "scenarios/faults.h"
+#include "scenarios/recovery.h"
 #include "scenarios/report.h"
 #include "scenarios/slice.h"
 #include "strategies/pipeline.h"
@@ -46,6 +50,7 @@
 #define SIM_HORIZON (INT64_C(1) << 62)
 
 typedef struct trainer trainer;
+static ds_pipeline_spec input_spec(const trainer *t);
 
 typedef struct replica {
   trainer *t;             /* the run this replica belongs to */
@@ -76,11 +81,17 @@ struct trainer {
   md_dataset *data;       /* training examples */
   int nreplicas;          /* num_replicas_in_sync */
   replica *replicas;      /* nreplicas entries */
+  sim_actor **actors;     /* the running attempt's replica actors */
+  long first_step;        /* the step the running attempt started at (a checkpoint's) */
+  sim_time restore_ps;    /* what its replicas wait first: reading the checkpoint */
+  faults *faults;         /* the scenario's faults, NULL without */
+  rec_job *rec;           /* checkpoints and restarts */
   size_t nparams;         /* floats in the flattened gradient */
   long steps;             /* steps to run */
   size_t steps_per_epoch; /* batches in one pass over the data (epochs / no repeat) */
-  step_record *records;   /* one per completed step */
+  step_record *records;   /* one per completed step, redone ones included */
   long completed;         /* records filled */
+  size_t cap_records;     /* records allocated */
   int horizon_hit;        /* stopped: simulated time passed SIM_HORIZON */
   int *track;             /* trace track of each replica */
   int *slice_size;        /* scratch: ds_split_batch sizes */
@@ -182,6 +193,13 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   double loss = 0.0;
   for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
   sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy);
+  if ((size_t)t->completed == t->cap_records) {  /* restarts redo steps: more rows than steps */
+    t->cap_records *= 2;
+    step_record *grown = train_xcalloc(t->cap_records, sizeof *grown);
+    memcpy(grown, t->records, (size_t)t->completed * sizeof *grown);
+    free(t->records);
+    t->records = grown;
+  }
   step_record *rec = &t->records[t->completed++];
   rec->step = step;
   rec->end_ps = now;
@@ -194,6 +212,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->comm_ps = comm;
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start);
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
+  rec->restarts = rec_restarts(t->rec);
   report_progress_step(&t->progress, t->completed);
 }
 
@@ -214,12 +233,16 @@ static void replica_main(sim_actor *self, void *arg) {
   int r = rep->index;
   sim_cpu *cpu = ds_replica_cpu(t->strategy, r);
   char span[48];
-  for (long step = 0; step < t->steps; step++) {
+  if (t->restore_ps > 0 && sim_sleep(self, t->restore_ps) != SIM_OK) return;
+  for (long step = t->first_step; step < t->steps; step++) {
+    if (r == 0) rec_step_begin(t->rec, step);
     step_marks marks = { .start = sim_now(t->engine) };
-    if (step % t->launch_every == 0 && t->round_trip_ps > 0 && sim_sleep(self, t->round_trip_ps) != SIM_OK)
+    if ((step - t->first_step) % t->launch_every == 0 && t->round_trip_ps > 0 &&
+        sim_sleep(self, t->round_trip_ps) != SIM_OK)
       return;
     marks.launched = sim_now(t->engine);
-    if (step == 0 && t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) return;
+    /* Every attempt compiles its program again (a restarted job is a new process). */
+    if (step == t->first_step && t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) return;
     marks.compiled = sim_now(t->engine);
     if (ds_pipeline_next(t->input, self, r) != SIM_OK) return;
     marks.fed = sim_now(t->engine);
@@ -260,10 +283,44 @@ static void replica_main(sim_actor *self, void *arg) {
       if (r != 0) return;
       t->horizon_hit = 1;
       ds_pipeline_stop(t->input);  /* its producers would wait for requests that never come */
+      rec_finished(t->rec);
       return;
     }
+    if (rec_step_end(t->rec, self, r, step, rep->model, rep->opt) != SIM_OK) return;
+  }
+  if (r == 0) rec_finished(t->rec);
+}
+
+/* ---- attempts (recovery.h's stop and start) --------------------------------------------- */
+
+/* Spawns the input pipeline and the replicas of an attempt that starts at `first`. */
+static void spawn_attempt(trainer *t, long first, sim_time restore) {
+  ds_pipeline_spec input = input_spec(t);
+  input.first_step = first;
+  t->first_step = first;
+  t->restore_ps = restore;
+  t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
+  char name[48];
+  for (int r = 0; r < t->nreplicas; r++) {
+    snprintf(name, sizeof name, "replica%d", r);
+    t->actors[r] = sim_actor_spawn(t->engine, name, replica_main, &t->replicas[r]);
   }
 }
+
+static void attempt_stop(void *ctx) {
+  trainer *t = ctx;
+  for (int r = 0; r < t->nreplicas; r++) sim_actor_kill(t->actors[r]);
+  ds_pipeline_free(t->input);  /* after the replicas, which may wait on its channels */
+  t->input = NULL;
+}
+
+static void attempt_start(void *ctx, long step, sim_time restore) {
+  trainer *t = ctx;
+  for (int r = 0; r < t->nreplicas; r++) rec_restore(t->rec, t->replicas[r].model, t->replicas[r].opt);
+  spawn_attempt(t, step, restore);
+}
+
+static const rec_program ATTEMPTS = { attempt_stop, attempt_start };
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
@@ -437,7 +494,10 @@ static void free_trainer(trainer *t) {
   free(t->slice_size);
   free(t->slice_offset);
   free(t->records);
+  free(t->actors);
   ds_pipeline_free(t->input);  /* kills its actors: before the strategy and engine they use */
+  rec_free(t->rec);            /* its plan's events and faulted resources: before the engine */
+  faults_free(t->faults);
   if (t->tpu) slice_run_free(t->tpu);  /* the strategy is the slice run's */
   else ds_strategy_free(t->strategy);
   if (t->engine) sim_engine_free(t->engine);
@@ -468,8 +528,10 @@ static void stalled(const trainer *t, run_summary *sum) {
   for (size_t i = 0; i < n && at > 0 && (size_t)at < sizeof msg; i++)
     at += snprintf(msg + at, sizeof msg - (size_t)at, " %s", names[i]);
   if (at > 0 && (size_t)at < sizeof msg)
-    snprintf(msg + at, sizeof msg - (size_t)at, " blocked: an activity would end past the 53.4-day "
-             "horizon (a machine or link far too slow), or podsim has a bug");
+    snprintf(msg + at, sizeof msg - (size_t)at, " blocked: %s", t->faults != NULL
+             ? "a link_down or a straggler without duration stopped them for good (TF's collectives have "
+               "no timeout by default: the job would hang), or an activity would end past the horizon"
+             : "an activity would end past the 53.4-day horizon (a machine or link far too slow), or podsim has a bug");
   job_failed(sum, "SimulationStalled", ds_replica_device(t->strategy, 0), msg);
 }
 
@@ -632,7 +694,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
     switch (i) {
-      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1) != 0; break;
+      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1, t->s->nfaults > 0) != 0; break;
       case 1: bad = write_weights(t, path) != 0; break;
       case 2: bad = write_variables(t, path) != 0; break;
       case 3: if (!t->s->trace) continue;
@@ -700,20 +762,29 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->replicas = t->nreplicas;
   sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
-  sum->steps_completed = t->completed;
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
+  /* Steps redone after a restart count once: the rows a later row did not roll back. */
+  unsigned char *kept = train_xcalloc((size_t)t->completed + 1, 1);
+  rec_kept_rows(t->records, t->completed, kept);
   double examples = 0;
   run_step_means *m = &sum->means;
+  sum->steps_completed = 0;
   for (long i = 0; i < t->completed; i++) {
+    if (!kept[i]) continue;
+    examples += t->records[i].examples;
+    sum->steps_completed++;
+  }
+  for (long i = 0; i < t->completed; i++) {  /* every row, redone steps too: time as it was spent */
     const step_record *r = &t->records[i];
-    examples += r->examples;
     m->step_s += sim_time_to_s(r->step_ps - r->compile_ps) / (double)t->completed;
     m->input_s += sim_time_to_s(r->input_ps) / (double)t->completed;
     m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
     m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
     m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->completed;
   }
+  free(kept);
+  if (t->rec) rec_summarise(t->rec, t->records, t->completed, sim_now(t->engine), sum);
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->devices = train_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;
@@ -777,6 +848,7 @@ static int prepare(trainer *t, md_model **first, scn_error *err) {
   int rc = build_model(t, first, err);
   if (rc == TR_EXIT_OK) rc = load_data(t, *first, err);
   if (rc == TR_EXIT_OK) rc = count_steps(t, err);
+  if (rc == TR_EXIT_OK) rc = faults_load(t->s, &t->faults, err);
   return rc;
 }
 
@@ -860,23 +932,22 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   sim_trace_enable(t.engine, s->trace || s->plots.timeline || s->plots.heatmap);
   build_strategy(&t);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
-  t.records = train_xcalloc((size_t)t.steps + 1, sizeof *t.records);
+  t.cap_records = (size_t)t.steps + 1;
+  t.records = train_xcalloc(t.cap_records, sizeof *t.records);
   make_replicas(&t, first);
+  t.actors = train_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);
   if (reserve_memory(&t, (s->global_batch + t.nreplicas - 1) / t.nreplicas, sum) == 0) {
-    char name[48];
     t.compile_ps = compile_time(&t);
-    ds_pipeline_spec input = input_spec(&t);
-    t.input = ds_pipeline_new(t.engine, t.strategy, &input, batch_size_of_step, &t);
-    for (int r = 0; r < t.nreplicas; r++) {
-      snprintf(name, sizeof name, "replica%d", r);
-      sim_actor_spawn(t.engine, name, replica_main, &t.replicas[r]);
-    }
+    t.rec = rec_new(s, t.engine, first, t.replicas[0].opt, t.faults, t.strategy,
+                    t.tpu ? slice_run_slice(t.tpu) : NULL, &ATTEMPTS, &t);
+    spawn_attempt(&t, 0, 0);
     report_progress_start(&t.progress, stderr, quiet, t.steps);
     int stuck = sim_run(t.engine) != 0;
     report_progress_end(&t.progress);
-    if (stuck) stalled(&t, sum);
+    if (rec_failed(t.rec, &sum->error)) sum->failed = 1;
+    else if (stuck) stalled(&t, sum);
     else if (t.horizon_hit) past_horizon(&t, sum);
     else if (s->numerics_full) mirrored_copies_agree(&t);
   }

@@ -151,8 +151,9 @@ static void solve(sim_engine *e) {
   }
   sim_resource **res = s->comp_res;
   sim_action **act = s->comp_act;
-  qsort(res, n_res, sizeof *res, by_resource_id);
-  qsort(act, n_act, sizeof *act, by_action_id);
+  /* A capacity change on an idle resource leaves both lists empty (and never allocated). */
+  if (n_res > 1) qsort(res, n_res, sizeof *res, by_resource_id);
+  if (n_act > 1) qsort(act, n_act, sizeof *act, by_action_id);
 
   for (size_t i = 0; i < n_act; i++) {
     advance(e, act[i]);

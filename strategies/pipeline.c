@@ -52,8 +52,8 @@ static void producer_main(sim_actor *self, void *arg) {
   ds_pipeline *in = h->in;
   sim_cpu *cpu = ds_worker_cpu(in->s, h->worker);
   void *token;
-  for (long k = 0; k < in->spec.steps; k++) {
-    if (k >= in->spec.prefetch)
+  for (long k = in->spec.first_step; k < in->spec.steps; k++) {
+    if (k - in->spec.first_step >= in->spec.prefetch)
       for (int r = h->first; r < h->first + h->count; r++) sim_channel_get(self, in->requests[r], &token);
     double examples = 0;
     for (int r = h->first; r < h->first + h->count; r++) examples += slice(in, k, r);
@@ -73,7 +73,7 @@ static void infeed_main(sim_actor *self, void *arg) {
   ds_pipeline *in = h->in;
   sim_activity **copies = h->copies;
   void *token;
-  for (long k = 0; k < in->spec.steps; k++) {
+  for (long k = in->spec.first_step; k < in->spec.steps; k++) {
     sim_channel_get(self, h->made, &token);
     for (int i = 0; i < h->count; i++) {
       sim_link *link = ds_replica_infeed(in->s, h->first + i);
@@ -87,7 +87,7 @@ static void infeed_main(sim_actor *self, void *arg) {
 
 ds_pipeline *ds_pipeline_new(sim_engine *e, const ds_strategy *s, const ds_pipeline_spec *spec,
                           ds_batch_size_fn batch_size, void *ctx) {
-  assert(spec->prefetch >= 0 && spec->steps >= 0);
+  assert(spec->prefetch >= 0 && spec->first_step >= 0 && spec->first_step <= spec->steps);
   ds_pipeline *in = ds__xcalloc(1, sizeof *in);
   if (in == NULL) abort();
   *in = (ds_pipeline){ .s = s, .spec = *spec, .batch_size = batch_size, .ctx = ctx,

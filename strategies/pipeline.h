@@ -27,6 +27,8 @@ typedef struct ds_pipeline_spec {
   double vcpu_flops;      /* work one vCPU does per second: the host times above become work */
   double example_bytes;   /* bytes of one example's tensors crossing a host-to-device link */
   long steps;             /* batches each replica takes in the whole run */
+  long first_step;        /* the step of the first batch: a job restarted from a checkpoint
+                             resumes its input at the checkpoint's step (default 0) */
 } ds_pipeline_spec;
 
 /* The global batch of a step (smaller at the end of an epoch). */

@@ -32,6 +32,10 @@ expect_error tests/data/inputs/init_wrong_shape.yaml \
   'tests/data/inputs/init_wrong_shape.csv:6:14: model.init.file: flat_index 4 is out of range for dense/kernel (4 elements)'
 expect_error tests/data/inputs/no_label.yaml \
   'tests/data/inputs/no_label.csv:1:1: dataset.csv: no label column "label" in the header'
+expect_error tests/data/faults/bad_trace.yaml \
+  'tests/data/faults/bad_trace.csv:3:29: faults[0].file: expected a slowdown >= 1, found "0"'
+expect_error tests/data/faults/ps_in_tpu_run.yaml \
+  'tests/data/faults/ps_in_tpu_run.yaml:28:26: faults[0].target: this run has no ps task (those are parameter-server training'"'"'s); its tasks are tpu and tpu_host:N'
 
 # usage errors: exit 2
 for args in "" "frobnicate x.yaml" "run" "run a.yaml b.yaml" "run --bogus scenarios/examples/quickstart.yaml" \
@@ -64,18 +68,36 @@ done
 [ $rc -eq 0 ] && [ "$(wc -l < "$tmp/w/collective.csv")" -eq 4 ] && grep -q '"all_reduce": "torus"' "$tmp/w/summary.json" \
   && ok || bad "workload: exit $rc, collective.csv or summary.json wrong"
 
-# Every shipped example runs (a few steps) and summary.json names the strategy kind it asks for.
+# Every shipped example runs (a few steps; all of it when it has expect checks, which are about
+# the whole run) and summary.json names the strategy kind it asks for.
 for f in scenarios/examples/*.yaml; do
   kind=$(sed -n 's/^strategy: *{kind: *\([a-z_0-9]*\).*/\1/p; s/^  kind: *\([a-z_0-9]*\).*/\1/p' "$f" | head -1)
   grep -q '^workload:' "$f" && kind=""
   out="$tmp/ex-$(basename "$f" .yaml)"
+  steps=(--set training.steps=3)
+  grep -q '^expect:' "$f" && steps=()
   if [ -n "$kind" ]; then
-    "$podsim" run "$f" -o "$out" --set training.steps=3 --quiet >/dev/null; rc=$?
+    "$podsim" run "$f" -o "$out" "${steps[@]}" --quiet >/dev/null; rc=$?
     [ $rc -eq 0 ] && grep -q "\"strategy\": \"$kind\"" "$out/summary.json" && ok || bad "example $f: exit $rc or strategy not $kind"
   else
     "$podsim" check "$f" >/dev/null && ok || bad "example $f does not check"
   fi
 done
+
+# expect: a check that fails exits 1 with a table (metric, comparator, expected, got) on stderr,
+# and the outputs are still written; the same run with checks that hold exits 0.
+err=$("$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x1" --quiet \
+      --set 'expect=[{metric: restarts, eq: 0}, {metric: lost_steps, eq: 5}]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && [ -s "$tmp/x1/summary.json" ] && printf '%s\n' "$err" | grep -q '^  metric  *comparator  *expected  *got$' \
+  && printf '%s\n' "$err" | grep -Eq '^  restarts +eq +0 +1$' && ! printf '%s\n' "$err" | grep -q lost_steps \
+  && ok || bad "expect failing: exit $rc, stderr '$err'"
+"$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x2" --quiet \
+  --set 'expect=[{metric: restarts, eq: 1}, {metric: goodput, gt: 0}]' >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || bad "expect holding: exit $rc, expected 0"
+# A run with faults marks restarts in metrics.csv: the rows of steps 40..44 twice, the second time
+# with restarts 1.
+[ "$(head -1 "$tmp/x2/metrics.csv" | awk -F, '{print $NF}')" = restarts ] \
+  && [ "$(grep -c '^4[0-4],.*,1$' "$tmp/x2/metrics.csv")" -eq 5 ] && ok || bad "metrics.csv restarts column"
 
 # A job that does not fit in memory: exit 3, outputs written, summary.json names the error.
 "$podsim" run tests/data/inputs/oom.yaml -o "$tmp/oom" --quiet >/dev/null; rc=$?

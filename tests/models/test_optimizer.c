@@ -176,6 +176,38 @@ static void test_adagrad(void **state) {
   drop(&f);
 }
 
+/* A checkpoint of adam after its first step (the test_adam figures: t = 1, m = 0.1 g) restored
+** into a fresh optimizer: the second step from the restored state is test_adam's second step to
+** the bit, which needs t = 1 back too (with t = 0 the step size would be lr_1 again and w2[0]
+** 0.8000006325 instead of 0.8000010798). */
+static void test_copy_state_resumes(void **state) {
+  (void)state;
+  fixture f = make();
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_ADAM);
+  s.learning_rate = 0.1f;
+  md_optimizer *o = md_optimizer_new(&s, f.m), *saved = md_optimizer_new(&s, f.m);
+  md_optimizer_apply(o, f.m, f.g, NULL);
+  md_optimizer_copy_state(saved, o);
+  float w1[2];
+  memcpy(w1, md_model_var(f.m, 0)->data, sizeof w1);
+  md_optimizer_apply(o, f.m, f.g, NULL);
+  float w2[2];
+  memcpy(w2, md_model_var(f.m, 0)->data, sizeof w2);
+  assert_true(fabs(w2[0] - 0.8000010798) < 1e-6);
+
+  md_optimizer *restored = md_optimizer_new(&s, f.m);
+  md_optimizer_copy_state(restored, saved);
+  assert_int_equal(md_optimizer_iterations(restored), 1);
+  memcpy(md_model_var(f.m, 0)->data, w1, sizeof w1);
+  md_optimizer_apply(restored, f.m, f.g, NULL);
+  assert_memory_equal(md_model_var(f.m, 0)->data, w2, sizeof w2);
+  md_optimizer_free(o);
+  md_optimizer_free(saved);
+  md_optimizer_free(restored);
+  drop(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sgd),
@@ -184,6 +216,7 @@ int main(void) {
       cmocka_unit_test(test_adam),
       cmocka_unit_test(test_adam_bias_correction),
       cmocka_unit_test(test_adagrad),
+      cmocka_unit_test(test_copy_state_resumes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
