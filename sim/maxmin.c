@@ -22,12 +22,13 @@
 void sim__resource_init(sim_engine *e, sim_resource *r, const char *name, double capacity) {
   assert(capacity >= 0);
   *r = (sim_resource){.engine = e, .name = sim__strdup(name), .id = e->solver.next_resource_id++,
-                      .capacity = capacity, .trace_track = -1};
+                      .capacity = capacity, .trace_track = -1, .cap_uses = 1};
+  r->uses = &r->one;
 }
 
 void sim__resource_fini(sim_resource *r) {
   free(r->name);
-  free(r->uses);
+  if (r->uses != &r->one) free(r->uses);
 }
 
 void sim__solver_free(sim_solver *s) {
@@ -198,7 +199,16 @@ static void solve(sim_engine *e) {
 }
 
 static void add_use(sim_resource *r, sim_action *a) {
-  sim__grow(&r->uses, &r->cap_uses, r->n_uses + 1, sizeof *r->uses);
+  if (r->n_uses == r->cap_uses) { /* full: from `one` to the heap, or a bigger array there */
+    int inline_one = r->uses == &r->one;
+    uint32_t cap = inline_one ? 8 : 2 * r->cap_uses;
+    if (cap <= r->cap_uses) abort(); /* past 2^31 actions on one resource, as out of memory */
+    sim_action **grown = realloc(inline_one ? NULL : r->uses, cap * sizeof *grown);
+    if (grown == NULL) abort();
+    if (inline_one) grown[0] = r->one;
+    r->uses = grown;
+    r->cap_uses = cap;
+  }
   /* Ids grow with creation, so appending keeps the array sorted. */
   assert(r->n_uses == 0 || r->uses[r->n_uses - 1]->id < a->id);
   r->uses[r->n_uses++] = a;
