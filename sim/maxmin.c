@@ -54,10 +54,15 @@ sim_time sim__duration_ps(double amount, double rate) {
   double ps = amount / rate * (double)SIM_PS_PER_S;
   if (ps >= 0x1p62) return SIM_TIME_NEVER;
   /* amount/rate of an exact picosecond count can come out a few ulps high; rounding that up
-  ** would add a spurious picosecond to every step of a collective. */
-  double nearest = nearbyint(ps);
+  ** would add a spurious picosecond to every step of a collective. Below 2^52, adding and
+  ** taking away 2^52 rounds to the nearest integer, ties to even (nearbyint's answer in the
+  ** default rounding mode, which nothing changes); from 2^52 on every double is an integer.
+  ** Written out because without SSE4.1 nearbyint and ceil are library calls, and this runs
+  ** once per flow. */
+  double nearest = ps < 0x1p52 ? (ps + 0x1p52) - 0x1p52 : ps;
   if (fabs(ps - nearest) <= 1e-12 * nearest) return (sim_time)nearest;
-  return (sim_time)ceil(ps);
+  /* ps is not an integer here, so below 2^52: its ceiling is nearest or the next one up. */
+  return (sim_time)nearest + (nearest < ps);
 }
 
 void sim__action_init(sim_action *a, size_t hops, double amount, void *owner) {
@@ -215,6 +220,11 @@ static void add_use(sim_resource *r, sim_action *a) {
 }
 
 static void remove_use(sim_resource *r, const sim_action *a) {
+  if (r->n_uses == 1) { /* the lone flow's link, the lone exec's cpu */
+    assert(r->uses[0] == a);
+    r->n_uses = 0;
+    return;
+  }
   size_t lo = 0, hi = r->n_uses;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
