@@ -261,7 +261,7 @@ static void enter_round(coll_rank *rk) {
 }
 
 /* One of rk's transfers or reductions of this round is done; the last one moves it on. */
-static void step_done(coll_rank *rk) {
+static inline void step_done(coll_rank *rk) {
   assert(rk->pending > 0);
   if (--rk->pending > 0) return;
   if (rk->at_end) {
