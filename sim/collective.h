@@ -84,7 +84,9 @@ int sim_coll_op_parse(const char *name, sim_coll_op *out);
 /* A message for an error code above. */
 const char *sim_coll_strerror(int code);
 
-/* Fills out[0..max) with the links from rank `from` to rank `to`; returns the hop count. */
+/* Fills out[0..max) with the links from rank `from` to rank `to`; returns the hop count. A
+** collective keeps one-link routes until it ends, so the answer may change between collectives
+** on a group but not during one. */
 typedef size_t (*sim_route_fn)(void *ctx, int from, int to, sim_link **out, size_t max);
 
 typedef struct sim_collective sim_collective;

@@ -19,6 +19,10 @@
 ** two children each). */
 #define COLL_MAX_XFERS 4
 #define COLL_MAX_DIMS 8
+/* Tags whose one-link routes a rank remembers: the two directions of the rings, the only
+** transfers that go to the same peer round after round (trees and halving-doubling change
+** peers every round); the rest fit coll_rank in 128 bytes. */
+#define COLL_ROUTE_TAGS 2
 
 typedef enum {
   COLL_COPY,                 /* the receiver's segment becomes the sender's */
@@ -54,6 +58,15 @@ typedef struct coll_plan {
   coll_xfer recv[COLL_MAX_XFERS]; /* its incoming ones, in the order reductions apply */
 } coll_plan;
 
+/* A stage of a torus run: m - 1 rounds of one ring or line along an axis of length m > 1. */
+typedef struct coll_stage {
+  int first;                 /* its first round */
+  int axis;                  /* the axis */
+  int reduce;                /* 1 reduce-scatter, 0 all-gather */
+  int below;                 /* product of the lengths of axes 0..axis-1 */
+  int chunks;                /* chunks per part: p / (below * m) */
+} coll_stage;
+
 /* One rank's progress through the current collective. */
 typedef struct coll_rank {
   sim_collective *coll;      /* owner (activity callbacks get the rank alone) */
@@ -61,7 +74,9 @@ typedef struct coll_rank {
   float *buf;                /* its buffer, NULL when running on shapes alone */
   sim_activity *send[COLL_MAX_XFERS]; /* its transfers in flight, by tag */
   sim_activity *reduce[COLL_MAX_XFERS]; /* reductions being charged on its cpu, by recv index */
-  int32_t to[COLL_MAX_XFERS]; /* receiver of each transfer in flight, by tag */
+  int32_t to[COLL_MAX_XFERS]; /* receiver of each transfer in flight, by tag (kept after) */
+  sim_link *hop[COLL_ROUTE_TAGS]; /* by tag: the route to to[tag] when it is one link, else
+                                NULL; forgotten when the collective ends (collective.c) */
   int32_t round;             /* current round; -1 before the start, rounds when through */
   uint8_t pending;           /* this round's transfers (both ways) not done yet */
   uint8_t started;           /* bit per tag: this round's send has started */
@@ -90,6 +105,9 @@ struct sim_collective {
   size_t chunk_base;         /* count / nchunks: every chunk has at least this many floats */
   size_t chunk_extra;        /* count % nchunks: the first chunk_extra have one more */
   int rounds;                /* rounds of the algorithm */
+  coll_stage stages[2 * COLL_MAX_DIMS]; /* torus: reduce-scatter stages (axis 0 up), then
+                                all-gather ones (axis n-1 down), worked out once per run */
+  int nstages;               /* entries in stages */
   int arrived;               /* blocking callers present */
   int finished;              /* ranks through the last round */
   int running;               /* all arrived or started engine-side, rounds in progress */

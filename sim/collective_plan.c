@@ -37,7 +37,7 @@ static int floor_log2(int p) {
   return l;
 }
 
-static void add(coll_xfer *list, int *n, int peer, int tag, coll_mode mode, coll_seg seg) {
+static inline void add(coll_xfer *list, int *n, int peer, int tag, coll_mode mode, coll_seg seg) {
   assert(*n < COLL_MAX_XFERS);
   list[(*n)++] = (coll_xfer){peer, tag, mode, seg};
 }
@@ -65,13 +65,13 @@ typedef struct axis {
 
 static int member(const axis *ax, int y) { return ax->rank0 + wrap(y, ax->m) * ax->rstep; }
 
-static coll_seg part(const axis *ax, int j, int half) {
+static inline coll_seg part(const axis *ax, int j, int half) {
   return (coll_seg){ax->lo + wrap(j, ax->m) * ax->pstride, ax->cstride, ax->n, half};
 }
 
 /* One step of a ring (reduce-scatter when `reduce`, else all-gather); tag and half name the
 ** direction's slot and share of every chunk. */
-static void ring_step(coll_plan *pl, const axis *ax, int reduce, int k, int dir, int o, int tag,
+static inline void ring_step(coll_plan *pl, const axis *ax, int reduce, int k, int dir, int o, int tag,
                       int half) {
   int shift = reduce ? o - k - 1 : o - k;
   coll_mode mode = reduce ? COLL_REDUCE : COLL_COPY;
@@ -107,42 +107,42 @@ static axis whole_group(const sim_collective *c, int rank) {
 
 /* ---- torus: axes in order for reduce-scatter, reversed for all-gather -------------------- */
 
-/* Axis a of the torus as seen by `rank`; below = product of the lengths of axes 0..a-1. */
-static axis torus_axis(const sim_collective *c, int rank, int a, int below) {
-  int m = c->dims[a], x = (rank / below) % m, low = rank % below;
-  return (axis){m, x, rank - x * below, below, low, below, below * m, c->p / (below * m)};
+/* The stage's axis as seen by `rank`. */
+static axis torus_axis(const sim_collective *c, int rank, const coll_stage *st) {
+  int m = c->dims[st->axis], below = st->below, q = rank / below, x = q % m;
+  return (axis){m, x, rank - x * below, below, rank - q * below, below, below * m, st->chunks};
 }
 
-/* Finds the stage of `round`: stages are the axes longer than 1, each m-1 rounds; reduce-scatter
-** stages first (axis 0 up) when the op has them, then all-gather stages (axis n-1 down). */
-static void torus_plan(const sim_collective *c, int rank, int round, coll_plan *pl) {
-  int nd = c->ndims, below[COLL_MAX_DIMS];
+/* Lists the stages: the axes longer than 1, reduce-scatter stages first (axis 0 up) when the op
+** has them, then all-gather stages (axis n-1 down); returns the rounds they take. */
+static int torus_stages(sim_collective *c) {
+  int nd = c->ndims, below[COLL_MAX_DIMS], rounds = 0;
   for (int a = 0, b = 1; a < nd; b *= c->dims[a], a++) below[a] = b;
   int has_rs = c->op != SIM_COLL_ALL_GATHER, has_ag = c->op != SIM_COLL_REDUCE_SCATTER;
+  c->nstages = 0;
   for (int pass = 0; pass < 2; pass++) {
     int reduce = pass == 0;
     if (reduce ? !has_rs : !has_ag) continue;
     for (int i = 0; i < nd; i++) {
-      int a = reduce ? i : nd - 1 - i;
-      int steps = c->dims[a] - 1;
-      if (round >= steps) {
-        round -= steps;
-        continue;
-      }
-      axis ax = torus_axis(c, rank, a, below[a]);
-      if (c->wraps[a] && ax.m > 2)
-        bidi_step(pl, &ax, reduce, round);
-      else
-        line_step(pl, &ax, reduce, round);
-      return;
+      int a = reduce ? i : nd - 1 - i, m = c->dims[a];
+      if (m == 1) continue;
+      c->stages[c->nstages++] = (coll_stage){rounds, a, reduce, below[a], c->p / (below[a] * m)};
+      rounds += m - 1;
     }
   }
+  return rounds;
 }
 
-static int torus_rounds(const sim_collective *c) {
-  int per_pass = 0;
-  for (int a = 0; a < c->ndims; a++) per_pass += c->dims[a] - 1;
-  return c->op == SIM_COLL_ALL_REDUCE ? 2 * per_pass : per_pass;
+/* Rounds go through the stages in order, so the search from the first is short. */
+static void torus_plan(const sim_collective *c, int rank, int round, coll_plan *pl) {
+  int s = 0;
+  while (s + 1 < c->nstages && round >= c->stages[s + 1].first) s++;
+  const coll_stage *st = &c->stages[s];
+  axis ax = torus_axis(c, rank, st);
+  if (c->wraps[st->axis] && ax.m > 2)
+    bidi_step(pl, &ax, st->reduce, round - st->first);
+  else
+    line_step(pl, &ax, st->reduce, round - st->first);
 }
 
 /* ---- binary trees in heap order --------------------------------------------------------- */
@@ -254,7 +254,7 @@ void sim__coll_prepare(sim_collective *c) {
     c->rounds = c->op == SIM_COLL_BROADCAST ? 2 * p - 2 : phases * (p - 1);
     break;
   case SIM_ALGO_BIDI_RING: c->rounds = phases * (p - 1); break;
-  case SIM_ALGO_TORUS: c->rounds = torus_rounds(c); break;
+  case SIM_ALGO_TORUS: c->rounds = torus_stages(c); break;
   case SIM_ALGO_TREE:
   case SIM_ALGO_DOUBLE_TREE:
     c->nchunks = 1;

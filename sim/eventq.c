@@ -77,12 +77,20 @@ static inline void append(sim_event_bucket *b, sim_queued_event ev) {
   b->items[b->n++] = ev;
 }
 
+/* The bucket of an event at `at`: `now` at `last`, else [L][d], L the highest digit in which
+** `at` differs from `last` and d its value there. */
+static inline sim_event_bucket *bucket_of(sim_eventq *q, sim_time at, int *level, int *digit) {
+  if (at == q->last) return &q->now;
+  uint64_t diff = (uint64_t)at ^ (uint64_t)q->last;
+  *level = (63 - __builtin_clzll(diff)) / SIM_EVENT_RADIX_BITS;
+  *digit = (int)((uint64_t)at >> (*level * SIM_EVENT_RADIX_BITS)) & (SIM_EVENT_RADIX - 1);
+  return &q->levels[*level][*digit];
+}
+
 /* Files ev, later than `last`, in its bucket. */
 static inline void file(sim_eventq *q, sim_queued_event ev) {
-  uint64_t diff = (uint64_t)ev.time ^ (uint64_t)q->last;
-  int level = (63 - __builtin_clzll(diff)) / SIM_EVENT_RADIX_BITS;
-  int digit = (int)((uint64_t)ev.time >> (level * SIM_EVENT_RADIX_BITS)) & (SIM_EVENT_RADIX - 1);
-  append(&q->levels[level][digit], ev);
+  int level = 0, digit = 0;
+  append(bucket_of(q, ev.time, &level, &digit), ev);
   q->occupied[level][digit / 64] |= UINT64_C(1) << (digit % 64);
 }
 
@@ -95,33 +103,46 @@ static int first_bucket(const sim_eventq *q) {
   return -1;
 }
 
+/* The free stack has room for every slot ever handed out (push_after_growing sees to it). */
 static void free_slot(sim_eventq *q, uint32_t slot) {
-  grow_u32(&q->free, &q->cap_free, q->n_free + 1, sizeof *q->free);
+  assert(q->n_free < q->cap_free);
   q->free[q->n_free++] = slot;
+}
+
+sim_event_handle sim__eventq_push(sim_eventq *q, sim_time at, sim_event_fn fn, void *arg);
+
+/* Makes room for one more event at `at` (a free slot, space in its bucket), then pushes it.
+** Out of line, so that the push without growth calls nothing and saves no registers. */
+static __attribute__((noinline)) sim_event_handle push_after_growing(sim_eventq *q, sim_time at,
+                                                                    sim_event_fn fn, void *arg) {
+  if (q->n_free == 0) { /* a slot never used before */
+    if (q->n_slots > SLOT_MASK) exhausted("2^24 pending events");
+    grow_u32(&q->slots, &q->cap_slots, q->n_slots + 1, sizeof *q->slots);
+    grow_u32(&q->free, &q->cap_free, q->n_slots + 1, sizeof *q->free);
+    if (q->levels == NULL) q->levels = sim__xcalloc(SIM_EVENT_LEVELS, sizeof *q->levels);
+    q->free[q->n_free++] = q->n_slots++;
+  }
+  int level = 0, digit = 0;
+  sim_event_bucket *b = bucket_of(q, at, &level, &digit);
+  grow_u32(&b->items, &b->cap, b->n + 1, sizeof *b->items);
+  return sim__eventq_push(q, at, fn, arg);
 }
 
 sim_event_handle sim__eventq_push(sim_eventq *q, sim_time at, sim_event_fn fn, void *arg) {
   assert(fn != NULL && at >= q->last);
-  uint32_t slot;
-  if (q->n_free > 0) {
-    slot = q->free[--q->n_free];
-  } else {
-    if (q->n_slots > SLOT_MASK) exhausted("2^24 pending events");
-    grow_u32(&q->slots, &q->cap_slots, q->n_slots + 1, sizeof *q->slots);
-    slot = q->n_slots++;
-  }
+  if (q->n_free == 0) return push_after_growing(q, at, fn, arg); /* before the first one */
+  int level = 0, digit = 0;
+  sim_event_bucket *b = bucket_of(q, at, &level, &digit);
+  if (b->n == b->cap) return push_after_growing(q, at, fn, arg);
   if (q->next_seq == SEQ_LIMIT) exhausted("2^40 scheduled events");
+  uint32_t slot = q->free[--q->n_free];
   uint64_t seq = q->next_seq++;
-  q->slots[slot] = tag_of(seq);
-  sim_queued_event ev = {at, seq << SIM_SLOT_BITS | slot, fn, arg};
-  if (at == q->last) {
-    append(&q->now, ev);
-  } else {
-    if (q->levels == NULL) q->levels = sim__xcalloc(SIM_EVENT_LEVELS, sizeof *q->levels);
-    file(q, ev);
-  }
+  uint32_t tag = tag_of(seq);
+  q->slots[slot] = tag;
+  b->items[b->n++] = (sim_queued_event){at, seq << SIM_SLOT_BITS | slot, fn, arg};
+  if (b != &q->now) q->occupied[level][digit / 64] |= UINT64_C(1) << (digit % 64);
   q->live++;
-  return (sim_event_handle){slot, tag_of(seq)};
+  return (sim_event_handle){slot, tag};
 }
 
 int sim__eventq_cancel(sim_eventq *q, sim_event_handle h) {

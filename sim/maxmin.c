@@ -22,12 +22,13 @@
 void sim__resource_init(sim_engine *e, sim_resource *r, const char *name, double capacity) {
   assert(capacity >= 0);
   *r = (sim_resource){.engine = e, .name = sim__strdup(name), .id = e->solver.next_resource_id++,
-                      .capacity = capacity, .trace_track = -1};
+                      .capacity = capacity, .trace_track = -1, .cap_uses = 1};
+  r->uses = &r->one;
 }
 
 void sim__resource_fini(sim_resource *r) {
   free(r->name);
-  free(r->uses);
+  if (r->uses != &r->one) free(r->uses);
 }
 
 void sim__solver_free(sim_solver *s) {
@@ -53,15 +54,28 @@ sim_time sim__duration_ps(double amount, double rate) {
   double ps = amount / rate * (double)SIM_PS_PER_S;
   if (ps >= 0x1p62) return SIM_TIME_NEVER;
   /* amount/rate of an exact picosecond count can come out a few ulps high; rounding that up
-  ** would add a spurious picosecond to every step of a collective. */
-  double nearest = nearbyint(ps);
+  ** would add a spurious picosecond to every step of a collective. Below 2^52, adding and
+  ** taking away 2^52 rounds to the nearest integer, ties to even (nearbyint's answer in the
+  ** default rounding mode, which nothing changes); from 2^52 on every double is an integer.
+  ** Written out because without SSE4.1 nearbyint and ceil are library calls, and this runs
+  ** once per flow. */
+  double nearest = ps < 0x1p52 ? (ps + 0x1p52) - 0x1p52 : ps;
   if (fabs(ps - nearest) <= 1e-12 * nearest) return (sim_time)nearest;
-  return (sim_time)ceil(ps);
+  /* ps is not an integer here, so below 2^52: its ceiling is nearest or the next one up. */
+  return (sim_time)nearest + (nearest < ps);
 }
 
 void sim__action_init(sim_action *a, size_t hops, double amount, void *owner) {
-  *a = (sim_action){.remaining = amount, .rate = -1, .finish_at = SIM_TIME_NEVER,
-                    .done_event = SIM_EVENT_NONE, .hops = hops, .owner = owner};
+  /* Field by field: id and last_update are set when it starts, fixed and new_rate by every
+  ** solve before they are read, and clearing the inline route that the caller then fills
+  ** would only double the stores (a compound literal: 2% of a pod step's instructions). */
+  a->remaining = amount;
+  a->rate = -1;
+  a->finish_at = SIM_TIME_NEVER;
+  a->done_event = SIM_EVENT_NONE;
+  a->hops = hops;
+  a->stamp = 0;
+  a->owner = owner;
   a->res = hops <= SIM_ACTION_INLINE_HOPS ? a->inline_res : malloc(hops * sizeof *a->res);
   if (a->res == NULL) abort();
 }
@@ -199,13 +213,27 @@ static void solve(sim_engine *e) {
 }
 
 static void add_use(sim_resource *r, sim_action *a) {
-  sim__grow(&r->uses, &r->cap_uses, r->n_uses + 1, sizeof *r->uses);
+  if (r->n_uses == r->cap_uses) { /* full: from `one` to the heap, or a bigger array there */
+    int inline_one = r->uses == &r->one;
+    uint32_t cap = inline_one ? 8 : 2 * r->cap_uses;
+    if (cap <= r->cap_uses) abort(); /* past 2^31 actions on one resource, as out of memory */
+    sim_action **grown = realloc(inline_one ? NULL : r->uses, cap * sizeof *grown);
+    if (grown == NULL) abort();
+    if (inline_one) grown[0] = r->one;
+    r->uses = grown;
+    r->cap_uses = cap;
+  }
   /* Ids grow with creation, so appending keeps the array sorted. */
   assert(r->n_uses == 0 || r->uses[r->n_uses - 1]->id < a->id);
   r->uses[r->n_uses++] = a;
 }
 
 static void remove_use(sim_resource *r, const sim_action *a) {
+  if (r->n_uses == 1) { /* the lone flow's link, the lone exec's cpu */
+    assert(r->uses[0] == a);
+    r->n_uses = 0;
+    return;
+  }
   size_t lo = 0, hi = r->n_uses;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -76,21 +76,28 @@ int  sim__eventq_pop(sim_eventq *q, sim_time *at, sim_event_fn *fn, void **arg);
 
 typedef struct sim_action sim_action;
 
-/* Anything with a rate that concurrent actions share: a cpu (FLOP/s) or a link (B/s). */
+/* Anything with a rate that concurrent actions share: a cpu (FLOP/s) or a link (B/s). The
+** fields every action start and completion touch come first and fill 40 bytes, and a resource
+** used by one action at a time (an ICI link in a torus step, an exec on its own cpu) keeps that
+** action inline: a pod step touches thousands of links between two visits to one, and each
+** visit then costs one cache line instead of up to three (the record straddling two lines, and
+** a separately allocated use array). */
 typedef struct sim_resource {
-  sim_engine *engine;        /* owner: re-sharing after a capacity change happens there */
-  char *name;                /* owned copy; names the trace track */
-  uint32_t id;               /* creation order across cpus and links: the solver's tie-break */
   double capacity;           /* units per second */
   double done;               /* units delivered up to the actions' last updates */
-  sim_action **uses;         /* actions in progress here, sorted by action id (creation order) */
-  size_t n_uses;             /* entries in uses */
-  size_t cap_uses;           /* allocated entries */
-  uint64_t stamp;            /* solver pass that last visited it (component search) */
+  sim_action **uses;         /* actions in progress here, sorted by action id (creation order);
+                                &one until a second one is added */
+  uint32_t n_uses;           /* entries in uses */
+  uint32_t cap_uses;         /* entries uses can hold: 1 while it is &one */
+  sim_action *one;           /* uses' storage while there is room in one entry */
+  uint32_t id;               /* creation order across cpus and links: the solver's tie-break */
   int dirty;                 /* queued in sim_solver.dirty */
   double left;               /* solver scratch: capacity not yet given out */
-  size_t unfixed;            /* solver scratch: uses whose rate is not fixed yet */
+  uint32_t unfixed;          /* solver scratch: uses whose rate is not fixed yet */
   int trace_track;           /* trace track index, -1 until the first span on it */
+  uint64_t stamp;            /* solver pass that last visited it (component search) */
+  sim_engine *engine;        /* owner: re-sharing after a capacity change happens there */
+  char *name;                /* owned copy; names the trace track */
 } sim_resource;
 
 #define SIM_ACTION_INLINE_HOPS 4

@@ -448,6 +448,51 @@ static void test_names(void **state) {
   assert_int_equal(a, SIM_ALGO_RING);
 }
 
+/* Routes over link set `set`: rank r's transfers cross links[set][r][0..hops), whoever the
+** receiver; calls counts the questions. */
+typedef struct counted_routes {
+  sim_link *links[2][4][2];  /* [set][sender][hop] */
+  int set;                   /* the set routes are drawn from now */
+  size_t hops;               /* links per route */
+  int calls;                 /* route questions so far */
+} counted_routes;
+
+static size_t counted_route(void *ctx, int from, int to, sim_link **out, size_t max) {
+  (void)to;
+  counted_routes *r = ctx;
+  r->calls++;
+  for (size_t h = 0; h < r->hops && h < max; h++) out[h] = r->links[r->set][from][h];
+  return r->hops;
+}
+
+/* A ring all-reduce of 400 floats on 4 ranks: 6 steps, each rank sending a 100-float chunk
+** (400 B) to rank + 1. A one-link route is asked once per rank and collective (4 questions, not
+** 24), and asked again by the next collective, which then runs over the links the route fn names
+** by then: each link of set 0 carries 6 x 400 = 2400 B in the first run, set 1's in the second.
+** A two-link route is asked for every transfer (24). */
+static void test_routes_per_collective(void **state) {
+  (void)state;
+  for (size_t hops = 1; hops <= 2; hops++) {
+    sim_engine *e = sim_engine_new();
+    counted_routes r = {.hops = hops};
+    for (int set = 0; set < 2; set++)
+      for (int k = 0; k < 4; k++)
+        for (int h = 0; h < 2; h++) r.links[set][k][h] = sim_link_new(e, "l", BW, US);
+    sim_collective *c = sim_collective_new(e, "c", 4, counted_route, &r, NULL);
+    for (int set = 0; set < 2; set++) {
+      r.set = set;
+      r.calls = 0;
+      assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, 400, NULL,
+                                            NULL), SIM_OK);
+      assert_int_equal(sim_run(e), 0);
+      assert_int_equal(r.calls, hops == 1 ? 4 : 24);
+      for (int k = 0; k < 4; k++) assert_true(sim_link_bytes(r.links[set][k][0]) == 2400);
+    }
+    sim_collective_free(c);
+    sim_engine_free(e);
+  }
+}
+
 /* A 4096-rank group's state per rank, routes excluded: well under 1 KB. */
 static void test_memory_per_rank(void **state) {
   (void)state;
@@ -458,6 +503,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_numerics_all_pairs),     cmocka_unit_test(test_blocking_matches_start),
       cmocka_unit_test(test_ring_closed_forms),      cmocka_unit_test(test_torus_closed_forms),
+      cmocka_unit_test(test_routes_per_collective),
       cmocka_unit_test(test_mesh_closed_forms),      cmocka_unit_test(test_two_allreduces_share_links),
       cmocka_unit_test(test_algorithms_differ_on_a_torus), cmocka_unit_test(test_time_rises_with_size),
       cmocka_unit_test(test_errors),                 cmocka_unit_test(test_names),

@@ -260,6 +260,23 @@ static void test_mempool(void **state) {
   sim_engine_free(e);
 }
 
+/* Picoseconds of amount / rate: a count within 1e-12 of an integer (an exact count that division
+** left a few ulps off) is that integer, anything else is rounded up; from 2^52 ps on every double
+** is an integer and passes as it is. */
+static void test_duration_rounding(void **state) {
+  (void)state;
+  assert_int_equal(sim__duration_ps(1000, 100), S(10));            /* exact: 10 s */
+  assert_int_equal(sim__duration_ps(3 * 0.1, 0.1), S(3));          /* 3000000000000.0005 ps */
+  assert_int_equal(sim__duration_ps(43 * 0.1, 0.1), S(43));        /* 42999999999999.99 ps */
+  assert_int_equal(sim__duration_ps(1, 3000), 333333334);          /* 333333333.33 ps: 0.33 off, up */
+  assert_int_equal(sim__duration_ps(2.5, 1e12), 3);                /* 2.5 ps: up, not to even */
+  assert_int_equal(sim__duration_ps(3.5, 1e12), 4);                /* 3.5 ps */
+  assert_int_equal(sim__duration_ps(1, 4e12), 1);                  /* 0.25 ps */
+  assert_int_equal(sim__duration_ps(0, 5), 0);
+  assert_int_equal(sim__duration_ps(0x1p53, 1e12), INT64_C(1) << 53); /* 2^53 ps, integral */
+  assert_int_equal(sim__duration_ps(0x1p62, 1e12), SIM_TIME_NEVER);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_flows_one_link), cmocka_unit_test(test_bottleneck_elsewhere),
@@ -268,6 +285,7 @@ int main(void) {
       cmocka_unit_test(test_bandwidth_change),
       cmocka_unit_test(test_rate_zero_and_back), cmocka_unit_test(test_wait_all),
       cmocka_unit_test(test_maxmin_property),    cmocka_unit_test(test_mempool),
+      cmocka_unit_test(test_duration_rounding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
