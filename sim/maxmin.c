@@ -149,6 +149,7 @@ static void solve(sim_engine *e) {
       }
     }
   }
+  if (n_act == 0) return; /* idle resources (a capacity changed before any flow): nothing to share */
   sim_resource **res = s->comp_res;
   sim_action **act = s->comp_act;
   qsort(res, n_res, sizeof *res, by_resource_id);
