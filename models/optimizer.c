@@ -32,29 +32,32 @@ void md_optimizer_spec_defaults(md_optimizer_spec *s, md_optimizer_kind kind) {
   s->initial_accumulator_value = 0.1f;
 }
 
-md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m) {
-  static const char *const sgd_names[] = {"momentum"};
-  static const char *const adam_names[] = {"m", "v"};
-  static const char *const adagrad_names[] = {"accumulator"};
-  const char *const *names = NULL;
-  int per_var = 0;
-  float start = 0.0f;
+int md_optimizer_slots_per_var(const md_optimizer_spec *spec) {
   switch (spec->kind) {
-    case MD_OPT_SGD:
-      /* Keras creates the momentum slot only when momentum is used. */
-      names = sgd_names;
-      per_var = spec->momentum > 0.0f;
-      break;
-    case MD_OPT_ADAM:
-      names = adam_names;
-      per_var = 2;
-      break;
-    case MD_OPT_ADAGRAD:
-      names = adagrad_names;
-      per_var = 1;
-      start = spec->initial_accumulator_value;
-      break;
+    case MD_OPT_SGD: return spec->momentum > 0.0f; /* Keras makes the slot only when it is used */
+    case MD_OPT_ADAM: return 2;
+    case MD_OPT_ADAGRAD: return 1;
   }
+  return 0;
+}
+
+const char *md_optimizer_slot_suffix(const md_optimizer_spec *spec, int k) {
+  assert(k >= 0 && k < md_optimizer_slots_per_var(spec));
+  switch (spec->kind) {
+    case MD_OPT_SGD: return "momentum";
+    case MD_OPT_ADAM: return k == 0 ? "m" : "v";
+    case MD_OPT_ADAGRAD: return "accumulator";
+  }
+  return "?";
+}
+
+float md_optimizer_slot_initial(const md_optimizer_spec *spec) {
+  return spec->kind == MD_OPT_ADAGRAD ? spec->initial_accumulator_value : 0.0f;
+}
+
+md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m) {
+  int per_var = md_optimizer_slots_per_var(spec);
+  float start = md_optimizer_slot_initial(spec);
   md_optimizer *o = md_xrealloc(NULL, sizeof *o);
   o->spec = *spec;
   o->nvars = md_model_num_vars(m);
@@ -67,7 +70,7 @@ md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m)
       md_var *s = &o->slots[k * o->nvars + i];
       *s = *v;
       /* Variable names are at most "embedding_NNNNNNNNNN/embeddings" long: the bound never cuts. */
-      snprintf(s->name, sizeof s->name, "%.40s/%s", v->name, names[k]);
+      snprintf(s->name, sizeof s->name, "%.40s/%s", v->name, md_optimizer_slot_suffix(spec, k));
       if (v->data == NULL) continue;  /* a shapes-only model: its slots have shapes only */
       s->data = md_xrealloc(NULL, sizeof(float) * v->size);
       for (size_t j = 0; j < v->size; j++) s->data[j] = start;
@@ -114,34 +117,42 @@ static void adagrad(const md_optimizer_spec *s, float *w, const float *g, float 
   }
 }
 
+void md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, const float *g,
+                         float *const *slots, size_t n, md_cost *cost) {
+  size_t math = w != NULL ? n : 0;  /* shapes only: no math, the cost below */
+  int momentum = md_optimizer_slots_per_var(spec) > 0;
+  /* FLOPs per element of each formula, and the arrays each reads and writes. */
+  double flops = 0, arrays = 0;
+  switch (spec->kind) {
+    case MD_OPT_SGD:
+      sgd(spec, w, g, momentum ? slots[0] : NULL, math);
+      flops = momentum ? 4 : 2;
+      arrays = momentum ? 5 : 3;
+      break;
+    case MD_OPT_ADAM:
+      adam(spec, t, w, g, slots[0], slots[1], math);
+      flops = 12;
+      arrays = 7;
+      break;
+    case MD_OPT_ADAGRAD:
+      adagrad(spec, w, g, slots[0], math);
+      flops = 7;
+      arrays = 5;
+      break;
+  }
+  md_cost c = {.flops = flops * (double)n, .bytes_moved = 4.0 * arrays * (double)n, .bytes_resident = 0};
+  md_cost_add(cost, &c);
+}
+
 void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost) {
   assert(g->nvars == o->nvars && md_model_num_vars(m) == o->nvars);
   o->iterations++;
-  /* FLOPs per element of each formula, and the arrays each reads and writes. */
-  double flops = 0, arrays = 0;
+  int per_var = o->nvars ? o->nslots / o->nvars : 0;
   for (int i = 0; i < o->nvars; i++) {
     md_var *v = md_model_var(m, i);
-    size_t n = v->data != NULL ? v->size : 0;  /* shapes only: no math, the cost below */
-    switch (o->spec.kind) {
-      case MD_OPT_SGD:
-        sgd(&o->spec, v->data, g->g[i], o->nslots > 0 ? o->slots[i].data : NULL, n);
-        flops = o->nslots > 0 ? 4 : 2;
-        arrays = o->nslots > 0 ? 5 : 3;
-        break;
-      case MD_OPT_ADAM:
-        adam(&o->spec, o->iterations, v->data, g->g[i], o->slots[i].data,
-             o->slots[o->nvars + i].data, n);
-        flops = 12;
-        arrays = 7;
-        break;
-      case MD_OPT_ADAGRAD:
-        adagrad(&o->spec, v->data, g->g[i], o->slots[i].data, n);
-        flops = 7;
-        arrays = 5;
-        break;
-    }
-    md_cost c = {.flops = flops * v->size, .bytes_moved = 4.0 * arrays * v->size, .bytes_resident = 0};
-    md_cost_add(cost, &c);
+    float *slots[2] = { NULL, NULL };
+    for (int k = 0; k < per_var; k++) slots[k] = o->slots[k * o->nvars + i].data;
+    md_optimizer_update(&o->spec, o->iterations, v->data, g->g[i], slots, v->size, cost);
   }
 }
 

@@ -26,6 +26,20 @@ typedef struct md_optimizer_spec {
 /* Fills the Keras defaults for `kind`. */
 void md_optimizer_spec_defaults(md_optimizer_spec *s, md_optimizer_kind kind);
 
+/* The slots one variable gets under spec: 0 or 1 (sgd: a momentum slot when momentum > 0), 2
+** (adam) or 1 (adagrad); slot k's name suffix ("momentum"; "m", "v"; "accumulator") and the value
+** every slot starts at (adagrad's initial_accumulator_value, else 0). */
+int         md_optimizer_slots_per_var(const md_optimizer_spec *spec);
+const char *md_optimizer_slot_suffix(const md_optimizer_spec *spec, int k);
+float       md_optimizer_slot_initial(const md_optimizer_spec *spec);
+/* One update of n elements in place: w the variable (or a piece of it, a parameter server's
+** shard), g its gradient, slots[k] the same elements of its slot k, t the 1-based iteration
+** (adam's bias correction). w NULL (shapes only): no math, only the cost of n elements, added to
+** *cost. The one place the header's formulas are written; md_optimizer_apply runs it on every
+** variable of a model. */
+void        md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, const float *g,
+                                float *const *slots, size_t n, md_cost *cost);
+
 typedef struct md_optimizer md_optimizer;
 md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m);
 void          md_optimizer_free(md_optimizer *o);

@@ -20,8 +20,10 @@
 **  4. A blocked actor is resumed by exactly one thing, its `wake_event`; while it is blocked on
 **     activities or a barrier, `withdraw` knows how to undo that wait. Killing it cancels the
 **     event and runs withdraw, so a killed actor is never resumed and holds nothing.
-**  5. An activity is owned by exactly one of: its on_done callback (freed after the callback),
-**     the sim_wait_all collecting it (freed there), or nobody yet (freed by the engine at the end).
+**  5. An activity is owned by exactly one of: the sim_wait_all collecting it (freed there), its
+**     on_done callback (freed after the callback), or nobody yet (freed by the engine at the
+**     end). A waited activity's on_done is only a notification: it runs at completion, before
+**     the waiter is counted down, and a kill that withdraws the wait never runs it.
 **  6. Activities come from a free list in chunks; steady-state operation allocates no events
 **     and no activities.
 */
@@ -330,11 +332,11 @@ static void activity_complete(sim_engine *e, sim_activity *act) {
     for (size_t h = 0; h < act->action.hops; h++)
       sim__trace_resource_span(e, act->action.res[h], kind, act->started, e->now, act->amount);
   }
-  if (act->on_done != NULL) { /* invariant 5 */
-    act->on_done(e, act, act->on_done_arg);
+  if (act->on_done != NULL) act->on_done(e, act, act->on_done_arg);
+  if (act->wait != NULL) { /* invariant 5 */
+    if (--act->wait->left == 0) sim__actor_wake(act->wait->waiter, SIM_OK);
+  } else if (act->on_done != NULL) {
     activity_free(act);
-  } else if (act->wait != NULL && --act->wait->left == 0) {
-    sim__actor_wake(act->wait->waiter, SIM_OK);
   }
 }
 
@@ -393,7 +395,7 @@ static void wait_withdraw(sim_actor *victim, void *ctx) {
 int sim_wait_all(sim_actor *self, sim_activity **acts, size_t n) {
   sim_wait w = {.waiter = self, .acts = acts, .n = n};
   for (size_t i = 0; i < n; i++) {
-    assert(acts[i]->on_done == NULL && acts[i]->wait == NULL);
+    assert(acts[i]->wait == NULL);
     if (acts[i]->state == SIM_ACT_DONE) continue;
     acts[i]->wait = &w;
     w.left++;

@@ -93,7 +93,9 @@ sim_activity *sim_comm_start(sim_engine *e, sim_link *const *route, size_t hops,
 /* Waits for every activity in the array, then frees them. */
 int  sim_wait_all(sim_actor *self, sim_activity **acts, size_t n);
 /* Fired (from an event) when the activity completes; lets engine-side code chain transfers.
-** The activity is freed after the callback returns. */
+** The activity is freed after the callback returns, unless a sim_wait_all collects it: then the
+** callback is a notification at the activity's own completion time (while the waiter still
+** waits for the others), and a kill of the waiter withdraws the activity before it can run. */
 typedef void (*sim_activity_done_fn)(sim_engine *e, sim_activity *act, void *arg);
 void sim_activity_on_done(sim_activity *act, sim_activity_done_fn fn, void *arg);
 

@@ -224,6 +224,10 @@ md_tensor *ds_reduce(ds_strategy *s, ds_reduce_op op, const ds_value *value, int
 }
 
 md_tensor *ds_gather(ds_strategy *s, const ds_value *value, int axis, ds_status *st) {
+  if (ds_strategy_kind(s) == DS_PARAMETER_SERVER) {
+    ds_status_set(st, DS_NOT_IMPLEMENTED_ERROR, "gather is not implemented for ParameterServerStrategy");
+    return NULL;
+  }
   ds_status_clear(st);
   if (require_cross_replica("Strategy.gather", st) != 0) return NULL;
   if (!ds_value_is_distributed(value)) return md_tensor_copy(ds_value_component(value, 0));

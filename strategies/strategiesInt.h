@@ -12,6 +12,7 @@
 #include "sim/collective.h"
 #include "strategies/status.h"
 #include "strategies/strategy.h"
+#include "strategies/variable.h"
 
 typedef struct ds_strategy ds_strategy;
 
@@ -22,6 +23,11 @@ typedef struct ds_strategy ds_strategy;
 ** strategy borrows), released by owned_free(owned) in ds_strategy_free after the strategy's own
 ** resources. One owner per strategy. */
 void ds__strategy_own(ds_strategy *s, void (*owned_free)(void *), void *owned);
+/* What ds__strategy_own left to s (NULL if nothing). */
+void *ds__strategy_owned(const ds_strategy *s);
+
+/* strategy.c: the device reduce and gather put their results on (ds_host_device). */
+void ds__strategy_set_host(ds_strategy *s, const char *device);
 
 /* calloc that aborts when the host is out of memory (not a simulated failure). */
 void *ds__xcalloc(size_t n, size_t size);
@@ -80,6 +86,20 @@ ds_strategy *ds__tpu_strategy_on_resolver(sim_engine *e, ds_kind kind, const str
 ** ds_variable_new fails with ValueError(why) (create_per_worker_dataset traces dataset_fn so).
 ** NULL lifts it. */
 void ds__variable_creation_refuse(const char *why);
+/* variable.c: the variables ps_strategy.c places. A plain variable of initial's value with one
+** copy ("name:0") on device, made by strategy s (the options' name, synchronization, aggregation
+** and trainable resolved as ds_variable_new does). */
+ds_variable *ds__variable_placed(const md_tensor *initial, const ds_variable_options *o, ds_strategy *s,
+                                 const char *device);
+/* The variable a program holds for ShardedVariable sv (owned from now on; named after it). */
+struct ds_sharded_variable;
+ds_variable *ds__variable_sharded(struct ds_sharded_variable *sv, const ds_variable_options *o,
+                                  ds_strategy *s);
+/* ps_strategy.c: ds_variable_new inside a ParameterServerStrategy's scope (colocate_with: the
+** innermost colocate_vars_with target, or NULL), and ds_variable_free of one of its variables. */
+ds_variable *ds__ps_create_variable(ds_strategy *s, const md_tensor *initial, const ds_variable_options *o,
+                                    const ds_variable *colocate_with, ds_status *st);
+void         ds__ps_forget_variable(ds_strategy *s, const ds_variable *v);
 
 /* context.c: whether the running code is a replica function (run() is driving the engine and
 ** no merge_fn is running). */

@@ -60,6 +60,7 @@ const char *ds_kind_name(ds_kind kind) {
     case DS_TPU: return "tpu";
     case DS_GNN_RUNNER_TPU: return "gnn_runner_tpu";
     case DS_TPU_V1: return "tpu_v1";
+    case DS_PARAMETER_SERVER: return "parameter_server";
   }
   return "?";
 }
@@ -291,6 +292,8 @@ void ds__strategy_own(ds_strategy *s, void (*owned_free)(void *), void *owned) {
   s->owned = owned;
 }
 
+void *ds__strategy_owned(const ds_strategy *s) { return s->owned; }
+
 int ds_num_replicas_in_sync(const ds_strategy *s) { return s->nreplicas; }
 int ds_cores_per_replica(const ds_strategy *s) { return s->cores; }
 sim_engine *ds_strategy_engine(const ds_strategy *s) { return s->engine; }
@@ -306,9 +309,13 @@ const char *ds_host_device(const ds_strategy *s) { return s->host; }
 
 int ds__is_tpu(const ds_strategy *s) { return s->kind == DS_TPU || s->kind == DS_GNN_RUNNER_TPU; }
 
+void ds__strategy_set_host(ds_strategy *s, const char *device) {
+  snprintf(s->host, sizeof s->host, "%s", device);
+}
+
 void ds__strategy_set_layout(ds_strategy *s, const ds_sharding_layout *l) {
   s->layout = l;
-  snprintf(s->host, sizeof s->host, "%s", ds_sharding_host_device(l));
+  ds__strategy_set_host(s, ds_sharding_host_device(l));
 }
 
 const ds_sharding_layout *ds__strategy_layout(const ds_strategy *s) { return s->layout; }

@@ -15,7 +15,7 @@
 #include "strategies/status.h"
 
 typedef enum { DS_DEFAULT = 0, DS_ONE_DEVICE, DS_MULTI_WORKER_MIRRORED, DS_MIRRORED, DS_TPU,
-               DS_GNN_RUNNER_TPU, DS_TPU_V1 } ds_kind;
+               DS_GNN_RUNNER_TPU, DS_TPU_V1, DS_PARAMETER_SERVER } ds_kind;
 
 /* Generic accelerators of a VM (GPUs as TensorFlow names them: device:GPU:K). */
 typedef struct ds_accelerators {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "strategies/distribute.h"
+#include "strategies/sharded_variable.h"
 #include "strategies/strategiesInt.h"
 #include "strategies/tpu_strategy.h"
 
@@ -34,6 +35,8 @@ struct ds_variable {
                              TPU SPMD, else 1 */
   char (*placed)[DS_DEVICE_NAME_MAX]; /* n * per_copy devices, copy by copy (copy i's first is
                                          devices[i]) */
+  ds_sharded_variable *sharded; /* a ShardedVariable's container (owned; n is then 0 and the
+                             copies are its shards'), else NULL */
 };
 
 static _Thread_local const ds_variable *colocate_stack[COLOCATE_MAX]; /* colocate_vars_with */
@@ -49,6 +52,7 @@ const char *ds_variable_kind_name(ds_variable_kind kind) {
     case DS_VARIABLE_PLAIN: return "Variable";
     case DS_VARIABLE_MIRRORED: return "MirroredVariable";
     case DS_VARIABLE_SYNC_ON_READ: return "SyncOnReadVariable";
+    case DS_VARIABLE_SHARDED: return "ShardedVariable";
   }
   return "?";
 }
@@ -109,6 +113,38 @@ static int place(ds_variable *v, int distributed, ds_status *st) {
   return 0;
 }
 
+/* A variable of the options' kind and the strategy s, with no copies yet. */
+static ds_variable *variable_alloc(const ds_variable_options *o, ds_strategy *s, ds_variable_kind kind) {
+  ds_variable *v = ds__xcalloc(1, sizeof *v);
+  v->strategy = s;
+  v->kind = kind;
+  v->sync = o->synchronization == DS_SYNC_AUTO ? DS_SYNC_ON_WRITE : o->synchronization;
+  v->agg = o->aggregation;
+  v->trainable = o->trainable >= 0 ? o->trainable != 0 : v->sync != DS_SYNC_ON_READ;
+  snprintf(v->name, sizeof v->name, "%s", o->name ? o->name : "Variable");
+  return v;
+}
+
+ds_variable *ds__variable_placed(const md_tensor *initial, const ds_variable_options *o, ds_strategy *s,
+                                 const char *device) {
+  ds_variable *v = variable_alloc(o, s, DS_VARIABLE_PLAIN);
+  alloc_copies(v, 1, 1);
+  snprintf(v->names[0], sizeof v->names[0], "%s:0", v->name);
+  snprintf(v->devices[0], sizeof v->devices[0], "%s", device);
+  snprintf(v->placed[0], sizeof v->placed[0], "%s", device);
+  v->copies[0] = md_tensor_copy(initial);
+  return v;
+}
+
+ds_variable *ds__variable_sharded(ds_sharded_variable *sv, const ds_variable_options *o, ds_strategy *s) {
+  ds_variable_options named = *o;
+  named.name = ds_sharded_variable_name(sv);
+  ds_variable *v = variable_alloc(&named, s, DS_VARIABLE_SHARDED);
+  v->sharded = sv;
+  v->per_copy = 1;
+  return v;
+}
+
 ds_variable *ds_variable_new(const md_tensor *initial, const ds_variable_options *opts, ds_status *st) {
   ds_variable_options o = opts ? *opts : (ds_variable_options){ .trainable = -1 };
   ds_strategy *s = ds_get_strategy();
@@ -118,6 +154,11 @@ ds_variable *ds_variable_new(const md_tensor *initial, const ds_variable_options
   }
   if (ds__in_replica_context()) {
     ds_status_set(st, DS_RUNTIME_ERROR, "podsim creates variables in cross-replica context only");
+    return NULL;
+  }
+  if (initial == NULL) {
+    ds_status_set(st, DS_VALUE_ERROR, "initial_value must be specified (variable %s)",
+                  o.name ? o.name : "Variable");
     return NULL;
   }
   if ((unsigned)o.synchronization > DS_SYNC_ON_READ || (unsigned)o.aggregation > DS_AGG_ONLY_FIRST_REPLICA) {
@@ -136,14 +177,13 @@ ds_variable *ds_variable_new(const md_tensor *initial, const ds_variable_options
                   "tf.distribute strategy (variable %s)", o.name ? o.name : "Variable");
     return NULL;
   }
-  ds_variable *v = ds__xcalloc(1, sizeof *v);
-  v->strategy = s;
-  v->sync = o.synchronization == DS_SYNC_AUTO ? DS_SYNC_ON_WRITE : o.synchronization;
-  v->agg = o.aggregation;
-  v->trainable = o.trainable >= 0 ? o.trainable != 0 : v->sync != DS_SYNC_ON_READ;
-  v->kind = !distributed ? DS_VARIABLE_PLAIN
-          : v->sync == DS_SYNC_ON_READ ? DS_VARIABLE_SYNC_ON_READ : DS_VARIABLE_MIRRORED;
-  snprintf(v->name, sizeof v->name, "%s", o.name ? o.name : "Variable");
+  if (s && ds_strategy_kind(s) == DS_PARAMETER_SERVER)
+    return ds__ps_create_variable(s, initial, &o,
+                                  colocate_depth ? colocate_stack[colocate_depth - 1] : NULL, st);
+  ds_variable_kind kind = !distributed ? DS_VARIABLE_PLAIN
+                        : o.synchronization == DS_SYNC_ON_READ ? DS_VARIABLE_SYNC_ON_READ
+                                                               : DS_VARIABLE_MIRRORED;
+  ds_variable *v = variable_alloc(&o, s, kind);
   if (place(v, distributed, st) != 0) {
     ds_variable_free(v);
     return NULL;
@@ -159,6 +199,9 @@ void ds_variable_free(ds_variable *v) {
   free(v->names);
   free(v->devices);
   free(v->placed);
+  ds_sharded_variable_free(v->sharded);
+  if (v->strategy && ds_strategy_kind(v->strategy) == DS_PARAMETER_SERVER)
+    ds__ps_forget_variable(v->strategy, v);
   free(v);
 }
 
@@ -167,12 +210,25 @@ const char *ds_variable_name(const ds_variable *v) { return v->name; }
 ds_aggregation ds_variable_aggregation(const ds_variable *v) { return v->agg; }
 ds_synchronization ds_variable_synchronization(const ds_variable *v) { return v->sync; }
 int ds_variable_trainable(const ds_variable *v) { return v->trainable; }
-int ds_variable_num_copies(const ds_variable *v) { return v->n; }
-md_tensor *ds_variable_copy(const ds_variable *v, int i) { return v->copies[i]; }
-const char *ds_variable_copy_name(const ds_variable *v, int i) { return v->names[i]; }
-const char *ds_variable_device(const ds_variable *v, int i) { return v->devices[i]; }
+ds_sharded_variable *ds_variable_sharded(const ds_variable *v) { return v->sharded; }
+
+/* Where copy i of v lives: v itself, or a ShardedVariable's shard i (whose only copy is 0). */
+static const ds_variable *holder(const ds_variable *v, int *i) {
+  if (v->sharded == NULL) return v;
+  const ds_variable *shard = ds_sharded_variable_shard(v->sharded, *i);
+  *i = 0;
+  return shard;
+}
+
+int ds_variable_num_copies(const ds_variable *v) {
+  return v->sharded ? ds_sharded_variable_num_shards(v->sharded) : v->n;
+}
+md_tensor *ds_variable_copy(const ds_variable *v, int i) { v = holder(v, &i); return v->copies[i]; }
+const char *ds_variable_copy_name(const ds_variable *v, int i) { v = holder(v, &i); return v->names[i]; }
+const char *ds_variable_device(const ds_variable *v, int i) { v = holder(v, &i); return v->devices[i]; }
 int ds_variable_devices_per_copy(const ds_variable *v) { return v->per_copy; }
 const char *ds_variable_copy_device(const ds_variable *v, int i, int k) {
+  v = holder(v, &i);
   return v->placed[i * v->per_copy + k];
 }
 
@@ -197,6 +253,7 @@ static ds_reduce_op reduce_op_of(ds_aggregation agg) {
 
 md_tensor *ds_variable_read(ds_variable *v, ds_rctx *ctx, ds_status *st) {
   ds_status_clear(st);
+  if (v->sharded) return ds_sharded_variable_to_tensor(v->sharded, NULL, ctx ? ds_rctx_status(ctx) : st);
   if (v->kind == DS_VARIABLE_PLAIN) return md_tensor_copy(v->copies[0]);
   if (ctx) return md_tensor_copy(v->copies[ds_rctx_replica_id(ctx)]);
   if (v->kind == DS_VARIABLE_MIRRORED || v->agg == DS_AGG_ONLY_FIRST_REPLICA)
@@ -291,16 +348,34 @@ static int write_cross(ds_variable *v, var_op op, const md_tensor *value, ds_sta
   return 0;
 }
 
+static int write(ds_variable *v, ds_rctx *ctx, var_op op, const md_tensor *value, ds_status *st);
+
+/* ShardedVariableMixin's writes: shard i takes rows [offset i, offset i+1) of value. */
+static int write_sharded(ds_variable *v, ds_rctx *ctx, var_op op, const md_tensor *value, ds_status *st) {
+  int rc = 0;
+  for (int i = 0; i < ds_sharded_variable_num_shards(v->sharded) && rc == 0; i++) {
+    md_tensor *rows = md_tensor_slice0(value, ds_sharded_variable_offset(v->sharded, i),
+                                       ds_sharded_variable_offset(v->sharded, i + 1));
+    rc = write(ds_sharded_variable_shard(v->sharded, i), ctx, op, rows, st);
+    md_tensor_free(rows);
+  }
+  return rc;
+}
+
 static int write(ds_variable *v, ds_rctx *ctx, var_op op, const md_tensor *value, ds_status *st) {
   ds_status *err = ctx ? ds_rctx_status(ctx) : st;
   ds_status_clear(st);
-  if (value->dtype != v->copies[0]->dtype || !md_tensor_same_shape(value, v->copies[0])) {
+  md_tensor shape = { .dtype = ds_variable_copy(v, 0)->dtype };
+  shape.rank = v->sharded ? ds_sharded_variable_shape(v->sharded, shape.shape) : v->copies[0]->rank;
+  if (!v->sharded) memcpy(shape.shape, v->copies[0]->shape, sizeof shape.shape);
+  if (value->dtype != shape.dtype || !md_tensor_same_shape(value, &shape)) {
     char a[64], b[64];
     return ds_status_set(err, DS_VALUE_ERROR, "%s to %s: value is %s %s, the variable %s %s",
                          op_names[op], v->name, md_dtype_name(value->dtype),
-                         md_tensor_shape_str(value, a, sizeof a), md_dtype_name(v->copies[0]->dtype),
-                         md_tensor_shape_str(v->copies[0], b, sizeof b));
+                         md_tensor_shape_str(value, a, sizeof a), md_dtype_name(shape.dtype),
+                         md_tensor_shape_str(&shape, b, sizeof b));
   }
+  if (v->sharded) return write_sharded(v, ctx, op, value, st);
   if (v->kind == DS_VARIABLE_PLAIN) {
     apply(v->copies[0], op, value);
     return 0;
@@ -324,6 +399,9 @@ int ds_variable_update(ds_variable *v, ds_update_fn fn, void *user, int nargs, d
   if (ds__in_replica_context())
     return ds_status_set(st, DS_RUNTIME_ERROR, "StrategyExtended.update requires cross-replica "
                          "context (use merge_call)");
+  if (v->sharded)
+    return ds_status_set(st, DS_NOT_IMPLEMENTED_ERROR, "StrategyExtended.update of ShardedVariable %s: "
+                         "update each of its variables", v->name);
   for (int k = 0; k < nargs; k++)
     if (ds_value_is_distributed(args[k]) && ds_value_num_components(args[k]) != v->n)
       return ds_status_set(st, DS_VALUE_ERROR, "update of %s: argument %d has %d components for %d "

@@ -42,7 +42,8 @@ typedef enum {
 typedef enum {
   DS_VARIABLE_PLAIN = 0,  /* tf.Variable */
   DS_VARIABLE_MIRRORED,   /* MirroredVariable */
-  DS_VARIABLE_SYNC_ON_READ /* SyncOnReadVariable */
+  DS_VARIABLE_SYNC_ON_READ,/* SyncOnReadVariable */
+  DS_VARIABLE_SHARDED     /* ShardedVariable (sharded_variable.h): a partitioned variable */
 } ds_variable_kind;
 
 typedef struct ds_variable_options {
@@ -62,14 +63,15 @@ ds_variable *ds_variable_new(const md_tensor *initial, const ds_variable_options
 void         ds_variable_free(ds_variable *v);
 
 ds_variable_kind  ds_variable_kind_of(const ds_variable *v);
-/* "Variable", "MirroredVariable", "SyncOnReadVariable". */
+/* "Variable", "MirroredVariable", "SyncOnReadVariable", "ShardedVariable". */
 const char       *ds_variable_kind_name(ds_variable_kind kind);
 const char       *ds_variable_name(const ds_variable *v);
 ds_aggregation    ds_variable_aggregation(const ds_variable *v);
 ds_synchronization ds_variable_synchronization(const ds_variable *v); /* AUTO resolved */
 int               ds_variable_trainable(const ds_variable *v);
 /* Copies (experimental_local_results of the variable), one per device; each copy's TF name
-** ("Variable:0", "Variable/replica_1:0") and device. The copy is borrowed. */
+** ("Variable:0", "Variable/replica_1:0") and device. The copy is borrowed. A ShardedVariable's
+** copies are its shards' values ("w/part_0:0" on its parameter server, ...). */
 int               ds_variable_num_copies(const ds_variable *v);
 md_tensor        *ds_variable_copy(const ds_variable *v, int i);
 const char       *ds_variable_copy_name(const ds_variable *v, int i);
@@ -80,10 +82,15 @@ const char       *ds_variable_device(const ds_variable *v, int i);
 int               ds_variable_devices_per_copy(const ds_variable *v);
 const char       *ds_variable_copy_device(const ds_variable *v, int i, int k);
 
+/* The ShardedVariable a DS_VARIABLE_SHARDED variable is (borrowed), else NULL. */
+struct ds_sharded_variable *ds_variable_sharded(const ds_variable *v);
+
 /* read_value(): a new tensor, or NULL with the error in st (cross-replica) or ctx (replica). */
 md_tensor *ds_variable_read(ds_variable *v, ds_rctx *ctx, ds_status *st);
 /* assign, assign_add, assign_sub: 0 or -1. value must have the variable's dtype and shape
-** (ValueError). In replica context errors go to the replica's status and st may be NULL. */
+** (ValueError). In replica context errors go to the replica's status and st may be NULL. A
+** ShardedVariable reads as the concatenation of its shards and writes each shard its rows of
+** value (ShardedVariableMixin.assign). */
 int ds_variable_assign(ds_variable *v, ds_rctx *ctx, const md_tensor *value, ds_status *st);
 int ds_variable_assign_add(ds_variable *v, ds_rctx *ctx, const md_tensor *value, ds_status *st);
 int ds_variable_assign_sub(ds_variable *v, ds_rctx *ctx, const md_tensor *value, ds_status *st);

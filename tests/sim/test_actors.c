@@ -289,12 +289,52 @@ static void test_barrier_kill(void **state) {
   sim_engine_free(e);
 }
 
+/* A waited activity's on_done is a notification at its own completion: two transfers of 1 MB
+** and 3 MB started together on separate 1 GB/s links (1 us latency each) complete at 1001 us and
+** 3001 us; the callbacks see those times while the waiter wakes at 3001 us. A waiter killed at
+** 2 ms has its wait withdrawn: the 3 MB transfer never notifies, the 1 MB one already had. */
+typedef struct { sim_time at[2]; int calls; sim_link *links[2]; sim_time woke; } notified_t;
+static void note_done(sim_engine *e, sim_activity *act, void *arg) {
+  (void)act;
+  notified_t *n = arg;
+  n->at[n->calls++] = sim_now(e);
+}
+static void notified_waiter(sim_actor *self, void *arg) {
+  notified_t *n = arg;
+  sim_engine *e = sim_actor_engine(self);
+  sim_activity *acts[2] = { sim_comm_start(e, &n->links[0], 1, 3e6), sim_comm_start(e, &n->links[1], 1, 1e6) };
+  sim_activity_on_done(acts[0], note_done, n);
+  sim_activity_on_done(acts[1], note_done, n);
+  assert_int_equal(sim_wait_all(self, acts, 2), SIM_OK);
+  n->woke = sim_now(e);
+}
+static void test_waited_notification(void **state) {
+  (void)state;
+  for (int kill = 0; kill < 2; kill++) {
+    sim_engine *e = sim_engine_new();
+    notified_t n = { .calls = 0 };
+    n.links[0] = sim_link_new(e, "a", 1e9, 1000000);
+    n.links[1] = sim_link_new(e, "b", 1e9, 1000000);
+    sim_actor *a = sim_actor_spawn(e, "w", notified_waiter, &n);
+    if (kill) {
+      sim_run_until(e, 2000000000);
+      sim_actor_kill(a);
+    }
+    assert_int_equal(sim_run(e), 0);
+    assert_int_equal(n.calls, kill ? 1 : 2);
+    assert_int_equal(n.at[0], 1001000000);
+    if (!kill) assert_int_equal(n.at[1], 3001000000);
+    assert_int_equal(n.woke, kill ? 0 : 3001000000);
+    sim_engine_free(e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sleep_order),   cmocka_unit_test(test_spawn_order),
       cmocka_unit_test(test_kill_releases_and_reshares), cmocka_unit_test(test_kill_variants),
       cmocka_unit_test(test_kill_from_actor), cmocka_unit_test(test_deadlock),      cmocka_unit_test(test_barrier_reuse),
-      cmocka_unit_test(test_barrier_kill),
+      cmocka_unit_test(test_barrier_kill), cmocka_unit_test(test_waited_notification),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
