@@ -16,6 +16,8 @@
 **  2. At most one async write is in flight (write_event); a due checkpoint waits for it.
 **  3. down_since >= 0 exactly from the fault that stopped an UP job to the first step of the
 **     attempt that follows; downtime_ps sums those spans.
+**  4. At most one of the job's spans in `events` is open (end_ps < 0): "job down" while DOWN,
+**     "restoring" while RESTORING; open_event indexes it, -1 when none.
 */
 #include "scenarios/recovery.h"
 
@@ -59,7 +61,32 @@ struct rec_job {
   sim_time downtime_ps;   /* invariant 3 */
   int failed;             /* stopped for good */
   run_error error;        /* why */
+  report_fault *events;   /* the faults chart's bars and marks (rec_events) */
+  size_t nevents, cap_events; /* used and allocated entries */
+  long open_event;        /* invariant 4 */
 };
+
+/* Appends an event, open (end -1) or an instant (end == start); returns its index. */
+static long add_event(rec_job *j, const char *kind, const char *target, sim_time start, sim_time end) {
+  if (j->nevents == j->cap_events) {
+    j->cap_events = j->cap_events ? 2 * j->cap_events : 16;
+    report_fault *grown = realloc(j->events, j->cap_events * sizeof *grown);
+    if (grown == NULL) {
+      fprintf(stderr, "podsim: out of host memory\n");
+      exit(TR_EXIT_INPUT);
+    }
+    j->events = grown;
+  }
+  j->events[j->nevents] = (report_fault){ kind, target, start, end };
+  return (long)j->nevents++;
+}
+
+/* Ends the open span of the job (invariant 4) and opens `kind` (NULL: none) from now. */
+static void job_span(rec_job *j, const char *kind) {
+  sim_time now = sim_now(j->engine);
+  if (j->open_event >= 0) j->events[j->open_event].end_ps = now;
+  j->open_event = kind ? add_event(j, kind, "training", now, -1) : -1;
+}
 
 static void copy_state(state_copy *dst, const md_model *m, const md_optimizer *o, long step) {
   for (int i = 0; i < md_model_num_vars(m); i++) {
@@ -98,6 +125,7 @@ static void restart(sim_engine *e, void *arg) {
   j->last_done = j->saved.step - 1;
   snprintf(what, sizeof what, "restart from step %ld", j->saved.step);
   mark(j, what);
+  job_span(j, "restoring");
   /* The initial state is in memory (the program made it); a checkpoint is read from storage. */
   j->prog->start(j->ctx, j->saved.step, j->saved.step > 0 ? j->write_ps : 0);
 }
@@ -114,7 +142,11 @@ static void on_down(void *ctx, const sim_fault *f, int in_job) {
   rec_job *j = ctx;
   if (!in_job || j->failed) return;
   sim_time now = sim_now(j->engine);
+  const char *target = faults_target_name(j->faults, f->target);
+  add_event(j, f->kind == SIM_FAULT_PREEMPT ? "preempted" : "failed", target, now, now);
+  if (f->duration > 0) add_event(j, "machine down", target, now, now + f->duration);
   if (j->state != JOB_DOWN) {
+    job_span(j, "job down");
     j->prog->stop(j->ctx);
     if (sim_cancel(j->engine, j->write_event)) mark(j, "checkpoint write lost");
     if (j->state == JOB_UP) {
@@ -155,6 +187,8 @@ static void commit(rec_job *j) {
   char what[48];
   snprintf(what, sizeof what, "checkpoint step %ld", j->saved.step);
   mark(j, what);
+  sim_time now = sim_now(j->engine);
+  add_event(j, "checkpoint", "training", now, now);
 }
 
 static void write_done(sim_engine *e, void *arg) {
@@ -200,7 +234,7 @@ rec_job *rec_new(const scenario *s, sim_engine *e, const md_model *model, const 
                  const rec_program *prog, void *ctx) {
   rec_job *j = train_xcalloc(1, sizeof *j);
   *j = (rec_job){.s = s, .engine = e, .prog = prog, .ctx = ctx, .faults = f, .last_done = -1,
-                 .down_since = -1};
+                 .down_since = -1, .open_event = -1};
   make_copy(&j->saved, s, model);
   make_copy(&j->pending, s, model);
   copy_state(&j->saved, model, opt, 0);
@@ -217,11 +251,13 @@ void rec_free(rec_job *j) {
   sim_fault_plan_free(j->plan);
   free_copy(&j->saved);
   free_copy(&j->pending);
+  free(j->events);
   free(j);
 }
 
 void rec_step_begin(rec_job *j, long step) {
   if (j->state != JOB_UP) {
+    if (j->state == JOB_RESTORING) job_span(j, NULL);
     j->state = JOB_UP;
     if (j->down_since >= 0) j->downtime_ps += sim_now(j->engine) - j->down_since;
     j->down_since = -1;
@@ -239,6 +275,12 @@ void rec_restore(const rec_job *j, md_model *m, md_optimizer *o) {
     if (from->data != NULL) memcpy(md_model_var(m, i)->data, from->data, from->size * sizeof(float));
   }
   md_optimizer_copy_state(o, j->saved.opt);
+}
+
+const report_fault *rec_events(rec_job *j, sim_time end, size_t *n) {
+  if (j->open_event >= 0) j->events[j->open_event].end_ps = end;  /* stays open: the end may move */
+  *n = j->nevents;
+  return j->events;
 }
 
 int rec_restarts(const rec_job *j) { return j->restarts; }

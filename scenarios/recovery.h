@@ -19,6 +19,7 @@
 #include "models/optimizer.h"
 #include "scenarios/faults.h"
 #include "scenarios/outputs.h"
+#include "scenarios/report.h"
 #include "scenarios/scenario.h"
 
 typedef struct rec_job rec_job;
@@ -56,6 +57,13 @@ void     rec_restore(const rec_job *j, md_model *m, md_optimizer *o);
 int      rec_restarts(const rec_job *j);
 /* The job failed for good (a fault and no training.restart): fills kind, device and message. */
 int      rec_failed(const rec_job *j, run_error *e);
+
+/* What the faults chart draws, in order of start: each fault as an instant ("preempted",
+** "failed") on its target's row and the machine's time down ("machine down"); on the row
+** "training", the job stopped ("job down": from the fault to its restart), restoring ("restoring":
+** from the restart to its first step) and each checkpoint written (an instant). A span still open
+** ends at `end`. Valid until rec_free. */
+const report_fault *rec_events(rec_job *j, sim_time end, size_t *n);
 
 /* Row i is kept when no later row redoes its step (a restart rolled it back); kept[0..n). */
 void     rec_kept_rows(const step_record *rows, long n, unsigned char *kept);

@@ -32,6 +32,7 @@ typedef struct report_run {
   int ndevices;               /* entries in devices */
   const report_fault *faults; /* faults and recoveries in time order (may be NULL) */
   size_t nfaults;             /* entries in faults */
+  double goodput;             /* summary.json's goodput, for the faults chart's title */
 } report_run;
 
 /* Writes each chart the scenario asks for into dir as NAME.png|svg|pdf. Returns 0, or -1 with

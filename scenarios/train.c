@@ -714,7 +714,10 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   sum->run_hash = run_hasher_finish(&h);
 
   char msg[512] = "";
-  report_run charts = { t->s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, NULL, 0 };
+  size_t nevents = 0;
+  const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
+  report_run charts = { t->s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, events, nevents,
+                        sum->goodput };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
   return TR_EXIT_OK;
