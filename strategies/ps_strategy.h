@@ -157,6 +157,14 @@ int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds
 ** worker does this too, so calling it is only needed to free the memory at once. */
 void ds_ps_worker_release(ds_strategy *s, int worker);
 
+/* ---- the coordinator ------------------------------------------------------------------- */
+
+/* ClusterCoordinator(strategy) (strategies/coordinator.h) over this strategy's workers
+** ("/job:worker/replica:0/task:W", their CPUs) and ps tasks. ValueError (TF's text) unless s is
+** a ParameterServerStrategy; one per strategy: a second call returns the first. The strategy
+** owns it and frees it first (ds_strategy_free). */
+struct ds_coordinator *ds_cluster_coordinator_new(ds_strategy *s, ds_status *st);
+
 /* Fault injection: ps task k fails (failed = 1; TF cannot recover it) or comes back. */
 void ds_ps_set_failed(ds_strategy *s, int ps, int failed);
 int  ds_ps_failed(const ds_strategy *s, int ps);
