@@ -424,7 +424,7 @@ static const char *const NUMERICS[] = {"off", "full", NULL};
 static const int NUMERICS_ISSUE[] = {0, 0};
 static const char *const STRATEGIES[] = {"default", "one_device", "mirrored", "multi_worker_mirrored",
                                          "tpu", "tpu_v1", "parameter_server", "gnn_runner_tpu", NULL};
-static const int STRATEGIES_ISSUE[] = {0, 0, 0, 0, 0, 0, 5, 0};
+static const int STRATEGIES_ISSUE[] = {0, 0, 0, 0, 0, 0, 0, 0};
 static const char *const TOPOLOGIES[] = {"star", "ring", "torus2d", "torus3d", "fat_tree", NULL};
 static const int TOPOLOGIES_ISSUE[] = {0, 0, 0, 0, 0};
 /* Indexed by scn_allreduce. tree is binary; double_binary_tree is NCCL's pair of trees. */
@@ -450,7 +450,7 @@ static const char *const COMPARATORS[] = {"lt", "le", "gt", "ge", "eq", "ne", NU
 static const char *const METRICS[] = {"final_loss", "sim_time_s", "steps_completed", "examples_per_s",
                                       "hbm_peak_bytes", "hbm_capacity_bytes", "preemptions", "restarts",
                                       "lost_steps", "retried_closures", "lost_updates", "events", "failures",
-                                      "checkpoint_time_s", "downtime_s", "goodput", NULL};
+                                      "checkpoint_time_s", "downtime_s", "goodput", "duplicated_updates", NULL};
 
 /* ------------------------------------------------------------------ custom handlers */
 

@@ -39,6 +39,7 @@
 #include "sim/rng.h"
 #include "sim/sim.h"
 #include "scenarios/faults.h"
+#include "scenarios/ps_train.h"
 #include "scenarios/recovery.h"
 #include "scenarios/report.h"
 #include "scenarios/slice.h"
@@ -691,7 +692,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
     switch (i) {
-      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1, t->in.s->nfaults > 0) != 0; break;
+      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1, t->in.s->nfaults > 0, 0) != 0; break;
       case 1: bad = train_write_weights(t->replicas[0].model, path) != 0; break;
       case 2: bad = write_variables(t, path) != 0; break;
       case 3: if (!t->in.s->trace) continue;
@@ -920,6 +921,7 @@ int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_erro
 }
 
 int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *sum, scn_error *err) {
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER) return ps_train_run(s, out_dir, quiet, sum, err);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   trainer t = { .in.s = s };

@@ -165,6 +165,17 @@ void ds_ps_worker_release(ds_strategy *s, int worker);
 ** owns it and frees it first (ds_strategy_free). */
 struct ds_coordinator *ds_cluster_coordinator_new(ds_strategy *s, ds_status *st);
 
+/* ---- checkpoints ----------------------------------------------------------------------- */
+
+/* What tf.train.Checkpoint(model, optimizer) saves from the ps tasks: every component's value,
+** its optimizer slots and the optimizer's iterations. Restoring puts them back (versions keep
+** counting: a restore is not an update); InvalidArgumentError when the components changed. */
+typedef struct ds_ps_snapshot ds_ps_snapshot;
+ds_ps_snapshot *ds_ps_snapshot_take(ds_strategy *s);
+uint64_t        ds_ps_snapshot_bytes(const ds_ps_snapshot *snap);
+int             ds_ps_snapshot_restore(ds_strategy *s, const ds_ps_snapshot *snap, ds_status *st);
+void            ds_ps_snapshot_free(ds_ps_snapshot *snap);
+
 /* Fault injection: ps task k fails (failed = 1; TF cannot recover it) or comes back. */
 void ds_ps_set_failed(ds_strategy *s, int ps, int failed);
 int  ds_ps_failed(const ds_strategy *s, int ps);
