@@ -23,7 +23,7 @@
 ** dataset from batch 0, and a worker back from a failure starts again from batch 0, as in TF.
 **
 ** Failures (docs/faults.md): a worker down is ds_coordinator_worker_failed (its closure goes back
-** to the queue; the on-kill path releases its ps operation), back after down_for. A ps down, or
+** to the queue), then ds_ps_worker_release of what its read or push held; back after down_for. A ps down, or
 ** the chief, stops the job: the chief's next schedule/join raises UnavailableError; with
 ** training.checkpoint and training.restart the chief comes back after restart.delay (and after
 ** the lost task), restores the last checkpoint into the ps tasks and resumes at its step; else
@@ -128,11 +128,6 @@ struct ps_trainer {
 
 /* ---- the training step ------------------------------------------------------------------ */
 
-static void release_worker(void *arg) {
-  ps_worker *w = arg;
-  ds_ps_worker_release(w->t->strategy, w->index);
-}
-
 /* Reads every variable into the worker's model, the versions seen into the closure's table. */
 static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closure *cl, ds_status *st) {
   for (int i = 0; i < t->nvars; i++) {
@@ -194,7 +189,6 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   *result = NULL;
   if (cl->runs++ > 0 && !cl->duplicated)
     for (int k = 0; k < t->ncomps; k++) cl->duplicated |= cl->applied_at[k] >= 0;
-  ds_closure_on_kill(ctx, release_worker, w);
 
   md_tensor *next[1] = {NULL};
   if (ds_closure_get_next(ctx, 0, next) != 0) return -1;
@@ -221,7 +215,6 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
   if (ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->grad, cl->applied_at, &st) != 0)
     return ds_closure_fail_ps(ctx, failed_ps(t));
-  ds_closure_on_kill(ctx, NULL, NULL);
   cl->done = 1;
   t->duplicated += cl->duplicated;
   record(t, cl, w->index, start, loss, n);
@@ -305,7 +298,7 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at);
 /* The chief's schedule or join raised: a lost ps stops the job (stop_job decides whether it
 ** restarts); any other error is the job's. */
 static void chief_raised(ps_trainer *t, const ds_status *st) {
-  if (st->kind == DS_UNAVAILABLE_ERROR && t->stopped) return;  /* stop_job already handled it */
+  if (t->failed || (st->kind == DS_UNAVAILABLE_ERROR && t->stopped)) return;  /* stop_job handled it */
   job_failed(t, ds_error_kind_name(st->kind), ds_ps_task_device(t->strategy, DS_PS_COORDINATOR, 0), st->message);
 }
 
@@ -378,7 +371,9 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at) {
   t->down_until = back_at;
   sim_actor_kill(t->chief);
   ds_status st = {0};
-  ds_coordinator_join(t->coord, &st);  /* nothing waits: raises the pending error, cancelling the rest */
+  /* done() never blocks: a pending error (the ps's) cancels what is queued and in flight. A lost
+  ** chief leaves no error: its queued closures still run (docs/faults.md). */
+  ds_coordinator_done(t->coord, &st);
   sim_time at = t->down_since + sim_time_from_s(s->restart_delay_s);
   t->restart = sim_schedule(t->engine, at > t->down_until ? at : t->down_until, restart_job, t);
 }
@@ -404,6 +399,9 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
   if (kind == FAULTS_WORKER) {
     ps_worker *w = &t->workers[index];
     ds_coordinator_worker_failed(t->coord, index, &st);
+    /* After the kill, not in the closure's on-kill: the coordinator runs that before it kills
+    ** the actor, whose wait still holds the transfers the release frees. */
+    ds_ps_worker_release(t->strategy, index);
     sim_cancel(t->engine, w->back);
     w->back = sim_schedule(t->engine, back_at, worker_recovered, w);
   } else if (kind == FAULTS_PS) {
