@@ -26,7 +26,9 @@ double expect_metric(const run_summary *sum, int metric) {
   else if (!strcmp(name, "checkpoint_time_s")) v = sum->checkpoint_time_s;
   else if (!strcmp(name, "downtime_s")) v = sum->downtime_s;
   else if (!strcmp(name, "goodput")) v = sum->goodput;
-  else v = 0;  /* retried_closures, lost_updates: parameter-server figures, none in a sync run */
+  else if (!strcmp(name, "retried_closures")) v = (double)sum->retried_closures;
+  else if (!strcmp(name, "lost_updates")) v = (double)sum->lost_updates;
+  else v = (double)sum->duplicated_updates;
   if (!isfinite(v)) return v;
   char text[32];
   snprintf(text, sizeof text, "%.15g", v);

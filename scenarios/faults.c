@@ -21,8 +21,9 @@
 #include "models/csvfile.h"
 #include "scenarios/train.h"
 #include "scenarios/units.h"
+#include "strategies/ps_strategy.h"
 
-typedef enum { T_WORKER, T_TPU, T_TPU_HOST, T_LINKS } target_kind;
+typedef enum { T_WORKER, T_TPU, T_TPU_HOST, T_LINKS, T_PS, T_CHIEF, T_EVALUATOR } target_kind;
 
 typedef struct target {
   char name[32];          /* as messages and the trace show it: "worker:3", "ici:*" */
@@ -41,6 +42,8 @@ struct faults {
   const scenario *s;      /* the scenario */
   int tpu;                /* a TPU run: the targets are the slice's */
   int workers, hosts, chips; /* what the run has */
+  int ps, evaluators;     /* parameter_server: its ps tasks and evaluators (0 in a sync run) */
+  int ps_run;             /* a parameter_server run: ps, chief and evaluator are targets */
   target *targets;        /* invariant 1 */
   int n_targets, cap_targets; /* entries, allocated */
   sim_fault *timed;       /* scheduled and traced occurrences, in file order */
@@ -114,7 +117,12 @@ static int resolve(faults *f, const char *text, int links, char *why, size_t len
   }
   const char *kind = names[k];
   int on_tpu = !strcmp(kind, "tpu") || !strcmp(kind, "tpu_host") || !strcmp(kind, "ici") || !strcmp(kind, "dcn");
-  if (!strcmp(kind, "ps") || !strcmp(kind, "chief") || !strcmp(kind, "evaluator")) {
+  int ps_job = !strcmp(kind, "ps") || !strcmp(kind, "chief") || !strcmp(kind, "evaluator");
+  if (ps_job && f->ps_run && !strcmp(kind, "evaluator") && f->evaluators == 0) {
+    snprintf(why, len, "evaluator: this run has no evaluator task (cluster.evaluator)");
+    return -1;
+  }
+  if (ps_job && !f->ps_run) {
     snprintf(why, len, "this run has no %s task (those are parameter-server training's); its tasks are %s", kind,
              f->tpu ? "tpu and tpu_host:N" : "worker:N");
     return -1;
@@ -128,10 +136,14 @@ static int resolve(faults *f, const char *text, int links, char *why, size_t len
              text, f->hosts - 1);
     return -1;
   }
-  int count = !strcmp(kind, "ici") ? f->chips : !strcmp(kind, "worker") || !strcmp(kind, "fabric") ? f->workers : f->hosts;
+  if (ps_job && single) {
+    hit(f, kind, !strcmp(kind, "chief") ? T_CHIEF : T_EVALUATOR, 0, NULL);
+    return 0;
+  }
+  int count = !strcmp(kind, "ps") ? f->ps : !strcmp(kind, "ici") ? f->chips : !strcmp(kind, "worker") || !strcmp(kind, "fabric") ? f->workers : f->hosts;
   if (n >= count) {
     snprintf(why, len, "%s: the run has %d %s, numbered 0 to %d", text, count,
-             !strcmp(kind, "ici") ? "chips" : !strcmp(kind, "dcn") || !strcmp(kind, "tpu_host") ? "TPU hosts" : "workers",
+             !strcmp(kind, "ici") ? "chips" : !strcmp(kind, "dcn") || !strcmp(kind, "tpu_host") ? "TPU hosts" : ps_job ? "ps tasks" : "workers",
              count - 1);
     return -1;
   }
@@ -143,11 +155,11 @@ static int resolve(faults *f, const char *text, int links, char *why, size_t len
     hit(f, text, T_LINKS, n, prefix);
     return 0;
   }
-  if (whole) {
+  if (whole && !ps_job) {
     hit(f, "tpu", T_TPU, -1, NULL);
     return 0;
   }
-  target_kind tk = !strcmp(kind, "worker") ? T_WORKER : T_TPU_HOST;
+  target_kind tk = !strcmp(kind, "worker") ? T_WORKER : ps_job ? T_PS : T_TPU_HOST;
   for (int i = all ? 0 : n; i < (all ? count : n + 1); i++) {
     snprintf(name, sizeof name, "%s:%d", kind, i);
     hit(f, name, tk, i, NULL);
@@ -279,6 +291,9 @@ int faults_load(const scenario *s, faults **out, scn_error *err) {
   faults *f = train_xcalloc(1, sizeof *f);
   f->s = s;
   f->workers = s->workers;
+  f->ps_run = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  f->ps = s->ps;
+  f->evaluators = s->has_evaluator;
   if (s->tpu_type[0]) {
     const sim_tpu_generation *g = NULL;
     int chips, dims[3];
@@ -310,6 +325,18 @@ void faults_free(faults *f) {
 
 const char *faults_target_name(const faults *f, int which) { return f->targets[which].name; }
 
+faults_task faults_target_task(const faults *f, int which, int *index) {
+  const target *t = &f->targets[which];
+  *index = t->index < 0 ? 0 : t->index;
+  switch (t->kind) {
+    case T_WORKER: return FAULTS_WORKER;
+    case T_PS: return FAULTS_PS;
+    case T_CHIEF: return FAULTS_CHIEF;
+    case T_EVALUATOR: return FAULTS_EVALUATOR;
+    default: return FAULTS_OTHER;
+  }
+}
+
 /* ---- the plan's callbacks ---------------------------------------------------------------- */
 
 static const char *op_name(void *ctx, int which) { return faults_target_name(ctx, which); }
@@ -327,6 +354,12 @@ static size_t op_cpus(void *ctx, int which, sim_cpu **out, size_t max) {
   faults *f = ctx;
   const target *t = &f->targets[which];
   size_t n = 0;
+  if (f->ps_run) {  /* every task is one VM's CPU */
+    if (t->kind == T_WORKER) n = add_cpu(out, n, max, ds_ps_task_cpu(f->st, DS_PS_WORKER, t->index));
+    if (t->kind == T_PS) n = add_cpu(out, n, max, ds_ps_task_cpu(f->st, DS_PS_PS, t->index));
+    if (t->kind == T_CHIEF) n = add_cpu(out, n, max, ds_ps_task_cpu(f->st, DS_PS_COORDINATOR, 0));
+    return n;
+  }
   if (t->kind == T_WORKER) {
     if (t->index < ds_strategy_num_workers(f->st)) n = add_cpu(out, n, max, ds_worker_cpu(f->st, t->index));
     for (int r = 0; r < ds_num_replicas_in_sync(f->st); r++)
@@ -354,7 +387,7 @@ static size_t op_links(void *ctx, int which, sim_link **out, size_t max) {
 static void op_down(void *ctx, const sim_fault *fault) {
   faults *f = ctx;
   const target *t = &f->targets[fault->target];
-  int in_job = t->kind != T_WORKER || t->index < ds_strategy_num_workers(f->st);
+  int in_job = f->ps_run || t->kind != T_WORKER || t->index < ds_strategy_num_workers(f->st);
   f->down(f->ctx, fault, in_job);
 }
 

@@ -4,10 +4,10 @@
 ** Targets name what the run has: on CPU workers `worker:N` and the fabric's links (`fabric:*`,
 ** `fabric:N` = worker N's own links, its NIC); on a TPU slice `tpu` (the whole slice),
 ** `tpu_host:N`, the ICI links (`ici:*`, `ici:N` = chip N's ports) and the hosts' DCN links
-** (`dcn:*`, `dcn:N`). `worker:*`, `tpu_host:*` stand for each task in turn (each with its own
-** random stream). ps, chief and evaluator tasks belong to parameter-server runs, which plug
-** their own entities into the same plan; a sync run has none, so naming them is a scenario
-** error, as is a worker, host or chip beyond the cluster.
+** (`dcn:*`, `dcn:N`). `worker:*`, `tpu_host:*`, `ps:*` stand for each task in turn (each with
+** its own random stream). `ps:N`, `chief` and `evaluator` are parameter-server runs' tasks; a
+** sync run has none, so naming them there is a scenario error, as is a worker, ps, host or chip
+** beyond the cluster.
 **
 ** Trace files are CSV with the header `time,kind,target,duration` and an optional fifth column
 ** `factor` (a straggler's slowdown, a link_degrade's factor); times carry units as in the
@@ -39,6 +39,10 @@ typedef void (*faults_down_fn)(void *ctx, const sim_fault *f, int in_job);
 ** Free it with sim_fault_plan_free before faults_free. */
 sim_fault_plan *faults_plan(faults *f, sim_engine *e, const ds_strategy *st,
                             const sim_tpu_slice *slice, faults_down_fn down, void *ctx);
+/* The task a task fault's target is (parameter-server runs route each kind to its own
+** handling), and its index in its job (0 for the chief and the evaluator). */
+typedef enum { FAULTS_WORKER = 0, FAULTS_PS, FAULTS_CHIEF, FAULTS_EVALUATOR, FAULTS_OTHER } faults_task;
+faults_task faults_target_task(const faults *f, int target, int *index);
 /* The target as the trace and messages name it ("tpu_host:1"). */
 const char *faults_target_name(const faults *f, int target);
 

@@ -96,12 +96,13 @@ const char *outputs_seconds(char *buf, size_t len, int64_t ps) {
 }
 
 int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column) {
+                          int restart_column, int ps_columns) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
   fputs(sync_columns ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s" : "", f);
-  fputs(restart_column ? ",restarts\n" : "\n", f);
+  fputs(restart_column ? ",restarts" : "", f);
+  fputs(ps_columns ? ",worker,staleness\n" : "\n", f);
   char t[6][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
@@ -117,6 +118,7 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
               (unsigned long long)r->memory_bytes, outputs_seconds(t[4], sizeof t[4], r->input_ps),
               outputs_seconds(t[5], sizeof t[5], r->compile_ps));
     if (restart_column) fprintf(f, ",%d", r->restarts);
+    if (ps_columns) fprintf(f, ",%d,%ld", r->worker, r->staleness);
     fputc('\n', f);
   }
   return fclose(f) == 0 ? 0 : -1;
@@ -162,7 +164,9 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "checkpoint_time_s", json_real(s->checkpoint_time_s));
   json_object_set_new(o, "downtime_s", json_real(s->downtime_s));
   json_object_set_new(o, "goodput", json_real(s->goodput));
-  json_object_set_new(o, "retried_closures", json_integer(0));
+  json_object_set_new(o, "retried_closures", json_integer(s->retried_closures));
+  json_object_set_new(o, "lost_updates", json_integer(s->lost_updates));
+  json_object_set_new(o, "duplicated_updates", json_integer(s->duplicated_updates));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
   json_t *devices = json_array();
   for (int i = 0; i < s->ndevices; i++) {

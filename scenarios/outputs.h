@@ -23,6 +23,9 @@ typedef struct step_record {
   int64_t compile_ps;     /* XLA compiling the step before it ran (the first step only) */
   uint64_t memory_bytes;  /* replica 0's device memory in use during the step */
   int     restarts;       /* restarts of the job before this step ran (its attempt) */
+  int     worker;         /* parameter_server: the worker task that ran the step */
+  long    staleness;      /* parameter_server: updates a component of the step received
+                             between the step's read of it and its own update, at most */
 } step_record;
 
 typedef struct run_device {
@@ -72,6 +75,9 @@ typedef struct run_summary {
   double checkpoint_time_s; /* time steps waited for checkpoint writes */
   double downtime_s;      /* from each stop to the next attempt's first step */
   double goodput;         /* useful step time over sim_time_s (docs/faults.md) */
+  long   retried_closures;/* parameter_server: closures re-queued after a worker failure */
+  long   lost_updates;    /* parameter_server: applied updates a checkpoint restore rolled back */
+  long   duplicated_updates; /* parameter_server: steps part of whose update was applied twice */
   run_device *devices;    /* each replica device's memory, in replica order; freed by
                              train_run once summary.json is written */
   int ndevices;           /* entries in devices */
@@ -89,9 +95,10 @@ int      run_hasher_add_file(run_hasher *h, const char *path);
 uint64_t run_hasher_finish(run_hasher *h);
 
 /* Writers. Each returns 0 or -1 (errno set). */
-/* restart_column adds `restarts` (runs with faults). */
+/* restart_column adds `restarts` (runs with faults); ps_columns adds `worker,staleness`
+** (parameter_server runs) last, so the columns before keep their places. */
 int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column);
+                          int restart_column, int ps_columns);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Exact decimal seconds of a picosecond count, trailing zeros trimmed: 261832217 -> "0.000261832217". */
 const char *outputs_seconds(char *buf, size_t len, int64_t ps);

@@ -424,7 +424,7 @@ static const char *const NUMERICS[] = {"off", "full", NULL};
 static const int NUMERICS_ISSUE[] = {0, 0};
 static const char *const STRATEGIES[] = {"default", "one_device", "mirrored", "multi_worker_mirrored",
                                          "tpu", "tpu_v1", "parameter_server", "gnn_runner_tpu", NULL};
-static const int STRATEGIES_ISSUE[] = {0, 0, 0, 0, 0, 0, 5, 0};
+static const int STRATEGIES_ISSUE[] = {0, 0, 0, 0, 0, 0, 0, 0};
 static const char *const TOPOLOGIES[] = {"star", "ring", "torus2d", "torus3d", "fat_tree", NULL};
 static const int TOPOLOGIES_ISSUE[] = {0, 0, 0, 0, 0};
 /* Indexed by scn_allreduce. tree is binary; double_binary_tree is NCCL's pair of trees. */
@@ -450,7 +450,7 @@ static const char *const COMPARATORS[] = {"lt", "le", "gt", "ge", "eq", "ne", NU
 static const char *const METRICS[] = {"final_loss", "sim_time_s", "steps_completed", "examples_per_s",
                                       "hbm_peak_bytes", "hbm_capacity_bytes", "preemptions", "restarts",
                                       "lost_steps", "retried_closures", "lost_updates", "events", "failures",
-                                      "checkpoint_time_s", "downtime_s", "goodput", NULL};
+                                      "checkpoint_time_s", "downtime_s", "goodput", "duplicated_updates", NULL};
 
 /* ------------------------------------------------------------------ custom handlers */
 
@@ -540,15 +540,108 @@ static int tpu_post(ctx *c, const yt_node *map, const char *path, void *base) {
   return 0;
 }
 
-/* tf_config: a file name, inline JSON text, or an inline mapping. */
+/* tf_config: TF_CONFIG as TensorFlow reads it from the environment: {"cluster": {"chief": [...],
+** "worker": [...], "ps": [...], "evaluator": [...]}, "task": {"type": ..., "index": ...}}, as a file
+** name, inline JSON text or an inline mapping (JSON is YAML, so positions inside a JSON file are
+** reported as that file's line:col). Only the number of tasks of each job matters to the
+** simulation; the addresses are checked to be strings. */
+static const char *const TF_JOBS[] = {"chief", "worker", "ps", "evaluator", NULL};
+
+static int tf_config_cluster(ctx *c, const yt_node *cl, const char *path, int counts[4]) {
+  char sub[256], item[280];
+  if (get_map(c, cl, path, "a mapping of jobs (chief, worker, ps, evaluator) to lists of addresses")) return -1;
+  if (cl->n == 0) return fail(c, cl, path, "ValueError: the cluster spec is empty");
+  for (int i = 0; i < cl->n; i++) {
+    int job = -1;
+    for (int j = 0; TF_JOBS[j]; j++)
+      if (!strcmp(TF_JOBS[j], cl->keys[i]->text)) job = j;
+    join(sub, sizeof sub, path, cl->keys[i]->text);
+    if (job < 0) return fail(c, cl->keys[i], sub, "unknown job \"%s\" (jobs: chief, worker, ps, evaluator)", cl->keys[i]->text);
+    const yt_node *tasks = cl->items[i];
+    if (get_seq(c, tasks, sub, "a non-empty list of task addresses such as [\"host:2222\"]")) return -1;
+    if ((job == 0 || job == 3) && tasks->n > 1)
+      return fail(c, tasks, sub, "expected one %s task, found %d", TF_JOBS[job], tasks->n);
+    for (int t = 0; t < tasks->n; t++) {
+      const char *addr;
+      sfmt(item, sizeof item, "%s[%d]", sub, t);
+      if (get_str(c, tasks->items[t], item, &addr)) return -1;
+    }
+    counts[job] = tasks->n;
+  }
+  return 0;
+}
+
+/* Records the task's job (scenario.tf_config_task); ps_checks refuses a worker or ps coordinator. */
+static int tf_config_task(ctx *c, const yt_node *task, const char *path, const int counts[4]) {
+  static const key_spec one = {.key = "index", .type = V_INT, .lo = 0, .hi = 100000};
+  char sub[256];
+  const char *type = "chief";
+  long long index = 0;
+  if (get_map(c, task, path, "a mapping {type: chief, index: 0}")) return -1;
+  for (int i = 0; i < task->n; i++) {
+    const char *k = task->keys[i]->text;
+    join(sub, sizeof sub, path, k);
+    if (!strcmp(k, "type")) { if (get_str(c, task->items[i], sub, &type)) return -1; }
+    else if (!strcmp(k, "index")) { if (get_int(c, &one, task->items[i], sub, &index)) return -1; }
+    else return fail(c, task->keys[i], sub, "unknown key \"%s\" (task keys: type, index)", k);
+  }
+  int job = -1;
+  for (int j = 0; TF_JOBS[j]; j++)
+    if (!strcmp(TF_JOBS[j], type)) job = j;
+  join(sub, sizeof sub, path, "type");
+  const yt_node *at = yt_get(task, "type") ? yt_get(task, "type") : task;
+  if (job < 0) return fail(c, at, sub, "unknown job \"%s\" (jobs: chief, worker, ps, evaluator)", type);
+  c->s->tf_config_task = job;
+  join(sub, sizeof sub, path, "index");
+  if (index >= counts[job])
+    return fail(c, yt_get(task, "index") ? yt_get(task, "index") : task, sub,
+                "expected a task index below the %d %s task(s) of the cluster, found %lld", counts[job], type, index);
+  return 0;
+}
+
+static int tf_config_walk(ctx *c, const yt_node *v, const char *path) {
+  char sub[256];
+  int counts[4] = {0, 0, 0, 0};
+  const yt_node *cl = yt_get(v, "cluster");
+  if (get_map(c, v, path, "TF_CONFIG: a mapping {cluster: {...}, task: {type, index}}")) return -1;
+  for (int i = 0; i < v->n; i++) {
+    const char *k = v->keys[i]->text;
+    if (!strcmp(k, "cluster") || !strcmp(k, "task") || !strcmp(k, "environment") || !strcmp(k, "rpc_layer")) continue;
+    join(sub, sizeof sub, path, k);
+    return fail(c, v->keys[i], sub, "unknown key \"%s\" (TF_CONFIG keys: cluster, task, environment, rpc_layer)", k);
+  }
+  join(sub, sizeof sub, path, "cluster");
+  if (!cl) return fail(c, v, sub, "missing required key \"cluster\"");
+  if (tf_config_cluster(c, cl, sub, counts)) return -1;
+  join(sub, sizeof sub, path, "task");
+  if (yt_get(v, "task") && tf_config_task(c, yt_get(v, "task"), sub, counts)) return -1;
+  scenario *s = c->s;
+  s->tf_config = 1;
+  s->has_chief = counts[0];
+  s->workers = counts[1];
+  s->ps = counts[2];
+  s->has_evaluator = counts[3];
+  return 0;
+}
+
 static int tf_config_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   char resolved[SCN_PATH_MAX];
-  (void)k; (void)base;
-  if (v->kind == YT_MAP) return 0;
   const char *t;
+  yt_error ye;
+  (void)k; (void)base;
+  if (v->kind == YT_MAP) return tf_config_walk(c, v, path);
   if (get_str(c, v, path, &t)) return -1;
-  if (t[0] == '{') return 0;
-  return resolve_file(c, v, path, t, resolved, sizeof resolved);
+  yt_doc *d;
+  if (t[0] == '{') {
+    d = yt_parse_text(t, v->file, v->line - 1, v->col - 1, &ye);
+  } else {
+    if (resolve_file(c, v, path, t, resolved, sizeof resolved)) return -1;
+    d = yt_parse_file(resolved, &ye);
+  }
+  if (!d) return fail(c, v, path, "cannot read TF_CONFIG: %s:%d:%d: %s", ye.file, ye.line, ye.col, ye.msg);
+  int rc = d->root ? tf_config_walk(c, d->root, path) : fail(c, v, path, "TF_CONFIG is empty");
+  yt_doc_free(d);
+  return rc;
 }
 
 static const key_spec WORKER_KEYS[] = {
@@ -556,11 +649,14 @@ static const key_spec WORKER_KEYS[] = {
   {.key = "machine", .type = V_FN, .fn = machine_fn, .st = S_CHARS, OFF(scenario, worker_machine)},
   END};
 static const key_spec PS_KEYS[] = {
-  {.key = "count", .type = V_INT, .lo = 1, .hi = 100000, .required = 1},
-  {.key = "machine", .type = V_FN, .fn = machine_fn},
+  {.key = "count", .type = V_INT, .st = S_INT, OFF(scenario, ps), .lo = 1, .hi = 100000},
+  {.key = "machine", .type = V_FN, .fn = machine_fn, .st = S_CHARS, OFF(scenario, ps_machine)},
   END};
-static const key_spec ROLE_KEYS[] = {
-  {.key = "machine", .type = V_FN, .fn = machine_fn},
+static const key_spec CHIEF_KEYS[] = {
+  {.key = "machine", .type = V_FN, .fn = machine_fn, .st = S_CHARS, OFF(scenario, chief_machine)},
+  END};
+static const key_spec EVALUATOR_KEYS[] = {
+  {.key = "machine", .type = V_FN, .fn = machine_fn, .st = S_CHARS, OFF(scenario, evaluator_machine)},
   END};
 static const key_spec FABRIC_KEYS[] = {
   {.key = "topology", .type = V_ENUM, .names = TOPOLOGIES, .name_issue = TOPOLOGIES_ISSUE, .st = S_INT,
@@ -572,11 +668,11 @@ static const key_spec FABRIC_KEYS[] = {
 static const key_spec CLUSTER_KEYS[] = {
   {.key = "tpu", .type = V_MAP, .sub = TPU_KEYS, .post = tpu_post},
   {.key = "workers", .type = V_MAP, .sub = WORKER_KEYS},
-  {.key = "ps", .type = V_MAP, .sub = PS_KEYS, .issue = 5, .what = "parameter server tasks"},
-  {.key = "chief", .type = V_MAP, .sub = ROLE_KEYS, .issue = 5, .what = "a chief task"},
-  {.key = "evaluator", .type = V_MAP, .sub = ROLE_KEYS, .issue = 5, .what = "an evaluator task"},
+  {.key = "ps", .type = V_MAP, .sub = PS_KEYS},
+  {.key = "chief", .type = V_MAP, .sub = CHIEF_KEYS},
+  {.key = "evaluator", .type = V_MAP, .sub = EVALUATOR_KEYS},
   {.key = "fabric", .type = V_MAP, .sub = FABRIC_KEYS},
-  {.key = "tf_config", .type = V_FN, .fn = tf_config_fn, .issue = 5, .what = "TF_CONFIG clusters"},
+  {.key = "tf_config", .type = V_FN, .fn = tf_config_fn},
   END};
 
 /* A sequence of exactly 4 integers >= 1 (device_assignment shapes), stored as int[4] at k->off. */
@@ -616,27 +712,29 @@ static int devices_fn(ctx *c, const key_spec *k, const yt_node *v, const char *p
   return 0;
 }
 
-static const key_spec PART_FIXED[] = {
-  {.key = "kind", .type = V_STR},
-  {.key = "num_shards", .type = V_INT, .lo = 1, .hi = 100000, .required = 1},
-  END};
+#define PART_SHARDS(name, req) {.key = name, .type = V_INT, .lo = 1, .hi = 100000, .st = S_INT, \
+                                     OFF(scenario, partitioner_shards), .required = req}
+#define PART_BYTES(name, req) {.key = name, .type = V_UNIT, .unit = UNIT_SIZE, .lo = 1, .st = S_DOUBLE, \
+                                    OFF(scenario, partitioner_bytes), .required = req}
+static const key_spec PART_FIXED[] = {{.key = "kind", .type = V_STR}, PART_SHARDS("num_shards", 1), END};
 static const key_spec PART_MIN[] = {
-  {.key = "kind", .type = V_STR},
-  {.key = "min_shard_bytes", .type = V_UNIT, .unit = UNIT_SIZE, .lo_open = 1},
-  {.key = "max_shards", .type = V_INT, .lo = 1, .hi = 100000},
-  END};
+  {.key = "kind", .type = V_STR}, PART_BYTES("min_shard_bytes", 0), PART_SHARDS("max_shards", 0), END};
 static const key_spec PART_MAX[] = {
-  {.key = "kind", .type = V_STR},
-  {.key = "max_shard_bytes", .type = V_UNIT, .unit = UNIT_SIZE, .lo_open = 1, .required = 1},
-  {.key = "max_shards", .type = V_INT, .lo = 1, .hi = 100000},
-  END};
+  {.key = "kind", .type = V_STR}, PART_BYTES("max_shard_bytes", 1), PART_SHARDS("max_shards", 0), END};
 static const variant PARTITIONERS[] = {
   {"fixed_shards", PART_FIXED}, {"min_size", PART_MIN}, {"max_size", PART_MAX}, {NULL, NULL}};
 
+/* MinSizePartitioner's defaults are TF's: min_shard_bytes 256 KiB, max_shards 1. */
 static int partitioner_fn(ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   int which;
-  (void)k; (void)base;
-  return walk_variant(c, v, path, PARTITIONERS, NULL, &which);
+  scenario *s = base;
+  (void)k;
+  s->partitioner_shards = 0;
+  s->partitioner_bytes = 256 * 1024;
+  if (walk_variant(c, v, path, PARTITIONERS, s, &which)) return -1;
+  s->partitioner = (scn_partitioner_kind)(which + 1);
+  if (s->partitioner == SCN_PARTITIONER_MIN_SIZE && s->partitioner_shards == 0) s->partitioner_shards = 1;
+  return 0;
 }
 
 static const key_spec DEVICE_ASSIGNMENT_KEYS[] = {
@@ -653,7 +751,7 @@ static const key_spec STRATEGY_KEYS[] = {
   {.key = "num_cores", .type = V_INT, .lo = 1, .hi = 100000, .st = S_INT, OFF(scenario, num_cores)},
   {.key = "host_round_trip", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE,
    OFF(scenario, host_round_trip_s)},
-  {.key = "variable_partitioner", .type = V_FN, .fn = partitioner_fn, .issue = 5, .what = "variable partitioners"},
+  {.key = "variable_partitioner", .type = V_FN, .fn = partitioner_fn},
   {.key = "devices", .type = V_FN, .fn = devices_fn},
   {.key = "all_reduce", .type = V_ENUM, .names = ALGORITHMS, .name_issue = ALGORITHMS_ISSUE, .st = S_INT,
    OFF(scenario, all_reduce), .what = "all-reduce algorithm"},
@@ -1297,6 +1395,54 @@ static int logical_device_checks(ctx *c) {
   return 0;
 }
 
+/* The jobs of a ParameterServerStrategy cluster (ps, chief, evaluator) go with that strategy only,
+** and it needs at least one ps task, as its constructor's ValueError says. TF_CONFIG gives the
+** task counts, so cluster.workers.count or cluster.ps.count beside it would contradict it. */
+static int ps_checks(ctx *c) {
+  scenario *s = c->s;
+  const yt_node *cluster = yt_get(c->root, "cluster");
+  int ps_kind = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  static const char *const ROLES[] = {"ps", "chief", "evaluator", NULL};
+  if (yt_get(cluster, "evaluator")) s->has_evaluator = 1;
+  for (int i = 0; ROLES[i] && !ps_kind; i++) {
+    char path[64];
+    sfmt(path, sizeof path, "cluster.%s", ROLES[i]);
+    if (yt_get(cluster, ROLES[i]))
+      return fail(c, yt_get_key(cluster, ROLES[i]), path, "goes with strategy kind parameter_server, not %s",
+                  STRATEGIES[s->strategy]);
+  }
+  const yt_node *tfc = yt_get_key(cluster, "tf_config");
+  if (tfc) {
+    if (!ps_kind && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED)
+      return fail(c, tfc, "cluster.tf_config", "goes with strategy kind parameter_server or multi_worker_mirrored, not %s",
+                  STRATEGIES[s->strategy]);
+    const char *counted[] = {"cluster.workers.count", "cluster.ps.count"};
+    for (int i = 0; i < 2; i++)
+      if (yt_path(c->root, counted[i]))
+        return fail(c, yt_path(c->root, counted[i]), counted[i],
+                    "contradicts cluster.tf_config, which gives the number of tasks of each job");
+    if (!ps_kind) {
+      s->workers += s->has_chief;  /* MultiWorkerMirroredStrategy: the chief is worker 0 */
+      s->has_chief = 0;
+      s->ps = 0;
+      s->has_evaluator = 0;
+      if (s->workers == 0) return fail(c, tfc, "cluster.tf_config", "ValueError: the cluster has no chief or worker task");
+    }
+  }
+  if (!ps_kind) return 0;
+  if (tfc && (s->tf_config_task == 1 || s->tf_config_task == 2))
+    return fail(c, tfc, "cluster.tf_config", "ValueError: TF_CONFIG's task is a %s, but ParameterServerStrategy is built "
+                "by the coordinator (the chief); workers and ps tasks only serve", TF_JOBS[s->tf_config_task]);
+  const char *where = tfc ? "cluster.tf_config" : "cluster.ps";
+  const yt_node *at = tfc ? tfc : yt_path(c->root, "strategy.kind");
+  if (s->ps == 0)
+    return fail(c, at, where, "ValueError: ParameterServerStrategy needs at least one ps task%s",
+                tfc ? "" : ": add cluster.ps {count: N}");
+  if (s->workers == 0)
+    return fail(c, at, tfc ? where : "cluster.workers", "ValueError: ParameterServerStrategy needs at least one worker task");
+  return 0;
+}
+
 /* Which strategy keys go with which kind, which kinds need a TPU slice, and the TPU layout. */
 static int strategy_checks(ctx *c, const yt_node *tpu) {
   scenario *s = c->s;
@@ -1317,6 +1463,8 @@ static int strategy_checks(ctx *c, const yt_node *tpu) {
   if (trip && !is_tpu_kind(s->strategy))
     return fail(c, yt_get_key(yt_get(c->root, "strategy"), "host_round_trip"), "strategy.host_round_trip",
                 "goes with the TPU strategies (tpu, tpu_v1, gnn_runner_tpu), not %s", STRATEGIES[s->strategy]);
+  if (only_with(c, "variable_partitioner", SCN_STRATEGY_PARAMETER_SERVER, "parameter_server") || ps_checks(c))
+    return -1;
   const yt_node *da = yt_path(c->root, "strategy.device_assignment");
   s->has_device_assignment = da != NULL;
   if (tpu && device_assignment_checks(c, da)) return -1;
@@ -1423,6 +1571,10 @@ static void set_defaults(scenario *s) {
   s->numerics_full = 1;
   s->workers = 1;
   machines_lookup("n2-standard-8", &s->worker_machine);
+  machines_lookup("n2-standard-8", &s->ps_machine);
+  machines_lookup("n2-standard-8", &s->chief_machine);
+  machines_lookup("n2-standard-8", &s->evaluator_machine);
+  s->has_chief = 1;
   s->fabric = SCN_FABRIC_STAR;
   s->fabric_bytes_per_s = 100e9;
   s->fabric_latency_s = 5e-6;

@@ -88,6 +88,13 @@ typedef struct scn_expect {
   double value;           /* its number */
 } scn_expect;
 
+typedef enum {
+  SCN_PARTITIONER_NONE = 0,     /* variables are not partitioned */
+  SCN_PARTITIONER_FIXED_SHARDS, /* FixedShardsPartitioner(num_shards) */
+  SCN_PARTITIONER_MIN_SIZE,     /* MinSizePartitioner(min_shard_bytes, max_shards) */
+  SCN_PARTITIONER_MAX_SIZE      /* MaxSizePartitioner(max_shard_bytes, max_shards) */
+} scn_partitioner_kind;
+
 typedef struct scn_plot_set {
   int loss;               /* outputs.plots lists "loss" */
   int step_time;          /* "step_time" */
@@ -126,6 +133,14 @@ typedef struct scenario {
   scn_fabric_topology fabric;   /* cluster.fabric.topology (default star) */
   double fabric_bytes_per_s;    /* cluster.fabric.link_bandwidth (default 100GB/s) */
   double fabric_latency_s;      /* cluster.fabric.latency (default 5us) */
+  int    ps;                    /* cluster.ps.count or TF_CONFIG's ps tasks (0: none) */
+  scn_machine ps_machine;       /* cluster.ps.machine (default n2-standard-8) */
+  int    has_chief;             /* a chief task (parameter_server: the coordinator; default present) */
+  scn_machine chief_machine;    /* cluster.chief.machine (default n2-standard-8) */
+  int    has_evaluator;         /* cluster.evaluator given, or an evaluator in TF_CONFIG */
+  scn_machine evaluator_machine;/* cluster.evaluator.machine (default n2-standard-8) */
+  int    tf_config;             /* the task counts came from cluster.tf_config */
+  int    tf_config_task;        /* its task.type: 0 chief (default), 1 worker, 2 ps, 3 evaluator */
 
   /* strategy */
   scn_strategy_kind strategy;   /* strategy.kind (default: default) */
@@ -140,6 +155,9 @@ typedef struct scenario {
   double host_round_trip_s;     /* strategy.host_round_trip: per program launch on a TPU (100 us) */
   int    ndevices;              /* entries of strategy.devices (mirrored; 0: the default devices) */
   char   devices[SCN_MAX_DEVICES][16]; /* strategy.devices, as written ("GPU:1") */
+  scn_partitioner_kind partitioner; /* strategy.variable_partitioner.kind (parameter_server; none) */
+  int    partitioner_shards;    /* fixed_shards: num_shards; min_size/max_size: max_shards (0: none) */
+  double partitioner_bytes;     /* min_size: min_shard_bytes (256 KiB); max_size: max_shard_bytes */
 
   /* model */
   int    input_features;        /* model.input.features */

@@ -39,9 +39,11 @@
 #include "sim/rng.h"
 #include "sim/sim.h"
 #include "scenarios/faults.h"
+#include "scenarios/ps_train.h"
 #include "scenarios/recovery.h"
 #include "scenarios/report.h"
 #include "scenarios/slice.h"
+#include "scenarios/trainInt.h"
 #include "strategies/pipeline.h"
 #include "strategies/strategy.h"
 
@@ -68,7 +70,7 @@ typedef struct replica {
 } replica;
 
 struct trainer {
-  const scenario *s;      /* the validated scenario */
+  train_input in;         /* scenario, data and step count (trainInt.h) */
   sim_engine *engine;     /* the simulation */
   ds_strategy *strategy;  /* replicas, devices, all-reduce */
   ds_pipeline *input;        /* the input pipeline's actors and prefetch buffers */
@@ -78,7 +80,6 @@ struct trainer {
   int cores;              /* logical devices per replica */
   int spmd;               /* SPMD partitioning: every op split over the cores */
   sim_time compile_ps;    /* XLA compile time, waited before the first step (0: no XLA) */
-  md_dataset *data;       /* training examples */
   int nreplicas;          /* num_replicas_in_sync */
   replica *replicas;      /* nreplicas entries */
   sim_actor **actors;     /* the running attempt's replica actors */
@@ -87,8 +88,6 @@ struct trainer {
   faults *faults;         /* the scenario's faults, NULL without */
   rec_job *rec;           /* checkpoints and restarts */
   size_t nparams;         /* floats in the flattened gradient */
-  long steps;             /* steps to run */
-  size_t steps_per_epoch; /* batches in one pass over the data (epochs / no repeat) */
   step_record *records;   /* one per completed step, redone ones included */
   long completed;         /* records filled */
   size_t cap_records;     /* records allocated */
@@ -131,10 +130,10 @@ void *train_xcalloc(size_t n, size_t size) {
 /* Without epochs and with repeat, step s reads the G rows from (s*G) mod rows onward,
 ** wrapping; with epochs (or repeat: false) every pass starts at row 0 and ends with a
 ** partial batch when G does not divide the rows. */
-static void batch_of_step(const trainer *t, long step, size_t *start, int *size) {
-  size_t rows = t->data->rows, g = (size_t)t->s->global_batch;
-  if (t->steps_per_epoch > 0) {
-    size_t b = (size_t)step % t->steps_per_epoch;
+void train_batch_of_step(const train_input *in, long step, size_t *start, int *size) {
+  size_t rows = in->data->rows, g = (size_t)in->s->global_batch;
+  if (in->steps_per_epoch > 0) {
+    size_t b = (size_t)step % in->steps_per_epoch;
     *start = b * g;
     *size = (int)(rows - *start < g ? rows - *start : g);
   } else {
@@ -146,11 +145,11 @@ static void batch_of_step(const trainer *t, long step, size_t *start, int *size)
 static int batch_size_of_step(void *ctx, long step) {
   size_t start;
   int size;
-  batch_of_step(ctx, step, &start, &size);
+  train_batch_of_step(&((trainer *)ctx)->in, step, &start, &size);
   return size;
 }
 
-static float loss_scale(const scenario *s, int slice) {
+float train_loss_scale(const scenario *s, int slice) {
   switch (s->loss_reduction) {
     case SCN_LOSS_SUM: return 1.0f;
     case SCN_LOSS_PER_REPLICA_MEAN: return slice > 0 ? 1.0f / (float)slice : 0.0f;
@@ -204,7 +203,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->step = step;
   rec->end_ps = now;
   rec->step_ps = now - m->start;
-  rec->loss = !t->s->numerics_full ? NAN : examples > 0 ? loss / examples : 0.0;
+  rec->loss = !t->in.s->numerics_full ? NAN : examples > 0 ? loss / examples : 0.0;
   rec->examples = examples;
   rec->compile_ps = m->compiled - m->launched;
   rec->input_ps = m->fed - m->compiled;
@@ -229,12 +228,12 @@ static double op_work(const trainer *t, const replica *rep) {
 static void replica_main(sim_actor *self, void *arg) {
   replica *rep = arg;
   trainer *t = rep->t;
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   int r = rep->index;
   sim_cpu *cpu = ds_replica_cpu(t->strategy, r);
   char span[48];
   if (t->restore_ps > 0 && sim_sleep(self, t->restore_ps) != SIM_OK) return;
-  for (long step = t->first_step; step < t->steps; step++) {
+  for (long step = t->first_step; step < t->in.steps; step++) {
     if (r == 0) rec_step_begin(t->rec, step);
     step_marks marks = { .start = sim_now(t->engine) };
     if ((step - t->first_step) % t->launch_every == 0 && t->round_trip_ps > 0 &&
@@ -248,18 +247,18 @@ static void replica_main(sim_actor *self, void *arg) {
     marks.fed = sim_now(t->engine);
     size_t row;
     int batch;
-    batch_of_step(t, step, &row, &batch);
+    train_batch_of_step(&t->in, step, &row, &batch);
     ds_split_batch(batch, t->nreplicas, t->slice_size, t->slice_offset);
     int n = t->slice_size[r];
     md_batch b = { n, NULL, NULL, NULL };
     if (s->numerics_full) {
-      md_dataset_gather(t->data, (row + (size_t)t->slice_offset[r]) % t->data->rows, n, rep->x,
+      md_dataset_gather(t->in.data, (row + (size_t)t->slice_offset[r]) % t->in.data->rows, n, rep->x,
                         rep->ids, rep->labels);
-      b = (md_batch){ n, t->data->is_ids ? NULL : rep->x, t->data->is_ids ? rep->ids : NULL, rep->labels };
+      b = (md_batch){ n, t->in.data->is_ids ? NULL : rep->x, t->in.data->is_ids ? rep->ids : NULL, rep->labels };
     }
     md_cost cost = {.ops = &rep->ops};
     md_op_log_clear(&rep->ops);
-    md_model_train_step(rep->model, rep->ws, &b, loss_scale(s, n), rep->grads,
+    md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n), rep->grads,
                         &rep->loss_sum[step & 1], &cost);
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
     marks.computed = sim_now(t->engine);
@@ -325,42 +324,41 @@ static const rec_program ATTEMPTS = { attempt_stop, attempt_start };
 /* ---- set-up ---------------------------------------------------------------------------- */
 
 /* Labels must be classes of the model's output (the loader checks synthetic ones). */
-static int load_data(trainer *t, const md_model *m, scn_error *err) {
-  const scenario *s = t->s;
+int train_load_data(train_input *in, const md_model *m, scn_error *err) {
+  const scenario *s = in->s;
   md_error me = {0};
   if (s->csv[0] != '\0') {
-    t->data = md_dataset_load_csv(s->csv, s->label[0] ? s->label : NULL,
+    in->data = md_dataset_load_csv(s->csv, s->label[0] ? s->label : NULL,
                                   s->input_ids > 0 ? s->input_vocab : 0, md_model_num_classes(m), &me);
-    if (t->data == NULL)
+    if (in->data == NULL)
       return train_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
   } else if (!s->numerics_full) {
     /* Shapes only: the rows need not exist, which is what lets a planner use any size. */
-    t->data = train_xcalloc(1, sizeof *t->data);
-    *t->data = (md_dataset){ .rows = s->synthetic_rows, .width = s->synthetic_features,
+    in->data = train_xcalloc(1, sizeof *in->data);
+    *in->data = (md_dataset){ .rows = s->synthetic_rows, .width = s->synthetic_features,
                              .classes = s->synthetic_classes };
   } else {
     gsl_rng *rng = sim_rng_stream(s->seed, "dataset.synthetic");
-    t->data = md_dataset_synthetic(s->synthetic_rows, s->synthetic_features, s->synthetic_classes, rng);
+    in->data = md_dataset_synthetic(s->synthetic_rows, s->synthetic_features, s->synthetic_classes, rng);
     gsl_rng_free(rng);
   }
   int want = s->input_ids > 0 ? s->input_ids : s->input_features;
-  if (t->data->width != want) {
+  if (in->data->width != want) {
     return train_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset",
-                       "the data has %d %s per row but model.input asks for %d", t->data->width,
+                       "the data has %d %s per row but model.input asks for %d", in->data->width,
                        s->input_ids > 0 ? "id columns" : "feature columns", want);
   }
   return TR_EXIT_OK;
 }
 
-static md_model_spec model_spec(const scenario *s, int shapes_only) {
+md_model_spec train_model_spec(const scenario *s, int shapes_only) {
   return (md_model_spec){ .input_features = s->input_features, .input_ids = s->input_ids,
                           .input_vocab = s->input_vocab, .nlayers = s->nlayers, .layers = s->layers,
                           .from_logits = s->from_logits, .shapes_only = shapes_only };
 }
 
-static int build_model(trainer *t, md_model **out, scn_error *err) {
-  const scenario *s = t->s;
-  md_model_spec spec = model_spec(s, !s->numerics_full);
+int train_build_model(const scenario *s, md_model **out, scn_error *err) {
+  md_model_spec spec = train_model_spec(s, !s->numerics_full);
   md_error me = {0};
   md_model *m = md_model_new(&spec, &me);
   if (m == NULL) return train_error(err, s->path, 1, 1, "model", "%s", me.msg);
@@ -381,20 +379,20 @@ static int build_model(trainer *t, md_model **out, scn_error *err) {
 /* Every step's metrics are kept for the plots and metrics.csv: a run has at most this many. */
 #define MAX_STEPS 10000000L
 
-static int count_steps(trainer *t, scn_error *err) {
-  const scenario *s = t->s;
-  size_t rows = t->data->rows, g = (size_t)s->global_batch;
+int train_count_steps(train_input *in, scn_error *err) {
+  const scenario *s = in->s;
+  size_t rows = in->data->rows, g = (size_t)s->global_batch;
   size_t per_epoch = (rows + g - 1) / g;
-  t->steps = s->steps;
-  if (s->epochs > 0 || !s->repeat) t->steps_per_epoch = per_epoch;
+  in->steps = s->steps;
+  if (s->epochs > 0 || !s->repeat) in->steps_per_epoch = per_epoch;
   if (s->epochs > 0) {
     if ((size_t)s->epochs > (size_t)MAX_STEPS / per_epoch)
       return train_error(err, s->path, 0, 0, "training.epochs",
                          "%ld epochs of %zu steps exceed the %ld steps a run may have", s->epochs,
                          per_epoch, MAX_STEPS);
-    t->steps = s->epochs * (long)per_epoch;
+    in->steps = s->epochs * (long)per_epoch;
   } else if (!s->repeat && (size_t)s->steps > per_epoch) {
-    t->steps = (long)per_epoch;
+    in->steps = (long)per_epoch;
   }
   return TR_EXIT_OK;
 }
@@ -402,8 +400,8 @@ static int count_steps(trainer *t, scn_error *err) {
 /* The ops of the program XLA compiles: one training step (forward, backward, optimizer) traced
 ** once on shapes alone, as tf.function traces it, with replica 0's slice of a full batch. */
 static size_t program_ops(const trainer *t) {
-  const scenario *s = t->s;
-  md_model_spec spec = model_spec(s, 1);
+  const scenario *s = t->in.s;
+  md_model_spec spec = train_model_spec(s, 1);
   md_error me = {0};
   md_model *m = md_model_new(&spec, &me);
   assert(m != NULL);  /* the same spec built the replicas' model */
@@ -429,7 +427,7 @@ static size_t program_ops(const trainer *t) {
 ** given, else the model of sim/compile.h on the traced program over the replica's logical
 ** devices, SPMD or one program per device. */
 static sim_time compile_time(const trainer *t) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   if (!s->jit_compile && t->tpu == NULL) return 0;
   if (s->compile_time_s >= 0) return sim_time_from_s(s->compile_time_s);
   sim_compile_model xla = { s->compile_base_s, s->compile_per_op_s };
@@ -439,18 +437,18 @@ static sim_time compile_time(const trainer *t) {
 /* Host costs per one vCPU's second become work at the VM's per-vCPU rate; an example crosses a
 ** host-to-device link as its float features (or int32 ids) and its int32 label. */
 static ds_pipeline_spec input_spec(const trainer *t) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   const scn_machine *m = &s->worker_machine;
   int width = s->input_ids > 0 ? s->input_ids : s->input_features;
   return (ds_pipeline_spec){ .prefetch = s->prefetch, .per_example_s = s->pipeline_per_example_s,
                           .per_batch_s = s->pipeline_per_batch_s, .vcpu_flops = m->flops / m->cpus,
-                          .example_bytes = 4.0 * width + 4.0, .steps = t->steps };
+                          .example_bytes = 4.0 * width + 4.0, .steps = t->in.steps };
 }
 
 static void make_replicas(trainer *t, md_model *first) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   int max_slice = s->global_batch / t->nreplicas + 1;
-  int width = t->data->width;
+  int width = t->in.data->width;
   t->replicas = train_xcalloc((size_t)t->nreplicas, sizeof *t->replicas);
   t->track = train_xcalloc((size_t)t->nreplicas, sizeof *t->track);
   t->slice_size = train_xcalloc((size_t)t->nreplicas, sizeof *t->slice_size);
@@ -501,10 +499,10 @@ static void free_trainer(trainer *t) {
   if (t->tpu) slice_run_free(t->tpu);  /* the strategy is the slice run's */
   else ds_strategy_free(t->strategy);
   if (t->engine) sim_engine_free(t->engine);
-  if (t->data) md_dataset_free(t->data);
+  if (t->in.data) md_dataset_free(t->in.data);
 }
 
-static void job_failed(run_summary *sum, const char *kind, const char *device, const char *msg) {
+void train_job_failed(run_summary *sum, const char *kind, const char *device, const char *msg) {
   sum->failed = 1;
   snprintf(sum->error.kind, sizeof sum->error.kind, "%s", kind);
   snprintf(sum->error.device, sizeof sum->error.device, "%s", device);
@@ -515,7 +513,7 @@ static void past_horizon(const trainer *t, run_summary *sum) {
   char msg[256];
   snprintf(msg, sizeof msg, "stopped after step %ld: simulated time passed podsim's horizon of "
            "2^62 ps (53.4 days)", t->completed - 1);
-  job_failed(sum, "SimulationHorizonExceeded", ds_replica_device(t->strategy, 0), msg);
+  train_job_failed(sum, "SimulationHorizonExceeded", ds_replica_device(t->strategy, 0), msg);
 }
 
 /* Actors still blocked with no event left: an activity that would end past the horizon (so it
@@ -532,7 +530,7 @@ static void stalled(const trainer *t, run_summary *sum) {
              ? "a link_down or a straggler without duration stopped them for good (TF's collectives have "
                "no timeout by default: the job would hang), or an activity would end past the horizon"
              : "an activity would end past the 53.4-day horizon (a machine or link far too slow), or podsim has a bug");
-  job_failed(sum, "SimulationStalled", ds_replica_device(t->strategy, 0), msg);
+  train_job_failed(sum, "SimulationStalled", ds_replica_device(t->strategy, 0), msg);
 }
 
 /* The share of the model a logical core holds without SPMD: the parameters (with their slots
@@ -548,7 +546,7 @@ static int layer_num_vars(const md_layer_spec *ls) {
 }
 
 static core_share share_of_core(const trainer *t, int core) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   if (t->cores == 1 || t->spmd) return (core_share){ 1.0, 1.0 / t->cores };
   const md_model *m = t->replicas[0].model;
   double params = 0, all_params = 0, width = 0, all_width = 0;
@@ -618,7 +616,7 @@ static int reserve_memory(trainer *t, int slice, run_summary *sum) {
                "runtime workspace %.0f", (unsigned long long)n.total, device,
                (unsigned long long)sim_mempool_capacity(pool), n.params, n.slots, n.grads, slice, n.acts,
                n.workspace);
-      job_failed(sum, "ResourceExhaustedError", device, msg);
+      train_job_failed(sum, "ResourceExhaustedError", device, msg);
       sum->error.needed_bytes = n.total;
       sum->error.capacity_bytes = sim_mempool_capacity(pool);
       return -1;
@@ -637,7 +635,7 @@ static void put_variable_row(FILE *f, const md_var *v, const char *kind, const c
 /* The logical core that holds variable v of the model (var order is layer order, kernel then
 ** bias): its layer's logical_device. */
 static int core_of_var(const trainer *t, int v) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   for (int l = 0, first = 0; l < s->nlayers; l++) {
     first += layer_num_vars(&s->layers[l]);
     if (v < first) return s->logical_device[l];
@@ -666,10 +664,10 @@ static int write_variables(const trainer *t, const char *path) {
   return fclose(f) == 0 ? 0 : -1;
 }
 
-static int write_weights(const trainer *t, const char *path) {
+int train_write_weights(const md_model *m, const char *path) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
-  int rc = md_weights_write(t->replicas[0].model, f);
+  int rc = md_weights_write(m, f);
   return (fclose(f) == 0 && rc == 0) ? 0 : -1;
 }
 
@@ -694,10 +692,10 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
     switch (i) {
-      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1, t->s->nfaults > 0) != 0; break;
-      case 1: bad = write_weights(t, path) != 0; break;
+      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1, t->in.s->nfaults > 0, 0) != 0; break;
+      case 1: bad = train_write_weights(t->replicas[0].model, path) != 0; break;
       case 2: bad = write_variables(t, path) != 0; break;
-      case 3: if (!t->s->trace) continue;
+      case 3: if (!t->in.s->trace) continue;
               bad = sim_trace_write_json(t->engine, path) != 0; break;
     }
     if (!bad) bad = run_hasher_add_file(&h, path) != 0;
@@ -716,7 +714,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   char msg[512] = "";
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
-  report_run charts = { t->s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, events, nevents,
+  report_run charts = { t->in.s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, events, nevents,
                         sum->goodput };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
@@ -735,7 +733,7 @@ static ds_kind strategy_kind(const scenario *s) {
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over
 ** the cluster's workers. */
 static void build_strategy(trainer *t) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   ds_cluster cluster = train_cluster(s);
   t->launch_every = 1;
   if (s->tpu_type[0] != '\0') {
@@ -757,7 +755,7 @@ static void build_strategy(trainer *t) {
 }
 
 static void summarise(trainer *t, run_summary *sum) {
-  const scenario *s = t->s;
+  const scenario *s = t->in.s;
   snprintf(sum->scenario, sizeof sum->scenario, "%s", s->name);
   sum->seed = s->seed;
   sum->numerics = s->numerics_full ? "full" : "off";
@@ -804,7 +802,7 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->events = sim_events_processed(t->engine);
 }
 
-static sim_fabric_kind fabric_kind(scn_fabric_topology t) {
+sim_fabric_kind train_fabric_kind(scn_fabric_topology t) {
   switch (t) {
     case SCN_FABRIC_STAR: return SIM_FABRIC_STAR;
     case SCN_FABRIC_RING: return SIM_FABRIC_RING;
@@ -828,19 +826,24 @@ sim_algo train_algorithm(scn_allreduce a, int on_tpu) {
   return SIM_ALGO_RING;
 }
 
+ds_machine train_machine(const scn_machine *m) {
+  ds_machine d;
+  d.flops_per_s = m->flops;
+  d.mem_bytes_per_s = m->mem_bytes_per_s;
+  d.accel = (ds_accelerators){ m->accelerators, m->accel_peak_flops, m->accel_efficiency,
+                               m->accel_hbm_bytes, m->accel_hbm_bytes_per_s,
+                               m->accel_link_bytes_per_s, sim_time_from_s(m->accel_link_latency_s),
+                               m->accel_workspace_bytes };
+  d.ram_bytes = m->ram_bytes;
+  d.nic_bytes_per_s = m->nic_bytes_per_s;
+  return d;
+}
+
 ds_cluster train_cluster(const scenario *s) {
   ds_cluster c;
   c.workers = s->workers;
-  const scn_machine *m = &s->worker_machine;
-  c.machine.flops_per_s = m->flops;
-  c.machine.mem_bytes_per_s = m->mem_bytes_per_s;
-  c.machine.accel = (ds_accelerators){ m->accelerators, m->accel_peak_flops, m->accel_efficiency,
-                                       m->accel_hbm_bytes, m->accel_hbm_bytes_per_s,
-                                       m->accel_link_bytes_per_s, sim_time_from_s(m->accel_link_latency_s),
-                                       m->accel_workspace_bytes };
-  c.machine.ram_bytes = s->worker_machine.ram_bytes;
-  c.machine.nic_bytes_per_s = s->worker_machine.nic_bytes_per_s;
-  c.fabric = fabric_kind(s->fabric);
+  c.machine = train_machine(&s->worker_machine);
+  c.fabric = train_fabric_kind(s->fabric);
   c.link_bytes_per_s = s->fabric_bytes_per_s;
   c.latency = sim_time_from_s(s->fabric_latency_s);
   return c;
@@ -848,15 +851,15 @@ ds_cluster train_cluster(const scenario *s) {
 
 /* Reads and checks every input (invariant 3); on success *first is the initialised model. */
 static int prepare(trainer *t, md_model **first, scn_error *err) {
-  int rc = build_model(t, first, err);
-  if (rc == TR_EXIT_OK) rc = load_data(t, *first, err);
-  if (rc == TR_EXIT_OK) rc = count_steps(t, err);
-  if (rc == TR_EXIT_OK) rc = faults_load(t->s, &t->faults, err);
+  int rc = train_build_model(t->in.s, first, err);
+  if (rc == TR_EXIT_OK) rc = train_load_data(&t->in, *first, err);
+  if (rc == TR_EXIT_OK) rc = train_count_steps(&t->in, err);
+  if (rc == TR_EXIT_OK) rc = faults_load(t->in.s, &t->faults, err);
   return rc;
 }
 
 int train_check(const scenario *s, scn_error *err) {
-  trainer t = { .s = s };
+  trainer t = { .in.s = s };
   md_model *first = NULL;
   int rc = prepare(&t, &first, err);
   if (first) md_model_free(first);
@@ -876,8 +879,8 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->s = *s;
   m->s.numerics_full = 0;
   m->s.trace = 0;
-  m->t.s = &m->s;
-  md_model_spec spec = model_spec(&m->s, 1);
+  m->t.in.s = &m->s;
+  md_model_spec spec = train_model_spec(&m->s, 1);
   md_error me = {0};
   md_model *model = md_model_new(&spec, &me);
   if (model == NULL) {
@@ -916,14 +919,20 @@ void train_memory_free(train_memory *m) {
   free(m);
 }
 
+double train_wall_s(void) {
+  struct timespec w;
+  clock_gettime(CLOCK_MONOTONIC, &w);
+  return (double)w.tv_sec + 1e-9 * (double)w.tv_nsec;
+}
+
 int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_error *err) {
   return train_run_cli(s, out_dir, 1, sum, err);
 }
 
 int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *sum, scn_error *err) {
-  struct timespec w0, w1;
-  clock_gettime(CLOCK_MONOTONIC, &w0);
-  trainer t = { .s = s };
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER) return ps_train_run(s, out_dir, quiet, sum, err);
+  double w0 = train_wall_s();
+  trainer t = { .in.s = s };
   md_model *first = NULL;
   int rc = prepare(&t, &first, err);
   if (rc != TR_EXIT_OK) {
@@ -935,7 +944,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   sim_trace_enable(t.engine, s->trace || s->plots.timeline || s->plots.heatmap);
   build_strategy(&t);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
-  t.cap_records = (size_t)t.steps + 1;
+  t.cap_records = (size_t)t.in.steps + 1;
   t.records = train_xcalloc(t.cap_records, sizeof *t.records);
   make_replicas(&t, first);
   t.actors = train_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
@@ -946,7 +955,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     t.rec = rec_new(s, t.engine, first, t.replicas[0].opt, t.faults, t.strategy,
                     t.tpu ? slice_run_slice(t.tpu) : NULL, &ATTEMPTS, &t);
     spawn_attempt(&t, 0, 0);
-    report_progress_start(&t.progress, stderr, quiet, t.steps);
+    report_progress_start(&t.progress, stderr, quiet, t.in.steps);
     int stuck = sim_run(t.engine) != 0;
     report_progress_end(&t.progress);
     if (rec_failed(t.rec, &sum->error)) sum->failed = 1;
@@ -956,8 +965,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   }
   summarise(&t, sum);
   rc = write_outputs(&t, out_dir, sum, err);
-  clock_gettime(CLOCK_MONOTONIC, &w1);
-  sum->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+  sum->wall_s = train_wall_s() - w0;
   if (rc == TR_EXIT_OK) {
     char path[SCN_PATH_MAX + 32];
     if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)

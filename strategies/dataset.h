@@ -14,8 +14,8 @@
 ** Errors are TensorFlow's: InvalidArgumentError where TF's kernel checks an argument,
 ** ValueError where its Python wrapper does, OutOfRangeError at the end of input.
 */
-#ifndef PODSIM_DATASET_H
-#define PODSIM_DATASET_H
+#ifndef PODSIM_DS_DATASET_H
+#define PODSIM_DS_DATASET_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strategies/coordinator.h"
 #include "strategies/strategiesInt.h"
 
 #define MAX_SLOTS 2
@@ -105,6 +106,7 @@ typedef struct ps_state {
   ps_op **ops;            /* nworkers + 1 slots (invariant 3) */
   int ngpus;              /* accelerators of worker 0 built as the strategy's replicas */
   sim_link **gpu_links;   /* their up and down links, [2 * k] up, [2 * k + 1] down */
+  ds_coordinator *coordinator; /* ds_cluster_coordinator_new's, owned: one per strategy */
 } ps_state;
 
 static ps_state *state_of(const ds_strategy *s) {
@@ -247,6 +249,7 @@ static void op_free(ps_op *op) {
 
 static void state_free(void *arg) {
   ps_state *ps = arg;
+  if (ps->coordinator) ds_coordinator_free(ps->coordinator);  /* its actors run on the tasks' cpus */
   ds_variable_free(ps->iterations);
   for (int i = 0; i < ps->ncomps; i++)
     for (int k = 0; k < ps->comps[i].nslots; k++) free(ps->comps[i].slots[k]);
@@ -925,4 +928,90 @@ int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds
   if (failed < 0) return 0;
   return ds_status_set(st, DS_UNAVAILABLE_ERROR, "%s is unavailable: apply_gradients was cut off by the "
                        "failure of the parameter server task", task(ps, DS_PS_PS, failed)->device);
+}
+
+/* ---- the coordinator ------------------------------------------------------------------- */
+
+ds_coordinator *ds_cluster_coordinator_new(ds_strategy *s, ds_status *st) {
+  ps_state *ps = s ? state_of(s) : NULL;
+  if (ps == NULL) {
+    ds_status_set(st, DS_VALUE_ERROR, "Only `tf.distribute.experimental.ParameterServerStrategy` is supported "
+                  "to work with `tf.distribute.experimental.coordinator.ClusterCoordinator` currently.");
+    return NULL;
+  }
+  if (ps->coordinator) return ps->coordinator;
+  const char **names = ds__xcalloc((size_t)ps->nworkers, sizeof *names);
+  sim_cpu **cpus = ds__xcalloc((size_t)ps->nworkers, sizeof *cpus);
+  char (*devices)[DS_DEVICE_NAME_MAX] = ds__xcalloc((size_t)ps->nworkers, sizeof *devices);
+  for (int w = 0; w < ps->nworkers; w++) {
+    /* The coordinator names a worker by its job and task ("/job:worker/replica:0/task:W"), as
+    ** the errors of TF's RPC layer do: the device name without its device part. */
+    snprintf(devices[w], sizeof devices[w], "%s", task(ps, DS_PS_WORKER, w)->device);
+    char *dev = strstr(devices[w], "/device:");
+    if (dev) *dev = '\0';
+    names[w] = devices[w];
+    cpus[w] = task(ps, DS_PS_WORKER, w)->cpu;
+  }
+  ps->coordinator = ds_coordinator_new(ps->engine, ps->nworkers, names, cpus, ps->nps, st);
+  free(devices);
+  free(cpus);
+  free(names);
+  return ps->coordinator;
+}
+
+/* ---- checkpoints --------------------------------------------------------------------------- */
+
+/* Every component's value and slots, back to back in registry order (the iterations among them:
+** its int64 bytes), as tf.train.Checkpoint saves them. Versions are not saved: they count updates
+** applied, which a restore does not undo (invariant 2). */
+struct ds_ps_snapshot {
+  int ncomps;             /* components saved: the registry's size then */
+  size_t nbytes;          /* bytes in data */
+  unsigned char *data;    /* the values and slots */
+};
+
+/* Copies every component's value and slots between the registry and buf (save: to buf);
+** returns the bytes. NULL buf only counts them. */
+static size_t snapshot_copy(ps_state *ps, unsigned char *buf, int save) {
+  size_t at = 0;
+  for (int i = 0; i < ps->ncomps; i++) {
+    ps_component *c = &ps->comps[i];
+    md_tensor *t = ds_variable_copy(c->holder, c->shard);
+    size_t bytes = t->size * md_dtype_size(t->dtype), slot_bytes = t->size * sizeof(float);
+    if (buf && save) memcpy(buf + at, t->data, bytes);
+    else if (buf) memcpy(t->data, buf + at, bytes);
+    at += bytes;
+    for (int k = 0; k < c->nslots; k++, at += slot_bytes) {
+      if (buf && save) memcpy(buf + at, c->slots[k], slot_bytes);
+      else if (buf) memcpy(c->slots[k], buf + at, slot_bytes);
+    }
+  }
+  return at;
+}
+
+ds_ps_snapshot *ds_ps_snapshot_take(ds_strategy *s) {
+  ps_state *ps = state_of(s);
+  ds_ps_snapshot *snap = ds__xcalloc(1, sizeof *snap);
+  snap->ncomps = ps->ncomps;
+  snap->nbytes = snapshot_copy(ps, NULL, 1);
+  snap->data = ds__xcalloc(snap->nbytes, 1);
+  snapshot_copy(ps, snap->data, 1);
+  return snap;
+}
+
+uint64_t ds_ps_snapshot_bytes(const ds_ps_snapshot *snap) { return snap->nbytes; }
+
+int ds_ps_snapshot_restore(ds_strategy *s, const ds_ps_snapshot *snap, ds_status *st) {
+  ps_state *ps = state_of(s);
+  if (ps->ncomps != snap->ncomps || snapshot_copy(ps, NULL, 0) != snap->nbytes)
+    return ds_status_set(st, DS_INVALID_ARGUMENT_ERROR, "the checkpoint holds %d components of %zu bytes; "
+                         "the strategy has %d", snap->ncomps, snap->nbytes, ps->ncomps);
+  snapshot_copy(ps, snap->data, 0);
+  return 0;
+}
+
+void ds_ps_snapshot_free(ds_ps_snapshot *snap) {
+  if (snap == NULL) return;
+  free(snap->data);
+  free(snap);
 }

@@ -157,6 +157,25 @@ int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds
 ** worker does this too, so calling it is only needed to free the memory at once. */
 void ds_ps_worker_release(ds_strategy *s, int worker);
 
+/* ---- the coordinator ------------------------------------------------------------------- */
+
+/* ClusterCoordinator(strategy) (strategies/coordinator.h) over this strategy's workers
+** ("/job:worker/replica:0/task:W", their CPUs) and ps tasks. ValueError (TF's text) unless s is
+** a ParameterServerStrategy; one per strategy: a second call returns the first. The strategy
+** owns it and frees it first (ds_strategy_free). */
+struct ds_coordinator *ds_cluster_coordinator_new(ds_strategy *s, ds_status *st);
+
+/* ---- checkpoints ----------------------------------------------------------------------- */
+
+/* What tf.train.Checkpoint(model, optimizer) saves from the ps tasks: every component's value,
+** its optimizer slots and the optimizer's iterations. Restoring puts them back (versions keep
+** counting: a restore is not an update); InvalidArgumentError when the components changed. */
+typedef struct ds_ps_snapshot ds_ps_snapshot;
+ds_ps_snapshot *ds_ps_snapshot_take(ds_strategy *s);
+uint64_t        ds_ps_snapshot_bytes(const ds_ps_snapshot *snap);
+int             ds_ps_snapshot_restore(ds_strategy *s, const ds_ps_snapshot *snap, ds_status *st);
+void            ds_ps_snapshot_free(ds_ps_snapshot *snap);
+
 /* Fault injection: ps task k fails (failed = 1; TF cannot recover it) or comes back. */
 void ds_ps_set_failed(ds_strategy *s, int ps, int failed);
 int  ds_ps_failed(const ds_strategy *s, int ps);

@@ -94,6 +94,21 @@ err=$("$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x1" --quiet \
 "$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x2" --quiet \
   --set 'expect=[{metric: restarts, eq: 1}, {metric: goodput, gt: 0}]' >/dev/null 2>&1; rc=$?
 [ $rc -eq 0 ] && ok || bad "expect holding: exit $rc, expected 0"
+# Parameter-server training on spot VMs (issue 5): a random preemption storm over worker:* gives
+# the same run_hash twice; its expect block holds (every step applied, no update lost); an expect
+# on duplicated_updates and lost_updates is checked like any figure; metrics.csv ends with the
+# worker and staleness columns and names each of the 8 workers.
+h1=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps1" --quiet); rc1=$?
+h2=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps2" --quiet); rc2=$?
+[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$h1" = "$h2" ] && grep -q '"preemptions": [1-9]' "$tmp/ps1/summary.json" \
+  && ok || bad "ps_spot_vms: exit $rc1/$rc2, hashes '$h1' '$h2'"
+[ "$(head -1 "$tmp/ps1/metrics.csv" | awk -F, '{print $(NF-1) "," $NF}')" = worker,staleness ] \
+  && [ "$(tail -n +2 "$tmp/ps1/metrics.csv" | awk -F, '{print $(NF-1)}' | sort -u | wc -l)" -eq 8 ] \
+  && ok || bad "ps_spot_vms: metrics.csv worker/staleness columns"
+err=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps3" --quiet \
+      --set 'expect=[{metric: duplicated_updates, lt: 0}, {metric: lost_updates, eq: 0}]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && printf '%s\n' "$err" | grep -Eq '^  duplicated_updates +lt +0 ' && ! printf '%s\n' "$err" | grep -q lost_updates \
+  && ok || bad "ps_spot_vms expect: exit $rc, '$err'"
 # A run with faults marks restarts in metrics.csv: the rows of steps 40..44 twice, the second time
 # with restarts 1.
 [ "$(head -1 "$tmp/x2/metrics.csv" | awk -F, '{print $NF}')" = restarts ] \

@@ -205,6 +205,20 @@ static void test_overrides(void **state) {
   assert_non_null(strstr(E.msg, "--set:1:10: training.stepz: unknown key \"stepz\""));
 }
 
+/* TF_CONFIG from a JSON file: the seed page's cluster (1 chief, 3 workers, 2 ps). Under
+** multi_worker_mirrored the chief is worker 0, so 4 workers and no ps; an error inside the JSON
+** names the JSON file's line and column. */
+static void test_tf_config_file(void **state) {
+  (void)state;
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/tf_config/mwm.yaml"), NULL, 0, &S, &E), 0);
+  assert_int_equal(S.tf_config, 1);
+  assert_int_equal(S.workers, 4);
+  assert_int_equal(S.ps, 0);
+  assert_int_equal(scenario_load(tu_src("tests/data/scenarios/tf_config/bad_job.yaml"), NULL, 0, &S, &E), -1);
+  assert_non_null(strstr(E.msg, "tests/data/scenarios/tf_config/bad_job.json:5:5: cluster.tf_config.cluster.trainer: "
+                                "unknown job \"trainer\""));
+}
+
 static void test_missing_file(void **state) {
   (void)state;
   assert_int_equal(scenario_load("no/such/scenario.yaml", NULL, 0, &S, &E), -1);
@@ -254,7 +268,14 @@ static const struct bad_case {
   {"plot_bad_format", 11, 19, "outputs.format", "expected one of png | svg | pdf, found \"jpeg\""},
   {"plot_unknown", 11, 25, "outputs.plots[1]", "found \"accuracy\""},
   {"prefetch_negative", 10, 13, "dataset.prefetch", "expected an integer >= 0, found -1"},
-  {"ps_not_supported", 12, 3, "cluster.ps", "(planned in issue 5)"},
+  {"ps_without_ps_strategy", 12, 3, "cluster.ps", "goes with strategy kind parameter_server"},
+  {"ps_no_ps_tasks", 11, 18, "cluster.ps", "ValueError: ParameterServerStrategy needs at least one ps task"},
+  {"ps_tf_config_worker_task", 13, 3, "cluster.tf_config", "ValueError: TF_CONFIG's task is a worker"},
+  {"ps_on_tpu", 13, 3, "cluster.tpu", "needs strategy.kind tpu, tpu_v1 or gnn_runner_tpu, found parameter_server"},
+  {"partitioner_not_ps", 11, 28, "strategy.variable_partitioner", "goes with strategy kind parameter_server"},
+  {"tf_config_task_index", 13, 92, "cluster.tf_config.task.index", "below the 1 worker task(s)"},
+  {"tf_config_and_count", 13, 20, "cluster.workers.count", "contradicts cluster.tf_config"},
+  {"tf_config_empty", 13, 26, "cluster.tf_config.cluster", "ValueError: the cluster spec is empty"},
   {"quoted_number", 9, 17, "dataset.global_batch", "expected an integer"},
   {"shuffle_buffer_not_supported", 10, 12, "dataset.shuffle", "(planned in issue 4)"},
   {"shuffle_true", 10, 12, "dataset.shuffle", "expected false or {buffer: N}"},
@@ -315,6 +336,7 @@ int main(void) {
     cmocka_unit_test(test_defaults),
     cmocka_unit_test(test_overrides),
     cmocka_unit_test(test_missing_file),
+    cmocka_unit_test(test_tf_config_file),
     cmocka_unit_test(test_bad_catalogue),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 */
 #include "tests/strategies/dsutil.h"
 
+#include "strategies/coordinator.h"
 #include "strategies/ps_strategy.h"
 
 /* The seed page's TF_CONFIG: 3 workers, 2 ps, a chief, and this program the chief. */
@@ -281,6 +282,26 @@ static void strategy_methods(void **state) {
   assert_int_equal(seen.input_pipeline_id, 0);
   assert_int_equal(seen.num_replicas_in_sync, 2);
   ds_input_dataset_free(dd);
+  ds_strategy_free(s);
+  sim_engine_free(e);
+}
+
+/* ClusterCoordinator(strategy): a ValueError for any strategy but ParameterServerStrategy (a
+** MirroredStrategy here); one coordinator per strategy, the second call returning the first; its
+** workers are the strategy's 3 worker tasks. */
+static void cluster_coordinator_wrapper(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  ds_status st;
+  ds_cluster cl = du_cluster(1, 2);
+  ds_strategy *mirrored = ds_strategy_new(e, DS_MIRRORED, &cl, SIM_ALGO_RING);
+  TU_EXPECT_REFUSED(ds_cluster_coordinator_new(mirrored, &st), &st, DS_VALUE_ERROR);
+  ds_strategy_free(mirrored);
+  ds_strategy *s = make_ps(e, 3, 2, NULL);
+  ds_coordinator *c = ds_cluster_coordinator_new(s, &st);
+  assert_non_null(c);
+  assert_ptr_equal(ds_cluster_coordinator_new(s, &st), c);
+  assert_int_equal(ds_coordinator_num_workers(c), 3);
   ds_strategy_free(s);
   sim_engine_free(e);
 }
@@ -573,7 +594,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tf_config_and_tasks), cmocka_unit_test(cluster_value_errors),
     cmocka_unit_test(round_robin_placement), cmocka_unit_test(fixed_shards_placement),
-    cmocka_unit_test(strategy_methods), cmocka_unit_test(components_and_slots),
+    cmocka_unit_test(strategy_methods),
+    cmocka_unit_test(cluster_coordinator_wrapper), cmocka_unit_test(components_and_slots),
     cmocka_unit_test(lookup_moves_rows_only), cmocka_unit_test(arrival_order_and_versions),
     cmocka_unit_test(killed_push_applies_nothing), cmocka_unit_test(failed_ps_is_unavailable),
   };

@@ -1,0 +1,159 @@
+/*
+** test_ps_train.c: parameter_server scenarios run end to end (scenarios/ps_train.c) with the data
+** in tests/data/ps/: one worker is sequential training (golden r1), four workers converge with
+** stale updates, placement is round-robin, worker preemptions keep exactly-once accounting, and
+** a lost ps or chief restarts from the checkpoint or fails the job.
+*/
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "scenarios/train.h"
+
+static int run(const char *name, const char *out, run_summary *sum) {
+  char rel[256];
+  static scenario s;
+  scn_error err;
+  snprintf(rel, sizeof rel, "tests/data/ps/%s.yaml", name);
+  if (scenario_load(tu_src(rel), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
+  int rc = train_run(&s, out, sum, &err);
+  if (rc == TR_EXIT_INPUT) fail_msg("%s", err.msg);
+  return rc;
+}
+
+/* One worker, one ps: every closure reads what the previous one pushed, so the run is the golden
+** single-device r1 within |got - expected| <= 1e-5 + 1e-5*|expected| (loss at every step and
+** all 195 weights); staleness is 0 everywhere. */
+static void one_worker_is_golden_r1(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("r1_one_worker", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.steps_completed, 50);
+  static double got[256], want[256], stale[256];
+  char path[512];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  assert_int_equal(tu_read_column(path, 3, got, 256, NULL), 50);
+  assert_int_equal(tu_read_column(path, 6, stale, 256, NULL), 50);
+  assert_int_equal(tu_read_column(tu_src("tests/golden/mlp_momentum/r1/expected_loss.csv"), 1, want, 256, NULL), 50);
+  for (int i = 0; i < 50; i++) {
+    if (!TU_GOLDEN_CLOSE(got[i], want[i])) fail_msg("step %d loss %.9g, expected %.9g", i, got[i], want[i]);
+    assert_true(stale[i] == 0);
+  }
+  snprintf(path, sizeof path, "%s/final_weights.csv", out);
+  assert_int_equal(tu_read_column(path, 2, got, 256, NULL), 195);
+  assert_int_equal(tu_read_column(tu_src("tests/golden/mlp_momentum/r1/expected_final.csv"), 2, want, 256, NULL), 195);
+  for (int i = 0; i < 195; i++)
+    if (!TU_GOLDEN_CLOSE(got[i], want[i])) fail_msg("weight %d %.9g, expected %.9g", i, got[i], want[i]);
+  tu_remove_dir(out);
+}
+
+/* Four workers on two ps tasks, 200 steps: every worker runs 50 closures; the loss falls from
+** 1.750 (step 0 reads the initial values: r1's first loss) below 0.15; some updates are stale
+** (up to the other 3 workers' updates between a read and its push); the seed page's round robin
+** puts dense/kernel (and its slot) on ps 0, dense/bias on ps 1, dense_1/kernel on ps 0,
+** dense_1/bias on ps 1 and iterations on ps 0: 5 components on ps 0, 4 on ps 1. */
+static void four_workers_converge_with_staleness(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("four_workers", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.steps_completed, 200);
+  static double loss[256], worker[256], stale[256];
+  char path[512];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  assert_int_equal(tu_read_column(path, 3, loss, 256, NULL), 200);
+  assert_int_equal(tu_read_column(path, 5, worker, 256, NULL), 200);
+  assert_int_equal(tu_read_column(path, 6, stale, 256, NULL), 200);
+  int per_worker[4] = {0}, max_stale = 0;
+  for (int i = 0; i < 200; i++) {
+    per_worker[(int)worker[i]]++;
+    if (stale[i] > max_stale) max_stale = (int)stale[i];
+  }
+  for (int w = 0; w < 4; w++) assert_int_equal(per_worker[w], 50);
+  assert_true(max_stale > 0 && max_stale <= 3);
+  assert_true(fabs(loss[0] - 1.75016615) < 1e-6);
+  assert_true(sum.final_loss < 0.15);
+  static char names[16][64];
+  double dummy[16];
+  snprintf(path, sizeof path, "%s/variables.csv", out);
+  assert_int_equal(tu_read_column(path, 1, dummy, 16, names), 9);
+  FILE *f = fopen(path, "r");
+  char line[256];
+  int on_ps0 = 0, on_ps1 = 0;
+  while (fgets(line, sizeof line, f)) {
+    on_ps0 += strstr(line, "/job:ps/replica:0/task:0/device:CPU:0") != NULL;
+    on_ps1 += strstr(line, "/job:ps/replica:0/task:1/device:CPU:0") != NULL;
+    if (!strncmp(line, "dense/bias:0,", 13) || !strncmp(line, "dense_1/bias:0,", 15))
+      assert_non_null(strstr(line, "task:1"));
+  }
+  fclose(f);
+  assert_int_equal(on_ps0, 5);
+  assert_int_equal(on_ps1, 4);
+  tu_remove_dir(out);
+}
+
+/* Worker 0 preempted (down 1 ms) in step 0, whose phases are (trace): reads 0-40.39 us, compute
+** 40.39-41.43 us, the iterations read, then the push 51.44 us on, its four gradients arriving
+** 61.46 (dense_1/bias) to 61.83 us (dense/kernel). At 5 us (reading) and 41 us (computing) nothing
+** reached a ps: retried 1, duplicated 0, and the run ends as the undisturbed one (the worker's
+** iterator restarts at batch 0, as the closure did); at 61.6 us the small gradients had arrived,
+** so the retry applies them again: duplicated 1. Every step is applied once: 50 rows. */
+static void preempted_worker_exactly_once(void **state) {
+  (void)state;
+  static const char *const NAMES[] = {"preempt_reads", "preempt_compute", "preempt_push"};
+  static const long DUP[] = {0, 0, 1};
+  for (int i = 0; i < 3; i++) {
+    char *out = tu_temp_dir("podsim-ps");
+    run_summary sum;
+    assert_int_equal(run(NAMES[i], out, &sum), TR_EXIT_OK);
+    assert_int_equal(sum.preemptions, 1);
+    assert_int_equal(sum.retried_closures, 1);
+    assert_int_equal(sum.duplicated_updates, DUP[i]);
+    assert_int_equal(sum.steps_completed, 50);
+    if (DUP[i] == 0) assert_true(fabs(sum.final_loss - 0.136793193122791) < 1e-12);
+    tu_remove_dir(out);
+  }
+}
+
+/* ps 0 fails at 1 ms (2 workers, ~72 us steps): without training.restart the job fails, exit 3,
+** UnavailableError on the ps's device, after 26 applied steps. With a checkpoint every 10 steps
+** and restart.delay 1 ms: the last checkpoint is step 20, steps 20-23 had been applied since
+** (lost_steps 4), the chief restarts at 3 ms (down_for 2 ms > delay) and redoes them: 54 rows,
+** 50 steps kept, 4 checkpoints. The chief lost the same way restarts the same way; its queued
+** closures still ran, so 10 steps (20-29) are lost. */
+static void lost_ps_or_chief(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("ps_lost", out, &sum), TR_EXIT_JOB_FAILED);
+  assert_true(sum.failed);
+  assert_string_equal(sum.error.kind, "UnavailableError");
+  assert_string_equal(sum.error.device, "/job:ps/replica:0/task:0/device:CPU:0");
+  assert_int_equal(sum.steps_completed, 26);
+  assert_int_equal(run("ps_lost_restart", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.steps_completed, 50);
+  assert_int_equal(sum.lost_steps, 4);
+  assert_int_equal(sum.lost_updates, 4);
+  assert_int_equal(sum.restarts, 1);
+  assert_int_equal(sum.checkpoints, 4);
+  uint64_t first = sum.run_hash;
+  assert_int_equal(run("ps_lost_restart", out, &sum), TR_EXIT_OK);
+  assert_true(sum.run_hash == first);
+  assert_int_equal(run("chief_lost_restart", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.steps_completed, 50);
+  assert_int_equal(sum.lost_steps, 10);
+  assert_int_equal(sum.restarts, 1);
+  tu_remove_dir(out);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(one_worker_is_golden_r1),
+    cmocka_unit_test(four_workers_converge_with_staleness),
+    cmocka_unit_test(preempted_worker_exactly_once),
+    cmocka_unit_test(lost_ps_or_chief),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
