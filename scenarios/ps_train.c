@@ -528,7 +528,8 @@ static void free_trainer(ps_trainer *t) {
 /* ---- outputs ------------------------------------------------------------------------------ */
 
 /* variables.csv from the ps registry: name, kind, shape, device. */
-static int write_variables(const ps_trainer *t, const char *path) {
+static int write_variables(const void *prog, const char *path) {
+  const ps_trainer *t = prog;
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("name,kind,shape,device\n", f);
@@ -547,7 +548,8 @@ static int write_variables(const ps_trainer *t, const char *path) {
 
 /* final_weights.csv: every variable's components as the ps tasks hold them at the end, shards
 ** put back together under the logical variable's name. */
-static int write_weights(const ps_trainer *t, const char *path) {
+static int write_weights(const void *prog, const char *path) {
+  const ps_trainer *t = prog;
   md_model *m = md_model_clone(t->workers[0].model);
   for (int i = 0; i < t->nvars; i++) {
     int n = ds_variable_num_copies(t->vars[i]);
@@ -622,41 +624,11 @@ static void summarise(ps_trainer *t, run_summary *sum) {
 }
 
 static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_error *err) {
-  char path[SCN_PATH_MAX + 32] = "";
-  if (outputs_make_dir(dir) != 0)
-    return train_error(err, dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));
-  run_hasher h;
-  if (run_hasher_init(&h) != 0) return train_error(err, dir, 0, 0, "outputs.dir", "out of memory");
-  int bad = 0;
-  const char *files[] = { "metrics.csv", "final_weights.csv", "variables.csv", "trace.json" };
-  for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
-    outputs_path(path, sizeof path, dir, files[i]);
-    switch (i) {
-      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 0, t->in.s->nfaults > 0, 1) != 0; break;
-      case 1: bad = write_weights(t, path) != 0; break;
-      case 2: bad = write_variables(t, path) != 0; break;
-      case 3: if (!t->in.s->trace) continue;
-              bad = sim_trace_write_json(t->engine, path) != 0; break;
-    }
-    if (!bad) bad = run_hasher_add_file(&h, path) != 0;
-  }
-  if (bad) {
-    run_hasher_finish(&h);
-    return train_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
-  }
-  char figures[256];
-  int len = snprintf(figures, sizeof figures, "sim_time_ps=%lld events=%llu failed=%d dup=%ld retried=%ld lost=%ld",
-                     (long long)sim_now(t->engine), (unsigned long long)sum->events, sum->failed,
-                     sum->duplicated_updates, sum->retried_closures, sum->lost_updates);
-  run_hasher_add(&h, "summary", figures, (size_t)len);
-  if (sum->failed) run_hasher_add(&h, "error", sum->error.message, strlen(sum->error.message));
-  sum->run_hash = run_hasher_finish(&h);
-  char msg[512] = "";
-  report_run charts = { t->in.s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, NULL, 0,
-                        sum->goodput };
-  if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
-    return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
-  return TR_EXIT_OK;
+  char figures[128];
+  snprintf(figures, sizeof figures, "dup=%ld retried=%ld lost=%ld", sum->duplicated_updates,
+           sum->retried_closures, sum->lost_updates);
+  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures, NULL, 0 };
+  return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
 /* ---- the run -------------------------------------------------------------------------------- */

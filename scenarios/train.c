@@ -646,7 +646,8 @@ static int core_of_var(const trainer *t, int v) {
 /* A row per copy: one per replica, on the logical core of its layer; with SPMD one per logical
 ** core of every replica (TPUStrategy copies each variable onto all of them). Optimizer slots are
 ** listed on each replica's first core. */
-static int write_variables(const trainer *t, const char *path) {
+static int write_variables(const void *prog, const char *path) {
+  const trainer *t = prog;
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("name,kind,shape,device\n", f);
@@ -681,7 +682,8 @@ static void mirrored_copies_agree(const trainer *t) {
     }
 }
 
-static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
+int train_write_outputs(const scenario *s, const train_outputs *o, const char *dir, run_summary *sum,
+                        scn_error *err) {
   char path[SCN_PATH_MAX + 32] = "";
   if (outputs_make_dir(dir) != 0)
     return train_error(err, dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));
@@ -692,11 +694,12 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
     switch (i) {
-      case 0: bad = outputs_write_metrics(path, t->records, t->completed, 1, t->in.s->nfaults > 0, 0) != 0; break;
-      case 1: bad = train_write_weights(t->replicas[0].model, path) != 0; break;
-      case 2: bad = write_variables(t, path) != 0; break;
-      case 3: if (!t->in.s->trace) continue;
-              bad = sim_trace_write_json(t->engine, path) != 0; break;
+      case 0: bad = outputs_write_metrics(path, o->records, o->nrecords, o->sync_columns, s->nfaults > 0,
+                                          o->ps_columns) != 0; break;
+      case 1: bad = o->write_weights(o->prog, path) != 0; break;
+      case 2: bad = o->write_variables(o->prog, path) != 0; break;
+      case 3: if (!s->trace) continue;
+              bad = sim_trace_write_json(o->engine, path) != 0; break;
     }
     if (!bad) bad = run_hasher_add_file(&h, path) != 0;
   }
@@ -704,21 +707,32 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
     run_hasher_finish(&h);
     return train_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
   }
-  char figures[256];
-  int len = snprintf(figures, sizeof figures, "sim_time_ps=%lld events=%llu failed=%d",
-                     (long long)sim_now(t->engine), (unsigned long long)sum->events, sum->failed);
+  char figures[512];
+  int len = snprintf(figures, sizeof figures, "sim_time_ps=%lld events=%llu failed=%d%s%s",
+                     (long long)sim_now(o->engine), (unsigned long long)sum->events, sum->failed,
+                     o->figures[0] ? " " : "", o->figures);
   run_hasher_add(&h, "summary", figures, (size_t)len);
   if (sum->failed) run_hasher_add(&h, "error", sum->error.message, strlen(sum->error.message));
   sum->run_hash = run_hasher_finish(&h);
 
   char msg[512] = "";
-  size_t nevents = 0;
-  const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
-  report_run charts = { t->in.s, t->engine, t->records, t->completed, sum->devices, sum->ndevices, events, nevents,
-                        sum->goodput };
+  report_run charts = { s, o->engine, o->records, o->nrecords, sum->devices, sum->ndevices, o->events,
+                        o->nevents, sum->goodput };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
   return TR_EXIT_OK;
+}
+
+static int replica0_weights(const void *prog, const char *path) {
+  return train_write_weights(((const trainer *)prog)->replicas[0].model, path);
+}
+
+static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
+  size_t nevents = 0;
+  const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
+  train_outputs o = { t->engine, t->records, t->completed, 1, 0, replica0_weights, write_variables, t, "",
+                      events, nevents };
+  return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
 static ds_kind strategy_kind(const scenario *s) {

@@ -10,6 +10,7 @@
 
 #include "models/dataset.h"
 #include "models/model.h"
+#include "scenarios/report.h"
 #include "scenarios/train.h"
 
 /* The checked inputs of a run: the scenario, its examples and how many steps it runs. */
@@ -39,6 +40,26 @@ int   train_write_weights(const md_model *m, const char *path);
 /* A scenario machine as the strategies see it, and the fabric's topology. */
 ds_machine      train_machine(const scn_machine *m);
 sim_fabric_kind train_fabric_kind(scn_fabric_topology t);
+
+/* A run's output directory, the same for both programs: metrics.csv, final_weights.csv,
+** variables.csv and trace.json (outputs.trace) through the program's writers, run_hash over them
+** and the simulated figures, then the charts. */
+typedef struct train_outputs {
+  sim_engine *engine;         /* the clock and the trace */
+  const step_record *records; /* metrics.csv's rows */
+  long nrecords;              /* their count */
+  int sync_columns;           /* metrics.csv has compute_s, comm_s, idle_s (sync runs) */
+  int ps_columns;             /* metrics.csv has worker, staleness (parameter-server runs) */
+  int (*write_weights)(const void *prog, const char *path);   /* final_weights.csv: 0 or -1 */
+  int (*write_variables)(const void *prog, const char *path); /* variables.csv: 0 or -1 */
+  const void *prog;           /* their argument */
+  const char *figures;        /* more simulated figures run_hash covers ("": none) */
+  const report_fault *events; /* the faults chart's events (may be NULL) */
+  size_t nevents;             /* their count */
+} train_outputs;
+/* Writes them into dir; sets sum->run_hash. TR_EXIT_OK, or TR_EXIT_INPUT with err filled. */
+int train_write_outputs(const scenario *s, const train_outputs *o, const char *dir, run_summary *sum,
+                        scn_error *err);
 
 /* The host's monotonic clock in seconds, for summary.json's wall_s (never simulated). */
 double train_wall_s(void);
