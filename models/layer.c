@@ -104,7 +104,7 @@ void md_layer_activate(md_activation act, int n, int width, const float *z, floa
       elementwise_cost(cost, cost_count, 4, 1);
       return;
     case MD_ACT_SOFTMAX:
-      for (int i = 0; i < n; i++) softmax_row(z + (size_t)i * width, a + (size_t)i * width, width);
+      for (int i = 0; count > 0 && i < n; i++) softmax_row(z + (size_t)i * width, a + (size_t)i * width, width);
       elementwise_cost(cost, cost_count, 5, 1);
       return;
   }
@@ -132,7 +132,7 @@ void md_layer_activate_backward(md_activation act, int n, int width, const float
       return;
     case MD_ACT_SOFTMAX:
       /* dz_j = a_j (da_j - sum_k da_k a_k): the softmax Jacobian applied without forming it. */
-      for (int i = 0; i < n; i++) {
+      for (int i = 0; count > 0 && i < n; i++) {
         float *di = d + (size_t)i * width;
         const float *ai = a + (size_t)i * width;
         double dot = 0;

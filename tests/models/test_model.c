@@ -423,6 +423,41 @@ static void test_op_log(void **state) {
   md_model_free(m);
 }
 
+/* numerics: off runs the same passes on a shapes-only model: no values, the same costs. Every
+** activation is checked (softmax once read through its NULL output and crashed): a [2x3] batch
+** into 2 units and then 3 units with the activation under test, full and shapes-only, must count
+** the same FLOPs and bytes. */
+static void test_shapes_only_costs(void **state) {
+  (void)state;
+  const md_activation acts[] = {MD_ACT_NONE, MD_ACT_RELU, MD_ACT_SIGMOID, MD_ACT_TANH, MD_ACT_SOFTMAX};
+  for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+    md_layer_spec l[2] = {{.kind = MD_LAYER_DENSE, .units = 2, .activation = MD_ACT_RELU, .use_bias = 1},
+                          {.kind = MD_LAYER_DENSE, .units = 3, .activation = acts[a], .use_bias = 1}};
+    md_cost cost[2];
+    memset(cost, 0, sizeof cost);
+    for (int shapes = 0; shapes < 2; shapes++) {
+      md_model_spec spec = {.input_features = 3, .nlayers = 2, .layers = l,
+                            .from_logits = acts[a] != MD_ACT_SOFTMAX, .shapes_only = shapes};
+      md_error err = {0};
+      md_model *m = md_model_new(&spec, &err);
+      assert_non_null(m);
+      md_workspace *w = md_workspace_new(m);
+      md_grads *g = md_grads_new(m);
+      const float x[6] = {1, 2, 3, 4, 5, 6};
+      const int32_t y[2] = {0, 2};
+      md_batch b = shapes ? (md_batch){2, NULL, NULL, NULL} : (md_batch){2, x, NULL, y};
+      double loss;
+      md_model_train_step(m, w, &b, 1.0f, g, &loss, &cost[shapes]);
+      md_grads_free(g);
+      md_workspace_free(w);
+      md_model_free(m);
+    }
+    assert_true(cost[0].flops > 0);
+    assert_close(cost[1].flops, cost[0].flops, 0);
+    assert_close(cost[1].bytes_moved, cost[0].bytes_moved, 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dense_forward),
@@ -438,6 +473,7 @@ int main(void) {
       cmocka_unit_test(test_init_default),
       cmocka_unit_test(test_cost_and_empty_batch),
       cmocka_unit_test(test_op_log),
+      cmocka_unit_test(test_shapes_only_costs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
