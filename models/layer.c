@@ -173,19 +173,23 @@ static void dense_backward(const md_layer *l, const md_var *vars, float **grads,
 
 /* The gradient of the table is dense (zero except the rows used): each use adds its dz there. */
 static void embedding_backward(const md_layer *l, const md_var *vars, float **grads, int n,
-                               const int32_t *ids, const float *dz, md_cost *cost) {
+                               const int32_t *ids, const float *dz, float *slices, md_cost *cost) {
   const md_var *e = &vars[l->kernel];
   float *g = grads[l->kernel];
   int dim = l->out, k = l->in;
   if (g != NULL) memset(g, 0, sizeof(float) * e->size);
+  /* Each id's row is the gradient of its gather (segment_mean's grad: dz / k); g adds them from
+  ** zero in batch order, which is unsorted_segment_sum's order over the same rows. */
   for (int i = 0; g != NULL && i < n; i++) {
     const float *di = dz + (size_t)i * dim;
     for (int j = 0; j < k; j++) {
       float *row = g + (size_t)ids[(size_t)i * k + j] * dim;
-      if (l->spec.combiner == MD_COMBINER_MEAN)
-        for (int c = 0; c < dim; c++) row[c] += di[c] / (float)k;
-      else
-        for (int c = 0; c < dim; c++) row[c] += di[c];
+      float *slice = slices ? slices + ((size_t)i * k + j) * dim : NULL;
+      for (int c = 0; c < dim; c++) {
+        float v = l->spec.combiner == MD_COMBINER_MEAN ? di[c] / (float)k : di[c];
+        if (slice) slice[c] = v;
+        row[c] += v;
+      }
     }
   }
   md_cost c = {.flops = (double)n * k * dim, .bytes_moved = 4.0 * ((double)e->size + 3.0 * n * k * dim), .bytes_resident = 0};
@@ -194,9 +198,9 @@ static void embedding_backward(const md_layer *l, const md_var *vars, float **gr
 
 void md_layer_backward(const md_layer *l, const md_var *vars, float **grads, int n,
                        const float *x, const int32_t *ids, const float *dz, int has_dx,
-                       float *dx, md_cost *cost) {
+                       float *dx, float *slices, md_cost *cost) {
   if (l->spec.kind == MD_LAYER_DENSE)
     dense_backward(l, vars, grads, n, x, dz, has_dx, dx, cost);
   else
-    embedding_backward(l, vars, grads, n, ids, dz, cost);
+    embedding_backward(l, vars, grads, n, ids, dz, slices, cost);
 }

@@ -253,6 +253,17 @@ const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, m
   return w->a[m->nlayers - 1];
 }
 
+/* The slices buffer grown for n examples of the embedding layer ly; NULL when shapes only. */
+static float *grads_slices(md_grads *g, int n, const md_layer *ly) {
+  size_t need = (size_t)n * (size_t)ly->in * (size_t)ly->out;
+  if (g->g[ly->kernel] == NULL) return NULL;
+  if (need > g->slices_cap) {
+    g->slices = md_xrealloc(g->slices, sizeof(float) * need);
+    g->slices_cap = need;
+  }
+  return g->slices;
+}
+
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);
@@ -271,7 +282,8 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       md_layer_activate_backward(ly->spec.activation, b->n, ly->out, w->z[l], w->a[l], w->d[cur], cost);
     const float *x = l == 0 ? b->x : w->a[l - 1];
     float *dx = l > 0 ? w->d[1 - cur] : NULL;
-    md_layer_backward(ly, m->vars, grads->g, b->n, x, b->ids, w->d[cur], l > 0, dx, cost);
+    md_layer_backward(ly, m->vars, grads->g, b->n, x, b->ids, w->d[cur], l > 0, dx,
+                      ly->kernel == grads->slices_var ? grads_slices(grads, b->n, ly) : NULL, cost);
     cur = 1 - cur;
   }
   if (loss_sum != NULL) *loss_sum = sum;
@@ -297,6 +309,9 @@ md_grads *md_grads_new(const md_model *m) {
   md_grads *g = md_xrealloc(NULL, sizeof *g);
   g->nvars = m->nvars;
   g->g = md_xrealloc(NULL, sizeof(float *) * m->nvars);
+  g->slices_var = m->nlayers > 0 && m->layers[0].spec.kind == MD_LAYER_EMBEDDING ? m->layers[0].kernel : -1;
+  g->slices = NULL;
+  g->slices_cap = 0;
   for (int i = 0; i < m->nvars; i++) {
     g->g[i] = NULL;
     if (m->shapes_only) continue;
@@ -310,5 +325,6 @@ void md_grads_free(md_grads *g) {
   if (g == NULL) return;
   for (int i = 0; i < g->nvars; i++) free(g->g[i]);
   free(g->g);
+  free(g->slices);
   free(g);
 }

@@ -79,10 +79,16 @@ typedef struct md_workspace md_workspace;
 md_workspace *md_workspace_new(const md_model *m);
 void          md_workspace_free(md_workspace *w);
 
-/* Gradient buffers shaped like the model's variables. */
+/* Gradient buffers shaped like the model's variables. An embedding's gradient is also kept as
+** TF computes it, the gradient of a gather (tf.IndexedSlices): indices = the batch's ids in batch
+** order, duplicates included, values = one row per id; g of that variable is the values'
+** unsorted_segment_sum, added from zero in the same order (so the same bits). */
 typedef struct md_grads {
   int nvars;              /* same as the model's */
   float **g;              /* g[i] has md_model_var(m,i)->size floats */
+  int slices_var;         /* the embedding's variable, -1 without one (it can only be layer 0) */
+  float *slices;          /* its IndexedSlices values of the last step: n*ids rows of dim floats */
+  size_t slices_cap;      /* floats allocated in slices */
 } md_grads;
 md_grads *md_grads_new(const md_model *m);
 void      md_grads_free(md_grads *g);

@@ -85,6 +85,12 @@ void md_optimizer_free(md_optimizer *o) {
   free(o);
 }
 
+/* flops and arrays (4-byte elements read or written) per element, over n elements. */
+static void charge(md_cost *cost, double flops, double arrays, double n) {
+  md_cost c = {.flops = flops * n, .bytes_moved = 4.0 * arrays * n, .bytes_resident = 0};
+  md_cost_add(cost, &c);
+}
+
 static void sgd(const md_optimizer_spec *s, float *w, const float *g, float *v, size_t n) {
   float lr = s->learning_rate, mu = s->momentum;
   if (v == NULL) {
@@ -140,8 +146,124 @@ void md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, con
       arrays = 5;
       break;
   }
-  md_cost c = {.flops = flops * (double)n, .bytes_moved = 4.0 * arrays * (double)n, .bytes_resident = 0};
-  md_cost_add(cost, &c);
+  charge(cost, flops, arrays, (double)n);
+}
+
+/* ---- sparse updates (optimizer.h: md_optimizer_update_sparse) ---- */
+
+typedef struct slice_key {
+  int64_t index;          /* a row of the variable */
+  size_t pos;             /* where it occurs in the slices */
+} slice_key;
+
+typedef struct slice_group {
+  size_t first;           /* the position of its first occurrence */
+  size_t from, to;        /* its occurrences: keys[from..to) */
+} slice_group;
+
+static int by_index_then_pos(const void *a, const void *b) {
+  const slice_key *x = a, *y = b;
+  if (x->index != y->index) return x->index < y->index ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int by_first(const void *a, const void *b) {
+  const slice_group *x = a, *y = b;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* array_ops.unique: the distinct indices into unique[] in order of first appearance, and
+** seg[j] = the place of indices[j] there; returns how many. Sorting (index, position) pairs keeps
+** it O(n log n) whatever the variable's row count. */
+static size_t unique_indices(const int64_t *indices, size_t n, int64_t *unique, size_t *seg) {
+  slice_key *keys = md_xrealloc(NULL, sizeof *keys * (n ? n : 1));
+  slice_group *groups = md_xrealloc(NULL, sizeof *groups * (n ? n : 1));
+  for (size_t j = 0; j < n; j++) keys[j] = (slice_key){ indices[j], j };
+  qsort(keys, n, sizeof *keys, by_index_then_pos);
+  size_t u = 0;
+  for (size_t j = 0; j < n; j++) {
+    if (j > 0 && keys[j].index == keys[j - 1].index) continue;
+    size_t end = j + 1;
+    while (end < n && keys[end].index == keys[j].index) end++;
+    groups[u++] = (slice_group){ keys[j].pos, j, end };
+  }
+  qsort(groups, u, sizeof *groups, by_first);
+  for (size_t r = 0; r < u; r++) {
+    unique[r] = keys[groups[r].from].index;
+    for (size_t k = groups[r].from; k < groups[r].to; k++) seg[keys[k].pos] = r;
+  }
+  free(groups);
+  free(keys);
+  return u;
+}
+
+/* adam.py _resource_apply_sparse in its own float32 order. Against the dense adam() above:
+** m gets the same bits (m*b1 + g*(1-b1) is b1*m + (1-b1)*g, products commute); v does not on the
+** indexed rows ((g*g)*(1-b2) rounds otherwise than ((1-b2)*g)*g), nor w on any row (lr_t is
+** lr*(sqrt(1-b2^t)/(1-b1^t)), not (lr*sqrt(1-b2^t))/(1-b1^t)); rows outside the batch decay m
+** and v and move exactly as the dense update with a zero gradient would, up to lr_t. */
+static void adam_sparse(const md_optimizer_spec *s, int64_t t, float *w, size_t rows, size_t row,
+                        const int64_t *unique, const float *g, size_t u, float *m, float *v) {
+  float b1 = s->beta_1, b2 = s->beta_2;
+  float b1t = powf(b1, (float)t), b2t = powf(b2, (float)t);
+  float lr_t = s->learning_rate * (sqrtf(1.0f - b2t) / (1.0f - b1t));
+  float one_minus_b1 = 1.0f - b1, one_minus_b2 = 1.0f - b2;
+  size_t n = rows * row;
+  for (size_t j = 0; j < n; j++) m[j] = m[j] * b1;
+  for (size_t r = 0; r < u; r++)
+    for (size_t c = 0; c < row; c++) m[(size_t)unique[r] * row + c] += g[r * row + c] * one_minus_b1;
+  for (size_t j = 0; j < n; j++) v[j] = v[j] * b2;
+  for (size_t r = 0; r < u; r++)
+    for (size_t c = 0; c < row; c++) {
+      float gc = g[r * row + c];
+      v[(size_t)unique[r] * row + c] += (gc * gc) * one_minus_b2;
+    }
+  for (size_t j = 0; j < n; j++) w[j] -= lr_t * m[j] / (sqrtf(v[j]) + s->epsilon);
+}
+
+void md_optimizer_update_sparse(const md_optimizer_spec *spec, int64_t t, float *w, size_t rows,
+                                size_t row, const int64_t *indices, const float *values, size_t nidx,
+                                float *const *slots, md_cost *cost) {
+  int math = w != NULL && values != NULL;
+  int momentum = md_optimizer_slots_per_var(spec) > 0;
+  if (spec->kind == MD_OPT_SGD && !momentum) {
+    /* ResourceScatterAdd(w, indices, -g*lr): w + (-g*lr) is w - lr*g bit for bit, so the dense
+    ** kernel runs on each occurrence in turn. */
+    for (size_t j = 0; math && j < nidx; j++)
+      sgd(spec, w + (size_t)indices[j] * row, values + j * row, NULL, row);
+    charge(cost, 2, 3, (double)nidx * (double)row);
+    return;
+  }
+  int64_t *unique = md_xrealloc(NULL, sizeof *unique * (nidx ? nidx : 1));
+  size_t *seg = md_xrealloc(NULL, sizeof *seg * (nidx ? nidx : 1));
+  size_t u = unique_indices(indices, nidx, unique, seg);
+  float *g = math ? md_xrealloc(NULL, sizeof *g * (u * row + 1)) : NULL;
+  /* unsorted_segment_sum: zeros, then each value row added to its segment in index order. */
+  for (size_t j = 0; math && j < u * row; j++) g[j] = 0.0f;
+  for (size_t j = 0; math && j < nidx; j++)
+    for (size_t c = 0; c < row; c++) g[seg[j] * row + c] += values[j * row + c];
+  charge(cost, 1, 3, (double)nidx * (double)row);
+  double touched = (double)u * (double)row;
+  switch (spec->kind) {
+    case MD_OPT_SGD:  /* the momentum kernel's per-row formula is the dense one's */
+      for (size_t r = 0; math && r < u; r++)
+        sgd(spec, w + (size_t)unique[r] * row, g + r * row, slots[0] + (size_t)unique[r] * row, row);
+      charge(cost, 4, 5, touched);
+      break;
+    case MD_OPT_ADAM:
+      if (math) adam_sparse(spec, t, w, rows, row, unique, g, u, slots[0], slots[1]);
+      charge(cost, 4, 5, touched);                       /* the scatter-adds into m and v */
+      charge(cost, 7, 6, (double)rows * (double)row);    /* the decays and the update of every row */
+      break;
+    case MD_OPT_ADAGRAD:  /* SparseApplyAdagradV2's per-row formula is the dense one's */
+      for (size_t r = 0; math && r < u; r++)
+        adagrad(spec, w + (size_t)unique[r] * row, g + r * row, slots[0] + (size_t)unique[r] * row, row);
+      charge(cost, 7, 5, touched);
+      break;
+  }
+  free(g);
+  free(seg);
+  free(unique);
 }
 
 void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost) {

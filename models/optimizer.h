@@ -40,6 +40,27 @@ float       md_optimizer_slot_initial(const md_optimizer_spec *spec);
 void        md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, const float *g,
                                 float *const *slots, size_t n, md_cost *cost);
 
+/* optimizer.apply_gradients of a tf.IndexedSlices on one variable of `rows` rows of `row`
+** elements (a parameter server's shard: indices are its own rows): indices[0..nidx), duplicates
+** allowed, in [0, rows); values nidx rows, one per index. What Keras' OptimizerV2 runs on the
+** variable's device (optimizer_v2.py _resource_apply_sparse_duplicate_indices):
+**   sgd, momentum 0 (gradient_descent.py): no dedup, ResourceScatterAdd(w, indices, -g*lr), one
+**             occurrence after the other;
+**   otherwise _deduplicate_indexed_slices first: array_ops.unique (order of first appearance)
+**             and unsorted_segment_sum of the values (from zero, in index order), then
+**   sgd:      ResourceSparseApplyKerasMomentum: on the unique rows only, a = a*m - g*lr;
+**             w += a (nesterov: w += a*m - g*lr); other rows keep w and their momentum;
+**   adam:     adam.py _resource_apply_sparse: m = m*b1 and v = v*b2 on EVERY row, then
+**             m[i] += g*(1-b1), v[i] += (g*g)*(1-b2) on the unique rows, then on every row
+**             w -= (lr_t*m) / (sqrt(v) + eps) with lr_t = lr * (sqrt(1-b2^t) / (1-b1^t));
+**   adagrad:  ResourceSparseApplyAdagradV2: on the unique rows only, a += g*g;
+**             w -= lr*g / (sqrt(a) + eps).
+** w or values NULL (shapes only): no math, only the cost of the rows touched (adam: all of
+** them), added to *cost. */
+void        md_optimizer_update_sparse(const md_optimizer_spec *spec, int64_t t, float *w, size_t rows,
+                                       size_t row, const int64_t *indices, const float *values, size_t nidx,
+                                       float *const *slots, md_cost *cost);
+
 typedef struct md_optimizer md_optimizer;
 md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m);
 void          md_optimizer_free(md_optimizer *o);

@@ -13,9 +13,11 @@
 **
 ** The chief is an actor on its VM running that loop. A scheduled train_step runs on whichever
 ** worker is idle (strategies/coordinator.h): its worker's next batch, every variable read from
-** its ps (the value as it is when the bytes arrive), the real forward and backward pass on the
-** worker's own copy, the FLOPs charged on the worker's CPU, the gradients pushed; each ps applies
-** them with the optimizer state it holds, in arrival order (strategies/ps_strategy.h). Nothing
+** its ps (the value as it is when the bytes arrive; an embedding only the batch's rows, gathered
+** on the ps as TF's colocated ResourceGather does), the real forward and backward pass on the
+** worker's own copy, the FLOPs charged on the worker's CPU, the gradients pushed (an embedding's
+** as IndexedSlices); each ps applies them with the optimizer state it holds, in arrival order
+** (strategies/ps_strategy.h). Nothing
 ** waits for the other workers: this is async training.
 **
 ** dataset_fn is Dataset.range(steps): element k is batch k of the scenario's batching rule
@@ -73,6 +75,10 @@ typedef struct ps_worker {
   md_op_log ops;          /* the pass's ops, for the roofline */
   int track;              /* its trace track */
   sim_event_handle back;  /* its pending recovery */
+  md_tensor *lookup_ids;  /* the batch's ids, int64 [n * ids]: the embedding lookup's, and the
+                          ** indices of its gradient's IndexedSlices; NULL without an embedding */
+  md_tensor *slices;      /* that gradient's values [n * ids, dim] (zeros with numerics off) */
+  ds_ps_grad *push;       /* per variable, what apply_gradients pushes */
 } ps_worker;
 
 /* One scheduled closure (a training step), across its attempts (invariant 2). */
@@ -128,13 +134,42 @@ struct ps_trainer {
 
 /* ---- the training step ------------------------------------------------------------------ */
 
-/* Reads every variable into the worker's model, the versions seen into the closure's table. */
+/* The embedding layer's variable (layer 0 when there is one), -1 without. */
+static int embedding_var(const ps_worker *w) { return w->grads->slices_var; }
+
+/* The batch's ids into w->lookup_ids as int64, the dtype they travel in (a tf.data integer CSV
+** column), duplicates and order kept: what the embedding's gather receives. Numerics off too:
+** the per-shard bytes depend on the ids. */
+static void batch_ids(ps_trainer *t, ps_worker *w, size_t row, int n) {
+  int width = t->in.data->width;
+  int64_t shape[2] = { (int64_t)n * width, md_model_var_const(w->model, embedding_var(w))->shape[1] };
+  int32_t *ids = train_xcalloc((size_t)shape[0] + 1, sizeof *ids);
+  md_dataset_gather(t->in.data, row, n, NULL, ids, NULL);
+  md_tensor_free(w->lookup_ids);
+  md_tensor_free(w->slices);
+  w->lookup_ids = md_tensor_new(MD_INT64, 1, shape);
+  w->slices = md_tensor_new(MD_FLOAT32, 2, shape);
+  for (int64_t j = 0; j < shape[0]; j++) md_tensor_i64(w->lookup_ids)[j] = ids[j];
+  free(ids);
+}
+
+/* Reads the variables into the worker's model, the versions seen into the closure's table. The
+** embedding is not read whole: TF's gather runs on the ps (ResourceGather is colocated with its
+** variable; a ShardedVariable gathers per shard), so only the batch's rows travel and are
+** written into the worker's copy; the other rows stay stale there, and nothing reads them. */
 static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closure *cl, ds_status *st) {
   for (int i = 0; i < t->nvars; i++) {
-    md_tensor *value = ds_ps_read(t->strategy, self, w->index, t->vars[i], cl->read_version + t->first_comp[i], st);
+    int emb = i == embedding_var(w);
+    int64_t *versions = cl->read_version + t->first_comp[i];
+    md_tensor *value = emb ? ds_ps_embedding_lookup(t->strategy, self, w->index, t->vars[i], w->lookup_ids, versions, st)
+                           : ds_ps_read(t->strategy, self, w->index, t->vars[i], versions, st);
     if (value == NULL) return -1;
-    float *dst = md_model_var(w->model, i)->data;
-    if (dst) memcpy(dst, value->data, value->size * sizeof(float));
+    md_var *dst = md_model_var(w->model, i);
+    size_t row = emb ? (size_t)dst->shape[1] : value->size;
+    for (size_t j = 0; dst->data && j < value->size / (row ? row : 1); j++) {
+      size_t to = emb ? (size_t)md_tensor_i64(w->lookup_ids)[j] * row : 0;
+      memcpy(dst->data + to, md_tensor_f32(value) + j * row, row * sizeof(float));
+    }
     md_tensor_free(value);
   }
   return 0;
@@ -197,6 +232,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   size_t row;
   int n;
   train_batch_of_step(&t->in, batch_no, &row, &n);
+  if (embedding_var(w) >= 0) batch_ids(t, w, row, n);
 
   if (read_variables(t, w, self, cl, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   md_batch b = { n, NULL, NULL, NULL };
@@ -211,9 +247,19 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.n);
   if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
 
-  for (int i = 0; i < t->nvars; i++)
+  /* The embedding pushes its IndexedSlices (the batch's ids, one gradient row per id), the ps
+  ** deduplicating them as Keras does; every other variable its dense gradient. */
+  if (w->push == NULL) w->push = train_xcalloc((size_t)t->nvars, sizeof *w->push);
+  for (int i = 0; i < t->nvars; i++) {
+    if (i == embedding_var(w)) {
+      if (w->grads->slices && n > 0) memcpy(w->slices->data, w->grads->slices, w->slices->size * sizeof(float));
+      w->push[i] = (ds_ps_grad){ .indices = w->lookup_ids, .values = w->slices };
+      continue;
+    }
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
-  if (ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->grad, cl->applied_at, &st) != 0)
+    w->push[i] = (ds_ps_grad){ .dense = w->grad[i] };
+  }
+  if (ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, cl->applied_at, &st) != 0)
     return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
   t->duplicated += cl->duplicated;
@@ -500,6 +546,9 @@ static void free_trainer(ps_trainer *t) {
     for (int v = 0; v < t->nvars; v++) md_tensor_free(w->grad[v]);
     free(w->grad);
     md_op_log_free(&w->ops);
+    md_tensor_free(w->lookup_ids);
+    md_tensor_free(w->slices);
+    free(w->push);
     free(w->x);
     free(w->ids);
     free(w->labels);

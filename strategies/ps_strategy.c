@@ -13,8 +13,10 @@
 **
 ** Timed operations start every transfer of a read or push at once and wait for them with
 ** sim_wait_all; each transfer's on_done notification runs at its own completion time and does
-** the numerics there (copy the value, or apply the update). A kill of the worker withdraws the
-** wait, so no notification of a killed operation ever runs.
+** the numerics there (copy the value, or apply the update: md_optimizer_update for a dense
+** gradient, md_optimizer_update_sparse for IndexedSlices, cut per shard by the div rule before
+** the transfers start). A kill of the worker withdraws the wait, so no notification of a killed
+** operation ever runs.
 **
 ** Invariants:
 **  1. comps[] lists the components in creation order; a variable's components are contiguous
@@ -69,7 +71,10 @@ typedef struct ps_xfer {
   struct ps_op *op;       /* the operation it belongs to */
   int comp;               /* the component it moves, -1 for a variable of the coordinator */
   int index;              /* its place in the operation's versions / applied_at */
-  const md_tensor *grad;  /* push: this component's gradient, NULL to add 1 to iterations */
+  const md_tensor *grad;  /* push: this component's gradient (IndexedSlices: its values), NULL to
+                          ** add 1 to iterations */
+  const md_tensor *indices; /* push of IndexedSlices: the component's own rows (int64), else NULL */
+  double wire;            /* push: bytes it moves (values, and indices at their dtype's size) */
   double flops, bytes;    /* push: the update's cost on the ps, once applied */
   int applied;            /* push: it arrived at a live ps and was applied */
 } ps_xfer;
@@ -83,7 +88,7 @@ typedef struct ps_op {
   int n;                  /* transfers */
   ps_xfer *xfers;         /* n of them */
   sim_activity **acts;    /* n, handed to sim_wait_all */
-  md_tensor **pieces;     /* push: gradient rows cut for shards, owned */
+  md_tensor **pieces;     /* push: gradient rows cut for shards and slices' indices, owned */
   int npieces;            /* entries in pieces */
   int64_t *versions;      /* the caller's array of versions or applied_at, or NULL */
   int64_t t;              /* push: the iteration its updates use */
@@ -837,19 +842,23 @@ static void push_done(sim_engine *e, sim_activity *act, void *arg) {
     return;
   }
   md_cost cost = { 0 };
-  md_optimizer_update(&op->ps->opt, op->t, md_tensor_f32(value), md_tensor_f32((md_tensor *)x->grad),
-                      c->slots, value->size, &cost);
+  float *g = md_tensor_f32((md_tensor *)x->grad);
+  if (x->indices) {
+    size_t rows = value->rank ? (size_t)value->shape[0] : 1, row = rows ? value->size / rows : 0;
+    md_optimizer_update_sparse(&op->ps->opt, op->t, md_tensor_f32(value), rows, row,
+                               md_tensor_i64((md_tensor *)x->indices), g, x->indices->size, c->slots, &cost);
+  } else {
+    md_optimizer_update(&op->ps->opt, op->t, md_tensor_f32(value), g, c->slots, value->size, &cost);
+  }
   x->flops = cost.flops;
   x->bytes = cost.bytes_moved;
 }
 
 /* Starts op's pushes from the worker and waits for them all to arrive. */
 static void push_all(ps_op *op, sim_actor *self, int worker) {
-  for (int k = 0; k < op->n; k++) {
-    const md_tensor *g = op->xfers[k].grad;
+  for (int k = 0; k < op->n; k++)
     start_xfer(op, k, task(op->ps, DS_PS_WORKER, worker)->host, comp_host(op->ps, op->xfers[k].comp),
-               g ? (double)value_bytes(g) : (double)md_dtype_size(MD_INT64), push_done);
-  }
+               op->xfers[k].wire, push_done);
   sim_wait_all(self, op->acts, (size_t)op->n);
 }
 
@@ -865,31 +874,86 @@ static void charge_updates(ps_op *op, sim_actor *self) {
   sim_wait_all(self, op->acts, (size_t)n);
 }
 
-static int check_grads(ps_state *ps, int n, ds_variable *const *vars, md_tensor *const *grads, ds_status *st) {
+/* IndexedSlices for a variable of shape want: indices int32 or int64 [n] in [0, rows), values
+** float32 [n, want's other dims]. */
+static int check_slices(const ds_variable *v, const md_tensor *want, const ds_ps_grad *g, ds_status *st) {
+  const md_tensor *ix = g->indices, *val = g->values;
+  char a[64], b[64], c[64];
+  int ok = val != NULL && (ix->dtype == MD_INT32 || ix->dtype == MD_INT64) && ix->rank == 1 &&
+           val->dtype == MD_FLOAT32 && val->rank == want->rank && val->shape[0] == ix->shape[0];
+  for (int d = 1; ok && d < want->rank; d++) ok = val->shape[d] == want->shape[d];
+  if (!ok)
+    return ds_status_set(st, DS_VALUE_ERROR, "apply_gradients: the IndexedSlices of %s must be 1-D int32 or "
+                         "int64 indices and float32 values of [len(indices)] + the variable's %s[1:]; got "
+                         "%s indices, values %s", ds_variable_name(v), md_tensor_shape_str(want, b, sizeof b),
+                         md_tensor_shape_str(ix, a, sizeof a), val ? md_tensor_shape_str(val, c, sizeof c) : "missing");
+  for (size_t j = 0; j < ix->size; j++) {
+    int64_t id = id_at(ix, j);
+    if (id < 0 || id >= want->shape[0])
+      return ds_status_set(st, DS_INVALID_ARGUMENT_ERROR, "apply_gradients: index %lld is not in [0, %lld) "
+                           "of %s", (long long)id, (long long)want->shape[0], ds_variable_name(v));
+  }
+  return 0;
+}
+
+static int check_grads(ps_state *ps, int n, ds_variable *const *vars, const ds_ps_grad *grads, ds_status *st) {
   if (ps->iterations == NULL)
     return ds_status_set(st, DS_VALUE_ERROR, "apply_gradients: the strategy has no optimizer "
                          "(ds_ps_set_optimizer)");
   for (int i = 0; i < n; i++) {
     int64_t shape[MD_TENSOR_MAX_RANK];
     ds_sharded_variable *sv = ds_variable_sharded(vars[i]);
-    const md_tensor *first = ds_variable_copy(vars[i], 0);
+    const md_tensor *first = ds_variable_copy(vars[i], 0), *g = grads[i].dense;
     md_tensor want = { .dtype = MD_FLOAT32, .rank = sv ? ds_sharded_variable_shape(sv, shape) : first->rank };
     memcpy(want.shape, sv ? shape : first->shape, (size_t)want.rank * sizeof *shape);
     if (first_comp(ps, vars[i]) < 0)
       return ds_status_set(st, DS_VALUE_ERROR, "apply_gradients: %s was not created in this "
                            "ParameterServerStrategy's scope", ds_variable_name(vars[i]));
-    if (grads[i]->dtype != MD_FLOAT32 || first->dtype != MD_FLOAT32 || !md_tensor_same_shape(grads[i], &want)) {
+    if (grads[i].indices != NULL && first->dtype == MD_FLOAT32 && want.rank >= 1) {
+      if (check_slices(vars[i], &want, &grads[i], st) != 0) return -1;
+    } else if (g == NULL || g->dtype != MD_FLOAT32 || first->dtype != MD_FLOAT32 || !md_tensor_same_shape(g, &want)) {
       char a[64], b[64];
       return ds_status_set(st, DS_VALUE_ERROR, "apply_gradients: the gradient of %s is %s %s, the variable "
-                           "float32 %s", ds_variable_name(vars[i]), md_dtype_name(grads[i]->dtype),
-                           md_tensor_shape_str(grads[i], a, sizeof a), md_tensor_shape_str(&want, b, sizeof b));
+                           "float32 %s", ds_variable_name(vars[i]), g ? md_dtype_name(g->dtype) : "IndexedSlices",
+                           g ? md_tensor_shape_str(g, a, sizeof a) : "", md_tensor_shape_str(&want, b, sizeof b));
     }
   }
   return 0;
 }
 
+/* Shard j's part of an IndexedSlices by the div rule, as embedding_ops' sharded gradient gives
+** it (dynamic_partition keeps the order of appearance): its ids as local int64 rows and their
+** value rows, both owned by op. The whole of it for a plain variable (j = -1). */
+static void cut_slices(ps_op *op, ps_xfer *x, const ds_variable *v, int j, const ds_ps_grad *g) {
+  ds_sharded_variable *sv = ds_variable_sharded(v);
+  int64_t total = sv ? ds_sharded_variable_offset(sv, ds_sharded_variable_num_shards(sv)) : 0;
+  int nshards = sv ? ds_sharded_variable_num_shards(sv) : 1;
+  const md_tensor *val = g->values;
+  size_t row = val->shape[0] ? value_bytes(val) / (size_t)val->shape[0] : 0, n = 0;
+  int64_t *local = ds__xcalloc(g->indices->size + 1, sizeof *local);
+  size_t *from = ds__xcalloc(g->indices->size + 1, sizeof *from);
+  for (size_t k = 0; k < g->indices->size; k++) {
+    int64_t p = 0, l = id_at(g->indices, k);
+    if (sv) ds_div_index(total, nshards, id_at(g->indices, k), &p, &l);
+    if (p != (sv ? j : 0)) continue;
+    local[n] = l;
+    from[n++] = k;
+  }
+  int64_t shape[MD_TENSOR_MAX_RANK] = { (int64_t)n };
+  memcpy(shape + 1, val->shape + 1, (size_t)(val->rank - 1) * sizeof *shape);
+  md_tensor *ix = md_tensor_from(MD_INT64, 1, shape, local), *rows = md_tensor_new(MD_FLOAT32, val->rank, shape);
+  for (size_t k = 0; k < n; k++) memcpy((char *)rows->data + k * row, (const char *)val->data + from[k] * row, row);
+  free(local);
+  free(from);
+  op->pieces[op->npieces++] = ix;
+  op->pieces[op->npieces++] = rows;
+  x->indices = ix;
+  x->grad = rows;
+  x->wire = (double)value_bytes(rows) + (double)n * (double)md_dtype_size(g->indices->dtype);
+}
+
 int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds_variable *const *vars,
-                          md_tensor *const *grads, int64_t *applied_at, ds_status *st) {
+                          const ds_ps_grad *grads, int64_t *applied_at, ds_status *st) {
   ps_state *ps = state_of(s);
   ds_status_clear(st);
   if (check_grads(ps, n, vars, grads, st) != 0) return -1;
@@ -902,16 +966,22 @@ int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds
   ps_op *op = op_begin(s, worker, OP_PUSH, total);
   op->t = t;
   op->versions = applied_at;
-  op->pieces = ds__xcalloc((size_t)total, sizeof *op->pieces);
+  op->pieces = ds__xcalloc((size_t)total * 2, sizeof *op->pieces);
   for (int i = 0, k = 0; i < n; i++) {
     ds_sharded_variable *sv = ds_variable_sharded(vars[i]);
     for (int j = 0; j < ds_variable_num_copies(vars[i]); j++, k++) {
-      op->xfers[k].comp = first_comp(ps, vars[i]) + j;
-      op->xfers[k].index = k;
-      op->xfers[k].grad = grads[i];
+      ps_xfer *x = &op->xfers[k];
+      x->comp = first_comp(ps, vars[i]) + j;
+      x->index = k;
+      if (grads[i].indices) {
+        cut_slices(op, x, vars[i], sv ? j : -1, &grads[i]);
+        continue;
+      }
+      x->grad = grads[i].dense;
       if (sv)
-        op->xfers[k].grad = op->pieces[op->npieces++] = md_tensor_slice0(grads[i], ds_sharded_variable_offset(sv, j),
-                                                                         ds_sharded_variable_offset(sv, j + 1));
+        x->grad = op->pieces[op->npieces++] = md_tensor_slice0(grads[i].dense, ds_sharded_variable_offset(sv, j),
+                                                               ds_sharded_variable_offset(sv, j + 1));
+      x->wire = (double)value_bytes(x->grad);
     }
   }
   if (failed_at_start(op, st) != 0) return -1;
@@ -921,6 +991,7 @@ int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds
   if (failed < 0) {
     op = op_begin(s, worker, OP_PUSH, 1);
     op->xfers[0].comp = first_comp(ps, ps->iterations);
+    op->xfers[0].wire = (double)md_dtype_size(MD_INT64);
     if (failed_at_start(op, st) != 0) return -1;
     push_all(op, self, worker);
     failed = op->failed_ps;

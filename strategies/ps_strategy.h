@@ -139,18 +139,37 @@ md_tensor *ds_ps_read(ds_strategy *s, sim_actor *self, int worker, ds_variable *
 ** ds_ps_read. */
 md_tensor *ds_ps_embedding_lookup(ds_strategy *s, sim_actor *self, int worker, ds_variable *v,
                                   const md_tensor *ids, int64_t *versions, ds_status *st);
+/* One gradient of apply_gradients: a dense tensor shaped like the variable, or a
+** tf.IndexedSlices, what the gradient of an embedding lookup (a gather) is. */
+typedef struct ds_ps_grad {
+  const md_tensor *dense;   /* the gradient; NULL for IndexedSlices */
+  const md_tensor *indices; /* IndexedSlices: int32 or int64 [n], rows of the full variable, in the
+                            ** order the lookup saw them, duplicates included; NULL when dense */
+  const md_tensor *values;  /* IndexedSlices: float32 [n, the variable's shape[1:]], row j for indices[j] */
+} ds_ps_grad;
+
 /* optimizer.apply_gradients(zip(grads, vars)) in a closure on worker `worker`: reads iterations
-** (t = its value + 1 for adam's bias correction), pushes every gradient (a ShardedVariable's
-** split into its shards' rows) worker -> ps at once; each ps applies its update with the
-** optimizer's formula when the push arrives, in arrival order, and bumps the component's version;
-** then the worker waits for the ps CPUs to run the updates (max-min shared with other updates
-** there) and adds 1 to iterations on its ps. applied_at (may be NULL) gets, per component of the
-** vars in order, the version the component had when this update arrived (the worker's staleness
-** is applied_at minus the version its read saw). ValueError without an optimizer, for a
-** variable this strategy did not place, or a gradient of another shape or dtype than float32;
+** (t = its value + 1 for adam's bias correction), pushes every gradient worker -> ps at once; each
+** ps applies its update when the push arrives, in arrival order, and bumps the component's
+** version; then the worker waits for the ps CPUs to run the updates (max-min shared with other
+** updates there) and adds 1 to iterations on its ps.
+**   dense: a ShardedVariable's gradient is split into its shards' rows; each moves its bytes and
+**          is applied with md_optimizer_update.
+**   IndexedSlices: each component gets the slices of its own rows (a ShardedVariable's by the
+**          div rule, ids -> (shard, row in shard), order kept; a shard with none still gets an
+**          empty push, latency only, and still applies: adam decays its slots); it moves
+**          values bytes + len(indices) * the indices' dtype size (8 for int64), and is applied
+**          with the optimizer's sparse kernel (md_optimizer_update_sparse: Keras' dedup, then
+**          only the rows indexed, but every row for adam). The ps CPU is charged for the rows the
+**          kernel touches.
+** applied_at (may be NULL) gets, per component of the vars in order, the version the component
+** had when this update arrived (the worker's staleness is applied_at minus the version its read
+** saw). ValueError without an optimizer, for a variable this strategy did not place, or a
+** gradient of another shape or dtype than float32 (slices: indices not 1-D integers, values not
+** [len(indices)] + shape[1:]); InvalidArgumentError for an index outside the variable's rows;
 ** UnavailableError as ds_ps_read (the updates that did arrive at live ps tasks stay applied). */
 int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds_variable *const *vars,
-                          md_tensor *const *grads, int64_t *applied_at, ds_status *st);
+                          const ds_ps_grad *grads, int64_t *applied_at, ds_status *st);
 
 /* A worker's on-kill path: releases what its read or push cut short held (its transfers were
 ** already withdrawn by the kill, so nothing of it is applied). The next read or push of that

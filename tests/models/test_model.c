@@ -276,6 +276,35 @@ static void test_embedding_forward(void **state) {
   }
 }
 
+/* The embedding's gradient as TF's gather gives it (md_grads.slices): ids [1, 2, 2] of one
+** example, combiner mean, so each id's row is dz/3 (the same three rows); the dense gradient is
+** their unsorted_segment_sum from zero in batch order, bit for bit: row 1 = 0 + s0, row 2 =
+** (0 + s1) + s2, row 0 = 0. The slices hold only the batch's 3 rows, not the table's. */
+static void test_embedding_slices(void **state) {
+  (void)state;
+  md_layer_spec l = {.kind = MD_LAYER_EMBEDDING, .vocab = 3, .dim = 2, .combiner = MD_COMBINER_MEAN};
+  md_model_spec spec = {.input_ids = 3, .input_vocab = 3, .nlayers = 1, .layers = &l, .from_logits = 1};
+  md_model *m = md_model_new(&spec, NULL);
+  set_var(m, "embedding/embeddings", (const float[]){0, 0, 1, -1, 2, -2});
+  md_workspace *w = md_workspace_new(m);
+  md_grads *g = md_grads_new(m);
+  assert_int_equal(g->slices_var, 0);
+  const int32_t ids[3] = {1, 2, 2}, y[1] = {0};
+  md_batch b = {1, NULL, ids, y};
+  md_model_train_step(m, w, &b, 1.0f, g, NULL, NULL);
+  const float *s = g->slices, *d = g->g[0];
+  assert_true(g->slices_cap >= 6);
+  for (int c = 0; c < 2; c++) {
+    assert_true(s[c] != 0 && s[c] == s[2 + c] && s[c] == s[4 + c]);
+    assert_true(d[c] == 0.0f);
+    assert_true(d[2 + c] == 0.0f + s[c]);
+    assert_true(d[4 + c] == (0.0f + s[2 + c]) + s[4 + c]);
+  }
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
 static void test_spec_errors(void **state) {
   (void)state;
   md_layer_spec dense = {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1};
@@ -474,6 +503,7 @@ int main(void) {
       cmocka_unit_test(test_cost_and_empty_batch),
       cmocka_unit_test(test_op_log),
       cmocka_unit_test(test_shapes_only_costs),
+      cmocka_unit_test(test_embedding_slices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /*
 ** test_optimizer.c: two hand-worked updates of each Keras optimizer on w = [1, -2] with the
-** gradient g = [0.5, -1] both times (lr 0.1), slot names and order, adam's bias correction.
+** gradient g = [0.5, -1] both times (lr 0.1), slot names and order, adam's bias correction; the
+** sparse kernels (IndexedSlices) of each on a 4-row table.
 */
 #include "tests/testutil.h"
 
@@ -208,6 +209,170 @@ static void test_copy_state_resumes(void **state) {
   drop(&f);
 }
 
+/* ---- sparse updates: a 4x2 table, IndexedSlices ids {2, 0, 2} ----
+** w rows: r0 [1 1], r1 [2 2], r2 [3 3], r3 [4 4]; values: id 2 [1 2], id 0 [3 4], id 2 [0.5 0.25].
+** Dedup (unique in order of first appearance, unsorted_segment_sum): rows [2, 0] with
+** g2 = [1.5 2.25], g0 = [3 4]. lr 0.5 and momentum 0.5 keep every product exact. */
+static const int64_t IDS[3] = {2, 0, 2};
+static const float VALUES[6] = {1, 2, 3, 4, 0.5f, 0.25f};
+
+typedef struct table {
+  float w[8];             /* the variable */
+  float s0[8], s1[8];     /* its slots */
+} table;
+
+static table make_table(float slot0, float slot1) {
+  table t;
+  for (int j = 0; j < 8; j++) {
+    t.w[j] = (float)(j / 2 + 1);
+    t.s0[j] = j % 2 ? -slot0 : slot0;
+    t.s1[j] = slot1;
+  }
+  return t;
+}
+
+static void sparse(const md_optimizer_spec *s, table *t, const int64_t *ids, const float *values, size_t n,
+                   md_cost *c) {
+  float *slots[2] = {t->s0, t->s1};
+  md_optimizer_update_sparse(s, 1, t->w, 4, 2, ids, values, n, slots, c);
+}
+
+static void assert_row(const float *a, int r, double x, double y) {
+  if (a[2 * r] != (float)x || a[2 * r + 1] != (float)y)
+    fail_msg("row %d = [%.9g %.9g], expected [%.9g %.9g]", r, a[2 * r], a[2 * r + 1], x, y);
+}
+
+/* SGD, momentum 0: scatter-add of -g*lr per occurrence, no dedup. r2: 3 - 0.5 - 0.25 = 2.25,
+** 3 - 1 - 0.125 = 1.875; r0: 1 - 1.5 = -0.5, 1 - 2 = -1; r1, r3 unchanged. Cost: 3 rows of 2,
+** 2 flops each = 12 flops. Without dedup rounding differs from the dense sum: w = 2 with
+** g = 2^-24 twice (lr 1): 2 - 2^-24 is a tie that rounds back to 2, twice; the summed 2^-23
+** gives 2 - 2^-23 = 1.99999988. */
+static void test_sparse_sgd_scatter_adds(void **state) {
+  (void)state;
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_SGD);
+  s.learning_rate = 0.5f;
+  table t = make_table(0, 0);
+  md_cost c = {0};
+  sparse(&s, &t, IDS, VALUES, 3, &c);
+  assert_row(t.w, 0, -0.5, -1);
+  assert_row(t.w, 1, 2, 2);
+  assert_row(t.w, 2, 2.25, 1.875);
+  assert_row(t.w, 3, 4, 4);
+  assert_true(c.flops == 12);
+  s.learning_rate = 1.0f;
+  float w[2] = {2, 2}, tiny[4] = {0x1p-24f, 0, 0x1p-24f, 0};
+  int64_t twice[2] = {0, 0};
+  float *none[2] = {NULL, NULL};
+  md_optimizer_update_sparse(&s, 1, w, 1, 2, twice, tiny, 2, none, &c);
+  assert_true(w[0] == 2.0f);
+  float dense[1] = {2}, sum[1] = {0x1p-23f};
+  md_optimizer_update(&s, 1, dense, sum, none, 1, &c);
+  assert_true(dense[0] == 2.0f - 0x1p-23f);
+}
+
+/* SGD momentum 0.5 (ResourceSparseApplyKerasMomentum), momentum rows [1 -1]:
+** r2: a = 1*0.5 - 1.5*0.5 = -0.25, -1*0.5 - 2.25*0.5 = -1.625; w = 2.75, 1.375;
+** r0: a = 0.5 - 1.5 = -1, -0.5 - 2 = -2.5; w = 0, -1.5;
+** r1, r3: w and momentum untouched (the dense update would give r1 a = [0.5 -0.5], w = [2.5 1.5]).
+** Nesterov: w += a*0.5 - g*0.5: r2 3 - 0.125 - 0.75 = 2.125, 3 - 0.8125 - 1.125 = 1.0625. */
+static void test_sparse_sgd_momentum_rows_only(void **state) {
+  (void)state;
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_SGD);
+  s.learning_rate = 0.5f;
+  s.momentum = 0.5f;
+  table t = make_table(1, 0);
+  md_cost c = {0};
+  sparse(&s, &t, IDS, VALUES, 3, &c);
+  assert_row(t.w, 2, 2.75, 1.375);
+  assert_row(t.s0, 2, -0.25, -1.625);
+  assert_row(t.w, 0, 0, -1.5);
+  assert_row(t.s0, 0, -1, -2.5);
+  assert_row(t.w, 1, 2, 2);
+  assert_row(t.s0, 1, 1, -1);
+  assert_row(t.w, 3, 4, 4);
+  assert_row(t.s0, 3, 1, -1);
+  table d = make_table(1, 0);
+  float g[8] = {3, 4, 0, 0, 1.5f, 2.25f, 0, 0}, *slots[2] = {d.s0, NULL};
+  md_optimizer_update(&s, 1, d.w, g, slots, 8, &c);
+  assert_row(d.w, 1, 2.5, 1.5);
+  assert_row(d.w, 2, 2.75, 1.375);  /* the batch's rows agree with the dense kernel */
+  s.nesterov = 1;
+  table n = make_table(1, 0);
+  sparse(&s, &n, IDS, VALUES, 3, &c);
+  assert_row(n.w, 2, 2.125, 1.0625);
+  assert_row(n.w, 1, 2, 2);
+}
+
+/* Adam b1 0.5, b2 0.75, lr 0.5, eps 0, t 1: lr_t = 0.5 * (sqrt(0.25) / 0.5) = 0.5. m starts
+** [1 1] on r1 and 0 elsewhere, v 12 on r1 and r3 and 0 on r0 and r2.
+** r2: m = 0 + 1.5*0.5 = 0.75, v = 0 + 2.25*0.25 = 0.5625, w = 3 - 0.5*0.75/0.75 = 2.5;
+**     m = 1.125, v = 5.0625*0.25 = 1.265625, w = 3 - 0.5*1.125/1.125 = 2.5;
+** r0: m = 1.5, v = 2.25, w = 0.5; m = 2, v = 4, w = 0.5;
+** r1 (not in the batch): m = 0.5, v = 9, w = 2 - 0.25/3 = 1.91666663 (every row moves);
+** r3: m = 0 leaves w = 4. Cost: 2 unique rows x 2 x 4 flops + 8 x 7 flops + 3 x 2 (dedup) = 78. */
+static void test_sparse_adam_every_row(void **state) {
+  (void)state;
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_ADAM);
+  s.learning_rate = 0.5f;
+  s.beta_1 = 0.5f;
+  s.beta_2 = 0.75f;
+  s.epsilon = 0;
+  table t = make_table(0, 0);
+  for (int j = 0; j < 8; j++) {
+    t.s0[j] = j / 2 == 1 ? 1.0f : 0.0f;
+    t.s1[j] = j / 2 % 2 ? 12.0f : 0.0f;
+  }
+  md_cost c = {0};
+  sparse(&s, &t, IDS, VALUES, 3, &c);
+  assert_row(t.w, 2, 2.5, 2.5);
+  assert_row(t.s0, 2, 0.75, 1.125);
+  assert_row(t.s1, 2, 0.5625, 1.265625);
+  assert_row(t.w, 0, 0.5, 0.5);
+  assert_row(t.s1, 0, 2.25, 4);
+  assert_row(t.s0, 1, 0.5, 0.5);
+  assert_row(t.s1, 1, 9, 9);
+  float r1 = 2.0f - 0.5f * 0.5f / 3.0f;
+  assert_row(t.w, 1, r1, r1);
+  assert_row(t.w, 3, 4, 4);
+  assert_true(c.flops == 78);
+}
+
+/* Adagrad lr 0.5, eps 0, accumulators 0: r2 a = 2.25, 5.0625, w = 3 - 0.5*1.5/1.5 = 2.5 (both);
+** r0 a = 9, 16, w = 0.5 (both); r1, r3 and their accumulators untouched. */
+static void test_sparse_adagrad_rows_only(void **state) {
+  (void)state;
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_ADAGRAD);
+  s.learning_rate = 0.5f;
+  s.epsilon = 0;
+  table t = make_table(0, 0);
+  md_cost c = {0};
+  sparse(&s, &t, IDS, VALUES, 3, &c);
+  assert_row(t.w, 2, 2.5, 2.5);
+  assert_row(t.s0, 2, 2.25, 5.0625);
+  assert_row(t.w, 0, 0.5, 0.5);
+  assert_row(t.s0, 0, 9, 16);
+  assert_row(t.w, 1, 2, 2);
+  assert_row(t.s0, 1, 0, 0);
+  assert_row(t.w, 3, 4, 4);
+}
+
+/* Shapes only (w NULL): no math, the same cost as with values. */
+static void test_sparse_shapes_only_costs(void **state) {
+  (void)state;
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_ADAM);
+  table t = make_table(0, 0);
+  md_cost full = {0}, shapes = {0};
+  sparse(&s, &t, IDS, VALUES, 3, &full);
+  float *slots[2] = {NULL, NULL};
+  md_optimizer_update_sparse(&s, 1, NULL, 4, 2, IDS, NULL, 3, slots, &shapes);
+  assert_true(full.flops == shapes.flops && full.bytes_moved == shapes.bytes_moved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sgd),
@@ -217,6 +382,11 @@ int main(void) {
       cmocka_unit_test(test_adam_bias_correction),
       cmocka_unit_test(test_adagrad),
       cmocka_unit_test(test_copy_state_resumes),
+      cmocka_unit_test(test_sparse_sgd_scatter_adds),
+      cmocka_unit_test(test_sparse_sgd_momentum_rows_only),
+      cmocka_unit_test(test_sparse_adam_every_row),
+      cmocka_unit_test(test_sparse_adagrad_rows_only),
+      cmocka_unit_test(test_sparse_shapes_only_costs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,14 +2,19 @@
 ** test_ps_train.c: parameter_server scenarios run end to end (scenarios/ps_train.c) with the data
 ** in tests/data/ps/: one worker is sequential training (golden r1), four workers converge with
 ** stale updates, placement is round-robin, worker preemptions keep exactly-once accounting, and
-** a lost ps or chief restarts from the checkpoint or fails the job.
+** a lost ps or chief restarts from the checkpoint or fails the job; an embedding reads its rows
+** and pushes IndexedSlices.
 */
 #include "tests/testutil.h"
 
 #include <math.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "models/optimizer.h"
 #include "scenarios/train.h"
+#include "scenarios/trainInt.h"
 
 static int run(const char *name, const char *out, run_summary *sum) {
   char rel[256];
@@ -148,12 +153,121 @@ static void lost_ps_or_chief(void **state) {
   tu_remove_dir(out);
 }
 
+/* Sequential training of the scenario's model, step k on batch k: each variable updated with
+** the dense kernel, the embedding with the sparse one on its IndexedSlices (the batch's ids,
+** md_grads.slices) when sparse is 1. The weights, flattened in variable order, into out. */
+static size_t reference(const scenario *s, int sparse, float *out) {
+  scn_error err;
+  train_input in = { .s = s };
+  md_model *m = NULL;
+  assert_int_equal(train_build_model(s, &m, &err), TR_EXIT_OK);
+  assert_int_equal(train_load_data(&in, m, &err), TR_EXIT_OK);
+  assert_int_equal(train_count_steps(&in, &err), TR_EXIT_OK);
+  md_workspace *ws = md_workspace_new(m);
+  md_grads *g = md_grads_new(m);
+  int nv = md_model_num_vars(m), width = in.data->width;
+  float *slots[8][2] = {{NULL}};
+  for (int i = 0; i < nv; i++) slots[i][0] = calloc(md_model_var(m, i)->size, sizeof(float));
+  int32_t ids[64 * 3], labels[64];
+  int64_t ids64[64 * 3];
+  for (long k = 0; k < in.steps; k++) {
+    size_t row;
+    int n;
+    train_batch_of_step(&in, k, &row, &n);
+    md_dataset_gather(in.data, row, n, NULL, ids, labels);
+    md_batch b = { n, NULL, ids, labels };
+    md_model_train_step(m, ws, &b, train_loss_scale(s, n), g, NULL, NULL);
+    for (int i = 0; i < nv; i++) {
+      md_var *v = md_model_var(m, i);
+      if (sparse && i == g->slices_var) {
+        for (int j = 0; j < n * width; j++) ids64[j] = ids[j];
+        md_optimizer_update_sparse(&s->optimizer, k + 1, v->data, (size_t)v->shape[0], (size_t)v->shape[1], ids64,
+                                   g->slices, (size_t)n * width, slots[i], NULL);
+      } else {
+        md_optimizer_update(&s->optimizer, k + 1, v->data, g->g[i], slots[i], v->size, NULL);
+      }
+    }
+  }
+  size_t total = 0;
+  for (int i = 0; i < nv; i++) {
+    memcpy(out + total, md_model_var(m, i)->data, md_model_var(m, i)->size * sizeof(float));
+    total += md_model_var(m, i)->size;
+    free(slots[i][0]);
+  }
+  md_grads_free(g);
+  md_workspace_free(ws);
+  md_model_free(m);
+  md_dataset_free(in.data);
+  return total;
+}
+
+/* The first transfer on the fabric link named `track` in trace.json: its bytes and duration. */
+static void first_comm(const char *trace, const char *track, double *bytes, double *dur) {
+  json_error_t e;
+  json_t *root = json_load_file(trace, 0, &e), *ev = json_object_get(root, "traceEvents"), *x;
+  size_t i;
+  json_int_t tid = -1;
+  *bytes = *dur = -1;
+  json_array_foreach(ev, i, x) {
+    const char *name = json_string_value(json_object_get(json_object_get(x, "args"), "name"));
+    if (name && strcmp(name, track) == 0) tid = json_integer_value(json_object_get(x, "tid"));
+    if (*bytes < 0 && json_integer_value(json_object_get(x, "tid")) == tid &&
+        strcmp(json_string_value(json_object_get(x, "name")), "comm") == 0) {
+      *bytes = json_number_value(json_object_get(json_object_get(x, "args"), "bytes"));
+      *dur = json_number_value(json_object_get(x, "dur"));
+    }
+  }
+  json_decref(root);
+}
+
+/* An Embedding(20, 4) split by MinSizePartitioner over 2 ps (rows 0-9, 10-19), one worker, SGD
+** momentum 0.9, 30 steps of 2 examples x 3 ids. The final weights equal, bit for bit, sequential
+** training that applies the embedding's IndexedSlices with the sparse momentum kernel, and not
+** the dense kernel's (rows outside a batch keep their momentum and do not move).
+** Step 0 looks up ids [9 4 11 | 5 12 11]: 3 rows from each shard, 3 x 16 = 48 bytes on each ps's
+** up link (fabric.t1.up: ps 0, t2.up: ps 1; a whole shard would be 160), both sharing the
+** worker's down link at 0.5 GB/s: 10 us of latency + 96 ns = 10.096 us (the whole table: 10.320). */
+static void embedding_pushes_indexed_slices(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("embedding_one_worker", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.steps_completed, 30);
+  static scenario s;
+  scn_error err;
+  assert_int_equal(scenario_load(tu_src("tests/data/ps/embedding_one_worker.yaml"), NULL, 0, &s, &err), 0);
+  static float sparse[128], dense[128];
+  static double got[128];
+  assert_int_equal(reference(&s, 1, sparse), 95);
+  assert_int_equal(reference(&s, 0, dense), 95);
+  char path[512];
+  snprintf(path, sizeof path, "%s/final_weights.csv", out);
+  assert_int_equal(tu_read_column(path, 2, got, 128, NULL), 95);
+  int differ = 0;
+  for (int i = 0; i < 95; i++) {
+    if ((float)got[i] != sparse[i]) fail_msg("weight %d %.9g, the sparse reference %.9g", i, got[i], sparse[i]);
+    differ += sparse[i] != dense[i];
+  }
+  assert_true(differ > 0);
+  double bytes, dur;
+  snprintf(path, sizeof path, "%s/trace.json", out);
+  for (int ps = 1; ps <= 2; ps++) {
+    char track[32];
+    snprintf(track, sizeof track, "fabric.t%d.up", ps);
+    first_comm(path, track, &bytes, &dur);
+    assert_true(bytes == 48);
+    assert_true(fabs(dur - 10.096) < 1e-9);
+  }
+  tu_remove_dir(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(one_worker_is_golden_r1),
     cmocka_unit_test(four_workers_converge_with_staleness),
     cmocka_unit_test(preempted_worker_exactly_once),
     cmocka_unit_test(lost_ps_or_chief),
+    cmocka_unit_test(embedding_pushes_indexed_slices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
