@@ -28,7 +28,9 @@ double expect_metric(const run_summary *sum, int metric) {
   else if (!strcmp(name, "goodput")) v = sum->goodput;
   else if (!strcmp(name, "retried_closures")) v = (double)sum->retried_closures;
   else if (!strcmp(name, "lost_updates")) v = (double)sum->lost_updates;
-  else v = (double)sum->duplicated_updates;
+  else if (!strcmp(name, "duplicated_updates")) v = (double)sum->duplicated_updates;
+  else if (!strcmp(name, "evaluations")) v = (double)sum->evaluations;
+  else v = sum->evaluations > 0 ? sum->final_eval_loss : NAN;
   if (!isfinite(v)) return v;
   char text[32];
   snprintf(text, sizeof text, "%.15g", v);

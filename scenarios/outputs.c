@@ -167,6 +167,11 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "retried_closures", json_integer(s->retried_closures));
   json_object_set_new(o, "lost_updates", json_integer(s->lost_updates));
   json_object_set_new(o, "duplicated_updates", json_integer(s->duplicated_updates));
+  if (s->has_evaluator) {
+    json_object_set_new(o, "evaluations", json_integer(s->evaluations));
+    json_object_set_new(o, "failed_restores", json_integer(s->failed_restores));
+    json_object_set_new(o, "final_eval_loss", isfinite(s->final_eval_loss) ? json_real(s->final_eval_loss) : json_null());
+  }
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
   json_t *devices = json_array();
   for (int i = 0; i < s->ndevices; i++) {

@@ -78,6 +78,10 @@ typedef struct run_summary {
   long   retried_closures;/* parameter_server: closures re-queued after a worker failure */
   long   lost_updates;    /* parameter_server: applied updates a checkpoint restore rolled back */
   long   duplicated_updates; /* parameter_server: steps part of whose update was applied twice */
+  int    has_evaluator;   /* parameter_server: a side-car evaluator ran (the three below) */
+  long   evaluations;     /* its evaluations completed (rows of evaluations.csv) */
+  long   failed_restores; /* its restores of a checkpoint deleted while it read it */
+  double final_eval_loss; /* the loss of its last evaluation (NaN: none) */
   run_device *devices;    /* each replica device's memory, in replica order; freed by
                              train_run once summary.json is written */
   int ndevices;           /* entries in devices */

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "scenarios/faults.h"
+#include "scenarios/ps_eval.h"
 #include "scenarios/report.h"
 #include "scenarios/trainInt.h"
 #include "sim/fault.h"
@@ -130,6 +131,8 @@ struct ps_trainer {
   faults *faults;         /* the scenario's faults, NULL without */
   sim_fault_plan *plan;   /* their plan */
   report_progress progress; /* the terminal's progress bar */
+  ps_eval *eval;          /* the side-car evaluator, NULL without (scenarios/ps_eval.h) */
+  sim_time ended;         /* the chief's last join or save returned: summary.json's sim_time_s */
 };
 
 /* ---- the training step ------------------------------------------------------------------ */
@@ -321,6 +324,7 @@ static int save_checkpoint(ps_trainer *t, sim_actor *self, long step, ds_status 
   t->ckpt_updates = t->completed;
   t->checkpoints++;
   t->ckpt_time += sim_now(t->engine) - start;
+  ps_eval_saved(t->eval, step, snap);
   sim_trace_span(t->engine, t->chief_track, "checkpoint", "checkpoint", start, sim_now(t->engine));
   return 0;
 }
@@ -361,6 +365,8 @@ static void chief_main(sim_actor *self, void *arg) {
     }
   }
   if (rc == 0) rc = ds_coordinator_join(t->coord, &st);
+  /* The evaluator ends with the final model: the chief saves it for the evaluator's sake. */
+  if (rc == 0 && t->eval) rc = save_checkpoint(t, self, t->in.steps, &st);
   if (rc != 0) {
     chief_raised(t, &st);
     return;
@@ -461,7 +467,9 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
     stop_job(t, index, back_at);
   } else if (kind == FAULTS_CHIEF) {
     stop_job(t, -1, back_at);
-  }  /* the evaluator is not simulated: its loss never stops training */
+  } else if (kind == FAULTS_EVALUATOR) {
+    ps_eval_down(t->eval, f);  /* its loss never stops training */
+  }
 }
 
 /* ---- set-up ------------------------------------------------------------------------------- */
@@ -471,6 +479,7 @@ static ds_strategy *build_strategy(const scenario *s, sim_engine *e) {
                               .evaluators = s->has_evaluator, .task_type = "chief" };
   ds_ps_cluster m = { .worker = train_machine(&s->worker_machine), .ps = train_machine(&s->ps_machine),
                       .coordinator = train_machine(&s->chief_machine),
+                      .evaluator = train_machine(&s->evaluator_machine),
                       .fabric = train_fabric_kind(s->fabric), .link_bytes_per_s = s->fabric_bytes_per_s,
                       .latency = sim_time_from_s(s->fabric_latency_s) };
   ds_partitioner p = {0};
@@ -562,6 +571,7 @@ static void free_trainer(ps_trainer *t) {
   free(t->closures);
   free(t->records);
   ds_ps_snapshot_free(t->ckpt);
+  ps_eval_free(t->eval);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
   if (t->strategy) {
@@ -623,7 +633,7 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->strategy = scenario_strategy_name(s->strategy);
   sum->replicas = ds_num_replicas_in_sync(t->strategy);
   sum->all_reduce = "none";
-  sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
+  sum->sim_time_s = sim_time_to_s(t->ended);
   sum->steps_completed = t->completed - t->lost_updates;
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
   double examples = 0, useful = 0;
@@ -676,7 +686,9 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
   char figures[128];
   snprintf(figures, sizeof figures, "dup=%ld retried=%ld lost=%ld", sum->duplicated_updates,
            sum->retried_closures, sum->lost_updates);
-  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures, NULL, 0 };
+  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures, NULL, 0,
+                      NULL, NULL, NULL };
+  ps_eval_attach_outputs(t->eval, &o);
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
@@ -723,15 +735,19 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);
     spawn_chief(&t);
+    t.eval = ps_eval_new(&t.in, t.engine, t.strategy, t.nvars, t.vars, init);
     report_progress_start(&t.progress, stderr, quiet, t.in.steps);
     /* The job ends when the chief's last join returns (or it fails): a worker's 3600 s recovery
     ** wait or a fault still to come must not run the clock on. */
     sim_run_while(t.engine, job_going, &t);
+    t.ended = sim_now(t.engine);
+    if (t.finished) ps_eval_drain(t.eval);
     report_progress_end(&t.progress);
     if (!t.finished && !t.failed)
       job_failed(&t, "SimulationStalled", ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0),
                  "the chief stopped before every step was applied: every worker was lost for good");
     summarise(&t, sum);
+    ps_eval_summarise(t.eval, sum);
     rc = write_outputs(&t, out_dir, sum, err);
   } else if (outputs_make_dir(out_dir) != 0) {
     rc = train_error(err, out_dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));

@@ -450,7 +450,8 @@ static const char *const COMPARATORS[] = {"lt", "le", "gt", "ge", "eq", "ne", NU
 static const char *const METRICS[] = {"final_loss", "sim_time_s", "steps_completed", "examples_per_s",
                                       "hbm_peak_bytes", "hbm_capacity_bytes", "preemptions", "restarts",
                                       "lost_steps", "retried_closures", "lost_updates", "events", "failures",
-                                      "checkpoint_time_s", "downtime_s", "goodput", "duplicated_updates", NULL};
+                                      "checkpoint_time_s", "downtime_s", "goodput", "duplicated_updates",
+                                      "evaluations", "final_eval_loss", NULL};
 
 /* ------------------------------------------------------------------ custom handlers */
 
@@ -657,6 +658,9 @@ static const key_spec CHIEF_KEYS[] = {
   END};
 static const key_spec EVALUATOR_KEYS[] = {
   {.key = "machine", .type = V_FN, .fn = machine_fn, .st = S_CHARS, OFF(scenario, evaluator_machine)},
+  {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, eval_steps), .lo = 1, .hi = 1e7},
+  {.key = "poll_interval", .type = V_UNIT, .unit = UNIT_DURATION, .lo_open = 1, .st = S_DOUBLE,
+   OFF(scenario, eval_poll_s), .hi = 86400},
   END};
 static const key_spec FABRIC_KEYS[] = {
   {.key = "topology", .type = V_ENUM, .names = TOPOLOGIES, .name_issue = TOPOLOGIES_ISSUE, .st = S_INT,
@@ -1440,6 +1444,13 @@ static int ps_checks(ctx *c) {
                 tfc ? "" : ": add cluster.ps {count: N}");
   if (s->workers == 0)
     return fail(c, at, tfc ? where : "cluster.workers", "ValueError: ParameterServerStrategy needs at least one worker task");
+  /* The side-car evaluator only evaluates checkpoints: without any it would wait forever. */
+  if (s->has_evaluator && s->ckpt_every <= 0) {
+    const yt_node *ev = yt_get_key(cluster, "evaluator");
+    return fail(c, ev ? ev : tfc, ev ? "cluster.evaluator" : "cluster.tf_config", "the evaluator evaluates the "
+                "checkpoints training writes, and training.checkpoint is not set: add training.checkpoint "
+                "{every_steps: N} or remove the evaluator");
+  }
   return 0;
 }
 
@@ -1602,6 +1613,7 @@ static void set_defaults(scenario *s) {
   s->format = SCN_FORMAT_PNG;
   s->trace = 1;
   s->ckpt_max_to_keep = 1;
+  s->eval_poll_s = 1.0;
   s->ckpt_bytes_per_s = 1e9;
   s->restart_delay_s = 60;
   optimizer_defaults(&s->optimizer, MD_OPT_SGD);

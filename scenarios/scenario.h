@@ -139,6 +139,8 @@ typedef struct scenario {
   scn_machine chief_machine;    /* cluster.chief.machine (default n2-standard-8) */
   int    has_evaluator;         /* cluster.evaluator given, or an evaluator in TF_CONFIG */
   scn_machine evaluator_machine;/* cluster.evaluator.machine (default n2-standard-8) */
+  long   eval_steps;            /* cluster.evaluator.steps: batches an evaluation reads (0: one pass) */
+  double eval_poll_s;           /* cluster.evaluator.poll_interval: checkpoint polls (default 1 s) */
   int    tf_config;             /* the task counts came from cluster.tf_config */
   int    tf_config_task;        /* its task.type: 0 chief (default), 1 worker, 2 ps, 3 evaluator */
 

@@ -703,6 +703,10 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
     }
     if (!bad) bad = run_hasher_add_file(&h, path) != 0;
   }
+  if (!bad && o->extra_file) {
+    outputs_path(path, sizeof path, dir, o->extra_file);
+    bad = o->write_extra(o->extra, path) != 0 || run_hasher_add_file(&h, path) != 0;
+  }
   if (bad) {
     run_hasher_finish(&h);
     return train_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
@@ -731,7 +735,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
   train_outputs o = { t->engine, t->records, t->completed, 1, 0, replica0_weights, write_variables, t, "",
-                      events, nevents };
+                      events, nevents, NULL, NULL, NULL };
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 

@@ -42,8 +42,8 @@ ds_machine      train_machine(const scn_machine *m);
 sim_fabric_kind train_fabric_kind(scn_fabric_topology t);
 
 /* A run's output directory, the same for both programs: metrics.csv, final_weights.csv,
-** variables.csv and trace.json (outputs.trace) through the program's writers, run_hash over them
-** and the simulated figures, then the charts. */
+** variables.csv, trace.json (outputs.trace) and the program's extra file (evaluations.csv)
+** through the program's writers, run_hash over them and the simulated figures, then the charts. */
 typedef struct train_outputs {
   sim_engine *engine;         /* the clock and the trace */
   const step_record *records; /* metrics.csv's rows */
@@ -56,6 +56,9 @@ typedef struct train_outputs {
   const char *figures;        /* more simulated figures run_hash covers ("": none) */
   const report_fault *events; /* the faults chart's events (may be NULL) */
   size_t nevents;             /* their count */
+  const char *extra_file;     /* one more file, hashed after trace.json (NULL: none) */
+  int (*write_extra)(const void *ctx, const char *path); /* writes it: 0 or -1 */
+  const void *extra;          /* its argument */
 } train_outputs;
 /* Writes them into dir; sets sum->run_hash. TR_EXIT_OK, or TR_EXIT_INPUT with err filled. */
 int train_write_outputs(const scenario *s, const train_outputs *o, const char *dir, run_summary *sum,

@@ -98,7 +98,8 @@ typedef struct ps_op {
 typedef struct ps_state {
   sim_engine *engine;     /* where the tasks live */
   int nworkers, nps;      /* worker and ps tasks */
-  ps_task *tasks;         /* workers, then ps tasks, then the coordinator */
+  int nevaluators;        /* evaluator tasks (0 or 1) */
+  ps_task *tasks;         /* workers, then ps tasks, the coordinator, then the evaluator */
   sim_fabric *fabric;     /* between every task */
   int has_partitioner;    /* a variable_partitioner was given */
   ds_partitioner partitioner; /* it */
@@ -119,7 +120,8 @@ static ps_state *state_of(const ds_strategy *s) {
 }
 
 static ps_task *task(ps_state *ps, ds_ps_job job, int index) {
-  int base = job == DS_PS_WORKER ? 0 : job == DS_PS_PS ? ps->nworkers : ps->nworkers + ps->nps;
+  int base = job == DS_PS_WORKER ? 0 : job == DS_PS_PS ? ps->nworkers
+           : job == DS_PS_COORDINATOR ? ps->nworkers + ps->nps : ps->nworkers + ps->nps + 1;
   return &ps->tasks[base + index];
 }
 
@@ -325,14 +327,16 @@ ds_strategy *ds_ps_strategy_new(sim_engine *e, const ds_ps_cluster_spec *spec, c
   ps->engine = e;
   ps->nworkers = spec->workers;
   ps->nps = spec->ps;
-  int hosts = ps->nworkers + ps->nps + 1;
+  ps->nevaluators = spec->evaluators;
+  /* The evaluator's host comes last, so a cluster without one keeps every host and link. */
+  int coordinator = ps->nworkers + ps->nps, hosts = coordinator + 1 + ps->nevaluators;
   ps->tasks = ds__xcalloc((size_t)hosts, sizeof *ps->tasks);
   double *nics = ds__xcalloc((size_t)hosts, sizeof *nics);
   for (int h = 0; h < hosts; h++) {
-    int w = h < ps->nworkers, p = !w && h < ps->nworkers + ps->nps;
-    const ds_machine *mach = w ? &m->worker : p ? &m->ps : &m->coordinator;
-    const char *job = w ? "worker" : p ? "ps" : spec->task_type[0] ? spec->task_type : "chief";
-    int index = w ? h : p ? h - ps->nworkers : spec->task_type[0] ? spec->task_index : 0;
+    int w = h < ps->nworkers, p = !w && h < coordinator, ev = h > coordinator;
+    const ds_machine *mach = w ? &m->worker : p ? &m->ps : ev ? &m->evaluator : &m->coordinator;
+    const char *job = w ? "worker" : p ? "ps" : ev ? "evaluator" : spec->task_type[0] ? spec->task_type : "chief";
+    int index = w ? h : p ? h - ps->nworkers : !ev && spec->task_type[0] ? spec->task_index : 0;
     make_task(e, &ps->tasks[h], job, index, h, mach);
     nics[h] = mach->nic_bytes_per_s;
   }
@@ -351,7 +355,8 @@ ds_strategy *ds_ps_strategy_new(sim_engine *e, const ds_ps_cluster_spec *spec, c
 
 int ds_ps_num_tasks(const ds_strategy *s, ds_ps_job job) {
   ps_state *ps = state_of(s);
-  return job == DS_PS_WORKER ? ps->nworkers : job == DS_PS_PS ? ps->nps : 1;
+  return job == DS_PS_WORKER ? ps->nworkers : job == DS_PS_PS ? ps->nps : job == DS_PS_COORDINATOR ? 1
+       : ps->nevaluators;
 }
 const char *ds_ps_task_device(const ds_strategy *s, ds_ps_job job, int index) {
   return task(state_of(s), job, index)->device;
@@ -361,6 +366,9 @@ sim_cpu *ds_ps_task_cpu(const ds_strategy *s, ds_ps_job job, int index) {
 }
 sim_mempool *ds_ps_task_memory(const ds_strategy *s, ds_ps_job job, int index) {
   return task(state_of(s), job, index)->ram;
+}
+sim_roofline ds_ps_task_roofline(const ds_strategy *s, ds_ps_job job, int index) {
+  return task(state_of(s), job, index)->roofline;
 }
 
 static size_t host_route(ps_state *ps, int from, int to, sim_link **out, size_t max) {
@@ -1079,6 +1087,27 @@ int ds_ps_snapshot_restore(ds_strategy *s, const ds_ps_snapshot *snap, ds_status
                          "the strategy has %d", snap->ncomps, snap->nbytes, ps->ncomps);
   snapshot_copy(ps, snap->data, 0);
   return 0;
+}
+
+md_tensor *ds_ps_snapshot_value(const ds_strategy *s, const ds_ps_snapshot *snap, const ds_variable *v) {
+  ps_state *ps = state_of(s);
+  int first = first_comp(ps, v), n = num_comps(ps, v);
+  if (first < 0 || ps->ncomps != snap->ncomps) return NULL;
+  md_tensor **parts = ds__xcalloc((size_t)n, sizeof *parts);
+  size_t at = 0;
+  for (int i = 0; i < first + n; i++) {  /* the layout of snapshot_copy: value, then slots */
+    const ps_component *c = &ps->comps[i];
+    const md_tensor *t = comp_value(c);
+    if (i >= first) {
+      parts[i - first] = md_tensor_new(t->dtype, t->rank, t->shape);
+      memcpy(parts[i - first]->data, snap->data + at, value_bytes(t));
+    }
+    at += value_bytes(t) + (size_t)c->nslots * t->size * sizeof(float);
+  }
+  md_tensor *whole = md_tensor_concat(parts, n, 0);
+  for (int k = 0; k < n; k++) md_tensor_free(parts[k]);
+  free(parts);
+  return whole;
 }
 
 void ds_ps_snapshot_free(ds_ps_snapshot *snap) {

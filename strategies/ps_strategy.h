@@ -4,10 +4,12 @@
 **
 ** The cluster: `workers` worker tasks, `ps` parameter-server tasks and the coordinator (the chief,
 ** or whatever task type TF_CONFIG names for this program), each a VM with a CPU, a RAM pool and
-** a NIC, all joined by one fabric (hosts: workers 0..W-1, then ps 0..P-1, then the coordinator).
-** Evaluators run aside and are not simulated. Device names are TF's:
+** a NIC, all joined by one fabric (hosts: workers 0..W-1, then ps 0..P-1, then the coordinator,
+** then the evaluator when the spec has one: last, so a cluster without one keeps its hosts and
+** links). The evaluator is a VM of its own beside training (the side-car evaluator runs on it,
+** scenarios/ps_eval.h); the strategy never places anything there. Device names are TF's:
 ** /job:worker/replica:0/task:T/device:CPU:0, /job:ps/replica:0/task:K/device:CPU:0,
-** /job:chief/replica:0/task:0/device:CPU:0.
+** /job:chief/replica:0/task:0/device:CPU:0, /job:evaluator/replica:0/task:0/device:CPU:0.
 **
 ** The strategy is a ds_strategy of kind DS_PARAMETER_SERVER: scope, ds_variable_new, reduce and
 ** the input methods work on it. Its replicas are one worker's devices (num_replicas_in_sync =
@@ -46,7 +48,7 @@ typedef struct ds_ps_cluster_spec {
   int chief;              /* tasks of job "chief" (0 or 1) */
   int workers;            /* tasks of job "worker" */
   int ps;                 /* tasks of job "ps" */
-  int evaluators;         /* tasks of job "evaluator" (0 or 1; not simulated) */
+  int evaluators;         /* tasks of job "evaluator" (0 or 1: a VM beside training) */
   char task_type[16];     /* TF_CONFIG task.type: this program's job ("" when not given: chief) */
   int task_index;         /* TF_CONFIG task.index */
 } ds_ps_cluster_spec;
@@ -63,6 +65,7 @@ typedef struct ds_ps_cluster {
   ds_machine worker;      /* every worker task (its accelerators give num_replicas_in_sync) */
   ds_machine ps;          /* every parameter-server task */
   ds_machine coordinator; /* the chief (coordinator) task */
+  ds_machine evaluator;   /* the evaluator task, when the spec has one */
   sim_fabric_kind fabric; /* how the tasks are joined */
   double link_bytes_per_s;/* fabric link bandwidth (a host's links are capped by its NIC) */
   sim_time latency;       /* fabric link latency */
@@ -78,14 +81,16 @@ ds_strategy *ds_ps_strategy_new(sim_engine *e, const ds_ps_cluster_spec *spec, c
 
 /* ---- tasks ----------------------------------------------------------------------------- */
 
-typedef enum { DS_PS_WORKER = 0, DS_PS_PS, DS_PS_COORDINATOR } ds_ps_job;
+typedef enum { DS_PS_WORKER = 0, DS_PS_PS, DS_PS_COORDINATOR, DS_PS_EVALUATOR } ds_ps_job;
 /* The coordinator as the `worker` argument of the reads below. */
 #define DS_PS_FROM_COORDINATOR (-1)
 
-int          ds_ps_num_tasks(const ds_strategy *s, ds_ps_job job);  /* the coordinator: 1 */
+int          ds_ps_num_tasks(const ds_strategy *s, ds_ps_job job);  /* the coordinator: 1; evaluator: 0 or 1 */
 const char  *ds_ps_task_device(const ds_strategy *s, ds_ps_job job, int index);
 sim_cpu     *ds_ps_task_cpu(const ds_strategy *s, ds_ps_job job, int index);
 sim_mempool *ds_ps_task_memory(const ds_strategy *s, ds_ps_job job, int index);
+/* How an op turns into time on the task's CPU (its flops and memory bandwidth). */
+sim_roofline ds_ps_task_roofline(const ds_strategy *s, ds_ps_job job, int index);
 /* The fabric route from one task to another (empty between a task and itself), snprintf-style:
 ** writes what fits in out[0..max) and returns its length. */
 size_t       ds_ps_route(const ds_strategy *s, ds_ps_job from_job, int from, ds_ps_job to_job, int to,
@@ -194,6 +199,10 @@ ds_ps_snapshot *ds_ps_snapshot_take(ds_strategy *s);
 uint64_t        ds_ps_snapshot_bytes(const ds_ps_snapshot *snap);
 int             ds_ps_snapshot_restore(ds_strategy *s, const ds_ps_snapshot *snap, ds_status *st);
 void            ds_ps_snapshot_free(ds_ps_snapshot *snap);
+/* v's value as snap saved it (a ShardedVariable's shards concatenated), as a reader of the
+** checkpoint file restores it: a new tensor, or NULL for a variable this strategy did not place
+** or when the components changed since snap was taken. */
+md_tensor      *ds_ps_snapshot_value(const ds_strategy *s, const ds_ps_snapshot *snap, const ds_variable *v);
 
 /* Fault injection: ps task k fails (failed = 1; TF cannot recover it) or comes back. */
 void ds_ps_set_failed(ds_strategy *s, int ps, int failed);

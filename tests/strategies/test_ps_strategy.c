@@ -20,7 +20,7 @@ static const char *const SEED_TF_CONFIG =
 /* VMs of 1e11 FLOP/s, 2e10 B/s memory, 32 GB; a star of 1 GB/s links of 5 us; NICs 1 GB/s. */
 static ds_ps_cluster machines(void) {
   ds_machine m = { .flops_per_s = 1e11, .mem_bytes_per_s = 2e10, .ram_bytes = 32e9, .nic_bytes_per_s = 1e9 };
-  return (ds_ps_cluster){ .worker = m, .ps = m, .coordinator = m, .fabric = SIM_FABRIC_STAR,
+  return (ds_ps_cluster){ .worker = m, .ps = m, .coordinator = m, .evaluator = m, .fabric = SIM_FABRIC_STAR,
                           .link_bytes_per_s = 1e9, .latency = 5000000 };
 }
 
@@ -257,6 +257,52 @@ static void fixed_shards_placement(void **state) {
     ds_strategy_free(s);
   }
   md_tensor_free(init);
+  sim_engine_free(e);
+}
+
+/* An evaluator in the spec gets a VM after the coordinator: 2 workers, 2 ps and the chief keep
+** their devices and routes (worker 0 -> chief still 2 hops), the evaluator is one task named as
+** TF names it, with the machine's RAM (32e9 B) and roofline (1e11 FLOP/s, 2e10 B/s), and reaches
+** the chief over the star (2 hops). ds_ps_snapshot_value gives a checkpoint reader w = iota(3, 2)
+** whole again from its two shards (rows {0, 1} on ps 0, row {2} on ps 1) as saved, 0..5, after
+** the live value was doubled; a variable outside the scope is not in the snapshot: NULL. */
+static void evaluator_task_and_snapshot_values(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  ds_ps_cluster_spec spec = counts(2, 2);
+  spec.evaluators = 1;
+  ds_ps_cluster m = machines();
+  ds_partitioner two = ds_fixed_shards_partitioner(2);
+  ds_status st;
+  ds_strategy *s = ds_ps_strategy_new(e, &spec, &m, &two, &st);
+  assert_non_null(s);
+  assert_int_equal(ds_ps_num_tasks(s, DS_PS_EVALUATOR), 1);
+  assert_string_equal(ds_ps_task_device(s, DS_PS_COORDINATOR, 0), "/job:chief/replica:0/task:0/device:CPU:0");
+  assert_string_equal(ds_ps_task_device(s, DS_PS_PS, 1), "/job:ps/replica:0/task:1/device:CPU:0");
+  assert_string_equal(ds_ps_task_device(s, DS_PS_EVALUATOR, 0), "/job:evaluator/replica:0/task:0/device:CPU:0");
+  assert_true(sim_mempool_capacity(ds_ps_task_memory(s, DS_PS_EVALUATOR, 0)) == 32000000000u);
+  sim_roofline r = ds_ps_task_roofline(s, DS_PS_EVALUATOR, 0);
+  assert_true(r.rate == 1e11 && r.mem_bw == 2e10);
+  sim_link *route[8];
+  assert_int_equal(ds_ps_route(s, DS_PS_WORKER, 0, DS_PS_COORDINATOR, 0, route, 8), 2);
+  assert_int_equal(ds_ps_route(s, DS_PS_EVALUATOR, 0, DS_PS_COORDINATOR, 0, route, 8), 2);
+  md_tensor *init = iota(3, 2);
+  ds_variable *w = var_in(s, init, "w"), *outside = var_in(NULL, init, "outside");
+  ds_ps_snapshot *snap = ds_ps_snapshot_take(s);
+  md_tensor *doubled = md_tensor_copy(init);
+  md_tensor_scale(doubled, 2);
+  assert_int_equal(ds_variable_assign(w, NULL, doubled, &st), 0);
+  md_tensor *saved = ds_ps_snapshot_value(s, snap, w);
+  assert_non_null(saved);
+  assert_true(md_tensor_equal(saved, init));
+  assert_null(ds_ps_snapshot_value(s, snap, outside));
+  md_tensor_free(saved);
+  md_tensor_free(doubled);
+  ds_ps_snapshot_free(snap);
+  ds_variable_free(w);
+  ds_variable_free(outside);
+  md_tensor_free(init);
+  ds_strategy_free(s);
   sim_engine_free(e);
 }
 
@@ -670,6 +716,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tf_config_and_tasks), cmocka_unit_test(cluster_value_errors),
     cmocka_unit_test(round_robin_placement), cmocka_unit_test(fixed_shards_placement),
+    cmocka_unit_test(evaluator_task_and_snapshot_values),
     cmocka_unit_test(strategy_methods),
     cmocka_unit_test(cluster_coordinator_wrapper), cmocka_unit_test(components_and_slots),
     cmocka_unit_test(lookup_moves_rows_only), cmocka_unit_test(slices_push_moves_rows_only),
