@@ -23,7 +23,8 @@
 ** dataset from batch 0, and a worker back from a failure starts again from batch 0, as in TF.
 **
 ** Failures (docs/faults.md): a worker down is ds_coordinator_worker_failed (its closure goes back
-** to the queue), then ds_ps_worker_release of what its read or push held; back after down_for. A ps down, or
+** to the queue; the closure's on-kill, release_closure, frees what its read or push held); back
+** after down_for. A ps down, or
 ** the chief, stops the job: the chief's next schedule/join raises UnavailableError; with
 ** training.checkpoint and training.restart the chief comes back after restart.delay (and after
 ** the lost task), restores the last checkpoint into the ps tasks and resumes at its step; else
@@ -177,6 +178,12 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   report_progress_step(&t->progress, t->completed);
 }
 
+/* A closure's on-kill: what its worker's cut-short read or push held. */
+static void release_closure(void *arg) {
+  ps_worker *w = arg;
+  ds_ps_worker_release(w->t->strategy, w->index);
+}
+
 /* The scheduled function: argument 0 is the worker's iterator, argument 1 the closure's index. */
 static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   ps_trainer *t = user;
@@ -190,6 +197,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   if (cl->runs++ > 0 && !cl->duplicated)
     for (int k = 0; k < t->ncomps; k++) cl->duplicated |= cl->applied_at[k] >= 0;
 
+  ds_closure_on_kill(ctx, release_closure, w);
   md_tensor *next[1] = {NULL};
   if (ds_closure_get_next(ctx, 0, next) != 0) return -1;
   long batch_no = (long)md_tensor_get(next[0], 0);
@@ -403,10 +411,7 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
   ds_status st = {0};
   if (kind == FAULTS_WORKER) {
     ps_worker *w = &t->workers[index];
-    ds_coordinator_worker_failed(t->coord, index, &st);
-    /* After the kill, not in the closure's on-kill: the coordinator runs that before it kills
-    ** the actor, whose wait still holds the transfers the release frees. */
-    ds_ps_worker_release(t->strategy, index);
+    ds_coordinator_worker_failed(t->coord, index, &st);  /* the closure's on-kill releases */
     sim_cancel(t->engine, w->back);
     w->back = sim_schedule(t->engine, back_at, worker_recovered, w);
   } else if (kind == FAULTS_PS) {
@@ -491,7 +496,7 @@ static void make_workers(ps_trainer *t, const md_model *init) {
   }
 }
 
-static void free_trainer(ps_trainer *t) {
+static void free_workers(ps_trainer *t) {
   for (int i = 0; t->workers && i < t->nworkers; i++) {
     ps_worker *w = &t->workers[i];
     md_model_free(w->model);
@@ -505,6 +510,9 @@ static void free_trainer(ps_trainer *t) {
     free(w->labels);
   }
   free(t->workers);
+}
+
+static void free_trainer(ps_trainer *t) {
   for (long i = 0; i < t->nclosures; i++) {
     free(t->closures[i]->read_version);
     free(t->closures[i]->applied_at);
@@ -519,6 +527,7 @@ static void free_trainer(ps_trainer *t) {
     for (int i = 0; t->vars && i < t->nvars; i++) ds_variable_free(t->vars[i]);
     ds_strategy_free(t->strategy);
   }
+  free_workers(t);  /* after the coordinator: a closure it cancels releases through its worker */
   free(t->vars);
   free(t->first_comp);
   if (t->engine) sim_engine_free(t->engine);

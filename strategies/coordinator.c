@@ -27,6 +27,10 @@
 **     it after the FIFO and the in-flight closures were cancelled (so in_flight == 0 afterwards).
 **  5. Bookkeeping for a killed actor happens before the kill, in the killer's code: a worker that
 **     kills itself (a closure reporting its own host's failure) never returns from sim_actor_kill.
+**  6. A killed closure's on-kill cleanup runs after the kill (kill_worker_actor): the kill
+**     withdraws the actor's wait first, so the cleanup may free what that wait pointed to (a
+**     parameter-server read's transfers). A self-kill is the exception: a running actor waits on
+**     nothing, and the cleanup must run before the kill, which never returns.
 */
 #include "strategies/coordinator.h"
 
@@ -247,13 +251,28 @@ static void worker_down(worker *w) {
   ds__coordinator_changed(c);
 }
 
-/* Takes the closure a worker is running out of it (running its cleanup) before its actor is
-** killed (invariant 5). */
-static ds_closure *take_current(worker *w) {
+/* A worker's actor about to be killed and the on-kill cleanup of the closure it runs. */
+typedef struct doomed {
+  sim_actor *actor;          /* the victim */
+  ds_closure_cleanup_fn cleanup; /* its closure's release, or NULL */
+  void *arg;                 /* its argument */
+} doomed;
+
+/* Takes the closure a worker is running out of it before its actor is killed (invariant 5),
+** keeping the closure's cleanup for kill_worker_actor: the closure may be freed meanwhile. */
+static ds_closure *take_current(worker *w, doomed *d) {
   ds_closure *cl = w->current;
   w->current = NULL;
-  if (cl != NULL && cl->cleanup != NULL) cl->cleanup(cl->cleanup_arg);
+  *d = (doomed){ w->actor, cl ? cl->cleanup : NULL, cl ? cl->cleanup_arg : NULL };
   return cl;
+}
+
+/* Kills the actor, then runs the cleanup (invariant 6). An actor killing itself never returns
+** from the kill; it is running, so no wait of it holds anything, and its cleanup goes first. */
+static void kill_worker_actor(ds_coordinator *c, const doomed *d) {
+  if (sim_current_actor(c->e) == d->actor && d->cleanup != NULL) d->cleanup(d->arg);
+  sim_actor_kill(d->actor);
+  if (d->cleanup != NULL) d->cleanup(d->arg);
 }
 
 /* The next closure for w: its tagged queue first, then the FIFO (counted in flight). */
@@ -311,14 +330,14 @@ int ds_coordinator_worker_failed(ds_coordinator *c, int w, ds_status *st) {
   if (w < 0 || w >= c->nworkers) return bad_index("worker", w, c->nworkers, st);
   worker *wk = &c->workers[w];
   if (wk->state != DS_WORKER_ALIVE) return 0;
-  sim_actor *victim = wk->actor;
-  ds_closure *cl = take_current(wk);
+  doomed d;
+  ds_closure *cl = take_current(wk, &d);
   if (cl != NULL) {
     c->stats.retried++;
     put_back(c, cl);
   }
   worker_down(wk);
-  sim_actor_kill(victim); /* last: it may be the caller (invariant 5) */
+  kill_worker_actor(c, &d); /* last: it may be the caller (invariant 5) */
   return 0;
 }
 
@@ -353,11 +372,11 @@ static int raise_if_error(ds_coordinator *c, ds_status *st) {
   for (int w = 0; w < c->nworkers; w++) {
     worker *wk = &c->workers[w];
     if (wk->current == NULL) continue;
-    sim_actor *victim = wk->actor;
-    ds_closure *cl = take_current(wk);
+    doomed d;
+    ds_closure *cl = take_current(wk, &d);
     c->in_flight--;
     cancel(c, cl);
-    sim_actor_kill(victim);
+    kill_worker_actor(c, &d);
     spawn(wk);
   }
   assert(c->in_flight == 0); /* invariant 1: every in-flight closure was some worker's current */
@@ -445,10 +464,10 @@ void ds_coordinator_free(ds_coordinator *c) {
     worker *wk = &c->workers[w];
     sim_cancel(c->e, wk->give_up);
     if (wk->state != DS_WORKER_ALIVE) continue;
-    sim_actor *victim = wk->actor;
-    ds_closure *cl = take_current(wk);
+    doomed d;
+    ds_closure *cl = take_current(wk, &d);
     if (cl != NULL) cancel(c, cl);
-    sim_actor_kill(victim);
+    kill_worker_actor(c, &d);
   }
   for (ds_closure *cl; (cl = fifo_pop(&c->queue)) != NULL;) cancel(c, cl);
   for (ds_per_worker *pw = c->per_worker, *next; pw != NULL; pw = next) {

@@ -23,7 +23,7 @@
 **
 ** Errors (TF's _CoordinatedClosureQueue): the first error a closure raises is stored, later ones
 ** dropped. The next schedule, join or done then cancels the closures in flight (their workers'
-** actors are killed, the closure's on-kill cleanup runs, the actor is replaced), marks every
+** actors are killed, then the closure's on-kill cleanup runs, the actor is replaced), marks every
 ** queued closure cancelled (its value: CancelledError), raises the error once and clears it;
 ** scheduling works again afterwards. The schedule call that raises has already queued its own
 ** closure, which is cancelled with the rest.
@@ -129,7 +129,8 @@ ds_per_worker *ds_coordinator_per_worker_iter(ds_coordinator *c, ds_per_worker *
 ds_remote_value *ds_coordinator_per_worker_value(const ds_per_worker *pw, int w);
 
 /* ---- failures (fault injection: from an event callback or an actor) ---- */
-/* Worker w fails: its actor is killed mid-closure (the closure's on-kill cleanup runs), the
+/* Worker w fails: its actor is killed mid-closure (then the closure's on-kill cleanup runs, its
+** wait already withdrawn, so it may free what the wait held), the
 ** closure goes to the FIFO's tail, resource values become ABORTED. No-op if already down.
 ** ValueError for a bad index. */
 int ds_coordinator_worker_failed(ds_coordinator *c, int w, ds_status *st);
