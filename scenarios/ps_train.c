@@ -331,6 +331,12 @@ static void chief_main(sim_actor *self, void *arg) {
   finish(t);
 }
 
+/* coordinator.create_per_worker_dataset(dataset_fn), then iter(): NULL with st on error. */
+static ds_per_worker *make_iterators(ps_trainer *t, ds_status *st) {
+  ds_per_worker *datasets = ds_coordinator_create_per_worker_dataset(t->coord, dataset_fn, t, st);
+  return datasets ? ds_coordinator_per_worker_iter(t->coord, datasets, st) : NULL;
+}
+
 static int job_going(void *arg) {
   const ps_trainer *t = arg;
   return !t->finished && !t->failed;
@@ -340,9 +346,10 @@ static void spawn_chief(ps_trainer *t) {
   t->chief = sim_actor_spawn(t->engine, "chief", chief_main, t);
 }
 
-/* The chief's restart: the coordinator process comes back, restores the last checkpoint into
-** the ps tasks (its bytes read at the checkpoint bandwidth, then sent to the ps tasks) and
-** schedules again from its step. Updates applied after it are lost. */
+/* The chief's restart: a new coordinator process (the same ds_coordinator, abandoned by the
+** last one) restores the last checkpoint into the ps tasks, makes new per-worker iterators (each
+** worker's input starts again at batch 0, as a new TF process's does) and schedules again from
+** the checkpoint's step (optimizer.iterations restored). Updates applied after it are lost. */
 static void restart_job(sim_engine *e, void *arg) {
   (void)e;
   ps_trainer *t = arg;
@@ -352,6 +359,8 @@ static void restart_job(sim_engine *e, void *arg) {
   t->lost_updates += t->completed - t->ckpt_updates;
   t->ckpt_updates = t->completed;
   t->next_step = t->ckpt ? t->ckpt_step : 0;
+  t->iterators = make_iterators(t, &st);
+  assert(t->iterators != NULL);  /* dataset_fn made them at the start: it cannot fail now */
   t->restarts++;
   t->stopped = 0;
   t->downtime += sim_now(t->engine) - t->down_since;
@@ -384,9 +393,11 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at) {
   t->down_until = back_at;
   sim_actor_kill(t->chief);
   ds_status st = {0};
-  /* done() never blocks: a pending error (the ps's) cancels what is queued and in flight. A lost
-  ** chief leaves no error: its queued closures still run (docs/faults.md). */
-  ds_coordinator_done(t->coord, &st);
+  /* A lost ps: the chief's next call would raise its error, cancelling what is queued and in
+  ** flight; done() does that now (it never blocks). Either way the coordinator process is gone:
+  ** its queue dies with it, closures running on workers finish and push (docs/faults.md). */
+  if (lost_ps >= 0) ds_coordinator_done(t->coord, &st);
+  ds_coordinator_abandon(t->coord);
   sim_time at = t->down_since + sim_time_from_s(s->restart_delay_s);
   t->restart = sim_schedule(t->engine, at > t->down_until ? at : t->down_until, restart_job, t);
 }
@@ -656,8 +667,7 @@ static int build(ps_trainer *t, const md_model *init, run_summary *sum) {
   ds_status st = {0};
   t->strategy = build_strategy(t->in.s, t->engine);
   t->coord = create_variables(t, init, &st) == 0 ? ds_cluster_coordinator_new(t->strategy, &st) : NULL;
-  if (t->coord) t->iterators = ds_coordinator_per_worker_iter(
-      t->coord, ds_coordinator_create_per_worker_dataset(t->coord, dataset_fn, t, &st), &st);
+  if (t->coord) t->iterators = make_iterators(t, &st);
   if (t->iterators != NULL) return 0;
   train_job_failed(sum, ds_error_kind_name(st.kind), ds_ps_task_device(t->strategy, DS_PS_COORDINATOR, 0), st.message);
   return -1;

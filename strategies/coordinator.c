@@ -17,7 +17,8 @@
 ** takes the worker's place. TF's cancellation manager aborts the running function the same way.
 **
 ** Invariants:
-**  1. in_flight == the number of workers whose `current` is a function closure; a closure is
+**  1. in_flight == the number of workers whose `current` is a function closure not orphaned
+**     (ds_coordinator_abandon); a closure is
 **     counted from the moment a worker takes it from the FIFO until it completes, fails, is put
 **     back or cancelled (resource closures never count: TF's tagged queue does not).
 **  2. A closure is in exactly one place: the FIFO, a tagged queue (resources), a worker's
@@ -134,6 +135,17 @@ static void cancel(ds_coordinator *c, ds_closure *cl) {
   ds_status_set(&st, DS_CANCELLED_ERROR, "%s", CANCELLED_TEXT);
   ds_remote_value *rv = detach(cl);
   if (rv != NULL) ds__remote_value_set_error(rv, &st);
+}
+
+/* An orphaned closure ended (ds_coordinator_abandon): whatever it returned or raised, nobody is
+** left to read it, so its value (a holder may still free it) reads CancelledError. */
+static void drop_orphan(ds_coordinator *c, ds_closure *cl, ds_value *result) {
+  ds_value_free(result);
+  ds_status st;
+  ds_status_set(&st, DS_CANCELLED_ERROR, "%s", CANCELLED_TEXT);
+  ds_remote_value *rv = detach(cl);
+  if (rv != NULL) ds__remote_value_set_error(rv, &st);
+  ds__coordinator_changed(c);
 }
 
 /* TF's put_back: to the FIFO's tail (past its bound: the failing worker cannot wait for a slot),
@@ -297,7 +309,12 @@ static void run_function(worker *w, ds_closure *cl) {
   ds_value *result = NULL;
   int rc = ds__closure_run_function(cl, &result);
   w->current = NULL;
-  if (rc == 0) {
+  if (cl->orphaned) {
+    w->closures_run += rc == 0;
+    int lost = rc != 0 && is_worker_failure(&cl->status);
+    drop_orphan(c, cl, result);
+    if (lost) worker_down(w);
+  } else if (rc == 0) {
     complete(c, w, cl, result);
   } else if (ignore_transient_ps(c, &cl->status) || ignore_transient_timeout(c, &cl->status) ||
              is_derived_cancel(&cl->status)) {
@@ -332,7 +349,9 @@ int ds_coordinator_worker_failed(ds_coordinator *c, int w, ds_status *st) {
   if (wk->state != DS_WORKER_ALIVE) return 0;
   doomed d;
   ds_closure *cl = take_current(wk, &d);
-  if (cl != NULL) {
+  if (cl != NULL && cl->orphaned) {
+    drop_orphan(c, cl, NULL);
+  } else if (cl != NULL) {
     c->stats.retried++;
     put_back(c, cl);
   }
@@ -371,7 +390,7 @@ static int raise_if_error(ds_coordinator *c, ds_status *st) {
   if (!c->has_error) return 0;
   for (int w = 0; w < c->nworkers; w++) {
     worker *wk = &c->workers[w];
-    if (wk->current == NULL) continue;
+    if (wk->current == NULL || wk->current->orphaned) continue;  /* not this process's */
     doomed d;
     ds_closure *cl = take_current(wk, &d);
     c->in_flight--;
@@ -386,6 +405,30 @@ static int raise_if_error(ds_coordinator *c, ds_status *st) {
   ds_status_clear(&c->error);
   ds__coordinator_changed(c);
   return -1;
+}
+
+void ds_coordinator_abandon(ds_coordinator *c) {
+  for (int w = 0; w < c->nworkers; w++) {
+    ds_closure *cl = c->workers[w].current;
+    if (cl == NULL || cl->orphaned) continue;
+    cl->orphaned = 1;
+    c->in_flight--;
+    c->stats.orphaned++;
+  }
+  assert(c->in_flight == 0); /* invariant 1 */
+  for (ds_closure *cl; (cl = fifo_pop(&c->queue)) != NULL;) {
+    c->stats.abandoned++;
+    cancel(c, cl);
+  }
+  /* The per-worker values stay allocated (an orphan may still read its iterator) but are no
+  ** worker's resources any more: a recovery rebuilds only what the next process creates. */
+  for (int w = 0; w < c->nworkers; w++) {
+    c->workers[w].tagged = (fifo){0};
+    c->workers[w].n_resources = 0;
+  }
+  c->has_error = 0;
+  ds_status_clear(&c->error);
+  ds__coordinator_changed(c);
 }
 
 static int in_closure(const ds_coordinator *c) {

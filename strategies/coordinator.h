@@ -142,6 +142,17 @@ int ds_coordinator_worker_recovered(ds_coordinator *c, int w, ds_status *st);
 ** reports naming it propagate at once. ValueError for a bad index. */
 int ds_coordinator_ps_failed(ds_coordinator *c, int ps, ds_status *st);
 
+/* The coordinator process is gone (a lost chief; TF's queue dies with it) and the next one will
+** use this object. The closures still queued are cancelled (never run; counted abandoned); those
+** running on workers go on to their end (what they pushed stays pushed) but are no longer in
+** flight: join and done do not wait for them, an error cancels them not, and their outcome is
+** dropped (their values read CancelledError; a worker failure cancels them rather than putting them
+** back). A pending error is forgotten. The per-worker datasets and iterators stay readable by
+** those closures but belong to no worker any more: the next process makes its own with
+** create_per_worker_dataset and iter, which start at element 0 as a new TF coordinator's do.
+** Scheduling works at once. */
+void ds_coordinator_abandon(ds_coordinator *c);
+
 /* ---- counters, for the scenario program ---- */
 typedef struct ds_coordinator_stats {
   uint64_t scheduled;        /* schedule calls that queued a closure */
@@ -152,6 +163,8 @@ typedef struct ds_coordinator_stats {
   uint64_t cancelled;        /* cancelled after an error was raised (queued or in flight) */
   uint64_t worker_failures;  /* times a worker went down */
   uint64_t workers_given_up; /* times a worker stayed down past the 3600 s wait */
+  uint64_t abandoned;        /* queued closures ds_coordinator_abandon cancelled (also cancelled) */
+  uint64_t orphaned;         /* running closures it left to finish, their outcome dropped */
 } ds_coordinator_stats;
 ds_coordinator_stats ds_coordinator_get_stats(const ds_coordinator *c);
 int             ds_coordinator_num_workers(const ds_coordinator *c);

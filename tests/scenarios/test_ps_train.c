@@ -121,8 +121,11 @@ static void preempted_worker_exactly_once(void **state) {
 ** UnavailableError on the ps's device, after 26 applied steps. With a checkpoint every 10 steps
 ** and restart.delay 1 ms: the last checkpoint is step 20, steps 20-23 had been applied since
 ** (lost_steps 4), the chief restarts at 3 ms (down_for 2 ms > delay) and redoes them: 54 rows,
-** 50 steps kept, 4 checkpoints. The chief lost the same way restarts the same way; its queued
-** closures still ran, so 10 steps (20-29) are lost. */
+** 50 steps kept, 4 checkpoints. The chief lost the same way at 1 ms (steps of 72.86175 us, two at
+** a time from the checkpoint's end at 0.8125 ms: 20-21 end 0.885, 22-23 0.958, 24-25 run
+** 0.958-1.031 ms) takes its queue with it: 26-29 never run; 24 and 25 finish at 1.03111875 ms
+** and push, and the restore at 3 ms rolls them back with 20-23: 6 lost, 56 rows, the restarted
+** process redoing 20-49. */
 static void lost_ps_or_chief(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-ps");
@@ -143,8 +146,18 @@ static void lost_ps_or_chief(void **state) {
   assert_true(sum.run_hash == first);
   assert_int_equal(run("chief_lost_restart", out, &sum), TR_EXIT_OK);
   assert_int_equal(sum.steps_completed, 50);
-  assert_int_equal(sum.lost_steps, 10);
+  assert_int_equal(sum.lost_steps, 6);
+  assert_int_equal(sum.lost_updates, 6);
   assert_int_equal(sum.restarts, 1);
+  static double step[64], end[64], attempt[64];
+  char path[512];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  assert_int_equal(tu_read_column(path, 0, step, 64, NULL), 56);
+  assert_int_equal(tu_read_column(path, 1, end, 64, NULL), 56);
+  assert_int_equal(tu_read_column(path, 5, attempt, 64, NULL), 56);
+  for (int i = 0; i < 26; i++) assert_true(step[i] == i && attempt[i] == 0);
+  assert_true(fabs(end[24] - 0.00103111875) < 1e-15 && fabs(end[25] - 0.00103111875) < 1e-15);
+  for (int i = 26; i < 56; i++) assert_true(step[i] == i - 6 && attempt[i] == 1);
   tu_remove_dir(out);
 }
 

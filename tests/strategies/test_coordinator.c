@@ -467,6 +467,45 @@ static void test_cleanup_runs_after_kill(void **state) {
   fixture_free(f);
 }
 
+/* A lost chief. Two workers of 1 GFLOP/s, seven 1 s closures; the coordinator is abandoned at
+** 0.5 s: closures 0 and 1 run on, end at 1 s (both workers count a run) and their values read
+** CancelledError; 2..6 never start (started stays 2). A join right after returns at 0.5 s: nothing
+** of the new process is in flight. Two closures scheduled then (7, 8) wait for the busy workers and
+** run 1..2 s: join returns at 2 s; completed counts only them. */
+static void test_abandon_drops_queue_keeps_running(void **state) {
+  (void)state;
+  fixture *f = fixture_new(2, EQUAL, 0);
+  ds_remote_value *rv[7];
+  schedule_n(f, 7, rv);
+  sim_run_until(f->e, S(0.5));
+  ds_coordinator_abandon(f->c);
+  assert_int_equal(ds_coordinator_queued(f->c), 0);
+  assert_int_equal(ds_coordinator_in_flight(f->c), 0);
+  ds_status st;
+  assert_int_equal(ds_coordinator_join(f->c, &st), 0);
+  assert_int_equal(sim_now(f->e), S(0.5));
+  schedule_n(f, 2, NULL);
+  assert_int_equal(ds_coordinator_join(f->c, &st), 0);
+  assert_int_equal(sim_now(f->e), S(2));
+  assert_int_equal(f->log.started, 4);
+  for (int i = 0; i < 9; i++) assert_int_equal(f->log.completions[i], i < 2 || i >= 7);
+  assert_int_equal(f->log.ended[0], S(1));
+  assert_int_equal(f->log.ended[1], S(1));
+  for (int i = 0; i < 7; i++) {
+    const ds_value *v;
+    assert_int_equal(ds_remote_value_fetch(rv[i], &v, &st), -1);
+    assert_int_equal(st.kind, DS_CANCELLED_ERROR);
+  }
+  free_values(rv, 7);
+  ds_coordinator_stats s = ds_coordinator_get_stats(f->c);
+  assert_int_equal(s.abandoned, 5);
+  assert_int_equal(s.orphaned, 2);
+  assert_int_equal(s.completed, 2);
+  assert_int_equal(ds_coordinator_worker_closures_run(f->c, 0), 2);
+  assert_int_equal(ds_coordinator_worker_closures_run(f->c, 1), 2);
+  fixture_free(f);
+}
+
 /* A closure reporting its own worker's failure (UnavailableError naming /job:worker) is treated
 ** the same way without a kill: back to the tail, worker dead; the other worker runs it (attempt 2). */
 static int flaky_fn(ds_closure *ctx, void *user, ds_value **result) {
@@ -676,6 +715,7 @@ int main(void) {
     cmocka_unit_test(test_error_raised_once_and_cancels),
     cmocka_unit_test(test_worker_failure_reruns_elsewhere),
     cmocka_unit_test(test_cleanup_runs_after_kill),
+    cmocka_unit_test(test_abandon_drops_queue_keeps_running),
     cmocka_unit_test(test_reported_worker_failure),
     cmocka_unit_test(test_resources_aborted_then_rebuilt),
     cmocka_unit_test(test_given_up_after_recovery_wait),
