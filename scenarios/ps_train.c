@@ -74,6 +74,7 @@ typedef struct ps_worker {
   md_op_log ops;          /* the pass's ops, for the roofline */
   int track;              /* its trace track */
   sim_event_handle back;  /* its pending recovery */
+  uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
 } ps_worker;
 
 /* One scheduled closure (a training step), across its attempts (invariant 2). */
@@ -178,9 +179,54 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   report_progress_step(&t->progress, t->completed);
 }
 
-/* A closure's on-kill: what its worker's cut-short read or push held. */
+static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg);
+
+/* ---- worker RAM ------------------------------------------------------------------------------ */
+
+/* Bytes of variable i one closure reads from the ps: its model copy holds every element (float32).
+** The one place that says what a closure reads of a variable. */
+static uint64_t bytes_read(const ps_trainer *t, const ps_worker *w, int i) {
+  (void)t;
+  return (uint64_t)md_model_var_const(w->model, i)->size * sizeof(float);
+}
+
+/* What TF's worker holds while a closure of batch n runs: the values it read, the activations kept
+** for backward (md_model_activation_bytes: the batch's features or ids, the first layer's input,
+** are among them, one buffer), the gradients it pushes (one float32 per parameter) and the
+** batch's labels (int32). Reserved on the worker's RAM for the closure's life; -1 when
+** it does not fit: the job fails with ResourceExhaustedError (train_out_of_memory), naming the
+** worker's device. */
+static int reserve_ram(ps_trainer *t, ps_worker *w, int n) {
+  double read = 0, grads = 0;
+  for (int i = 0; i < t->nvars; i++) {
+    read += (double)bytes_read(t, w, i);
+    grads += (double)md_model_var_const(w->model, i)->size * sizeof(float);
+  }
+  double acts = md_model_activation_bytes(w->model, n);
+  double labels = (double)n * sizeof(int32_t);
+  uint64_t need = (uint64_t)(read + acts + grads + labels);
+  sim_mempool *pool = ds_ps_task_memory(t->strategy, DS_PS_WORKER, w->index);
+  if (sim_mempool_alloc(pool, need) == 0) {
+    w->held = need;
+    return 0;
+  }
+  char parts[256];
+  snprintf(parts, sizeof parts, "variables read %.0f, activations for a batch of %d %.0f, gradients %.0f, "
+           "labels %.0f", read, n, acts, grads, labels);
+  train_out_of_memory(&t->error, ds_ps_task_device(t->strategy, DS_PS_WORKER, w->index), pool, need, parts);
+  job_failed(t, NULL, NULL, NULL);
+  return -1;
+}
+
+static void release_ram(ps_worker *w) {
+  sim_mempool_release(ds_ps_task_memory(w->t->strategy, DS_PS_WORKER, w->index), w->held);
+  w->held = 0;
+}
+
+/* A closure's on-kill: its RAM, and what its worker's cut-short read or push held. */
 static void release_closure(void *arg) {
   ps_worker *w = arg;
+  release_ram(w);
   ds_ps_worker_release(w->t->strategy, w->index);
 }
 
@@ -205,8 +251,13 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   size_t row;
   int n;
   train_batch_of_step(&t->in, batch_no, &row, &n);
+  if (reserve_ram(t, w, n) != 0)
+    return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
 
-  if (read_variables(t, w, self, cl, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
+  if (read_variables(t, w, self, cl, &st) != 0) {
+    release_ram(w);
+    return ds_closure_fail_ps(ctx, failed_ps(t));
+  }
   md_batch b = { n, NULL, NULL, NULL };
   if (s->numerics_full) {
     md_dataset_gather(t->in.data, row, n, w->x, w->ids, w->labels);
@@ -221,8 +272,9 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
 
   for (int i = 0; i < t->nvars; i++)
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
-  if (ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->grad, cl->applied_at, &st) != 0)
-    return ds_closure_fail_ps(ctx, failed_ps(t));
+  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->grad, cl->applied_at, &st);
+  release_ram(w);
+  if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
   t->duplicated += cl->duplicated;
   record(t, cl, w->index, start, loss, n);
@@ -293,11 +345,14 @@ static void finish(ps_trainer *t) {
   sim_cancel(t->engine, t->restart);
 }
 
+/* The job fails with TF exception `kind` on `device`; kind NULL: t->error is filled already. */
 static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg) {
   t->failed = 1;
-  snprintf(t->error.kind, sizeof t->error.kind, "%s", kind);
-  snprintf(t->error.device, sizeof t->error.device, "%s", device);
-  snprintf(t->error.message, sizeof t->error.message, "%s", msg);
+  if (kind != NULL) {
+    snprintf(t->error.kind, sizeof t->error.kind, "%s", kind);
+    snprintf(t->error.device, sizeof t->error.device, "%s", device);
+    snprintf(t->error.message, sizeof t->error.message, "%s", msg);
+  }
   finish(t);
 }
 

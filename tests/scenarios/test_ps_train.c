@@ -161,12 +161,35 @@ static void lost_ps_or_chief(void **state) {
   tu_remove_dir(out);
 }
 
+/* Worker RAM. r1's worker holds while a closure runs: the 195 parameters it read (780 B), the
+** activations of a batch of 32 (input 8 + dense 16 twice, z and relu + dense_1 3: 43 floats an
+** example, 4 x 32 x 43 = 5504 B), the 195 gradients it pushes (780 B) and 32 labels (128 B):
+** 7192 B, the worker's peak (the ps holds 1568 B: 195 values, 195 momentum slots, iterations), so
+** the summary's peak is the worker's. A batch of 4096 on 512 KiB: 780 + 4 x 4096 x 43 (704512) +
+** 780 + 16384 = 722456 B do not fit: ResourceExhaustedError on the worker, exit 3, no row. */
+static void worker_ram(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("r1_one_worker", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.memory_peak_bytes, 7192);
+  assert_int_equal(sum.memory_capacity_bytes, (uint64_t)32 << 30);
+  assert_int_equal(run("worker_oom", out, &sum), TR_EXIT_JOB_FAILED);
+  assert_string_equal(sum.error.kind, "ResourceExhaustedError");
+  assert_string_equal(sum.error.device, "/job:worker/replica:0/task:0/device:CPU:0");
+  assert_int_equal(sum.error.needed_bytes, 722456);
+  assert_int_equal(sum.error.capacity_bytes, 512 << 10);
+  assert_int_equal(sum.steps_completed, 0);
+  tu_remove_dir(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(one_worker_is_golden_r1),
     cmocka_unit_test(four_workers_converge_with_staleness),
     cmocka_unit_test(preempted_worker_exactly_once),
     cmocka_unit_test(lost_ps_or_chief),
+    cmocka_unit_test(worker_ram),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
