@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/faultlog.h"
 #include "scenarios/faults.h"
 #include "scenarios/report.h"
 #include "scenarios/trainInt.h"
@@ -125,6 +126,7 @@ struct ps_trainer {
   sim_event_handle restart; /* the pending restart */
   faults *faults;         /* the scenario's faults, NULL without */
   sim_fault_plan *plan;   /* their plan */
+  flog *log;              /* the faults chart's events: faults, job down, checkpoints */
   report_progress progress; /* the terminal's progress bar */
 };
 
@@ -335,6 +337,7 @@ static int save_checkpoint(ps_trainer *t, sim_actor *self, long step, ds_status 
   t->ckpt_updates = t->completed;
   t->checkpoints++;
   t->ckpt_time += sim_now(t->engine) - start;
+  flog_checkpoint(t->log);
   sim_trace_span(t->engine, t->chief_track, "checkpoint", "checkpoint", start, sim_now(t->engine));
   return 0;
 }
@@ -419,6 +422,7 @@ static void restart_job(sim_engine *e, void *arg) {
   t->restarts++;
   t->stopped = 0;
   t->downtime += sim_now(t->engine) - t->down_since;
+  flog_job_span(t->log, NULL);
   sim_trace_instant(t->engine, sim_fault_plan_track(t->plan), "restart", "fault", sim_now(t->engine));
   spawn_chief(t);
 }
@@ -433,6 +437,7 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at) {
     if (back_at > t->down_until) t->down_until = back_at;
     return;
   }
+  flog_job_span(t->log, "job down");
   if (!s->has_restart || s->ckpt_every <= 0) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s was lost at %.6f s and %s", device, sim_time_to_s(sim_now(t->engine)),
@@ -475,6 +480,7 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
   faults_task kind = faults_target_task(t->faults, f->target, &index);
   sim_time back_at = sim_now(t->engine) + f->duration;
   ds_status st = {0};
+  flog_fault(t->log, f, faults_target_name(t->faults, f->target));
   if (kind == FAULTS_WORKER) {
     ps_worker *w = &t->workers[index];
     ds_coordinator_worker_failed(t->coord, index, &st);  /* the closure's on-kill releases */
@@ -589,6 +595,7 @@ static void free_trainer(ps_trainer *t) {
   ds_ps_snapshot_free(t->ckpt);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
+  flog_free(t->log);
   if (t->strategy) {
     for (int i = 0; t->vars && i < t->nvars; i++) ds_variable_free(t->vars[i]);
     ds_strategy_free(t->strategy);
@@ -702,7 +709,10 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
   char figures[128];
   snprintf(figures, sizeof figures, "dup=%ld retried=%ld lost=%ld", sum->duplicated_updates,
            sum->retried_closures, sum->lost_updates);
-  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures, NULL, 0 };
+  size_t nevents = 0;
+  const report_fault *events = flog_events(t->log, sim_now(t->engine), &nevents);
+  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures,
+                      events, nevents };
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
@@ -740,6 +750,7 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
     return rc;
   }
   t.engine = sim_engine_new();
+  t.log = flog_new(t.engine);
   sim_trace_enable(t.engine, s->trace || s->plots.timeline || s->plots.heatmap);
   t.cap_records = t.in.steps + 1;
   t.records = train_xcalloc((size_t)t.cap_records, sizeof *t.records);
