@@ -167,6 +167,8 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "retried_closures", json_integer(s->retried_closures));
   json_object_set_new(o, "lost_updates", json_integer(s->lost_updates));
   json_object_set_new(o, "duplicated_updates", json_integer(s->duplicated_updates));
+  if (strcmp(s->strategy, "parameter_server") == 0)
+    json_object_set_new(o, "worker_utilization", json_real(s->worker_utilization));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
   json_t *devices = json_array();
   for (int i = 0; i < s->ndevices; i++) {

@@ -78,6 +78,7 @@ typedef struct run_summary {
   long   retried_closures;/* parameter_server: closures re-queued after a worker failure */
   long   lost_updates;    /* parameter_server: applied updates a checkpoint restore rolled back */
   long   duplicated_updates; /* parameter_server: steps part of whose update was applied twice */
+  double worker_utilization; /* parameter_server: kept closure time over the workers' up time */
   run_device *devices;    /* each replica device's memory, in replica order; freed by
                              train_run once summary.json is written */
   int ndevices;           /* entries in devices */

@@ -39,7 +39,10 @@
 **   (3) staleness of a step = the most updates any of its components received between the step's
 **       read of it and the arrival of its own update (applied_at - read_version);
 **   (4) with one worker and no faults the run is sequential training: step k reads the values
-**       step k-1 left, so the weights equal single-device training's.
+**       step k-1 left, so the weights equal single-device training's;
+**   (5) a record is kept unless a restore rolled its update back (it came after the restored
+**       checkpoint) or it is a stray: a closure of an abandoned chief attempt applied after the
+**       restart, whose step the new attempt schedules again. Goodput counts kept records only.
 */
 #include "scenarios/ps_train.h"
 
@@ -76,6 +79,8 @@ typedef struct ps_worker {
   int track;              /* its trace track */
   sim_event_handle back;  /* its pending recovery */
   uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
+  sim_time down_since;    /* its VM went down at this time; -1 while up */
+  sim_time down_ps;       /* its time down, summed over the spans that ended */
 } ps_worker;
 
 /* One scheduled closure (a training step), across its attempts (invariant 2). */
@@ -86,6 +91,7 @@ typedef struct ps_closure {
   int runs;               /* attempts started */
   int duplicated;         /* part of its update had arrived in an earlier attempt */
   int done;               /* its update was applied and recorded */
+  int job_attempt;        /* the chief attempt (t->restarts) that scheduled it */
 } ps_closure;
 
 struct ps_trainer {
@@ -103,6 +109,7 @@ struct ps_trainer {
   ps_closure **closures;  /* one per schedule call, in order (pointers: stable as it grows) */
   long nclosures, cap_closures; /* entries, allocated */
   step_record *records;   /* one per applied closure (invariant 1) */
+  unsigned char *kept;    /* per record: its update stays (invariant 5) */
   long completed, cap_records; /* entries, allocated */
   long duplicated;        /* closures counted duplicated */
   long lost_updates;      /* applied updates a restore rolled back */
@@ -167,7 +174,13 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
     memcpy(grown, t->records, (size_t)t->completed * sizeof *grown);
     free(t->records);
     t->records = grown;
+    unsigned char *kept = train_xcalloc((size_t)t->cap_records, 1);
+    memcpy(kept, t->kept, (size_t)t->completed);
+    free(t->kept);
+    t->kept = kept;
   }
+  t->kept[t->completed] = cl->job_attempt == t->restarts;
+  t->duplicated += cl->job_attempt != t->restarts && !cl->duplicated;  /* a stray applies its step twice */
   step_record *rec = &t->records[t->completed++];
   rec->step = cl->step;
   rec->end_ps = sim_now(t->engine);
@@ -175,7 +188,7 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->loss = t->in.s->numerics_full ? (n > 0 ? loss / n : 0.0) : NAN;
   rec->examples = n;
   rec->compute_ps = rec->step_ps;
-  rec->restarts = t->restarts;
+  rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
   report_progress_step(&t->progress, t->completed);
@@ -303,6 +316,7 @@ static int schedule_step(ps_trainer *t, long step, ds_status *st) {
   }
   ps_closure *cl = train_xcalloc(1, sizeof *cl);
   cl->step = step;
+  cl->job_attempt = t->restarts;
   cl->read_version = train_xcalloc((size_t)t->ncomps, sizeof *cl->read_version);
   cl->applied_at = train_xcalloc((size_t)t->ncomps, sizeof *cl->applied_at);
   for (int k = 0; k < t->ncomps; k++) cl->applied_at[k] = -1;
@@ -414,7 +428,10 @@ static void restart_job(sim_engine *e, void *arg) {
   ds_status st = {0};
   if (t->lost_ps >= 0) ds_ps_set_failed(t->strategy, t->lost_ps, 0);
   if (t->ckpt) ds_ps_snapshot_restore(t->strategy, t->ckpt, &st);
-  t->lost_updates += t->completed - t->ckpt_updates;
+  for (long i = t->ckpt_updates; i < t->completed; i++) {
+    t->lost_updates += t->kept[i];
+    t->kept[i] = 0;
+  }
   t->ckpt_updates = t->completed;
   t->next_step = t->ckpt ? t->ckpt_step : 0;
   t->iterators = make_iterators(t, &st);
@@ -469,6 +486,8 @@ static void worker_recovered(sim_engine *e, void *arg) {
   ps_worker *w = arg;
   ds_status st = {0};
   w->back = (sim_event_handle){0, 0};
+  w->down_ps += sim_now(w->t->engine) - w->down_since;
+  w->down_since = -1;
   ds_coordinator_worker_recovered(w->t->coord, w->index, &st);
 }
 
@@ -483,6 +502,7 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
   flog_fault(t->log, f, faults_target_name(t->faults, f->target));
   if (kind == FAULTS_WORKER) {
     ps_worker *w = &t->workers[index];
+    if (w->down_since < 0) w->down_since = sim_now(t->engine);
     ds_coordinator_worker_failed(t->coord, index, &st);  /* the closure's on-kill releases */
     sim_cancel(t->engine, w->back);
     w->back = sim_schedule(t->engine, back_at, worker_recovered, w);
@@ -552,6 +572,7 @@ static void make_workers(ps_trainer *t, const md_model *init) {
     ps_worker *w = &t->workers[i];
     w->t = t;
     w->index = i;
+    w->down_since = -1;
     w->model = md_model_clone(init);
     w->ws = md_workspace_new(w->model);
     w->grads = md_grads_new(w->model);
@@ -592,6 +613,7 @@ static void free_trainer(ps_trainer *t) {
   }
   free(t->closures);
   free(t->records);
+  free(t->kept);
   ds_ps_snapshot_free(t->ckpt);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
@@ -659,13 +681,18 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
   sum->steps_completed = t->completed - t->lost_updates;
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
-  double examples = 0, useful = 0;
+  double examples = 0;
+  sim_time useful = 0, up = 0, end = sim_now(t->engine);
   for (long i = 0; i < t->completed; i++) {
     const step_record *r = &t->records[i];
     examples += r->examples;
     sum->means.step_s += sim_time_to_s(r->step_ps) / (double)t->completed;
     sum->means.compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
-    useful += sim_time_to_s(r->step_ps);
+    if (t->kept[i]) useful += r->step_ps;
+  }
+  for (int w = 0; w < t->nworkers; w++) {
+    const ps_worker *wk = &t->workers[w];
+    up += end - wk->down_ps - (wk->down_since >= 0 ? end - wk->down_since : 0);
   }
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->preemptions = t->plan ? sim_fault_plan_count(t->plan, SIM_FAULT_PREEMPT) : 0;
@@ -678,10 +705,10 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->checkpoints = t->checkpoints;
   sum->checkpoint_time_s = sim_time_to_s(t->ckpt_time);
   sum->downtime_s = sim_time_to_s(t->downtime);
-  /* Workers run in parallel: the useful share is the applied steps' worker time over the
-  ** workers' time, lost updates left out. */
-  double kept = t->completed > 0 ? useful * (double)(t->completed - t->lost_updates) / (double)t->completed : 0;
-  sum->goodput = sum->sim_time_s > 0 ? kept / (sum->sim_time_s * t->nworkers) : 0.0;
+  /* docs/faults.md: kept closure time over the fleet's provisioned time (goodput) and over its
+  ** up time (worker_utilization). */
+  sum->goodput = end > 0 ? (double)useful / ((double)end * t->nworkers) : 0.0;
+  sum->worker_utilization = up > 0 ? (double)useful / (double)up : 0.0;
   /* The ps tasks' RAM holds the variables and slots; then each worker's. */
   int nps = ds_ps_num_tasks(t->strategy, DS_PS_PS);
   sum->ndevices = nps + t->nworkers;
@@ -754,6 +781,7 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
   sim_trace_enable(t.engine, s->trace || s->plots.timeline || s->plots.heatmap);
   t.cap_records = t.in.steps + 1;
   t.records = train_xcalloc((size_t)t.cap_records, sizeof *t.records);
+  t.kept = train_xcalloc((size_t)t.cap_records, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));

@@ -183,6 +183,25 @@ static void worker_ram(void **state) {
   tu_remove_dir(out);
 }
 
+/* Goodput by hand. r1 with one worker: every closure takes T = 71.951875 us (read, compute, push),
+** 50 of them back to back end at 3597.59375 us: goodput 1. preempt_compute preempts the worker at
+** 41 us inside closure 0 (its compute) for 1 ms: the 41 us attempt is lost, the worker is down
+** 41-1041 us, closure 0 runs again from 1041 us and the 50 closures end at 1041 + 50 T =
+** 4638.59375 us. Kept closure time 50 T = 3597.59375 us; goodput = 50 T / (1 worker x 4638.59375)
+** = 0.775578536..., worker_utilization = 50 T / (4638.59375 - 1000 up) = 0.988731910... */
+static void goodput_by_hand(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("r1_one_worker", out, &sum), TR_EXIT_OK);
+  assert_true(sum.goodput == 1.0 && sum.worker_utilization == 1.0);
+  assert_int_equal(run("preempt_compute", out, &sum), TR_EXIT_OK);
+  assert_true(fabs(sum.sim_time_s - 4638.59375e-6) < 1e-15);
+  assert_true(fabs(sum.goodput - 3597593750.0 / 4638593750.0) < 1e-15);
+  assert_true(fabs(sum.worker_utilization - 3597593750.0 / 3638593750.0) < 1e-15);
+  tu_remove_dir(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(one_worker_is_golden_r1),
@@ -190,6 +209,7 @@ int main(void) {
     cmocka_unit_test(preempted_worker_exactly_once),
     cmocka_unit_test(lost_ps_or_chief),
     cmocka_unit_test(worker_ram),
+    cmocka_unit_test(goodput_by_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
