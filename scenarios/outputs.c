@@ -172,6 +172,8 @@ int outputs_write_summary(const char *path, const run_summary *s) {
     json_object_set_new(o, "failed_restores", json_integer(s->failed_restores));
     json_object_set_new(o, "final_eval_loss", isfinite(s->final_eval_loss) ? json_real(s->final_eval_loss) : json_null());
   }
+  if (strcmp(s->strategy, "parameter_server") == 0)
+    json_object_set_new(o, "worker_utilization", json_real(s->worker_utilization));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
   json_t *devices = json_array();
   for (int i = 0; i < s->ndevices; i++) {

@@ -82,6 +82,7 @@ typedef struct run_summary {
   long   evaluations;     /* its evaluations completed (rows of evaluations.csv) */
   long   failed_restores; /* its restores of a checkpoint deleted while it read it */
   double final_eval_loss; /* the loss of its last evaluation (NaN: none) */
+  double worker_utilization; /* parameter_server: kept closure time over the workers' up time */
   run_device *devices;    /* each replica device's memory, in replica order; freed by
                              train_run once summary.json is written */
   int ndevices;           /* entries in devices */

@@ -25,7 +25,8 @@
 ** dataset from batch 0, and a worker back from a failure starts again from batch 0, as in TF.
 **
 ** Failures (docs/faults.md): a worker down is ds_coordinator_worker_failed (its closure goes back
-** to the queue), then ds_ps_worker_release of what its read or push held; back after down_for. A ps down, or
+** to the queue; the closure's on-kill, release_closure, frees what its read or push held); back
+** after down_for. A ps down, or
 ** the chief, stops the job: the chief's next schedule/join raises UnavailableError; with
 ** training.checkpoint and training.restart the chief comes back after restart.delay (and after
 ** the lost task), restores the last checkpoint into the ps tasks and resumes at its step; else
@@ -40,7 +41,10 @@
 **   (3) staleness of a step = the most updates any of its components received between the step's
 **       read of it and the arrival of its own update (applied_at - read_version);
 **   (4) with one worker and no faults the run is sequential training: step k reads the values
-**       step k-1 left, so the weights equal single-device training's.
+**       step k-1 left, so the weights equal single-device training's;
+**   (5) a record is kept unless a restore rolled its update back (it came after the restored
+**       checkpoint) or it is a stray: a closure of an abandoned chief attempt applied after the
+**       restart, whose step the new attempt schedules again. Goodput counts kept records only.
 */
 #include "scenarios/ps_train.h"
 
@@ -50,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/faultlog.h"
 #include "scenarios/faults.h"
 #include "scenarios/ps_eval.h"
 #include "scenarios/report.h"
@@ -80,6 +85,9 @@ typedef struct ps_worker {
                           ** indices of its gradient's IndexedSlices; NULL without an embedding */
   md_tensor *slices;      /* that gradient's values [n * ids, dim] (zeros with numerics off) */
   ds_ps_grad *push;       /* per variable, what apply_gradients pushes */
+  uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
+  sim_time down_since;    /* its VM went down at this time; -1 while up */
+  sim_time down_ps;       /* its time down, summed over the spans that ended */
 } ps_worker;
 
 /* One scheduled closure (a training step), across its attempts (invariant 2). */
@@ -90,6 +98,7 @@ typedef struct ps_closure {
   int runs;               /* attempts started */
   int duplicated;         /* part of its update had arrived in an earlier attempt */
   int done;               /* its update was applied and recorded */
+  int job_attempt;        /* the chief attempt (t->restarts) that scheduled it */
 } ps_closure;
 
 struct ps_trainer {
@@ -107,6 +116,7 @@ struct ps_trainer {
   ps_closure **closures;  /* one per schedule call, in order (pointers: stable as it grows) */
   long nclosures, cap_closures; /* entries, allocated */
   step_record *records;   /* one per applied closure (invariant 1) */
+  unsigned char *kept;    /* per record: its update stays (invariant 5) */
   long completed, cap_records; /* entries, allocated */
   long duplicated;        /* closures counted duplicated */
   long lost_updates;      /* applied updates a restore rolled back */
@@ -130,6 +140,7 @@ struct ps_trainer {
   sim_event_handle restart; /* the pending restart */
   faults *faults;         /* the scenario's faults, NULL without */
   sim_fault_plan *plan;   /* their plan */
+  flog *log;              /* the faults chart's events: faults, job down, checkpoints */
   report_progress progress; /* the terminal's progress bar */
   ps_eval *eval;          /* the side-car evaluator, NULL without (scenarios/ps_eval.h) */
   sim_time ended;         /* the chief's last join or save returned: summary.json's sim_time_s */
@@ -201,7 +212,13 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
     memcpy(grown, t->records, (size_t)t->completed * sizeof *grown);
     free(t->records);
     t->records = grown;
+    unsigned char *kept = train_xcalloc((size_t)t->cap_records, 1);
+    memcpy(kept, t->kept, (size_t)t->completed);
+    free(t->kept);
+    t->kept = kept;
   }
+  t->kept[t->completed] = cl->job_attempt == t->restarts;
+  t->duplicated += cl->job_attempt != t->restarts && !cl->duplicated;  /* a stray applies its step twice */
   step_record *rec = &t->records[t->completed++];
   rec->step = cl->step;
   rec->end_ps = sim_now(t->engine);
@@ -209,10 +226,67 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->loss = t->in.s->numerics_full ? (n > 0 ? loss / n : 0.0) : NAN;
   rec->examples = n;
   rec->compute_ps = rec->step_ps;
-  rec->restarts = t->restarts;
+  rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
   report_progress_step(&t->progress, t->completed);
+}
+
+static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg);
+
+/* ---- worker RAM ------------------------------------------------------------------------------ */
+
+/* Bytes of variable i one closure reads from the ps and pushes back, float32: the whole variable
+** both ways, except the embedding, which receives the looked-up rows (one per id, duplicates
+** included, as the gather returns them) and pushes IndexedSlices (those rows and an int64 index
+** each). The one place that says what a closure holds of a variable; batch_ids came first. */
+static uint64_t bytes_read(const ps_worker *w, int i) {
+  if (i != embedding_var(w)) return (uint64_t)md_model_var_const(w->model, i)->size * sizeof(float);
+  return (uint64_t)w->slices->size * sizeof(float);
+}
+
+static uint64_t bytes_pushed(const ps_worker *w, int i) {
+  if (i != embedding_var(w)) return bytes_read(w, i);
+  return bytes_read(w, i) + (uint64_t)w->lookup_ids->size * sizeof(int64_t);
+}
+
+/* What TF's worker holds while a closure of batch n runs: the values it read, the activations kept
+** for backward (md_model_activation_bytes: the batch's features or ids, the first layer's input,
+** are among them, one buffer), the gradients it pushes and the batch's labels (int32). Reserved
+** on the worker's RAM for the closure's life; -1 when it does not fit: the job fails with
+** ResourceExhaustedError (train_out_of_memory), naming the worker's device. */
+static int reserve_ram(ps_trainer *t, ps_worker *w, int n) {
+  double read = 0, grads = 0;
+  for (int i = 0; i < t->nvars; i++) {
+    read += (double)bytes_read(w, i);
+    grads += (double)bytes_pushed(w, i);
+  }
+  double acts = md_model_activation_bytes(w->model, n);
+  double labels = (double)n * sizeof(int32_t);
+  uint64_t need = (uint64_t)(read + acts + grads + labels);
+  sim_mempool *pool = ds_ps_task_memory(t->strategy, DS_PS_WORKER, w->index);
+  if (sim_mempool_alloc(pool, need) == 0) {
+    w->held = need;
+    return 0;
+  }
+  char parts[256];
+  snprintf(parts, sizeof parts, "variables read %.0f, activations for a batch of %d %.0f, gradients %.0f, "
+           "labels %.0f", read, n, acts, grads, labels);
+  train_out_of_memory(&t->error, ds_ps_task_device(t->strategy, DS_PS_WORKER, w->index), pool, need, parts);
+  job_failed(t, NULL, NULL, NULL);
+  return -1;
+}
+
+static void release_ram(ps_worker *w) {
+  sim_mempool_release(ds_ps_task_memory(w->t->strategy, DS_PS_WORKER, w->index), w->held);
+  w->held = 0;
+}
+
+/* A closure's on-kill: its RAM, and what its worker's cut-short read or push held. */
+static void release_closure(void *arg) {
+  ps_worker *w = arg;
+  release_ram(w);
+  ds_ps_worker_release(w->t->strategy, w->index);
 }
 
 /* The scheduled function: argument 0 is the worker's iterator, argument 1 the closure's index. */
@@ -228,6 +302,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   if (cl->runs++ > 0 && !cl->duplicated)
     for (int k = 0; k < t->ncomps; k++) cl->duplicated |= cl->applied_at[k] >= 0;
 
+  ds_closure_on_kill(ctx, release_closure, w);
   md_tensor *next[1] = {NULL};
   if (ds_closure_get_next(ctx, 0, next) != 0) return -1;
   long batch_no = (long)md_tensor_get(next[0], 0);
@@ -236,8 +311,13 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   int n;
   train_batch_of_step(&t->in, batch_no, &row, &n);
   if (embedding_var(w) >= 0) batch_ids(t, w, row, n);
+  if (reserve_ram(t, w, n) != 0)
+    return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
 
-  if (read_variables(t, w, self, cl, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
+  if (read_variables(t, w, self, cl, &st) != 0) {
+    release_ram(w);
+    return ds_closure_fail_ps(ctx, failed_ps(t));
+  }
   md_batch b = { n, NULL, NULL, NULL };
   if (s->numerics_full) {
     md_dataset_gather(t->in.data, row, n, w->x, w->ids, w->labels);
@@ -262,8 +342,9 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
     w->push[i] = (ds_ps_grad){ .dense = w->grad[i] };
   }
-  if (ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, cl->applied_at, &st) != 0)
-    return ds_closure_fail_ps(ctx, failed_ps(t));
+  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, cl->applied_at, &st);
+  release_ram(w);
+  if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
   t->duplicated += cl->duplicated;
   record(t, cl, w->index, start, loss, n);
@@ -290,6 +371,7 @@ static int schedule_step(ps_trainer *t, long step, ds_status *st) {
   }
   ps_closure *cl = train_xcalloc(1, sizeof *cl);
   cl->step = step;
+  cl->job_attempt = t->restarts;
   cl->read_version = train_xcalloc((size_t)t->ncomps, sizeof *cl->read_version);
   cl->applied_at = train_xcalloc((size_t)t->ncomps, sizeof *cl->applied_at);
   for (int k = 0; k < t->ncomps; k++) cl->applied_at[k] = -1;
@@ -324,6 +406,7 @@ static int save_checkpoint(ps_trainer *t, sim_actor *self, long step, ds_status 
   t->ckpt_updates = t->completed;
   t->checkpoints++;
   t->ckpt_time += sim_now(t->engine) - start;
+  flog_checkpoint(t->log);
   ps_eval_saved(t->eval, step, snap);
   sim_trace_span(t->engine, t->chief_track, "checkpoint", "checkpoint", start, sim_now(t->engine));
   return 0;
@@ -335,11 +418,14 @@ static void finish(ps_trainer *t) {
   sim_cancel(t->engine, t->restart);
 }
 
+/* The job fails with TF exception `kind` on `device`; kind NULL: t->error is filled already. */
 static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg) {
   t->failed = 1;
-  snprintf(t->error.kind, sizeof t->error.kind, "%s", kind);
-  snprintf(t->error.device, sizeof t->error.device, "%s", device);
-  snprintf(t->error.message, sizeof t->error.message, "%s", msg);
+  if (kind != NULL) {
+    snprintf(t->error.kind, sizeof t->error.kind, "%s", kind);
+    snprintf(t->error.device, sizeof t->error.device, "%s", device);
+    snprintf(t->error.message, sizeof t->error.message, "%s", msg);
+  }
   finish(t);
 }
 
@@ -375,6 +461,12 @@ static void chief_main(sim_actor *self, void *arg) {
   finish(t);
 }
 
+/* coordinator.create_per_worker_dataset(dataset_fn), then iter(): NULL with st on error. */
+static ds_per_worker *make_iterators(ps_trainer *t, ds_status *st) {
+  ds_per_worker *datasets = ds_coordinator_create_per_worker_dataset(t->coord, dataset_fn, t, st);
+  return datasets ? ds_coordinator_per_worker_iter(t->coord, datasets, st) : NULL;
+}
+
 static int job_going(void *arg) {
   const ps_trainer *t = arg;
   return !t->finished && !t->failed;
@@ -384,21 +476,28 @@ static void spawn_chief(ps_trainer *t) {
   t->chief = sim_actor_spawn(t->engine, "chief", chief_main, t);
 }
 
-/* The chief's restart: the coordinator process comes back, restores the last checkpoint into
-** the ps tasks (its bytes read at the checkpoint bandwidth, then sent to the ps tasks) and
-** schedules again from its step. Updates applied after it are lost. */
+/* The chief's restart: a new coordinator process (the same ds_coordinator, abandoned by the
+** last one) restores the last checkpoint into the ps tasks, makes new per-worker iterators (each
+** worker's input starts again at batch 0, as a new TF process's does) and schedules again from
+** the checkpoint's step (optimizer.iterations restored). Updates applied after it are lost. */
 static void restart_job(sim_engine *e, void *arg) {
   (void)e;
   ps_trainer *t = arg;
   ds_status st = {0};
   if (t->lost_ps >= 0) ds_ps_set_failed(t->strategy, t->lost_ps, 0);
   if (t->ckpt) ds_ps_snapshot_restore(t->strategy, t->ckpt, &st);
-  t->lost_updates += t->completed - t->ckpt_updates;
+  for (long i = t->ckpt_updates; i < t->completed; i++) {
+    t->lost_updates += t->kept[i];
+    t->kept[i] = 0;
+  }
   t->ckpt_updates = t->completed;
   t->next_step = t->ckpt ? t->ckpt_step : 0;
+  t->iterators = make_iterators(t, &st);
+  assert(t->iterators != NULL);  /* dataset_fn made them at the start: it cannot fail now */
   t->restarts++;
   t->stopped = 0;
   t->downtime += sim_now(t->engine) - t->down_since;
+  flog_job_span(t->log, NULL);
   sim_trace_instant(t->engine, sim_fault_plan_track(t->plan), "restart", "fault", sim_now(t->engine));
   spawn_chief(t);
 }
@@ -413,6 +512,7 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at) {
     if (back_at > t->down_until) t->down_until = back_at;
     return;
   }
+  flog_job_span(t->log, "job down");
   if (!s->has_restart || s->ckpt_every <= 0) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s was lost at %.6f s and %s", device, sim_time_to_s(sim_now(t->engine)),
@@ -428,9 +528,11 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at) {
   t->down_until = back_at;
   sim_actor_kill(t->chief);
   ds_status st = {0};
-  /* done() never blocks: a pending error (the ps's) cancels what is queued and in flight. A lost
-  ** chief leaves no error: its queued closures still run (docs/faults.md). */
-  ds_coordinator_done(t->coord, &st);
+  /* A lost ps: the chief's next call would raise its error, cancelling what is queued and in
+  ** flight; done() does that now (it never blocks). Either way the coordinator process is gone:
+  ** its queue dies with it, closures running on workers finish and push (docs/faults.md). */
+  if (lost_ps >= 0) ds_coordinator_done(t->coord, &st);
+  ds_coordinator_abandon(t->coord);
   sim_time at = t->down_since + sim_time_from_s(s->restart_delay_s);
   t->restart = sim_schedule(t->engine, at > t->down_until ? at : t->down_until, restart_job, t);
 }
@@ -442,6 +544,8 @@ static void worker_recovered(sim_engine *e, void *arg) {
   ps_worker *w = arg;
   ds_status st = {0};
   w->back = (sim_event_handle){0, 0};
+  w->down_ps += sim_now(w->t->engine) - w->down_since;
+  w->down_since = -1;
   ds_coordinator_worker_recovered(w->t->coord, w->index, &st);
 }
 
@@ -453,12 +557,11 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
   faults_task kind = faults_target_task(t->faults, f->target, &index);
   sim_time back_at = sim_now(t->engine) + f->duration;
   ds_status st = {0};
+  flog_fault(t->log, f, faults_target_name(t->faults, f->target));
   if (kind == FAULTS_WORKER) {
     ps_worker *w = &t->workers[index];
-    ds_coordinator_worker_failed(t->coord, index, &st);
-    /* After the kill, not in the closure's on-kill: the coordinator runs that before it kills
-    ** the actor, whose wait still holds the transfers the release frees. */
-    ds_ps_worker_release(t->strategy, index);
+    if (w->down_since < 0) w->down_since = sim_now(t->engine);
+    ds_coordinator_worker_failed(t->coord, index, &st);  /* the closure's on-kill releases */
     sim_cancel(t->engine, w->back);
     w->back = sim_schedule(t->engine, back_at, worker_recovered, w);
   } else if (kind == FAULTS_PS) {
@@ -530,6 +633,7 @@ static void make_workers(ps_trainer *t, const md_model *init) {
     ps_worker *w = &t->workers[i];
     w->t = t;
     w->index = i;
+    w->down_since = -1;
     w->model = md_model_clone(init);
     w->ws = md_workspace_new(w->model);
     w->grads = md_grads_new(w->model);
@@ -546,7 +650,7 @@ static void make_workers(ps_trainer *t, const md_model *init) {
   }
 }
 
-static void free_trainer(ps_trainer *t) {
+static void free_workers(ps_trainer *t) {
   for (int i = 0; t->workers && i < t->nworkers; i++) {
     ps_worker *w = &t->workers[i];
     md_model_free(w->model);
@@ -563,6 +667,9 @@ static void free_trainer(ps_trainer *t) {
     free(w->labels);
   }
   free(t->workers);
+}
+
+static void free_trainer(ps_trainer *t) {
   for (long i = 0; i < t->nclosures; i++) {
     free(t->closures[i]->read_version);
     free(t->closures[i]->applied_at);
@@ -570,14 +677,17 @@ static void free_trainer(ps_trainer *t) {
   }
   free(t->closures);
   free(t->records);
+  free(t->kept);
   ds_ps_snapshot_free(t->ckpt);
   ps_eval_free(t->eval);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
+  flog_free(t->log);
   if (t->strategy) {
     for (int i = 0; t->vars && i < t->nvars; i++) ds_variable_free(t->vars[i]);
     ds_strategy_free(t->strategy);
   }
+  free_workers(t);  /* after the coordinator: a closure it cancels releases through its worker */
   free(t->vars);
   free(t->first_comp);
   if (t->engine) sim_engine_free(t->engine);
@@ -636,13 +746,18 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->sim_time_s = sim_time_to_s(t->ended);
   sum->steps_completed = t->completed - t->lost_updates;
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
-  double examples = 0, useful = 0;
+  double examples = 0;
+  sim_time useful = 0, up = 0, end = t->ended;  /* the evaluator's drain after it is not training */
   for (long i = 0; i < t->completed; i++) {
     const step_record *r = &t->records[i];
     examples += r->examples;
     sum->means.step_s += sim_time_to_s(r->step_ps) / (double)t->completed;
     sum->means.compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
-    useful += sim_time_to_s(r->step_ps);
+    if (t->kept[i]) useful += r->step_ps;
+  }
+  for (int w = 0; w < t->nworkers; w++) {
+    const ps_worker *wk = &t->workers[w];
+    up += end - wk->down_ps - (wk->down_since >= 0 ? end - wk->down_since : 0);
   }
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->preemptions = t->plan ? sim_fault_plan_count(t->plan, SIM_FAULT_PREEMPT) : 0;
@@ -655,10 +770,10 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->checkpoints = t->checkpoints;
   sum->checkpoint_time_s = sim_time_to_s(t->ckpt_time);
   sum->downtime_s = sim_time_to_s(t->downtime);
-  /* Workers run in parallel: the useful share is the applied steps' worker time over the
-  ** workers' time, lost updates left out. */
-  double kept = t->completed > 0 ? useful * (double)(t->completed - t->lost_updates) / (double)t->completed : 0;
-  sum->goodput = sum->sim_time_s > 0 ? kept / (sum->sim_time_s * t->nworkers) : 0.0;
+  /* docs/faults.md: kept closure time over the fleet's provisioned time (goodput) and over its
+  ** up time (worker_utilization). */
+  sum->goodput = end > 0 ? (double)useful / ((double)end * t->nworkers) : 0.0;
+  sum->worker_utilization = up > 0 ? (double)useful / (double)up : 0.0;
   /* The ps tasks' RAM holds the variables and slots; then each worker's. */
   int nps = ds_ps_num_tasks(t->strategy, DS_PS_PS);
   sum->ndevices = nps + t->nworkers;
@@ -686,8 +801,10 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
   char figures[128];
   snprintf(figures, sizeof figures, "dup=%ld retried=%ld lost=%ld", sum->duplicated_updates,
            sum->retried_closures, sum->lost_updates);
-  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures, NULL, 0,
-                      NULL, NULL, NULL };
+  size_t nevents = 0;
+  const report_fault *events = flog_events(t->log, t->ended, &nevents);
+  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures,
+                      events, nevents, NULL, NULL, NULL };
   ps_eval_attach_outputs(t->eval, &o);
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
@@ -708,8 +825,7 @@ static int build(ps_trainer *t, const md_model *init, run_summary *sum) {
   ds_status st = {0};
   t->strategy = build_strategy(t->in.s, t->engine);
   t->coord = create_variables(t, init, &st) == 0 ? ds_cluster_coordinator_new(t->strategy, &st) : NULL;
-  if (t->coord) t->iterators = ds_coordinator_per_worker_iter(
-      t->coord, ds_coordinator_create_per_worker_dataset(t->coord, dataset_fn, t, &st), &st);
+  if (t->coord) t->iterators = make_iterators(t, &st);
   if (t->iterators != NULL) return 0;
   train_job_failed(sum, ds_error_kind_name(st.kind), ds_ps_task_device(t->strategy, DS_PS_COORDINATOR, 0), st.message);
   return -1;
@@ -727,9 +843,11 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
     return rc;
   }
   t.engine = sim_engine_new();
+  t.log = flog_new(t.engine);
   sim_trace_enable(t.engine, s->trace || s->plots.timeline || s->plots.heatmap);
   t.cap_records = t.in.steps + 1;
   t.records = train_xcalloc((size_t)t.cap_records, sizeof *t.records);
+  t.kept = train_xcalloc((size_t)t.cap_records, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));

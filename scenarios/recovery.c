@@ -16,8 +16,8 @@
 **  2. At most one async write is in flight (write_event); a due checkpoint waits for it.
 **  3. down_since >= 0 exactly from the fault that stopped an UP job to the first step of the
 **     attempt that follows; downtime_ps sums those spans.
-**  4. At most one of the job's spans in `events` is open (end_ps < 0): "job down" while DOWN,
-**     "restoring" while RESTORING; open_event indexes it, -1 when none.
+**  4. The job's open span in `log` (faultlog.h) is "job down" while DOWN, "restoring" while
+**     RESTORING, none while UP.
 */
 #include "scenarios/recovery.h"
 
@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/faultlog.h"
 #include "scenarios/train.h"
 
 typedef enum { JOB_UP, JOB_RESTORING, JOB_DOWN } job_state;
@@ -61,32 +62,8 @@ struct rec_job {
   sim_time downtime_ps;   /* invariant 3 */
   int failed;             /* stopped for good */
   run_error error;        /* why */
-  report_fault *events;   /* the faults chart's bars and marks (rec_events) */
-  size_t nevents, cap_events; /* used and allocated entries */
-  long open_event;        /* invariant 4 */
+  flog *log;              /* the faults chart's bars and marks (invariant 4) */
 };
-
-/* Appends an event, open (end -1) or an instant (end == start); returns its index. */
-static long add_event(rec_job *j, const char *kind, const char *target, sim_time start, sim_time end) {
-  if (j->nevents == j->cap_events) {
-    j->cap_events = j->cap_events ? 2 * j->cap_events : 16;
-    report_fault *grown = realloc(j->events, j->cap_events * sizeof *grown);
-    if (grown == NULL) {
-      fprintf(stderr, "podsim: out of host memory\n");
-      exit(TR_EXIT_INPUT);
-    }
-    j->events = grown;
-  }
-  j->events[j->nevents] = (report_fault){ kind, target, start, end };
-  return (long)j->nevents++;
-}
-
-/* Ends the open span of the job (invariant 4) and opens `kind` (NULL: none) from now. */
-static void job_span(rec_job *j, const char *kind) {
-  sim_time now = sim_now(j->engine);
-  if (j->open_event >= 0) j->events[j->open_event].end_ps = now;
-  j->open_event = kind ? add_event(j, kind, "training", now, -1) : -1;
-}
 
 static void copy_state(state_copy *dst, const md_model *m, const md_optimizer *o, long step) {
   for (int i = 0; i < md_model_num_vars(m); i++) {
@@ -125,7 +102,7 @@ static void restart(sim_engine *e, void *arg) {
   j->last_done = j->saved.step - 1;
   snprintf(what, sizeof what, "restart from step %ld", j->saved.step);
   mark(j, what);
-  job_span(j, "restoring");
+  flog_job_span(j->log, "restoring");
   /* The initial state is in memory (the program made it); a checkpoint is read from storage. */
   j->prog->start(j->ctx, j->saved.step, j->saved.step > 0 ? j->write_ps : 0);
 }
@@ -143,10 +120,9 @@ static void on_down(void *ctx, const sim_fault *f, int in_job) {
   if (!in_job || j->failed) return;
   sim_time now = sim_now(j->engine);
   const char *target = faults_target_name(j->faults, f->target);
-  add_event(j, f->kind == SIM_FAULT_PREEMPT ? "preempted" : "failed", target, now, now);
-  if (f->duration > 0) add_event(j, "machine down", target, now, now + f->duration);
+  flog_fault(j->log, f, target);
   if (j->state != JOB_DOWN) {
-    job_span(j, "job down");
+    flog_job_span(j->log, "job down");
     j->prog->stop(j->ctx);
     if (sim_cancel(j->engine, j->write_event)) mark(j, "checkpoint write lost");
     if (j->state == JOB_UP) {
@@ -187,8 +163,7 @@ static void commit(rec_job *j) {
   char what[48];
   snprintf(what, sizeof what, "checkpoint step %ld", j->saved.step);
   mark(j, what);
-  sim_time now = sim_now(j->engine);
-  add_event(j, "checkpoint", "training", now, now);
+  flog_checkpoint(j->log);
 }
 
 static void write_done(sim_engine *e, void *arg) {
@@ -234,7 +209,7 @@ rec_job *rec_new(const scenario *s, sim_engine *e, const md_model *model, const 
                  const rec_program *prog, void *ctx) {
   rec_job *j = train_xcalloc(1, sizeof *j);
   *j = (rec_job){.s = s, .engine = e, .prog = prog, .ctx = ctx, .faults = f, .last_done = -1,
-                 .down_since = -1, .open_event = -1};
+                 .down_since = -1, .log = flog_new(e)};
   make_copy(&j->saved, s, model);
   make_copy(&j->pending, s, model);
   copy_state(&j->saved, model, opt, 0);
@@ -251,13 +226,13 @@ void rec_free(rec_job *j) {
   sim_fault_plan_free(j->plan);
   free_copy(&j->saved);
   free_copy(&j->pending);
-  free(j->events);
+  flog_free(j->log);
   free(j);
 }
 
 void rec_step_begin(rec_job *j, long step) {
   if (j->state != JOB_UP) {
-    if (j->state == JOB_RESTORING) job_span(j, NULL);
+    if (j->state == JOB_RESTORING) flog_job_span(j->log, NULL);
     j->state = JOB_UP;
     if (j->down_since >= 0) j->downtime_ps += sim_now(j->engine) - j->down_since;
     j->down_since = -1;
@@ -278,9 +253,7 @@ void rec_restore(const rec_job *j, md_model *m, md_optimizer *o) {
 }
 
 const report_fault *rec_events(rec_job *j, sim_time end, size_t *n) {
-  if (j->open_event >= 0) j->events[j->open_event].end_ps = end;  /* stays open: the end may move */
-  *n = j->nevents;
-  return j->events;
+  return flog_events(j->log, end, n);
 }
 
 int rec_restarts(const rec_job *j) { return j->restarts; }

@@ -349,8 +349,21 @@ static int hbm(const report_run *run, const char *dir, char *msg, size_t msglen)
 
 /* ---- faults and goodput ---------------------------------------------------------------------- */
 
-/* A row per target and a legend entry per kind, both in order of first appearance; the title
-** gives summary.json's goodput (docs/faults.md). */
+/* Row order: "training" first, then by job name and task number ("worker:2" before "worker:10"),
+** so a fleet's rows read in task order whatever struck first. */
+static int row_cmp(const void *pa, const void *pb) {
+  const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+  int ta = strcmp(a, "training") == 0, tb = strcmp(b, "training") == 0;
+  if (ta || tb) return tb - ta;
+  size_t la = strcspn(a, ":"), lb = strcspn(b, ":");
+  int c = strncmp(a, b, la < lb ? la : lb);
+  if (c != 0 || la != lb) return c != 0 ? c : (la < lb ? -1 : 1);
+  long na = a[la] ? strtol(a + la + 1, NULL, 10) : -1, nb = b[lb] ? strtol(b + lb + 1, NULL, 10) : -1;
+  return na != nb ? (na < nb ? -1 : 1) : strcmp(a, b);
+}
+
+/* A row per target (row_cmp's order) and a legend entry per kind in order of first appearance;
+** the title gives summary.json's goodput (docs/faults.md). */
 static int faults(const report_run *run, const char *dir, char *msg, size_t msglen) {
   const scenario *s = run->s;
   size_t n = run->nfaults;
@@ -361,10 +374,15 @@ static int faults(const report_run *run, const char *dir, char *msg, size_t msgl
   const char *unit;
   double scale = time_unit(end_s, &unit);
   for (size_t i = 0; i < n; i++) {
+    size_t r = 0;
+    while (r < nrows && strcmp(rows[r], run->faults[i].target) != 0) r++;
+    if (r == nrows) rows[nrows++] = run->faults[i].target;
+  }
+  qsort(rows, nrows, sizeof *rows, row_cmp);
+  for (size_t i = 0; i < n; i++) {
     const report_fault *f = &run->faults[i];
     size_t r = 0, c = 0;
-    while (r < nrows && strcmp(rows[r], f->target) != 0) r++;
-    if (r == nrows) rows[nrows++] = f->target;
+    while (strcmp(rows[r], f->target) != 0) r++;
     while (c < ncats && strcmp(cats[c], f->kind) != 0) c++;
     if (c == ncats) cats[ncats++] = f->kind;
     spans[i] = (pl_span){ r, scale * sim_time_to_s(f->start_ps), scale * sim_time_to_s(f->end_ps), (int)c };

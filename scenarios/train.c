@@ -502,6 +502,16 @@ static void free_trainer(trainer *t) {
   if (t->in.data) md_dataset_free(t->in.data);
 }
 
+void train_out_of_memory(run_error *e, const char *device, const sim_mempool *pool, uint64_t needed,
+                         const char *parts) {
+  snprintf(e->kind, sizeof e->kind, "ResourceExhaustedError");
+  snprintf(e->device, sizeof e->device, "%s", device);
+  snprintf(e->message, sizeof e->message, "OOM allocating %llu bytes on %s (capacity %llu): %s",
+           (unsigned long long)needed, device, (unsigned long long)sim_mempool_capacity(pool), parts);
+  e->needed_bytes = needed;
+  e->capacity_bytes = sim_mempool_capacity(pool);
+}
+
 void train_job_failed(run_summary *sum, const char *kind, const char *device, const char *msg) {
   sum->failed = 1;
   snprintf(sum->error.kind, sizeof sum->error.kind, "%s", kind);
@@ -608,17 +618,13 @@ static int reserve_memory(trainer *t, int slice, run_summary *sum) {
       if (sim_mempool_alloc(pool, n.total) == 0) continue;
       release_memory(t, slice, (long)c * t->nreplicas + r);
       if (sum == NULL) return -1;
-      const char *device = ds_replica_core_device(t->strategy, r, c);
-      char msg[512];
-      snprintf(msg, sizeof msg,
-               "OOM allocating %llu bytes on %s (capacity %llu): variables %.0f, optimizer slots %.0f, "
-               "gradients and all-reduce buffer %.0f, activations for a per-replica batch of %d %.0f, "
-               "runtime workspace %.0f", (unsigned long long)n.total, device,
-               (unsigned long long)sim_mempool_capacity(pool), n.params, n.slots, n.grads, slice, n.acts,
-               n.workspace);
-      train_job_failed(sum, "ResourceExhaustedError", device, msg);
-      sum->error.needed_bytes = n.total;
-      sum->error.capacity_bytes = sim_mempool_capacity(pool);
+      char parts[320];
+      snprintf(parts, sizeof parts,
+               "variables %.0f, optimizer slots %.0f, gradients and all-reduce buffer %.0f, activations "
+               "for a per-replica batch of %d %.0f, runtime workspace %.0f", n.params, n.slots, n.grads,
+               slice, n.acts, n.workspace);
+      sum->failed = 1;
+      train_out_of_memory(&sum->error, ds_replica_core_device(t->strategy, r, c), pool, n.total, parts);
       return -1;
     }
   }

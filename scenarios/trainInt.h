@@ -35,6 +35,10 @@ void  train_batch_of_step(const train_input *in, long step, size_t *start, int *
 float train_loss_scale(const scenario *s, int slice);
 /* The summary's error: the job failed with TF exception `kind` on `device`. */
 void  train_job_failed(run_summary *sum, const char *kind, const char *device, const char *msg);
+/* TF's ResourceExhaustedError for an allocation of `needed` bytes that `pool` (on `device`)
+** refused: kind, device, message (what the bytes are made of: `parts`), needed and capacity. */
+void  train_out_of_memory(run_error *e, const char *device, const sim_mempool *pool, uint64_t needed,
+                          const char *parts);
 /* final_weights.csv of model m; 0 or -1 (errno). */
 int   train_write_weights(const md_model *m, const char *path);
 /* A scenario machine as the strategies see it, and the fabric's topology. */

@@ -17,7 +17,8 @@
 ** takes the worker's place. TF's cancellation manager aborts the running function the same way.
 **
 ** Invariants:
-**  1. in_flight == the number of workers whose `current` is a function closure; a closure is
+**  1. in_flight == the number of workers whose `current` is a function closure not orphaned
+**     (ds_coordinator_abandon); a closure is
 **     counted from the moment a worker takes it from the FIFO until it completes, fails, is put
 **     back or cancelled (resource closures never count: TF's tagged queue does not).
 **  2. A closure is in exactly one place: the FIFO, a tagged queue (resources), a worker's
@@ -27,6 +28,10 @@
 **     it after the FIFO and the in-flight closures were cancelled (so in_flight == 0 afterwards).
 **  5. Bookkeeping for a killed actor happens before the kill, in the killer's code: a worker that
 **     kills itself (a closure reporting its own host's failure) never returns from sim_actor_kill.
+**  6. A killed closure's on-kill cleanup runs after the kill (kill_worker_actor): the kill
+**     withdraws the actor's wait first, so the cleanup may free what that wait pointed to (a
+**     parameter-server read's transfers). A self-kill is the exception: a running actor waits on
+**     nothing, and the cleanup must run before the kill, which never returns.
 */
 #include "strategies/coordinator.h"
 
@@ -130,6 +135,17 @@ static void cancel(ds_coordinator *c, ds_closure *cl) {
   ds_status_set(&st, DS_CANCELLED_ERROR, "%s", CANCELLED_TEXT);
   ds_remote_value *rv = detach(cl);
   if (rv != NULL) ds__remote_value_set_error(rv, &st);
+}
+
+/* An orphaned closure ended (ds_coordinator_abandon): whatever it returned or raised, nobody is
+** left to read it, so its value (a holder may still free it) reads CancelledError. */
+static void drop_orphan(ds_coordinator *c, ds_closure *cl, ds_value *result) {
+  ds_value_free(result);
+  ds_status st;
+  ds_status_set(&st, DS_CANCELLED_ERROR, "%s", CANCELLED_TEXT);
+  ds_remote_value *rv = detach(cl);
+  if (rv != NULL) ds__remote_value_set_error(rv, &st);
+  ds__coordinator_changed(c);
 }
 
 /* TF's put_back: to the FIFO's tail (past its bound: the failing worker cannot wait for a slot),
@@ -247,13 +263,28 @@ static void worker_down(worker *w) {
   ds__coordinator_changed(c);
 }
 
-/* Takes the closure a worker is running out of it (running its cleanup) before its actor is
-** killed (invariant 5). */
-static ds_closure *take_current(worker *w) {
+/* A worker's actor about to be killed and the on-kill cleanup of the closure it runs. */
+typedef struct doomed {
+  sim_actor *actor;          /* the victim */
+  ds_closure_cleanup_fn cleanup; /* its closure's release, or NULL */
+  void *arg;                 /* its argument */
+} doomed;
+
+/* Takes the closure a worker is running out of it before its actor is killed (invariant 5),
+** keeping the closure's cleanup for kill_worker_actor: the closure may be freed meanwhile. */
+static ds_closure *take_current(worker *w, doomed *d) {
   ds_closure *cl = w->current;
   w->current = NULL;
-  if (cl != NULL && cl->cleanup != NULL) cl->cleanup(cl->cleanup_arg);
+  *d = (doomed){ w->actor, cl ? cl->cleanup : NULL, cl ? cl->cleanup_arg : NULL };
   return cl;
+}
+
+/* Kills the actor, then runs the cleanup (invariant 6). An actor killing itself never returns
+** from the kill; it is running, so no wait of it holds anything, and its cleanup goes first. */
+static void kill_worker_actor(ds_coordinator *c, const doomed *d) {
+  if (sim_current_actor(c->e) == d->actor && d->cleanup != NULL) d->cleanup(d->arg);
+  sim_actor_kill(d->actor);
+  if (d->cleanup != NULL) d->cleanup(d->arg);
 }
 
 /* The next closure for w: its tagged queue first, then the FIFO (counted in flight). */
@@ -278,7 +309,12 @@ static void run_function(worker *w, ds_closure *cl) {
   ds_value *result = NULL;
   int rc = ds__closure_run_function(cl, &result);
   w->current = NULL;
-  if (rc == 0) {
+  if (cl->orphaned) {
+    w->closures_run += rc == 0;
+    int lost = rc != 0 && is_worker_failure(&cl->status);
+    drop_orphan(c, cl, result);
+    if (lost) worker_down(w);
+  } else if (rc == 0) {
     complete(c, w, cl, result);
   } else if (ignore_transient_ps(c, &cl->status) || ignore_transient_timeout(c, &cl->status) ||
              is_derived_cancel(&cl->status)) {
@@ -311,14 +347,16 @@ int ds_coordinator_worker_failed(ds_coordinator *c, int w, ds_status *st) {
   if (w < 0 || w >= c->nworkers) return bad_index("worker", w, c->nworkers, st);
   worker *wk = &c->workers[w];
   if (wk->state != DS_WORKER_ALIVE) return 0;
-  sim_actor *victim = wk->actor;
-  ds_closure *cl = take_current(wk);
-  if (cl != NULL) {
+  doomed d;
+  ds_closure *cl = take_current(wk, &d);
+  if (cl != NULL && cl->orphaned) {
+    drop_orphan(c, cl, NULL);
+  } else if (cl != NULL) {
     c->stats.retried++;
     put_back(c, cl);
   }
   worker_down(wk);
-  sim_actor_kill(victim); /* last: it may be the caller (invariant 5) */
+  kill_worker_actor(c, &d); /* last: it may be the caller (invariant 5) */
   return 0;
 }
 
@@ -352,12 +390,12 @@ static int raise_if_error(ds_coordinator *c, ds_status *st) {
   if (!c->has_error) return 0;
   for (int w = 0; w < c->nworkers; w++) {
     worker *wk = &c->workers[w];
-    if (wk->current == NULL) continue;
-    sim_actor *victim = wk->actor;
-    ds_closure *cl = take_current(wk);
+    if (wk->current == NULL || wk->current->orphaned) continue;  /* not this process's */
+    doomed d;
+    ds_closure *cl = take_current(wk, &d);
     c->in_flight--;
     cancel(c, cl);
-    sim_actor_kill(victim);
+    kill_worker_actor(c, &d);
     spawn(wk);
   }
   assert(c->in_flight == 0); /* invariant 1: every in-flight closure was some worker's current */
@@ -367,6 +405,30 @@ static int raise_if_error(ds_coordinator *c, ds_status *st) {
   ds_status_clear(&c->error);
   ds__coordinator_changed(c);
   return -1;
+}
+
+void ds_coordinator_abandon(ds_coordinator *c) {
+  for (int w = 0; w < c->nworkers; w++) {
+    ds_closure *cl = c->workers[w].current;
+    if (cl == NULL || cl->orphaned) continue;
+    cl->orphaned = 1;
+    c->in_flight--;
+    c->stats.orphaned++;
+  }
+  assert(c->in_flight == 0); /* invariant 1 */
+  for (ds_closure *cl; (cl = fifo_pop(&c->queue)) != NULL;) {
+    c->stats.abandoned++;
+    cancel(c, cl);
+  }
+  /* The per-worker values stay allocated (an orphan may still read its iterator) but are no
+  ** worker's resources any more: a recovery rebuilds only what the next process creates. */
+  for (int w = 0; w < c->nworkers; w++) {
+    c->workers[w].tagged = (fifo){0};
+    c->workers[w].n_resources = 0;
+  }
+  c->has_error = 0;
+  ds_status_clear(&c->error);
+  ds__coordinator_changed(c);
 }
 
 static int in_closure(const ds_coordinator *c) {
@@ -445,10 +507,10 @@ void ds_coordinator_free(ds_coordinator *c) {
     worker *wk = &c->workers[w];
     sim_cancel(c->e, wk->give_up);
     if (wk->state != DS_WORKER_ALIVE) continue;
-    sim_actor *victim = wk->actor;
-    ds_closure *cl = take_current(wk);
+    doomed d;
+    ds_closure *cl = take_current(wk, &d);
     if (cl != NULL) cancel(c, cl);
-    sim_actor_kill(victim);
+    kill_worker_actor(c, &d);
   }
   for (ds_closure *cl; (cl = fifo_pop(&c->queue)) != NULL;) cancel(c, cl);
   for (ds_per_worker *pw = c->per_worker, *next; pw != NULL; pw = next) {

@@ -23,7 +23,7 @@
 **
 ** Errors (TF's _CoordinatedClosureQueue): the first error a closure raises is stored, later ones
 ** dropped. The next schedule, join or done then cancels the closures in flight (their workers'
-** actors are killed, the closure's on-kill cleanup runs, the actor is replaced), marks every
+** actors are killed, then the closure's on-kill cleanup runs, the actor is replaced), marks every
 ** queued closure cancelled (its value: CancelledError), raises the error once and clears it;
 ** scheduling works again afterwards. The schedule call that raises has already queued its own
 ** closure, which is cancelled with the rest.
@@ -129,7 +129,8 @@ ds_per_worker *ds_coordinator_per_worker_iter(ds_coordinator *c, ds_per_worker *
 ds_remote_value *ds_coordinator_per_worker_value(const ds_per_worker *pw, int w);
 
 /* ---- failures (fault injection: from an event callback or an actor) ---- */
-/* Worker w fails: its actor is killed mid-closure (the closure's on-kill cleanup runs), the
+/* Worker w fails: its actor is killed mid-closure (then the closure's on-kill cleanup runs, its
+** wait already withdrawn, so it may free what the wait held), the
 ** closure goes to the FIFO's tail, resource values become ABORTED. No-op if already down.
 ** ValueError for a bad index. */
 int ds_coordinator_worker_failed(ds_coordinator *c, int w, ds_status *st);
@@ -141,6 +142,17 @@ int ds_coordinator_worker_recovered(ds_coordinator *c, int w, ds_status *st);
 ** reports naming it propagate at once. ValueError for a bad index. */
 int ds_coordinator_ps_failed(ds_coordinator *c, int ps, ds_status *st);
 
+/* The coordinator process is gone (a lost chief; TF's queue dies with it) and the next one will
+** use this object. The closures still queued are cancelled (never run; counted abandoned); those
+** running on workers go on to their end (what they pushed stays pushed) but are no longer in
+** flight: join and done do not wait for them, an error cancels them not, and their outcome is
+** dropped (their values read CancelledError; a worker failure cancels them rather than putting them
+** back). A pending error is forgotten. The per-worker datasets and iterators stay readable by
+** those closures but belong to no worker any more: the next process makes its own with
+** create_per_worker_dataset and iter, which start at element 0 as a new TF coordinator's do.
+** Scheduling works at once. */
+void ds_coordinator_abandon(ds_coordinator *c);
+
 /* ---- counters, for the scenario program ---- */
 typedef struct ds_coordinator_stats {
   uint64_t scheduled;        /* schedule calls that queued a closure */
@@ -151,6 +163,8 @@ typedef struct ds_coordinator_stats {
   uint64_t cancelled;        /* cancelled after an error was raised (queued or in flight) */
   uint64_t worker_failures;  /* times a worker went down */
   uint64_t workers_given_up; /* times a worker stayed down past the 3600 s wait */
+  uint64_t abandoned;        /* queued closures ds_coordinator_abandon cancelled (also cancelled) */
+  uint64_t orphaned;         /* running closures it left to finish, their outcome dropped */
 } ds_coordinator_stats;
 ds_coordinator_stats ds_coordinator_get_stats(const ds_coordinator *c);
 int             ds_coordinator_num_workers(const ds_coordinator *c);

@@ -31,6 +31,8 @@ struct ds_closure {
   sim_cpu *cpu;              /* that worker's cpu */
   const char *device;        /* that worker's device name */
   ds_status status;          /* the error it raised */
+  int orphaned;              /* running when its coordinator was abandoned: not in flight, its
+                                outcome dropped when it ends */
   ds_closure_cleanup_fn cleanup; /* on-kill release of this run, or NULL */
   void *cleanup_arg;         /* its argument */
 };

@@ -126,8 +126,11 @@ static void preempted_worker_exactly_once(void **state) {
 ** UnavailableError on the ps's device, after 26 applied steps. With a checkpoint every 10 steps
 ** and restart.delay 1 ms: the last checkpoint is step 20, steps 20-23 had been applied since
 ** (lost_steps 4), the chief restarts at 3 ms (down_for 2 ms > delay) and redoes them: 54 rows,
-** 50 steps kept, 4 checkpoints. The chief lost the same way restarts the same way; its queued
-** closures still ran, so 10 steps (20-29) are lost. */
+** 50 steps kept, 4 checkpoints. The chief lost the same way at 1 ms (steps of 72.86175 us, two at
+** a time from the checkpoint's end at 0.8125 ms: 20-21 end 0.885, 22-23 0.958, 24-25 run
+** 0.958-1.031 ms) takes its queue with it: 26-29 never run; 24 and 25 finish at 1.03111875 ms
+** and push, and the restore at 3 ms rolls them back with 20-23: 6 lost, 56 rows, the restarted
+** process redoing 20-49. */
 static void lost_ps_or_chief(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-ps");
@@ -148,8 +151,59 @@ static void lost_ps_or_chief(void **state) {
   assert_true(sum.run_hash == first);
   assert_int_equal(run("chief_lost_restart", out, &sum), TR_EXIT_OK);
   assert_int_equal(sum.steps_completed, 50);
-  assert_int_equal(sum.lost_steps, 10);
+  assert_int_equal(sum.lost_steps, 6);
+  assert_int_equal(sum.lost_updates, 6);
   assert_int_equal(sum.restarts, 1);
+  static double step[64], end[64], attempt[64];
+  char path[512];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  assert_int_equal(tu_read_column(path, 0, step, 64, NULL), 56);
+  assert_int_equal(tu_read_column(path, 1, end, 64, NULL), 56);
+  assert_int_equal(tu_read_column(path, 5, attempt, 64, NULL), 56);
+  for (int i = 0; i < 26; i++) assert_true(step[i] == i && attempt[i] == 0);
+  assert_true(fabs(end[24] - 0.00103111875) < 1e-15 && fabs(end[25] - 0.00103111875) < 1e-15);
+  for (int i = 26; i < 56; i++) assert_true(step[i] == i - 6 && attempt[i] == 1);
+  tu_remove_dir(out);
+}
+
+/* Worker RAM. r1's worker holds while a closure runs: the 195 parameters it read (780 B), the
+** activations of a batch of 32 (input 8 + dense 16 twice, z and relu + dense_1 3: 43 floats an
+** example, 4 x 32 x 43 = 5504 B), the 195 gradients it pushes (780 B) and 32 labels (128 B):
+** 7192 B, the worker's peak (the ps holds 1568 B: 195 values, 195 momentum slots, iterations), so
+** the summary's peak is the worker's. A batch of 4096 on 512 KiB: 780 + 4 x 4096 x 43 (704512) +
+** 780 + 16384 = 722456 B do not fit: ResourceExhaustedError on the worker, exit 3, no row. */
+static void worker_ram(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("r1_one_worker", out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.memory_peak_bytes, 7192);
+  assert_int_equal(sum.memory_capacity_bytes, (uint64_t)32 << 30);
+  assert_int_equal(run("worker_oom", out, &sum), TR_EXIT_JOB_FAILED);
+  assert_string_equal(sum.error.kind, "ResourceExhaustedError");
+  assert_string_equal(sum.error.device, "/job:worker/replica:0/task:0/device:CPU:0");
+  assert_int_equal(sum.error.needed_bytes, 722456);
+  assert_int_equal(sum.error.capacity_bytes, 512 << 10);
+  assert_int_equal(sum.steps_completed, 0);
+  tu_remove_dir(out);
+}
+
+/* Goodput by hand. r1 with one worker: every closure takes T = 71.951875 us (read, compute, push),
+** 50 of them back to back end at 3597.59375 us: goodput 1. preempt_compute preempts the worker at
+** 41 us inside closure 0 (its compute) for 1 ms: the 41 us attempt is lost, the worker is down
+** 41-1041 us, closure 0 runs again from 1041 us and the 50 closures end at 1041 + 50 T =
+** 4638.59375 us. Kept closure time 50 T = 3597.59375 us; goodput = 50 T / (1 worker x 4638.59375)
+** = 0.775578536..., worker_utilization = 50 T / (4638.59375 - 1000 up) = 0.988731910... */
+static void goodput_by_hand(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-ps");
+  run_summary sum;
+  assert_int_equal(run("r1_one_worker", out, &sum), TR_EXIT_OK);
+  assert_true(sum.goodput == 1.0 && sum.worker_utilization == 1.0);
+  assert_int_equal(run("preempt_compute", out, &sum), TR_EXIT_OK);
+  assert_true(fabs(sum.sim_time_s - 4638.59375e-6) < 1e-15);
+  assert_true(fabs(sum.goodput - 3597593750.0 / 4638593750.0) < 1e-15);
+  assert_true(fabs(sum.worker_utilization - 3597593750.0 / 3638593750.0) < 1e-15);
   tu_remove_dir(out);
 }
 
@@ -268,6 +322,8 @@ int main(void) {
     cmocka_unit_test(preempted_worker_exactly_once),
     cmocka_unit_test(lost_ps_or_chief),
     cmocka_unit_test(embedding_pushes_indexed_slices),
+    cmocka_unit_test(worker_ram),
+    cmocka_unit_test(goodput_by_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

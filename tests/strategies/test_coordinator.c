@@ -408,6 +408,104 @@ static void test_worker_failure_reruns_elsewhere(void **state) {
   fixture_free(f);
 }
 
+/* On-kill order. A closure holds a transfer of 1e9 B over a 1 GB/s link (1 s) in a sim_wait_all
+** on an array it owns; its cleanup frees what the wait points to (as ds_ps_worker_release frees a
+** read's transfers). Closure 0 is killed at 0.5 s by worker 0's failure, runs again on worker 1
+** from 0.5 s, and is killed at 0.75 s by the cancellation the error of closure 1 (failing at once
+** on worker 2) raises in join: both times the cleanup must find its actor dead. It records the actor's state
+** and clears the array: a cleanup run before the kill would see the actor alive, and the kill's
+** withdraw would then read a NULL activity and crash. */
+typedef struct held_xfer {
+  sim_link *link;            /* the route */
+  sim_activity *acts[2][1];  /* per closure id: the wait's array */
+  sim_actor *actor[2];       /* the actor running it */
+  int alive_at_cleanup[2];   /* sim_actor_is_alive in its cleanup; -1 before */
+} held_xfer;
+
+typedef struct held_run { held_xfer *h; int id; } held_run;
+
+static void release_xfer(void *arg) {
+  held_run *r = arg;
+  r->h->alive_at_cleanup[r->id] = sim_actor_is_alive(r->h->actor[r->id]);
+  r->h->acts[r->id][0] = NULL;
+}
+
+static int hold_fn(ds_closure *ctx, void *user, ds_value **result) {
+  static held_run runs[2];
+  held_xfer *h = user;
+  int id = (int)ds_closure_id(ctx);
+  if (id == 1) return ds_closure_fail(ctx, DS_INVALID_ARGUMENT_ERROR, "bad input");
+  sim_actor *self = ds_closure_actor(ctx);
+  runs[id] = (held_run){ h, id };
+  h->actor[id] = self;
+  ds_closure_on_kill(ctx, release_xfer, &runs[id]);
+  h->acts[id][0] = sim_comm_start(sim_actor_engine(self), &h->link, 1, 1e9);
+  sim_wait_all(self, h->acts[id], 1);
+  *result = NULL;
+  return 0;
+}
+
+static void test_cleanup_runs_after_kill(void **state) {
+  (void)state;
+  fixture *f = fixture_new(3, EQUAL, 0);
+  held_xfer h = { .link = sim_link_new(f->e, "nic", 1e9, 0), .alive_at_cleanup = { -1, -1 } };
+  ds_function fn = { hold_fn, &h, 1 };
+  ds_status st;
+  assert_int_equal(ds_coordinator_schedule(f->c, &fn, 0, NULL, NULL, &st), 0);
+  fault kill = { f->c, 0 };
+  sim_schedule(f->e, S(0.5), kill_worker, &kill);
+  sim_run_until(f->e, S(0.5));
+  assert_int_equal(h.alive_at_cleanup[0], 0);
+  h.alive_at_cleanup[0] = -1;
+  sim_run_until(f->e, S(0.75)); /* closure 0 runs again on worker 1 from 0.5 s */
+  assert_int_equal(ds_coordinator_schedule(f->c, &fn, 0, NULL, NULL, &st), 0); /* 1: worker 2 fails it */
+  assert_int_equal(ds_coordinator_join(f->c, &st), -1);
+  assert_int_equal(st.kind, DS_INVALID_ARGUMENT_ERROR);
+  assert_int_equal(sim_now(f->e), S(0.75));
+  assert_int_equal(h.alive_at_cleanup[0], 0); /* the cancelled rerun of 0, on worker 1 */
+  assert_int_equal(ds_coordinator_get_stats(f->c).cancelled, 1);
+  fixture_free(f);
+}
+
+/* A lost chief. Two workers of 1 GFLOP/s, seven 1 s closures; the coordinator is abandoned at
+** 0.5 s: closures 0 and 1 run on, end at 1 s (both workers count a run) and their values read
+** CancelledError; 2..6 never start (started stays 2). A join right after returns at 0.5 s: nothing
+** of the new process is in flight. Two closures scheduled then (7, 8) wait for the busy workers and
+** run 1..2 s: join returns at 2 s; completed counts only them. */
+static void test_abandon_drops_queue_keeps_running(void **state) {
+  (void)state;
+  fixture *f = fixture_new(2, EQUAL, 0);
+  ds_remote_value *rv[7];
+  schedule_n(f, 7, rv);
+  sim_run_until(f->e, S(0.5));
+  ds_coordinator_abandon(f->c);
+  assert_int_equal(ds_coordinator_queued(f->c), 0);
+  assert_int_equal(ds_coordinator_in_flight(f->c), 0);
+  ds_status st;
+  assert_int_equal(ds_coordinator_join(f->c, &st), 0);
+  assert_int_equal(sim_now(f->e), S(0.5));
+  schedule_n(f, 2, NULL);
+  assert_int_equal(ds_coordinator_join(f->c, &st), 0);
+  assert_int_equal(sim_now(f->e), S(2));
+  assert_int_equal(f->log.started, 4);
+  for (int i = 0; i < 9; i++) assert_int_equal(f->log.completions[i], i < 2 || i >= 7);
+  assert_int_equal(f->log.ended[0], S(1));
+  assert_int_equal(f->log.ended[1], S(1));
+  for (int i = 0; i < 7; i++) {
+    const ds_value *v;
+    assert_int_equal(ds_remote_value_fetch(rv[i], &v, &st), -1);
+    assert_int_equal(st.kind, DS_CANCELLED_ERROR);
+  }
+  free_values(rv, 7);
+  ds_coordinator_stats s = ds_coordinator_get_stats(f->c);
+  assert_int_equal(s.abandoned, 5);
+  assert_int_equal(s.orphaned, 2);
+  assert_int_equal(s.completed, 2);
+  assert_int_equal(ds_coordinator_worker_closures_run(f->c, 0), 2);
+  assert_int_equal(ds_coordinator_worker_closures_run(f->c, 1), 2);
+  fixture_free(f);
+}
+
 /* A closure reporting its own worker's failure (UnavailableError naming /job:worker) is treated
 ** the same way without a kill: back to the tail, worker dead; the other worker runs it (attempt 2). */
 static int flaky_fn(ds_closure *ctx, void *user, ds_value **result) {
@@ -616,6 +714,8 @@ int main(void) {
     cmocka_unit_test(test_seed_per_worker_dataset),
     cmocka_unit_test(test_error_raised_once_and_cancels),
     cmocka_unit_test(test_worker_failure_reruns_elsewhere),
+    cmocka_unit_test(test_cleanup_runs_after_kill),
+    cmocka_unit_test(test_abandon_drops_queue_keeps_running),
     cmocka_unit_test(test_reported_worker_failure),
     cmocka_unit_test(test_resources_aborted_then_rebuilt),
     cmocka_unit_test(test_given_up_after_recovery_wait),
