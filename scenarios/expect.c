@@ -30,6 +30,7 @@ double expect_metric(const run_summary *sum, int metric) {
   else if (!strcmp(name, "lost_updates")) v = (double)sum->lost_updates;
   else if (!strcmp(name, "duplicated_updates")) v = (double)sum->duplicated_updates;
   else if (!strcmp(name, "evaluations")) v = (double)sum->evaluations;
+  else if (!strcmp(name, "worker_utilization")) v = sum->worker_utilization;
   else v = sum->evaluations > 0 ? sum->final_eval_loss : NAN;
   if (!isfinite(v)) return v;
   char text[32];

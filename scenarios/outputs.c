@@ -171,6 +171,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
     json_object_set_new(o, "evaluations", json_integer(s->evaluations));
     json_object_set_new(o, "failed_restores", json_integer(s->failed_restores));
     json_object_set_new(o, "final_eval_loss", isfinite(s->final_eval_loss) ? json_real(s->final_eval_loss) : json_null());
+    if (s->eval_failed) json_object_set_new(o, "evaluator_error", error_object(&s->eval_error));
   }
   if (strcmp(s->strategy, "parameter_server") == 0)
     json_object_set_new(o, "worker_utilization", json_real(s->worker_utilization));

@@ -82,6 +82,8 @@ typedef struct run_summary {
   long   evaluations;     /* its evaluations completed (rows of evaluations.csv) */
   long   failed_restores; /* its restores of a checkpoint deleted while it read it */
   double final_eval_loss; /* the loss of its last evaluation (NaN: none) */
+  int    eval_failed;     /* the evaluator's process died of an error of its own (training goes on) */
+  run_error eval_error;   /* that error */
   double worker_utilization; /* parameter_server: kept closure time over the workers' up time */
   run_device *devices;    /* each replica device's memory, in replica order; freed by
                              train_run once summary.json is written */

@@ -80,6 +80,8 @@ struct ps_eval {
   long taken;             /* seq of the checkpoint the process last took (0: none) */
   int done;               /* the final checkpoint is evaluated (invariant 4) */
   long failed_restores;   /* restores of a deleted file */
+  int failed;             /* the process died at start: its model does not fit its RAM */
+  run_error error;        /* why (ResourceExhaustedError), for summary.json's evaluator_error */
   eval_row *rows;         /* evaluations.csv (invariant 1) */
   long nrows, cap_rows;   /* entries, allocated */
 };
@@ -184,6 +186,9 @@ static void eval_main(sim_actor *self, void *arg) {
   ps_eval *ev = arg;
   /* A process that cannot hold its model dies at start, as TF's would: training goes on. */
   if (sim_mempool_alloc(ev->ram, ev->model_bytes) != 0) {
+    ev->failed = 1;
+    train_out_of_memory(&ev->error, ds_ps_task_device(ev->strategy, DS_PS_EVALUATOR, 0), ev->ram,
+                        ev->model_bytes, "the model's variables restored from a checkpoint");
     ev->actor = NULL;
     return;
   }
@@ -297,6 +302,8 @@ void ps_eval_summarise(const ps_eval *ev, run_summary *sum) {
   sum->evaluations = ev->nrows;
   sum->failed_restores = ev->failed_restores;
   sum->final_eval_loss = ev->nrows > 0 ? ev->rows[ev->nrows - 1].loss : NAN;
+  sum->eval_failed = ev->failed;
+  sum->eval_error = ev->error;
   run_device *grown = train_xcalloc((size_t)sum->ndevices + 1, sizeof *grown);
   if (sum->ndevices > 0) memcpy(grown, sum->devices, (size_t)sum->ndevices * sizeof *grown);
   free(sum->devices);

@@ -205,7 +205,10 @@ static int failed_ps(const ps_trainer *t) {
   return 0;
 }
 
-static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time start, double loss, int n) {
+/* Step k's row: its closure's time from taking the batch to its push applied, of which `compute` on
+** the worker's CPU; the rest is communication (reads, the push and the ps applying it). */
+static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time start, sim_time compute,
+                   double loss, int n) {
   if (t->completed == t->cap_records) {
     t->cap_records *= 2;
     step_record *grown = train_xcalloc((size_t)t->cap_records, sizeof *grown);
@@ -225,7 +228,8 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->step_ps = rec->end_ps - start;
   rec->loss = t->in.s->numerics_full ? (n > 0 ? loss / n : 0.0) : NAN;
   rec->examples = n;
-  rec->compute_ps = rec->step_ps;
+  rec->compute_ps = compute;
+  rec->comm_ps = rec->step_ps - compute;
   rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
@@ -328,7 +332,9 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   md_op_log_clear(&w->ops);
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.n);
+  sim_time computing = sim_now(t->engine);
   if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
+  sim_time compute = sim_now(t->engine) - computing;
 
   /* The embedding pushes its IndexedSlices (the batch's ids, one gradient row per id), the ps
   ** deduplicating them as Keras does; every other variable its dense gradient. */
@@ -347,7 +353,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
   t->duplicated += cl->duplicated;
-  record(t, cl, w->index, start, loss, n);
+  record(t, cl, w->index, start, compute, loss, n);
   char span[48];
   snprintf(span, sizeof span, "step %ld", cl->step);
   sim_trace_span(t->engine, w->track, span, "step", start, sim_now(t->engine));
@@ -753,6 +759,7 @@ static void summarise(ps_trainer *t, run_summary *sum) {
     examples += r->examples;
     sum->means.step_s += sim_time_to_s(r->step_ps) / (double)t->completed;
     sum->means.compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
+    sum->means.comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
     if (t->kept[i]) useful += r->step_ps;
   }
   for (int w = 0; w < t->nworkers; w++) {
@@ -871,16 +878,7 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
     rc = train_error(err, out_dir, 0, 0, "outputs.dir", "cannot create the directory: %s", strerror(errno));
   }
   md_model_free(init);
-  sum->wall_s = train_wall_s() - w0;
-  if (rc == TR_EXIT_OK) {
-    char path[SCN_PATH_MAX + 32];
-    if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)
-      rc = train_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
-  }
-  free(sum->devices);
-  sum->devices = NULL;
-  sum->ndevices = 0;
+  rc = train_finish(out_dir, w0, rc, sum, err);
   free_trainer(&t);
-  if (rc != TR_EXIT_OK) return rc;
-  return sum->failed ? TR_EXIT_JOB_FAILED : TR_EXIT_OK;
+  return rc;
 }

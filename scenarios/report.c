@@ -428,6 +428,10 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
           sum->replicas == 1 ? "" : "s", sum->all_reduce);
   if (s->tpu_type[0])
     fprintf(f, "  cluster       TPU %s, topology %dx%dx%d\n", s->tpu_type, s->tpu_dims[0], s->tpu_dims[1], s->tpu_dims[2]);
+  else if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
+    fprintf(f, "  cluster       %d x %s workers, %d x %s ps, chief %s%s%s\n", s->workers, s->worker_machine.type,
+            s->ps, s->ps_machine.type, s->chief_machine.type, s->has_evaluator ? ", evaluator " : "",
+            s->has_evaluator ? s->evaluator_machine.type : "");
   else
     fprintf(f, "  cluster       %d x %s\n", s->workers, s->worker_machine.type);
   if (sum->compile_s > 0) fprintf(f, "  XLA compile   %s before the first step\n", human_time(a, sizeof a, sum->compile_s));
@@ -448,6 +452,14 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
   if (s->nfaults > 0)
     fprintf(f, "  faults        %ld preempted, %ld failed, %d restarts, %ld steps redone, %.6g s down, goodput %.4g\n",
             sum->preemptions, sum->failures, sum->restarts, sum->lost_steps, sum->downtime_s, sum->goodput);
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
+    fprintf(f, "  async         %ld closures retried, %ld updates duplicated, %ld lost; worker utilization %.4g\n",
+            sum->retried_closures, sum->duplicated_updates, sum->lost_updates, sum->worker_utilization);
+  if (sum->has_evaluator)
+    fprintf(f, "  evaluator     %ld evaluations (%ld restores failed), last loss %.6g\n", sum->evaluations,
+            sum->failed_restores, sum->final_eval_loss);
+  if (sum->eval_failed)
+    fprintf(f, "  evaluator     %s on %s: %s\n", sum->eval_error.kind, sum->eval_error.device, sum->eval_error.message);
   if (sum->failed) fprintf(f, "  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
   fprintf(f, "  outputs       %s/\n", dir);
   fprintf(f, "  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);

@@ -451,7 +451,7 @@ static const char *const METRICS[] = {"final_loss", "sim_time_s", "steps_complet
                                       "hbm_peak_bytes", "hbm_capacity_bytes", "preemptions", "restarts",
                                       "lost_steps", "retried_closures", "lost_updates", "events", "failures",
                                       "checkpoint_time_s", "downtime_s", "goodput", "duplicated_updates",
-                                      "evaluations", "final_eval_loss", NULL};
+                                      "evaluations", "final_eval_loss", "worker_utilization", NULL};
 
 /* ------------------------------------------------------------------ custom handlers */
 

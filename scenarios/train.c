@@ -949,6 +949,20 @@ double train_wall_s(void) {
   return (double)w.tv_sec + 1e-9 * (double)w.tv_nsec;
 }
 
+int train_finish(const char *out_dir, double w0, int rc, run_summary *sum, scn_error *err) {
+  sum->wall_s = train_wall_s() - w0;
+  if (rc == TR_EXIT_OK) {
+    char path[SCN_PATH_MAX + 32];
+    if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)
+      rc = train_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
+  }
+  free(sum->devices);  /* summary.json has them; the caller prints only the totals */
+  sum->devices = NULL;
+  sum->ndevices = 0;
+  if (rc != TR_EXIT_OK) return rc;
+  return sum->failed ? TR_EXIT_JOB_FAILED : TR_EXIT_OK;
+}
+
 int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_error *err) {
   return train_run_cli(s, out_dir, 1, sum, err);
 }
@@ -989,16 +1003,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   }
   summarise(&t, sum);
   rc = write_outputs(&t, out_dir, sum, err);
-  sum->wall_s = train_wall_s() - w0;
-  if (rc == TR_EXIT_OK) {
-    char path[SCN_PATH_MAX + 32];
-    if (outputs_write_summary(outputs_path(path, sizeof path, out_dir, "summary.json"), sum) != 0)
-      rc = train_error(err, out_dir, 0, 0, "outputs.dir", "cannot write %s", path);
-  }
-  free(sum->devices);  /* summary.json has them; the caller prints only the totals */
-  sum->devices = NULL;
-  sum->ndevices = 0;
+  rc = train_finish(out_dir, w0, rc, sum, err);
   free_trainer(&t);
-  if (rc != TR_EXIT_OK) return rc;
-  return sum->failed ? TR_EXIT_JOB_FAILED : TR_EXIT_OK;
+  return rc;
 }

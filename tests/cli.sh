@@ -96,7 +96,8 @@ err=$("$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x1" --quiet \
 [ $rc -eq 0 ] && ok || bad "expect holding: exit $rc, expected 0"
 # Parameter-server training on spot VMs (issue 5): a random preemption storm over worker:* gives
 # the same run_hash twice; its expect block holds (every step applied, no update lost); an expect
-# on duplicated_updates and lost_updates is checked like any figure; metrics.csv ends with the
+# on duplicated_updates, lost_updates and worker_utilization (a share: never above 1) is checked
+# like any figure; metrics.csv ends with the
 # worker and staleness columns and names each of the 8 workers.
 h1=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps1" --quiet); rc1=$?
 h2=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps2" --quiet); rc2=$?
@@ -106,8 +107,10 @@ h2=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps2" --quiet); r
   && [ "$(tail -n +2 "$tmp/ps1/metrics.csv" | awk -F, '{print $(NF-1)}' | sort -u | wc -l)" -eq 8 ] \
   && ok || bad "ps_spot_vms: metrics.csv worker/staleness columns"
 err=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/ps3" --quiet \
-      --set 'expect=[{metric: duplicated_updates, lt: 0}, {metric: lost_updates, eq: 0}]' 2>&1 >/dev/null); rc=$?
+      --set 'expect=[{metric: duplicated_updates, lt: 0}, {metric: lost_updates, eq: 0}, {metric: worker_utilization, gt: 1}]' \
+      2>&1 >/dev/null); rc=$?
 [ $rc -eq 1 ] && printf '%s\n' "$err" | grep -Eq '^  duplicated_updates +lt +0 ' && ! printf '%s\n' "$err" | grep -q lost_updates \
+  && printf '%s\n' "$err" | grep -Eq '^  worker_utilization +gt +1 +0\.9' \
   && ok || bad "ps_spot_vms expect: exit $rc, '$err'"
 # A run with faults marks restarts in metrics.csv: the rows of steps 40..44 twice, the second time
 # with restarts 1.

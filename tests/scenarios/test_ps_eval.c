@@ -207,10 +207,43 @@ static void preempted_evaluator_loses_its_evaluation(void **state) {
   tu_remove_dir(out);
 }
 
+/* eval_every_10 with an evaluator VM of 512 B of RAM: its model (780 B) does not fit, so its
+** process dies at start with TF's ResourceExhaustedError (needed 780, capacity 512). Training does
+** not notice: exit 0, every step, no evaluation, the same sim_time_s; summary.json's
+** evaluator_error says why there are no evaluations. */
+static void evaluator_out_of_memory_leaves_training_alone(void **state) {
+  (void)state;
+  char *plain = tu_temp_dir("podsim-eval"), *out = tu_temp_dir("podsim-eval");
+  run_summary sum, base;
+  assert_int_equal(run("eval_every_10", NULL, 0, plain, &base), TR_EXIT_OK);
+  const char *set[] = { "cluster.evaluator.machine={cpus: 1, flops: 1GFLOP/s, ram: 512B}" };
+  assert_int_equal(run("eval_every_10", set, 1, out, &sum), TR_EXIT_OK);
+  assert_int_equal(sum.steps_completed, 40);
+  assert_int_equal(sum.evaluations, 0);
+  assert_true(sum.sim_time_s == base.sim_time_s);
+  assert_int_equal(sum.eval_failed, 1);
+  assert_string_equal(sum.eval_error.kind, "ResourceExhaustedError");
+  assert_string_equal(sum.eval_error.device, "/job:evaluator/replica:0/task:0/device:CPU:0");
+  assert_int_equal((int)sum.eval_error.needed_bytes, 780);
+  assert_int_equal((int)sum.eval_error.capacity_bytes, 512);
+  assert_int_equal(base.eval_failed, 0);
+  char path[512];
+  snprintf(path, sizeof path, "%s/summary.json", out);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[65536];
+  text[fread(text, 1, sizeof text - 1, f)] = 0;
+  fclose(f);
+  assert_non_null(strstr(text, "\"evaluator_error\""));
+  tu_remove_dir(plain);
+  tu_remove_dir(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(evaluates_every_checkpoint), cmocka_unit_test(slow_evaluator_skips_to_newest),
     cmocka_unit_test(deleted_checkpoint_fails_restore), cmocka_unit_test(preempted_evaluator_loses_its_evaluation),
+    cmocka_unit_test(evaluator_out_of_memory_leaves_training_alone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
