@@ -171,36 +171,43 @@ static void dense_backward(const md_layer *l, const md_var *vars, float **grads,
   }
 }
 
-/* The gradient of the table is dense (zero except the rows used): each use adds its dz there. */
-static void embedding_backward(const md_layer *l, const md_var *vars, float **grads, int n,
-                               const int32_t *ids, const float *dz, float *slices, md_cost *cost) {
+/* TF's gather gradient is IndexedSlices: one row per id (segment_mean's grad: dz / k) into
+** slices. Unless slices_only, the table's dense gradient is kept too, zero except the rows used:
+** each id's row added from zero in batch order, unsorted_segment_sum's order over the same rows.
+** Bytes: reading dz and writing each id's row (2 per id-row float), plus, dense, zeroing the whole
+** table and the row's read-modify-write in place of the write (4 * (size + 3 n k dim), the figure
+** sync programs have always been charged); slices only nothing of the table's size is touched. */
+static void embedding_backward(const md_layer *l, const md_var *vars, const md_grads *grads, int n,
+                               const int32_t *ids, const float *dz, md_cost *cost) {
   const md_var *e = &vars[l->kernel];
-  float *g = grads[l->kernel];
+  float *g = grads->g[l->kernel];
+  float *slices = l->kernel == grads->slices_var ? grads->slices : NULL;
+  int dense = !(grads->slices_only && l->kernel == grads->slices_var);
   int dim = l->out, k = l->in;
   if (g != NULL) memset(g, 0, sizeof(float) * e->size);
-  /* Each id's row is the gradient of its gather (segment_mean's grad: dz / k); g adds them from
-  ** zero in batch order, which is unsorted_segment_sum's order over the same rows. */
-  for (int i = 0; g != NULL && i < n; i++) {
+  for (int i = 0; (g != NULL || slices != NULL) && i < n; i++) {
     const float *di = dz + (size_t)i * dim;
     for (int j = 0; j < k; j++) {
-      float *row = g + (size_t)ids[(size_t)i * k + j] * dim;
+      float *row = g ? g + (size_t)ids[(size_t)i * k + j] * dim : NULL;
       float *slice = slices ? slices + ((size_t)i * k + j) * dim : NULL;
       for (int c = 0; c < dim; c++) {
         float v = l->spec.combiner == MD_COMBINER_MEAN ? di[c] / (float)k : di[c];
         if (slice) slice[c] = v;
-        row[c] += v;
+        if (row) row[c] += v;
       }
     }
   }
-  md_cost c = {.flops = (double)n * k * dim, .bytes_moved = 4.0 * ((double)e->size + 3.0 * n * k * dim), .bytes_resident = 0};
+  double rows = (double)n * k * dim;
+  double bytes = dense ? 4.0 * ((double)e->size + 3.0 * rows) : 4.0 * 2.0 * rows;
+  md_cost c = {.flops = rows, .bytes_moved = bytes, .bytes_resident = 0};
   md_cost_add(cost, &c);
 }
 
-void md_layer_backward(const md_layer *l, const md_var *vars, float **grads, int n,
+void md_layer_backward(const md_layer *l, const md_var *vars, const md_grads *grads, int n,
                        const float *x, const int32_t *ids, const float *dz, int has_dx,
-                       float *dx, float *slices, md_cost *cost) {
+                       float *dx, md_cost *cost) {
   if (l->spec.kind == MD_LAYER_DENSE)
-    dense_backward(l, vars, grads, n, x, dz, has_dx, dx, cost);
+    dense_backward(l, vars, grads->g, n, x, dz, has_dx, dx, cost);
   else
-    embedding_backward(l, vars, grads, n, ids, dz, slices, cost);
+    embedding_backward(l, vars, grads, n, ids, dz, cost);
 }

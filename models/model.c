@@ -253,22 +253,20 @@ const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, m
   return w->a[m->nlayers - 1];
 }
 
-/* The slices buffer grown for n examples of the embedding layer ly; NULL when shapes only. */
-static float *grads_slices(md_grads *g, int n, const md_layer *ly) {
+/* The slices buffer grown for n examples of the embedding layer ly (no values when shapes only). */
+static void grow_slices(const md_model *m, md_grads *g, int n, const md_layer *ly) {
   size_t need = (size_t)n * (size_t)ly->in * (size_t)ly->out;
-  if (g->g[ly->kernel] == NULL) return NULL;
-  if (need > g->slices_cap) {
-    g->slices = md_xrealloc(g->slices, sizeof(float) * need);
-    g->slices_cap = need;
-  }
-  return g->slices;
+  if (m->shapes_only || need <= g->slices_cap) return;
+  g->slices = md_xrealloc(g->slices, sizeof(float) * need);
+  g->slices_cap = need;
 }
 
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);
   if (b->n == 0) {
-    for (int i = 0; i < m->nvars && !m->shapes_only; i++) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
+    for (int i = 0; i < m->nvars; i++)
+      if (grads->g[i] != NULL) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
     if (loss_sum != NULL) *loss_sum = 0;
     return;
   }
@@ -282,8 +280,8 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       md_layer_activate_backward(ly->spec.activation, b->n, ly->out, w->z[l], w->a[l], w->d[cur], cost);
     const float *x = l == 0 ? b->x : w->a[l - 1];
     float *dx = l > 0 ? w->d[1 - cur] : NULL;
-    md_layer_backward(ly, m->vars, grads->g, b->n, x, b->ids, w->d[cur], l > 0, dx,
-                      ly->kernel == grads->slices_var ? grads_slices(grads, b->n, ly) : NULL, cost);
+    if (ly->kernel == grads->slices_var) grow_slices(m, grads, b->n, ly);
+    md_layer_backward(ly, m->vars, grads, b->n, x, b->ids, w->d[cur], l > 0, dx, cost);
     cur = 1 - cur;
   }
   if (loss_sum != NULL) *loss_sum = sum;
@@ -305,21 +303,26 @@ double md_model_activation_bytes(const md_model *m, int n) {
   return 4.0 * floats;
 }
 
-md_grads *md_grads_new(const md_model *m) {
+static md_grads *grads_new(const md_model *m, int slices_only) {
   md_grads *g = md_xrealloc(NULL, sizeof *g);
   g->nvars = m->nvars;
   g->g = md_xrealloc(NULL, sizeof(float *) * m->nvars);
   g->slices_var = m->nlayers > 0 && m->layers[0].spec.kind == MD_LAYER_EMBEDDING ? m->layers[0].kernel : -1;
+  g->slices_only = slices_only && g->slices_var >= 0;
   g->slices = NULL;
   g->slices_cap = 0;
   for (int i = 0; i < m->nvars; i++) {
     g->g[i] = NULL;
-    if (m->shapes_only) continue;
+    if (m->shapes_only || (g->slices_only && i == g->slices_var)) continue;
     g->g[i] = md_xrealloc(NULL, sizeof(float) * m->vars[i].size);
     memset(g->g[i], 0, sizeof(float) * m->vars[i].size);
   }
   return g;
 }
+
+md_grads *md_grads_new(const md_model *m) { return grads_new(m, 0); }
+
+md_grads *md_grads_new_slices(const md_model *m) { return grads_new(m, 1); }
 
 void md_grads_free(md_grads *g) {
   if (g == NULL) return;

@@ -82,15 +82,22 @@ void          md_workspace_free(md_workspace *w);
 /* Gradient buffers shaped like the model's variables. An embedding's gradient is also kept as
 ** TF computes it, the gradient of a gather (tf.IndexedSlices): indices = the batch's ids in batch
 ** order, duplicates included, values = one row per id; g of that variable is the values'
-** unsorted_segment_sum, added from zero in the same order (so the same bits). */
+** unsorted_segment_sum, added from zero in the same order (so the same bits).
+** Slices only (md_grads_new_slices): the embedding's gradient is its IndexedSlices alone, as a
+** parameter-server worker holds it: its dense g is never allocated, zeroed nor accumulated
+** (g[slices_var] is NULL) and the backward pass's cost counts only the n*ids rows, not the
+** [vocab, dim] table. Sync strategies keep the dense form: they all-reduce dense tensors. */
 typedef struct md_grads {
   int nvars;              /* same as the model's */
-  float **g;              /* g[i] has md_model_var(m,i)->size floats */
+  float **g;              /* g[i] has md_model_var(m,i)->size floats; NULL: shapes only, or the
+                          ** embedding's under slices_only */
   int slices_var;         /* the embedding's variable, -1 without one (it can only be layer 0) */
+  int slices_only;        /* 1: that variable's gradient is its slices alone (no dense g) */
   float *slices;          /* its IndexedSlices values of the last step: n*ids rows of dim floats */
   size_t slices_cap;      /* floats allocated in slices */
 } md_grads;
 md_grads *md_grads_new(const md_model *m);
+md_grads *md_grads_new_slices(const md_model *m);
 void      md_grads_free(md_grads *g);
 
 /* Forward and backward over the batch. The loss differentiated is scale * sum of the

@@ -32,12 +32,14 @@ void md_layer_activate(md_activation act, int n, int width, const float *z, floa
 /* In place: d holds dL/da on entry and dL/dz on return, given the saved z and a = act(z). */
 void md_layer_activate_backward(md_activation act, int n, int width, const float *z,
                                 const float *a, float *d, md_cost *cost);
-/* From dz: overwrites the layer's grads (kernel/embeddings and bias); with has_dx also dL/dx
-** into dx (dense only: an embedding has no differentiable input); an embedding with slices also
-** writes there its gather's gradient, one row per id (n*in rows). NULL grads: costs only. */
-void md_layer_backward(const md_layer *l, const md_var *vars, float **grads, int n,
+/* From dz: overwrites the layer's gradients in grads (kernel/embeddings and bias); with has_dx
+** also dL/dx into dx (dense only: an embedding has no differentiable input); the embedding of
+** grads->slices_var also writes its gather's gradient into grads->slices, one row per id (n*in
+** rows, grown by the caller; NULL when shapes only), and its dense g only unless slices_only.
+** NULL arrays: costs only. */
+void md_layer_backward(const md_layer *l, const md_var *vars, const md_grads *grads, int n,
                        const float *x, const int32_t *ids, const float *dz, int has_dx,
-                       float *dx, float *slices, md_cost *cost);
+                       float *dx, md_cost *cost);
 
 /* ---- loss.c (md_loss_): sparse categorical cross-entropy of one example ---- */
 

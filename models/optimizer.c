@@ -267,7 +267,7 @@ void md_optimizer_update_sparse(const md_optimizer_spec *spec, int64_t t, float 
 }
 
 void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost) {
-  assert(g->nvars == o->nvars && md_model_num_vars(m) == o->nvars);
+  assert(g->nvars == o->nvars && md_model_num_vars(m) == o->nvars && !g->slices_only);
   o->iterations++;
   int per_var = o->nvars ? o->nslots / o->nvars : 0;
   for (int i = 0; i < o->nvars; i++) {

@@ -64,7 +64,8 @@ void        md_optimizer_update_sparse(const md_optimizer_spec *spec, int64_t t,
 typedef struct md_optimizer md_optimizer;
 md_optimizer *md_optimizer_new(const md_optimizer_spec *spec, const md_model *m);
 void          md_optimizer_free(md_optimizer *o);
-/* Applies one update to every variable of m; adds its cost. */
+/* Applies one update to every variable of m from dense gradients (md_grads_new's: slices-only
+** gradients go through md_optimizer_update_sparse); adds its cost. */
 void          md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost);
 /* Slot variables, for variables.csv and memory accounting: name "VAR/momentum", "VAR/m", ... */
 int           md_optimizer_num_slots(const md_optimizer *o);

@@ -642,11 +642,13 @@ static void make_workers(ps_trainer *t, const md_model *init) {
     w->down_since = -1;
     w->model = md_model_clone(init);
     w->ws = md_workspace_new(w->model);
-    w->grads = md_grads_new(w->model);
+    /* An embedding's gradient is pushed as IndexedSlices: nothing of the table's size is
+    ** computed, held or copied on a worker (no dense g, no dense tensor to push). */
+    w->grads = md_grads_new_slices(w->model);
     w->grad = train_xcalloc((size_t)t->nvars, sizeof *w->grad);
     for (int v = 0; v < t->nvars; v++) {
       const md_var *var = md_model_var_const(init, v);
-      w->grad[v] = md_tensor_new(MD_FLOAT32, var->rank, var->shape);
+      if (v != embedding_var(w)) w->grad[v] = md_tensor_new(MD_FLOAT32, var->rank, var->shape);
     }
     w->track = sim_trace_track(t->engine, ds_ps_task_device(t->strategy, DS_PS_WORKER, i));
     if (!s->numerics_full) continue;

@@ -74,7 +74,8 @@ typedef struct ps_xfer {
   const md_tensor *grad;  /* push: this component's gradient (IndexedSlices: its values), NULL to
                           ** add 1 to iterations */
   const md_tensor *indices; /* push of IndexedSlices: the component's own rows (int64), else NULL */
-  double wire;            /* push: bytes it moves (values, and indices at their dtype's size) */
+  double wire;            /* bytes it moves: a push's values and indices (at their dtype's size), a
+                          ** read's or lookup's rows */
   double flops, bytes;    /* push: the update's cost on the ps, once applied */
   int applied;            /* push: it arrived at a live ps and was applied */
 } ps_xfer;
@@ -782,6 +783,29 @@ static md_tensor *read_result(ds_variable *v, const md_tensor *ids, int64_t *row
   return md_tensor_new(first->dtype, ids->rank + first->rank - 1, shape);
 }
 
+/* A lookup's request's arrival at its ps: nothing to copy, only whether the ps is down. */
+static void request_done(sim_engine *e, sim_activity *act, void *arg) {
+  (void)e;
+  (void)act;
+  arrived_dead(arg);
+}
+
+/* Starts the lookup's requests: TF's ResourceGather runs on the ps, so the ids travel there
+** first, each shard of a ShardedVariable receiving only its own (dynamic_partition's part: rows[k]
+** ids at the ids' dtype size, 8 bytes for int64; none: latency only). */
+static void send_ids(ps_op *op, int worker, const int64_t *rows) {
+  double id_bytes = (double)md_dtype_size(op->ids->dtype);
+  for (int k = 0; k < op->n; k++)
+    start_xfer(op, k, reader_host(op->ps, worker), comp_host(op->ps, op->xfers[k].comp), (double)rows[k] * id_bytes,
+               request_done);
+}
+
+static md_tensor *unavailable_read(ps_op *op, ds_variable *v, ds_status *st) {
+  ds_status_set(st, DS_UNAVAILABLE_ERROR, "%s is unavailable: the read of %s was cut off by the failure "
+                "of the parameter server task", task(op->ps, DS_PS_PS, op->failed_ps)->device, ds_variable_name(v));
+  return NULL;
+}
+
 static md_tensor *timed_read(ds_strategy *s, sim_actor *self, int worker, ds_variable *v,
                              const md_tensor *ids, int64_t *versions, ds_status *st) {
   ps_state *ps = state_of(s);
@@ -809,16 +833,20 @@ static md_tensor *timed_read(ds_strategy *s, sim_actor *self, int worker, ds_var
   for (int k = 0; k < n; k++) {
     const md_tensor *c = ds_variable_copy(v, k);
     double row_bytes = c->rank && c->shape[0] ? (double)value_bytes(c) / (double)c->shape[0] : (double)value_bytes(c);
-    start_xfer(op, k, comp_host(ps, op->xfers[k].comp), reader_host(ps, worker), (double)rows[k] * row_bytes,
-               read_done);
+    op->xfers[k].wire = (double)rows[k] * row_bytes;
   }
+  if (ids != NULL) send_ids(op, worker, rows);
   free(rows);
-  sim_wait_all(self, op->acts, (size_t)n);
-  if (op->failed_ps >= 0) {
-    ds_status_set(st, DS_UNAVAILABLE_ERROR, "%s is unavailable: the read of %s was cut off by the failure "
-                  "of the parameter server task", task(ps, DS_PS_PS, op->failed_ps)->device, ds_variable_name(v));
-    return NULL;
+  /* A lookup's rows leave the ps tasks once every request has arrived: one round trip, not
+  ** pipelined per shard (the requests share the worker's up link and end close together). */
+  if (ids != NULL) {
+    sim_wait_all(self, op->acts, (size_t)n);
+    if (op->failed_ps >= 0) return unavailable_read(op, v, st);
   }
+  for (int k = 0; k < n; k++)
+    start_xfer(op, k, comp_host(ps, op->xfers[k].comp), reader_host(ps, worker), op->xfers[k].wire, read_done);
+  sim_wait_all(self, op->acts, (size_t)n);
+  if (op->failed_ps >= 0) return unavailable_read(op, v, st);
   op->out = NULL; /* the caller's now */
   return out;
 }

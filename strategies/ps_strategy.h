@@ -138,10 +138,14 @@ int64_t ds_ps_component_version(const ds_strategy *s, const ds_variable *v, int 
 ** the start or when the bytes arrive. A new tensor, or NULL. */
 md_tensor *ds_ps_read(ds_strategy *s, sim_actor *self, int worker, ds_variable *v, int64_t *versions,
                       ds_status *st);
-/* tf.nn.embedding_lookup(v, ids) on a worker: a ShardedVariable moves from shard k only the rows
-** of the ids it holds (rows_k x row bytes; a shard with none still answers, latency only); a
-** plain variable the rows asked for. Errors as ds_sharded_variable_embedding_lookup and
-** ds_ps_read. */
+/* tf.nn.embedding_lookup(v, ids) on a worker: TF's ResourceGather runs on the ps holding the
+** rows, so the lookup is a request then a response. First the ids go worker -> ps: a
+** ShardedVariable's shard k receives only the ids it holds (dynamic_partition: ids_k x the ids'
+** dtype size, 8 bytes for int64), a plain variable all of them; then, once every request has
+** arrived, shard k moves only the rows of its ids back (ids_k x row bytes; a shard with none still
+** receives and answers, latency only both ways), a plain variable the rows asked for. Errors as
+** ds_sharded_variable_embedding_lookup and ds_ps_read (UnavailableError also when a ps is down as
+** its request arrives). */
 md_tensor *ds_ps_embedding_lookup(ds_strategy *s, sim_actor *self, int worker, ds_variable *v,
                                   const md_tensor *ids, int64_t *versions, ds_status *st);
 /* One gradient of apply_gradients: a dense tensor shaped like the variable, or a

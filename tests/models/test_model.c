@@ -487,6 +487,53 @@ static void test_shapes_only_costs(void **state) {
   }
 }
 
+/* Slices-only gradients (md_grads_new_slices, a PS worker's): a [1000, 8] table, a batch of 4
+** examples of 3 ids (n*k = 12 id rows of 8 floats = 96), combiner mean, the table as the logits.
+** The op log holds three ops: the lookup (96 FLOPs, 4 * (96 + 32 + 12) = 560 bytes), the loss
+** (6 * 4 * 8 = 192 FLOPs, 4 * 32 * 2 = 256 bytes) and the embedding's backward, 96 FLOPs in both
+** modes; its bytes are, dense, 4 * (8000 + 3 * 96) = 33152 (the table zeroed, dz read, each id's
+** row read and written) and, slices only, 4 * 2 * 96 = 768 (dz read, the slice written): the
+** dense pass moves 4 * 8000 + 4 * 96 = 32384 bytes more. The slices are bit-equal in both modes,
+** the slices-only g of the table is NULL, and numerics off counts the slices-only figure too. */
+static void test_embedding_slices_only(void **state) {
+  (void)state;
+  md_layer_spec l = {.kind = MD_LAYER_EMBEDDING, .vocab = 1000, .dim = 8, .combiner = MD_COMBINER_MEAN};
+  const int32_t ids[12] = {3, 999, 3, 0, 17, 512, 17, 17, 4, 250, 251, 999}, y[4] = {0, 7, 3, 5};
+  const double backward[3] = {33152, 768, 768};  /* dense, slices only, slices only shapes only */
+  float slices[2][96];
+  for (int mode = 0; mode < 3; mode++) {
+    md_model_spec spec = {.input_ids = 3, .input_vocab = 1000, .nlayers = 1, .layers = &l,
+                          .from_logits = 1, .shapes_only = mode == 2};
+    md_model *m = md_model_new(&spec, NULL);
+    gsl_rng *rng = sim_rng_stream(1, "init");
+    if (mode < 2) md_model_init_default(m, rng);
+    gsl_rng_free(rng);
+    md_workspace *w = md_workspace_new(m);
+    md_grads *g = mode == 0 ? md_grads_new(m) : md_grads_new_slices(m);
+    md_batch b = mode == 2 ? (md_batch){4, NULL, NULL, NULL} : (md_batch){4, NULL, ids, y};
+    md_op_log log = {0};
+    md_cost c = {.ops = &log};
+    md_model_train_step(m, w, &b, 0.25f, g, NULL, &c);
+    assert_int_equal(log.n, 3);
+    assert_close(log.flops[0], 96, 0);
+    assert_close(log.bytes[0], 560, 0);
+    assert_close(log.flops[1], 192, 0);
+    assert_close(log.bytes[1], 256, 0);
+    assert_close(log.flops[2], 96, 0);
+    assert_close(log.bytes[2], backward[mode], 0);
+    assert_close(c.bytes_moved, 560 + 256 + backward[mode], 0);
+    assert_int_equal(g->slices_only, mode > 0);
+    if (mode < 2) memcpy(slices[mode], g->slices, sizeof slices[mode]);
+    if (mode == 1) assert_null(g->g[0]);
+    md_op_log_free(&log);
+    md_grads_free(g);
+    md_workspace_free(w);
+    md_model_free(m);
+  }
+  assert_true(slices[0][0] != 0.0f);
+  assert_memory_equal(slices[0], slices[1], sizeof slices[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dense_forward),
@@ -504,6 +551,7 @@ int main(void) {
       cmocka_unit_test(test_op_log),
       cmocka_unit_test(test_shapes_only_costs),
       cmocka_unit_test(test_embedding_slices),
+      cmocka_unit_test(test_embedding_slices_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,9 +278,11 @@ static void first_comm(const char *trace, const char *track, double *bytes, doub
 ** momentum 0.9, 30 steps of 2 examples x 3 ids. The final weights equal, bit for bit, sequential
 ** training that applies the embedding's IndexedSlices with the sparse momentum kernel, and not
 ** the dense kernel's (rows outside a batch keep their momentum and do not move).
-** Step 0 looks up ids [9 4 11 | 5 12 11]: 3 rows from each shard, 3 x 16 = 48 bytes on each ps's
-** up link (fabric.t1.up: ps 0, t2.up: ps 1; a whole shard would be 160), both sharing the
-** worker's down link at 0.5 GB/s: 10 us of latency + 96 ns = 10.096 us (the whole table: 10.320). */
+** Step 0 looks up ids [9 4 11 | 5 12 11]: first each shard receives its 3 int64 ids, 24 bytes on
+** each ps's down link (fabric.t1.down: ps 0, t2.down: ps 1), both sharing the worker's up link at
+** 0.5 GB/s: 10 us + 48 ns = 10.048 us; then 3 rows come back from each shard, 3 x 16 = 48 bytes
+** on each ps's up link (a whole shard would be 160), sharing the worker's down link: 10 us of
+** latency + 96 ns = 10.096 us (the whole table: 10.320). */
 static void embedding_pushes_indexed_slices(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-ps");
@@ -307,6 +309,10 @@ static void embedding_pushes_indexed_slices(void **state) {
   snprintf(path, sizeof path, "%s/trace.json", out);
   for (int ps = 1; ps <= 2; ps++) {
     char track[32];
+    snprintf(track, sizeof track, "fabric.t%d.down", ps);
+    first_comm(path, track, &bytes, &dur);
+    assert_true(bytes == 24);
+    assert_true(fabs(dur - 10.048) < 1e-9);
     snprintf(track, sizeof track, "fabric.t%d.up", ps);
     first_comm(path, track, &bytes, &dur);
     assert_true(bytes == 48);

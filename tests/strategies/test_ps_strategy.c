@@ -469,12 +469,15 @@ static void release_on_kill(sim_actor *self, void *arg) {
 }
 
 /* emb [8, 4] float32 in 2 shards of 4 rows (ps 0, ps 1), read by worker 0 over the star (links
-** 1 GB/s, 5 us). A lookup of ids [1, 6] takes row 1 of shard 0 and row 2 of shard 1: 1 row x 4
-** floats x 4 bytes = 16 bytes per shard. Both flows start after the route's 2 x 5 us and share
-** the worker's down link (0.5 GB/s each): 32 ns. Done at 10.032 us, and ps 0's up link has moved
-** 16 bytes. Converting emb to a tensor moves every shard: 64 bytes each, 128 ns: done 10.128 us
-** after it starts, ps 0's link at 16 + 64 = 80 bytes. Both give the values the numerics give,
-** and the trace has a comm span on ps 0's up link for each. */
+** 1 GB/s, 5 us). A lookup of ids [1, 6] (int64) is a request then a response per shard. The
+** requests: shard 0 receives id 1, shard 1 id 6, 8 bytes each, after the route's 2 x 5 us, sharing
+** the worker's up link (0.5 GB/s each): 16 ns, so they arrive at 10.016 us and the worker's up
+** link has moved 16 bytes. The responses: row 1 of shard 0 and row 2 of shard 1, 1 row x 4 floats
+** x 4 bytes = 16 bytes per shard, after 10 us sharing the worker's down link: 32 ns. Done at
+** 10.016 + 10.032 = 20.048 us (10.032 us before the ids were charged), and ps 0's up link has
+** moved 16 bytes. Converting emb to a tensor sends no ids and moves every shard: 64 bytes each,
+** 128 ns: done 10.128 us after it starts, ps 0's link at 16 + 64 = 80 bytes. Both give the values
+** the numerics give, and the trace has a comm span on ps 0's up link for each. */
 static void lookup_moves_rows_only(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
@@ -487,10 +490,12 @@ static void lookup_moves_rows_only(void **state) {
   job j = { .s = s, .worker = 0, .v = emb, .ids = ids };
   sim_actor_spawn(e, "worker0", reader, &j);
   assert_int_equal(sim_run(e), 0);
-  assert_int_equal(j.read_done, 10032000);
-  sim_link *route[2];
+  assert_int_equal(j.read_done, 20048000);
+  sim_link *route[2], *up[2];
   ds_ps_route(s, DS_PS_PS, 0, DS_PS_WORKER, 0, route, 2);
+  ds_ps_route(s, DS_PS_WORKER, 0, DS_PS_PS, 0, up, 2);
   assert_true(sim_link_bytes(route[0]) == 16.0);
+  assert_true(sim_link_bytes(up[0]) == 16.0);
   ds_status st;
   md_tensor *want = ds_sharded_variable_embedding_lookup(ds_variable_sharded(emb), ids, &st);
   assert_true(md_tensor_equal(j.got, want));
@@ -521,11 +526,13 @@ static void lookup_moves_rows_only(void **state) {
 ** 24 bytes in 48 ns, then the rest of shard 0's at 1 GB/s, 24 ns: 10.072 us), the ps updates
 ** (roofline, memory-bound at 5 FLOP per byte: ps 0 dedup 8 elements 96 bytes + momentum 4
 ** elements 80 bytes = 880 -> 8.8 ns; ps 1 6.4 ns, in parallel), the iterations push (10.008 us):
-** 30.0968 us. The worker's up link moved 48 + 24 + 8 = 80 bytes, ps 1's down link 24.
+** 30.0968 us. The worker's up link moved the lookup's ids, 3 x 8 = 24 bytes, then 48 + 24 + 8 =
+** 80 in the push: 104 (80 before the ids were charged); ps 0's down link the ids [1, 1], 16 bytes,
+** then 48 + 8: 72 (was 56); ps 1's down link the id [6], 8, then 24: 32 (was 24).
 ** Numerics (the sparse momentum kernel): row 1 gets g = 1 + 1 = 2 once: a = -1, w = [3 4 5 6];
 ** row 6 (shard 1, row 2): a = -0.5, w = [23.5 .. 26.5]; every other row keeps its value. A second
-** push of ids [2] reaches shard 1 with no rows (0 bytes, latency only) and still counts an
-** update there: versions 2 and 2. */
+** lookup and push of ids [2] reach shard 1 with no id and no rows (0 bytes, latency only: its
+** down link stays at 32) and the push still counts an update there: versions 2 and 2. */
 static void slices_push_moves_rows_only(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
@@ -548,9 +555,9 @@ static void slices_push_moves_rows_only(void **state) {
   sim_link *up[2], *other[2];
   ds_ps_route(s, DS_PS_WORKER, 0, DS_PS_PS, 0, up, 2);
   ds_ps_route(s, DS_PS_WORKER, 0, DS_PS_PS, 1, other, 2);
-  assert_true(sim_link_bytes(up[0]) == 80.0);
-  assert_true(sim_link_bytes(up[1]) == 56.0);
-  assert_true(sim_link_bytes(other[1]) == 24.0);
+  assert_true(sim_link_bytes(up[0]) == 104.0);
+  assert_true(sim_link_bytes(up[1]) == 72.0);
+  assert_true(sim_link_bytes(other[1]) == 32.0);
   const float *p0 = md_tensor_f32((md_tensor *)ds_variable_copy(emb, 0));
   const float *p1 = md_tensor_f32((md_tensor *)ds_variable_copy(emb, 1));
   for (int c = 0; c < 4; c++) {
@@ -566,7 +573,7 @@ static void slices_push_moves_rows_only(void **state) {
   j.ids = ids2;
   sim_actor_spawn(e, "worker0", trainer, &j);
   assert_int_equal(sim_run(e), 0);
-  assert_true(sim_link_bytes(other[1]) == 24.0);
+  assert_true(sim_link_bytes(other[1]) == 32.0);
   assert_int_equal(ds_ps_component_version(s, emb, 0), 2);
   assert_int_equal(ds_ps_component_version(s, emb, 1), 2);
   assert_int_equal(ds_ps_optimizer_iterations(s), 2);
