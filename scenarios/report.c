@@ -65,9 +65,14 @@ static int loss_and_step_time(const report_run *run, const char *dir, char *msg,
   for (size_t i = 0; i < n; i++) longest = fmax(longest, sim_time_to_s(run->steps[i].step_ps - run->steps[i].compile_ps));
   const char *unit;
   double scale = time_unit(longest, &unit);
+  /* Async steps complete out of order (metrics.csv lists them as their updates are applied): drawn
+  ** against their step numbers the line would run back and forth, so the x axis counts updates
+  ** applied, which is what optimizer.iterations reads at each one. */
+  int async = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  const char *xlabel = async ? "updates applied" : "step";
   for (size_t i = 0; i < n; i++) {
     const step_record *r = &run->steps[i];
-    x[i] = (double)r->step;
+    x[i] = async ? (double)(i + 1) : (double)r->step;
     y[i] = r->loss;
     int64_t ps[4] = { r->input_ps, r->compute_ps, r->comm_ps, r->idle_ps };
     for (int k = 0; k < 4; k++) parts[(size_t)k * (n + 1) + i] = scale * sim_time_to_s(ps[k]);
@@ -79,7 +84,7 @@ static int loss_and_step_time(const report_run *run, const char *dir, char *msg,
     pl_series loss = { "loss", x, y, n };
     snprintf(title, sizeof title, "Training loss \xe2\x80\x94 %s", s->name);
     chart_path(path, sizeof path, dir, "loss", s->format);
-    rc = pl_line_chart(path, fmt, title, "step", "loss (mean per example)", &loss, 1, msg, msglen);
+    rc = pl_line_chart(path, fmt, title, xlabel, "loss (mean per example)", &loss, 1, msg, msglen);
   }
   if (s->plots.step_time && rc == 0) {
     /* Compile time (the first step's, seconds against microsecond steps) would flatten every bar:
@@ -89,7 +94,7 @@ static int loss_and_step_time(const report_run *run, const char *dir, char *msg,
     snprintf(title, sizeof title, "Step time breakdown \xe2\x80\x94 %s", s->name);
     snprintf(ylabel, sizeof ylabel, "simulated time (%s)", unit);
     chart_path(path, sizeof path, dir, "step_time", s->format);
-    rc = pl_stacked_bars(path, fmt, title, "step", ylabel, x, n, stacks, 4, msg, msglen);
+    rc = pl_stacked_bars(path, fmt, title, xlabel, ylabel, x, n, stacks, 4, msg, msglen);
   }
   free(x);
   free(y);
