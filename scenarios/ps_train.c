@@ -348,7 +348,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
     w->push[i] = (ds_ps_grad){ .dense = w->grad[i] };
   }
-  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, cl->applied_at, &st);
+  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, -1, cl->applied_at, &st);
   release_ram(w);
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
