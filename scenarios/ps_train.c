@@ -13,8 +13,9 @@
 **
 ** The chief is an actor on its VM running that loop. A scheduled train_step runs on whichever
 ** worker is idle (strategies/coordinator.h): its worker's next batch, every variable read from
-** its ps (the value as it is when the bytes arrive; an embedding only the batch's rows, gathered
-** on the ps as TF's colocated ResourceGather does), the real forward and backward pass on the
+** its ps, all at once with optimizer.iterations as TF's function issues them (the value as it is
+** when the bytes arrive; an embedding only the batch's rows, gathered on the ps as TF's colocated
+** ResourceGather does), the real forward and backward pass on the
 ** worker's own copy, the FLOPs charged on the worker's CPU, the gradients pushed (an embedding's
 ** as IndexedSlices); each ps applies them with the optimizer state it holds, in arrival order
 ** (strategies/ps_strategy.h). Nothing
@@ -85,6 +86,8 @@ typedef struct ps_worker {
                           ** indices of its gradient's IndexedSlices; NULL without an embedding */
   md_tensor *slices;      /* that gradient's values [n * ids, dim] (zeros with numerics off) */
   ds_ps_grad *push;       /* per variable, what apply_gradients pushes */
+  const md_tensor **read_ids; /* per variable, the ids its read looks up (NULL: read whole) */
+  md_tensor **values;     /* per variable, what the read returned (a kill leaves them to the op) */
   uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
   sim_time down_since;    /* its VM went down at this time; -1 while up */
   sim_time down_ps;       /* its time down, summed over the spans that ended */
@@ -109,8 +112,7 @@ struct ps_trainer {
   ds_per_worker *iterators; /* per-worker iterators over batch numbers */
   int nvars;              /* model variables */
   ds_variable **vars;     /* them, on the ps tasks */
-  int ncomps;             /* their components (a shard counts one) */
-  int *first_comp;        /* vars[i]'s components start here */
+  int ncomps;             /* their components (a shard counts one), vars' in order: a closure's tables */
   int nworkers;           /* worker tasks */
   ps_worker *workers;     /* one per worker task */
   ps_closure **closures;  /* one per schedule call, in order (pointers: stable as it grows) */
@@ -167,17 +169,24 @@ static void batch_ids(ps_trainer *t, ps_worker *w, size_t row, int n) {
   free(ids);
 }
 
-/* Reads the variables into the worker's model, the versions seen into the closure's table. The
-** embedding is not read whole: TF's gather runs on the ps (ResourceGather is colocated with its
-** variable; a ShardedVariable gathers per shard), so only the batch's rows travel and are
-** written into the worker's copy; the other rows stay stale there, and nothing reads them. */
-static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closure *cl, ds_status *st) {
-  for (int i = 0; i < t->nvars; i++) {
+/* Reads the variables into the worker's model, the versions seen into the closure's table, and
+** optimizer.iterations + 1 into *step: all in one operation, as the closure's tf.function issues
+** them (ds_ps_read_many: one latency, not one per variable). The embedding is not read whole:
+** TF's gather runs on the ps (ResourceGather is colocated with its variable; a ShardedVariable
+** gathers per shard), so only the batch's rows travel and are written into the worker's copy;
+** the other rows stay stale there, and nothing reads them. */
+static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closure *cl, int64_t *step,
+                          ds_status *st) {
+  if (w->read_ids == NULL) {
+    w->read_ids = train_xcalloc((size_t)t->nvars, sizeof *w->read_ids);
+    w->values = train_xcalloc((size_t)t->nvars, sizeof *w->values);
+  }
+  if (embedding_var(w) >= 0) w->read_ids[embedding_var(w)] = w->lookup_ids;
+  int rc = ds_ps_read_many(t->strategy, self, w->index, t->nvars, t->vars, w->read_ids, w->values,
+                           cl->read_version, step, st);
+  for (int i = 0; rc == 0 && i < t->nvars; i++) {
     int emb = i == embedding_var(w);
-    int64_t *versions = cl->read_version + t->first_comp[i];
-    md_tensor *value = emb ? ds_ps_embedding_lookup(t->strategy, self, w->index, t->vars[i], w->lookup_ids, versions, st)
-                           : ds_ps_read(t->strategy, self, w->index, t->vars[i], versions, st);
-    if (value == NULL) return -1;
+    md_tensor *value = w->values[i];
     md_var *dst = md_model_var(w->model, i);
     size_t row = emb ? (size_t)dst->shape[1] : value->size;
     for (size_t j = 0; dst->data && j < value->size / (row ? row : 1); j++) {
@@ -186,7 +195,7 @@ static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closu
     }
     md_tensor_free(value);
   }
-  return 0;
+  return rc;
 }
 
 static long staleness_of(const ps_trainer *t, const ps_closure *cl) {
@@ -318,7 +327,8 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   if (reserve_ram(t, w, n) != 0)
     return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
 
-  if (read_variables(t, w, self, cl, &st) != 0) {
+  int64_t step;
+  if (read_variables(t, w, self, cl, &step, &st) != 0) {
     release_ram(w);
     return ds_closure_fail_ps(ctx, failed_ps(t));
   }
@@ -348,7 +358,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
     w->push[i] = (ds_ps_grad){ .dense = w->grad[i] };
   }
-  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, cl->applied_at, &st);
+  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, step, cl->applied_at, &st);
   release_ram(w);
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
@@ -613,7 +623,6 @@ static ds_strategy *build_strategy(const scenario *s, sim_engine *e) {
 static int create_variables(ps_trainer *t, const md_model *init, ds_status *st) {
   t->nvars = md_model_num_vars(init);
   t->vars = train_xcalloc((size_t)t->nvars, sizeof *t->vars);
-  t->first_comp = train_xcalloc((size_t)t->nvars, sizeof *t->first_comp);
   if (ds_scope_enter(t->strategy, st) != 0) return -1;
   for (int i = 0; i < t->nvars; i++) {
     const md_var *v = md_model_var_const(init, i);
@@ -623,7 +632,6 @@ static int create_variables(ps_trainer *t, const md_model *init, ds_status *st) 
     t->vars[i] = ds_variable_new(value, &o, st);
     md_tensor_free(value);
     if (t->vars[i] == NULL) return -1;
-    t->first_comp[i] = t->ncomps;
     t->ncomps += ds_ps_num_components(t->strategy, t->vars[i]);
   }
   int rc = ds_ps_set_optimizer(t->strategy, &t->in.s->optimizer, st);
@@ -670,6 +678,8 @@ static void free_workers(ps_trainer *t) {
     md_tensor_free(w->lookup_ids);
     md_tensor_free(w->slices);
     free(w->push);
+    free(w->read_ids);
+    free(w->values);
     free(w->x);
     free(w->ids);
     free(w->labels);
@@ -697,7 +707,6 @@ static void free_trainer(ps_trainer *t) {
   }
   free_workers(t);  /* after the coordinator: a closure it cancels releases through its worker */
   free(t->vars);
-  free(t->first_comp);
   if (t->engine) sim_engine_free(t->engine);
   if (t->in.data) md_dataset_free(t->in.data);
 }

@@ -23,7 +23,9 @@
 **  5. An activity is owned by exactly one of: the sim_wait_all collecting it (freed there), its
 **     on_done callback (freed after the callback), or nobody yet (freed by the engine at the
 **     end). A waited activity's on_done is only a notification: it runs at completion, before
-**     the waiter is counted down, and a kill that withdraws the wait never runs it.
+**     the waiter is counted down, and a kill that withdraws the wait never runs it. A
+**     notification may add a follow-up activity to its own wait (sim_wait_extend): the wait
+**     then owns it like the others.
 **  6. Activities come from a free list in chunks; steady-state operation allocates no events
 **     and no activities.
 */
@@ -389,20 +391,33 @@ void sim__activity_withdraw(sim_activity *act) {
 static void wait_withdraw(sim_actor *victim, void *ctx) {
   (void)victim;
   sim_wait *w = ctx;
-  for (size_t i = 0; i < w->n; i++) sim__activity_withdraw(w->acts[i]);
+  for (size_t i = 0; i < w->n; i++)
+    if (w->acts[i]) sim__activity_withdraw(w->acts[i]);
 }
 
 int sim_wait_all(sim_actor *self, sim_activity **acts, size_t n) {
   sim_wait w = {.waiter = self, .acts = acts, .n = n};
   for (size_t i = 0; i < n; i++) {
+    if (acts[i] == NULL) continue;
     assert(acts[i]->wait == NULL);
     if (acts[i]->state == SIM_ACT_DONE) continue;
     acts[i]->wait = &w;
     w.left++;
   }
   int rc = w.left > 0 ? sim__actor_block(self, wait_withdraw, &w) : SIM_OK;
-  for (size_t i = 0; i < n; i++) activity_free(acts[i]);
+  for (size_t i = 0; i < n; i++)
+    if (acts[i]) activity_free(acts[i]);
   return rc;
+}
+
+/* Called from from's notification, before activity_complete counts from down: the wait it
+** belongs to cannot reach zero in between (invariant 5). */
+void sim_wait_extend(sim_activity *from, size_t slot, sim_activity *next) {
+  sim_wait *w = from->wait;
+  assert(w != NULL && slot < w->n && w->acts[slot] == NULL && next->wait == NULL && next->state != SIM_ACT_DONE);
+  w->acts[slot] = next;
+  next->wait = w;
+  w->left++;
 }
 
 int sim_exec(sim_actor *self, sim_cpu *cpu, double flops) {

@@ -90,7 +90,8 @@ int sim_comm(sim_actor *self, sim_link *const *route, size_t hops, double bytes)
 typedef struct sim_activity sim_activity;
 sim_activity *sim_exec_start(sim_engine *e, sim_cpu *cpu, double flops);
 sim_activity *sim_comm_start(sim_engine *e, sim_link *const *route, size_t hops, double bytes);
-/* Waits for every activity in the array, then frees them. */
+/* Waits for every activity in the array (NULL entries: slots for sim_wait_extend), then frees
+** them. */
 int  sim_wait_all(sim_actor *self, sim_activity **acts, size_t n);
 /* Fired (from an event) when the activity completes; lets engine-side code chain transfers.
 ** The activity is freed after the callback returns, unless a sim_wait_all collects it: then the
@@ -98,6 +99,11 @@ int  sim_wait_all(sim_actor *self, sim_activity **acts, size_t n);
 ** waits for the others), and a kill of the waiter withdraws the activity before it can run. */
 typedef void (*sim_activity_done_fn)(sim_engine *e, sim_activity *act, void *arg);
 void sim_activity_on_done(sim_activity *act, sim_activity_done_fn fn, void *arg);
+/* A dataflow edge: from the notification of `from` (an activity a sim_wait_all collects), next
+** (just started, its on_done already set) joins the same wait in the waiter's array at `slot`,
+** which the waiter left NULL. The waiter resumes only once next completes too, a kill withdraws
+** it with the others, and the wait frees it. Slots never filled stay NULL and are skipped. */
+void sim_wait_extend(sim_activity *from, size_t slot, sim_activity *next);
 
 /* Group synchronisation: `parties` actors call wait; all resume when the last arrives,
 ** in arrival order. Reusable (a generation count). */

@@ -18,6 +18,18 @@
 ** the transfers start). A kill of the worker withdraws the wait, so no notification of a killed
 ** operation ever runs.
 **
+** A read operation is what a closure's tf.function reads (ds_ps_read_many): the runtime runs an
+** op once its inputs are ready, and a ReadVariableOp or a ResourceGather on a ps has none from
+** the others, so every variable's transfers and every lookup's requests start together
+** ("a worker executes the tf.function by reading the variables from parameter servers",
+** parameter_server_strategy_v2.py; embedding_lookup "performs parallel lookups on the variable
+** components"). optimizer.iterations travels with them: Keras' Adam._prepare_local computes
+** local_step = cast(self.iterations + 1) with no input from the gradients, while
+** OptimizerV2._distributed_apply bumps it only "with ops.control_dependencies(update_ops)":
+** iterations.assign_add(1), after the push (optimizer_v2.py). A lookup's responses are the one
+** dependency inside the operation: its last request's notification starts them
+** (sim_wait_extend), so they join the same wait.
+**
 ** Invariants:
 **  1. comps[] lists the components in creation order; a variable's components are contiguous
 **     and leave together when it is freed (ds__ps_forget_variable).
@@ -29,6 +41,9 @@
 **  4. counter is the number of round-robin slots taken: every plain variable, every shard, the
 **     optimizer's iterations; never a colocated variable.
 **  5. A component's slots and value are reserved on its ps's RAM pool for as long as it exists.
+**  6. An operation's transfers are in one sim_wait_all, acts[0..nacts): its n transfers, then
+**     the responses its lookups' notifications added; so a kill withdraws all of them and a
+**     read returns only once every value was copied.
 */
 #include "strategies/ps_strategy.h"
 
@@ -64,13 +79,15 @@ typedef struct ps_component {
   uint64_t bytes;         /* reserved on its ps's RAM: value and slots (invariant 5) */
 } ps_component;
 
-typedef enum { OP_READ = 0, OP_LOOKUP, OP_PUSH } op_kind;
-
 struct ps_op;
 typedef struct ps_xfer {
   struct ps_op *op;       /* the operation it belongs to */
   int comp;               /* the component it moves, -1 for a variable of the coordinator */
-  int index;              /* its place in the operation's versions / applied_at */
+  int index;              /* its place in the operation's versions / applied_at, -1: none */
+  int read;               /* read: its variable's entry in the op's reads */
+  int shard;              /* read: the component's copy in that variable (0 for a plain one) */
+  double ask;             /* lookup: the bytes of the ids its ps receives first */
+  int answer;             /* lookup: the slot of its response in the op's acts */
   const md_tensor *grad;  /* push: this component's gradient (IndexedSlices: its values), NULL to
                           ** add 1 to iterations */
   const md_tensor *indices; /* push of IndexedSlices: the component's own rows (int64), else NULL */
@@ -80,20 +97,30 @@ typedef struct ps_xfer {
   int applied;            /* push: it arrived at a live ps and was applied */
 } ps_xfer;
 
+/* One variable of a read operation: read whole, or looked up. */
+typedef struct ps_read {
+  ds_variable *v;         /* the variable */
+  const md_tensor *ids;   /* lookup: the caller's ids (alive while it waits); NULL: read whole */
+  md_tensor *out;         /* the result being filled; the caller's once returned */
+  int first;              /* its first transfer in the op's xfers (one per component) */
+  int asking;             /* lookup: requests that have not arrived yet */
+} ps_read;
+
 typedef struct ps_op {
   struct ps_state *ps;    /* the strategy's state */
-  op_kind kind;           /* what the notifications do */
-  ds_variable *v;         /* read, lookup: the variable */
-  const md_tensor *ids;   /* lookup: the caller's ids (alive while it waits) */
-  md_tensor *out;         /* read, lookup: the result being filled; the caller's once returned */
+  int host;               /* the fabric host of the worker (or coordinator) running it */
+  int nreads;             /* read: variables read, the iterations last when asked for */
+  ps_read *reads;         /* nreads of them */
   int n;                  /* transfers */
   ps_xfer *xfers;         /* n of them */
-  sim_activity **acts;    /* n, handed to sim_wait_all */
+  int nacts;              /* slots of acts in use: the n transfers, then lookups' responses */
+  sim_activity **acts;    /* 2n slots, handed to sim_wait_all (responses join it: invariant 6) */
   md_tensor **pieces;     /* push: gradient rows cut for shards and slices' indices, owned */
   int npieces;            /* entries in pieces */
   int64_t *versions;      /* the caller's array of versions or applied_at, or NULL */
   int64_t t;              /* push: the iteration its updates use */
   int failed_ps;          /* the first failed ps met, or -1 */
+  int failed_at;          /* the transfer that met it */
 } ps_op;
 
 typedef struct ps_state {
@@ -247,7 +274,8 @@ static void make_task(sim_engine *e, ps_task *t, const char *job, int index, int
 
 static void op_free(ps_op *op) {
   if (op == NULL) return;
-  md_tensor_free(op->out);
+  for (int i = 0; i < op->nreads; i++) md_tensor_free(op->reads[i].out);
+  free(op->reads);
   for (int i = 0; i < op->npieces; i++) md_tensor_free(op->pieces[i]);
   free(op->pieces);
   free(op->xfers);
@@ -655,24 +683,19 @@ void ds_ps_worker_release(ds_strategy *s, int worker) {
 }
 
 /* A fresh operation of n transfers for the worker, reclaiming its last one (invariant 3). */
-static ps_op *op_begin(ds_strategy *s, int worker, op_kind kind, int n) {
+static ps_op *op_begin(ds_strategy *s, int worker, int n) {
   ps_state *ps = state_of(s);
   ds_ps_worker_release(s, worker);
   ps_op *op = ds__xcalloc(1, sizeof *op);
   op->ps = ps;
-  op->kind = kind;
-  op->n = n;
+  op->host = worker == DS_PS_FROM_COORDINATOR ? task(ps, DS_PS_COORDINATOR, 0)->host
+                                              : task(ps, DS_PS_WORKER, worker)->host;
+  op->n = op->nacts = n;
   op->xfers = ds__xcalloc((size_t)n, sizeof *op->xfers);
-  op->acts = ds__xcalloc((size_t)n, sizeof *op->acts);
+  op->acts = ds__xcalloc(2 * (size_t)n, sizeof *op->acts);
   op->failed_ps = -1;
   ps->ops[worker + 1] = op;
   return op;
-}
-
-/* The fabric host of a worker, or of the coordinator for DS_PS_FROM_COORDINATOR. */
-static int reader_host(ps_state *ps, int worker) {
-  return worker == DS_PS_FROM_COORDINATOR ? task(ps, DS_PS_COORDINATOR, 0)->host
-                                          : task(ps, DS_PS_WORKER, worker)->host;
 }
 
 /* The host a transfer's component lives on: its ps, or the coordinator. */
@@ -680,8 +703,8 @@ static int comp_host(ps_state *ps, int comp) {
   return comp < 0 ? task(ps, DS_PS_COORDINATOR, 0)->host : task(ps, DS_PS_PS, ps->comps[comp].ps)->host;
 }
 
-/* Starts transfer k of op between two hosts, its notification `done`. */
-static void start_xfer(ps_op *op, int k, int from, int to, double bytes, sim_activity_done_fn done) {
+/* Starts x's transfer between two hosts, its notification `done`. */
+static sim_activity *xfer_start(ps_op *op, ps_xfer *x, int from, int to, double bytes, sim_activity_done_fn done) {
   sim_link *route[ROUTE_MAX];
   size_t hops = host_route(op->ps, from, to, route, ROUTE_MAX);
   sim_link **r = route;
@@ -689,19 +712,24 @@ static void start_xfer(ps_op *op, int k, int from, int to, double bytes, sim_act
     r = ds__xcalloc(hops, sizeof *r);
     host_route(op->ps, from, to, r, hops);
   }
-  op->xfers[k].op = op;
-  op->acts[k] = sim_comm_start(op->ps->engine, r, hops, bytes);
-  sim_activity_on_done(op->acts[k], done, &op->xfers[k]);
+  x->op = op;
+  sim_activity *act = sim_comm_start(op->ps->engine, r, hops, bytes);
+  sim_activity_on_done(act, done, x);
   if (r != route) free(r);
+  return act;
+}
+
+/* The first failed ps an operation meets, and the transfer that met it. */
+static void note_failed(ps_op *op, int k) {
+  if (op->failed_ps >= 0) return;
+  op->failed_ps = op->ps->comps[op->xfers[k].comp].ps;
+  op->failed_at = k;
 }
 
 static int failed_at_start(ps_op *op, ds_status *st) {
-  for (int k = 0; k < op->n; k++) {
+  for (int k = 0; k < op->n && op->failed_ps < 0; k++) {
     int c = op->xfers[k].comp;
-    if (c >= 0 && task(op->ps, DS_PS_PS, op->ps->comps[c].ps)->failed) {
-      op->failed_ps = op->ps->comps[c].ps;
-      break;
-    }
+    if (c >= 0 && task(op->ps, DS_PS_PS, op->ps->comps[c].ps)->failed) note_failed(op, k);
   }
   if (op->failed_ps < 0) return 0;
   return ds_status_set(st, DS_UNAVAILABLE_ERROR, "%s is unavailable: the parameter server task failed "
@@ -713,7 +741,7 @@ static int failed_at_start(ps_op *op, ds_status *st) {
 static int arrived_dead(ps_xfer *x) {
   ps_op *op = x->op;
   if (x->comp < 0 || !task(op->ps, DS_PS_PS, op->ps->comps[x->comp].ps)->failed) return 0;
-  if (op->failed_ps < 0) op->failed_ps = op->ps->comps[x->comp].ps;
+  note_failed(op, (int)(x - op->xfers));
   return 1;
 }
 
@@ -736,15 +764,16 @@ static void read_done(sim_engine *e, sim_activity *act, void *arg) {
   ps_xfer *x = arg;
   ps_op *op = x->op;
   if (arrived_dead(x)) return;
-  ds_sharded_variable *sv = ds_variable_sharded(op->v);
-  const md_tensor *value = ds_variable_copy(op->v, x->index);
-  if (op->kind == OP_LOOKUP && sv) ds_sharded_variable_lookup_shard(sv, op->ids, x->index, op->out);
-  else if (op->kind == OP_LOOKUP) gather_rows(value, op->ids, op->out);
+  ps_read *r = &op->reads[x->read];
+  ds_sharded_variable *sv = ds_variable_sharded(r->v);
+  const md_tensor *value = ds_variable_copy(r->v, x->shard);
+  if (r->ids && sv) ds_sharded_variable_lookup_shard(sv, r->ids, x->shard, r->out);
+  else if (r->ids) gather_rows(value, r->ids, r->out);
   else if (value_bytes(value) > 0)
-    memcpy((char *)op->out->data + (sv ? (size_t)ds_sharded_variable_offset(sv, x->index) * value_bytes(value)
-                                           / (size_t)value->shape[0] : 0),
+    memcpy((char *)r->out->data + (sv ? (size_t)ds_sharded_variable_offset(sv, x->shard) * value_bytes(value)
+                                          / (size_t)value->shape[0] : 0),
            value->data, value_bytes(value));
-  if (op->versions && x->comp >= 0) op->versions[x->index] = op->ps->comps[x->comp].version;
+  if (op->versions && x->index >= 0 && x->comp >= 0) op->versions[x->index] = op->ps->comps[x->comp].version;
 }
 
 /* The result a read or lookup fills: the variable's (full) shape, or ids' rows of a plain
@@ -783,82 +812,112 @@ static md_tensor *read_result(ds_variable *v, const md_tensor *ids, int64_t *row
   return md_tensor_new(first->dtype, ids->rank + first->rank - 1, shape);
 }
 
-/* A lookup's request's arrival at its ps: nothing to copy, only whether the ps is down. */
+/* A lookup's request's arrival at its ps. TF's ResourceGather answers once its ids are there;
+** the lookup's rows leave every shard when the last of its requests has arrived (one round trip,
+** not pipelined per shard: the requests share the worker's up link and end close together), as
+** responses joining the operation's wait, while its other reads go on (invariant 6). */
 static void request_done(sim_engine *e, sim_activity *act, void *arg) {
   (void)e;
-  (void)act;
-  arrived_dead(arg);
+  ps_xfer *x = arg;
+  ps_op *op = x->op;
+  ps_read *r = &op->reads[x->read];
+  arrived_dead(x);
+  if (--r->asking > 0 || op->failed_ps >= 0) return;
+  for (int k = r->first; k < r->first + ds_variable_num_copies(r->v); k++) {
+    ps_xfer *y = &op->xfers[k];
+    sim_wait_extend(act, (size_t)y->answer, xfer_start(op, y, comp_host(op->ps, y->comp), op->host, y->wire, read_done));
+  }
 }
 
-/* Starts the lookup's requests: TF's ResourceGather runs on the ps, so the ids travel there
-** first, each shard of a ShardedVariable receiving only its own (dynamic_partition's part: rows[k]
-** ids at the ids' dtype size, 8 bytes for int64; none: latency only). */
-static void send_ids(ps_op *op, int worker, const int64_t *rows) {
-  double id_bytes = (double)md_dtype_size(op->ids->dtype);
-  for (int k = 0; k < op->n; k++)
-    start_xfer(op, k, reader_host(op->ps, worker), comp_host(op->ps, op->xfers[k].comp), (double)rows[k] * id_bytes,
-               request_done);
+/* Lays out read i's transfers from *k on: one per component, its versions index (or -1), the
+** bytes its response moves, and for a lookup the ids its shard receives (dynamic_partition's
+** part: rows[k] ids at the ids' dtype size, 8 bytes for int64; none: latency only) and a slot
+** for its response. */
+static void plan_read(ps_op *op, int i, const int64_t *rows, int versioned, int *k) {
+  ps_read *r = &op->reads[i];
+  int first = first_comp(op->ps, r->v);
+  r->first = *k;
+  r->asking = r->ids ? ds_variable_num_copies(r->v) : 0;
+  for (int j = 0; j < ds_variable_num_copies(r->v); j++, (*k)++) {
+    ps_xfer *x = &op->xfers[*k];
+    const md_tensor *c = ds_variable_copy(r->v, j);
+    double row_bytes = c->rank && c->shape[0] ? (double)value_bytes(c) / (double)c->shape[0] : (double)value_bytes(c);
+    x->comp = first < 0 ? -1 : first + j;
+    x->index = versioned ? *k : -1;
+    x->read = i;
+    x->shard = j;
+    x->wire = (double)rows[*k] * row_bytes;
+    if (r->ids == NULL) continue;
+    x->ask = (double)rows[*k] * (double)md_dtype_size(r->ids->dtype);
+    x->answer = op->nacts++;
+  }
 }
 
-static md_tensor *unavailable_read(ps_op *op, ds_variable *v, ds_status *st) {
-  ds_status_set(st, DS_UNAVAILABLE_ERROR, "%s is unavailable: the read of %s was cut off by the failure "
-                "of the parameter server task", task(op->ps, DS_PS_PS, op->failed_ps)->device, ds_variable_name(v));
-  return NULL;
-}
-
-static md_tensor *timed_read(ds_strategy *s, sim_actor *self, int worker, ds_variable *v,
-                             const md_tensor *ids, int64_t *versions, ds_status *st) {
+int ds_ps_read_many(ds_strategy *s, sim_actor *self, int worker, int n, ds_variable *const *vars,
+                    const md_tensor *const *ids, md_tensor **out, int64_t *versions, int64_t *step,
+                    ds_status *st) {
   ps_state *ps = state_of(s);
   ds_status_clear(st);
-  int first = first_comp(ps, v), n = ds_variable_num_copies(v);
-  int64_t *rows = ds__xcalloc((size_t)n, sizeof *rows);
-  md_tensor *out = read_result(v, ids, rows, st);
-  if (out == NULL) {
-    free(rows);
-    return NULL;
+  for (int i = 0; i < n; i++) out[i] = NULL;
+  if (step && ps->iterations == NULL)
+    return ds_status_set(st, DS_VALUE_ERROR, "reading optimizer.iterations: the strategy has no optimizer "
+                         "(ds_ps_set_optimizer)");
+  int nreads = n + (step != NULL), total = 0;
+  ps_read *reads = ds__xcalloc((size_t)nreads, sizeof *reads);
+  for (int i = 0; i < nreads; i++) {
+    reads[i].v = i < n ? vars[i] : ps->iterations;
+    reads[i].ids = i < n && ids ? ids[i] : NULL;
+    total += ds_variable_num_copies(reads[i].v);
   }
-  ps_op *op = op_begin(s, worker, ids ? OP_LOOKUP : OP_READ, n);
-  op->v = v;
-  op->ids = ids;
-  op->out = out;
+  int64_t *rows = ds__xcalloc((size_t)total, sizeof *rows);
+  for (int i = 0, k = 0; i < nreads; k += ds_variable_num_copies(reads[i++].v)) {
+    reads[i].out = read_result(reads[i].v, reads[i].ids, rows + k, st);
+    if (reads[i].out != NULL) continue;
+    for (int j = 0; j < i; j++) md_tensor_free(reads[j].out);
+    free(reads);
+    free(rows);
+    return -1;
+  }
+  ps_op *op = op_begin(s, worker, total);
+  op->reads = reads;
+  op->nreads = nreads;
   op->versions = versions;
-  for (int k = 0; k < n; k++) {
-    op->xfers[k].comp = first < 0 ? -1 : first + k;
-    op->xfers[k].index = k;
-  }
-  if (failed_at_start(op, st) != 0) {
-    free(rows);
-    return NULL;
-  }
-  for (int k = 0; k < n; k++) {
-    const md_tensor *c = ds_variable_copy(v, k);
-    double row_bytes = c->rank && c->shape[0] ? (double)value_bytes(c) / (double)c->shape[0] : (double)value_bytes(c);
-    op->xfers[k].wire = (double)rows[k] * row_bytes;
-  }
-  if (ids != NULL) send_ids(op, worker, rows);
+  for (int i = 0, k = 0; i < nreads; i++) plan_read(op, i, rows, i < n, &k);
   free(rows);
-  /* A lookup's rows leave the ps tasks once every request has arrived: one round trip, not
-  ** pipelined per shard (the requests share the worker's up link and end close together). */
-  if (ids != NULL) {
-    sim_wait_all(self, op->acts, (size_t)n);
-    if (op->failed_ps >= 0) return unavailable_read(op, v, st);
+  if (failed_at_start(op, st) != 0) return -1;
+  for (int k = 0; k < total; k++) {
+    ps_xfer *x = &op->xfers[k];
+    op->acts[k] = reads[x->read].ids ? xfer_start(op, x, op->host, comp_host(ps, x->comp), x->ask, request_done)
+                                     : xfer_start(op, x, comp_host(ps, x->comp), op->host, x->wire, read_done);
   }
-  for (int k = 0; k < n; k++)
-    start_xfer(op, k, comp_host(ps, op->xfers[k].comp), reader_host(ps, worker), op->xfers[k].wire, read_done);
-  sim_wait_all(self, op->acts, (size_t)n);
-  if (op->failed_ps >= 0) return unavailable_read(op, v, st);
-  op->out = NULL; /* the caller's now */
-  return out;
+  sim_wait_all(self, op->acts, (size_t)op->nacts);
+  if (op->failed_ps >= 0)
+    return ds_status_set(st, DS_UNAVAILABLE_ERROR, "%s is unavailable: the read of %s was cut off by the "
+                         "failure of the parameter server task", task(ps, DS_PS_PS, op->failed_ps)->device,
+                         ds_variable_name(reads[op->xfers[op->failed_at].read].v));
+  for (int i = 0; i < n; i++) {
+    out[i] = reads[i].out;
+    reads[i].out = NULL; /* the caller's now */
+  }
+  if (step) *step = md_tensor_i64(reads[n].out)[0] + 1;
+  return 0;
+}
+
+/* One variable read whole (ids NULL) or looked up: a read operation of one. */
+static md_tensor *read_one(ds_strategy *s, sim_actor *self, int worker, ds_variable *v, const md_tensor *ids,
+                           int64_t *versions, ds_status *st) {
+  md_tensor *out;
+  return ds_ps_read_many(s, self, worker, 1, &v, &ids, &out, versions, NULL, st) == 0 ? out : NULL;
 }
 
 md_tensor *ds_ps_read(ds_strategy *s, sim_actor *self, int worker, ds_variable *v, int64_t *versions,
                       ds_status *st) {
-  return timed_read(s, self, worker, v, NULL, versions, st);
+  return read_one(s, self, worker, v, NULL, versions, st);
 }
 
 md_tensor *ds_ps_embedding_lookup(ds_strategy *s, sim_actor *self, int worker, ds_variable *v,
                                   const md_tensor *ids, int64_t *versions, ds_status *st) {
-  return timed_read(s, self, worker, v, ids, versions, st);
+  return read_one(s, self, worker, v, ids, versions, st);
 }
 
 /* A push's arrival at its ps: the update applied now, in arrival order (invariant 2). */
@@ -891,10 +950,10 @@ static void push_done(sim_engine *e, sim_activity *act, void *arg) {
 }
 
 /* Starts op's pushes from the worker and waits for them all to arrive. */
-static void push_all(ps_op *op, sim_actor *self, int worker) {
+static void push_all(ps_op *op, sim_actor *self) {
   for (int k = 0; k < op->n; k++)
-    start_xfer(op, k, task(op->ps, DS_PS_WORKER, worker)->host, comp_host(op->ps, op->xfers[k].comp),
-               op->xfers[k].wire, push_done);
+    op->acts[k] = xfer_start(op, &op->xfers[k], op->host, comp_host(op->ps, op->xfers[k].comp), op->xfers[k].wire,
+                             push_done);
   sim_wait_all(self, op->acts, (size_t)op->n);
 }
 
@@ -989,18 +1048,15 @@ static void cut_slices(ps_op *op, ps_xfer *x, const ds_variable *v, int j, const
 }
 
 int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds_variable *const *vars,
-                          const ds_ps_grad *grads, int64_t *applied_at, ds_status *st) {
+                          const ds_ps_grad *grads, int64_t step, int64_t *applied_at, ds_status *st) {
   ps_state *ps = state_of(s);
   ds_status_clear(st);
   if (check_grads(ps, n, vars, grads, st) != 0) return -1;
-  md_tensor *it = timed_read(s, self, worker, ps->iterations, NULL, NULL, st);
-  if (it == NULL) return -1;
-  int64_t t = md_tensor_i64(it)[0] + 1;
-  md_tensor_free(it);
+  if (step < 0 && ds_ps_read_many(s, self, worker, 0, NULL, NULL, NULL, NULL, &step, st) != 0) return -1;
   int total = 0;
   for (int i = 0; i < n; i++) total += ds_variable_num_copies(vars[i]);
-  ps_op *op = op_begin(s, worker, OP_PUSH, total);
-  op->t = t;
+  ps_op *op = op_begin(s, worker, total);
+  op->t = step;
   op->versions = applied_at;
   op->pieces = ds__xcalloc((size_t)total * 2, sizeof *op->pieces);
   for (int i = 0, k = 0; i < n; i++) {
@@ -1021,15 +1077,15 @@ int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds
     }
   }
   if (failed_at_start(op, st) != 0) return -1;
-  push_all(op, self, worker);
+  push_all(op, self);
   charge_updates(op, self);
   int failed = op->failed_ps;
   if (failed < 0) {
-    op = op_begin(s, worker, OP_PUSH, 1);
+    op = op_begin(s, worker, 1);
     op->xfers[0].comp = first_comp(ps, ps->iterations);
     op->xfers[0].wire = (double)md_dtype_size(MD_INT64);
     if (failed_at_start(op, st) != 0) return -1;
-    push_all(op, self, worker);
+    push_all(op, self);
     failed = op->failed_ps;
   }
   if (failed < 0) return 0;

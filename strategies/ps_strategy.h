@@ -28,7 +28,8 @@
 **
 ** Async training: each ps task holds its components' values (a plain variable, or one shard) and
 ** their optimizer slots; every component counts the updates applied to it (its version). A
-** worker actor reads (ds_ps_read, ds_ps_embedding_lookup) and pushes gradients
+** worker actor reads (ds_ps_read_many: a closure's reads and lookups in one operation, as TF's
+** function issues them; ds_ps_read, ds_ps_embedding_lookup: one of them) and pushes gradients
 ** (ds_ps_apply_gradients); the bytes cross the fabric as simulated transfers, and the numerics
 ** happen when each transfer completes: a read copies the ps's value at the moment its bytes
 ** arrive, a push is applied at the moment it arrives at its ps, in arrival order. Design notes
@@ -130,6 +131,20 @@ int64_t ds_ps_component_version(const ds_strategy *s, const ds_variable *v, int 
 
 /* ---- async training, from a worker's actor --------------------------------------------- */
 
+/* A closure's reads, as TF's function runs them: every ReadVariableOp and ResourceGather on the
+** ps tasks has no input from the others, so the runtime issues them all when the function
+** starts (one latency, the bytes sharing the links max-min), each copied when its own bytes
+** arrive. Variable i is read whole when ids is NULL or ids[i] is NULL (as ds_ps_read), else
+** looked up (as ds_ps_embedding_lookup: its requests first, its rows once they have all arrived,
+** while the other reads go on). out[i] gets variable i's new tensor; versions (may be NULL) each
+** component's version at its copy, the components of vars in order. step (may be NULL) asks for
+** optimizer.iterations in the same operation (8 bytes from its ps) and gets it + 1: Keras'
+** local_step (adam's t), which has no input from the closure's compute either, for
+** ds_ps_apply_gradients. Errors as ds_ps_read and ds_ps_embedding_lookup (the first met), and
+** ValueError for step without an optimizer; then every out[i] is NULL. Returns 0 or -1. */
+int ds_ps_read_many(ds_strategy *s, sim_actor *self, int worker, int n, ds_variable *const *vars,
+                    const md_tensor *const *ids, md_tensor **out, int64_t *versions, int64_t *step,
+                    ds_status *st);
 /* v.read_value() on worker `worker` (or DS_PS_FROM_COORDINATOR), from its actor self: each
 ** component's bytes move ps -> worker (a variable outside the scope: coordinator -> worker), all
 ** at once; each is copied when its own transfer completes. A ShardedVariable comes back
@@ -157,8 +172,10 @@ typedef struct ds_ps_grad {
   const md_tensor *values;  /* IndexedSlices: float32 [n, the variable's shape[1:]], row j for indices[j] */
 } ds_ps_grad;
 
-/* optimizer.apply_gradients(zip(grads, vars)) in a closure on worker `worker`: reads iterations
-** (t = its value + 1 for adam's bias correction), pushes every gradient worker -> ps at once; each
+/* optimizer.apply_gradients(zip(grads, vars)) in a closure on worker `worker`: the updates use
+** t = step, optimizer.iterations + 1 as the closure read it (ds_ps_read_many) for adam's bias
+** correction, or when step < 0 as read now (iterations' round trip first); pushes every gradient
+** worker -> ps at once; each
 ** ps applies its update when the push arrives, in arrival order, and bumps the component's
 ** version; then the worker waits for the ps CPUs to run the updates (max-min shared with other
 ** updates there) and adds 1 to iterations on its ps.
@@ -178,7 +195,7 @@ typedef struct ds_ps_grad {
 ** [len(indices)] + shape[1:]); InvalidArgumentError for an index outside the variable's rows;
 ** UnavailableError as ds_ps_read (the updates that did arrive at live ps tasks stay applied). */
 int ds_ps_apply_gradients(ds_strategy *s, sim_actor *self, int worker, int n, ds_variable *const *vars,
-                          const ds_ps_grad *grads, int64_t *applied_at, ds_status *st);
+                          const ds_ps_grad *grads, int64_t step, int64_t *applied_at, ds_status *st);
 
 /* A worker's on-kill path: releases what its read or push cut short held (its transfers were
 ** already withdrawn by the kill, so nothing of it is applied). The next read or push of that

@@ -2,8 +2,8 @@
 ** test_ps_eval.c: the side-car evaluator (scenarios/ps_eval.c) beside parameter-server training,
 ** end to end with the data in tests/data/ps/eval_*.yaml. All of them are the golden r1 model
 ** (8 -> 16 relu -> 3, 195 float32 = 780 bytes) on one worker: 384 rows, global batch 32, so an
-** evaluation reads 12 batches by default; a step takes 71.95 us and a checkpoint's reads and
-** write 41.958 us (1 GB/s); the evaluator's restore reads 780 B at the checkpoint bandwidth
+** evaluation reads 12 batches by default; a step takes 31.951875 us (its reads in one operation,
+** test_ps_train.c goodput_by_hand) and a checkpoint's reads and write 41.958 us (1 GB/s); the evaluator's restore reads 780 B at the checkpoint bandwidth
 ** (0.78 us at 1 GB/s) and an evaluation of 12 batches takes 5.832 us on its n2-standard-8.
 */
 #include "tests/testutil.h"
@@ -82,13 +82,14 @@ static double independent_loss(long k) {
   return total / 384.0;
 }
 
-/* Checkpoints at 10, 20, 30 (every 10 steps: their writes end at 761.477, 1522.954, 2284.430 us)
-** and the final one at 40 (3045.907 us: the end of training, summary.json's sim_time_s). The
-** evaluator polls at 0, 100, ..., 800 us: at 800 it finds 10, restores it by 800.78 and
-** evaluates it by 806.612; it looks again at once (10 is the one it took), then every 100 us:
-** 906.612, ..., 1606.612 finds 20 (restored 1607.392, done 1613.224); 2313.224 finds 30 (done
-** 2319.836); 3119.836 finds 40 (done 3126.448) and stops: the final model is evaluated. Each loss
-** is, to the bit, md_model_loss of the weights after k steps computed independently. */
+/* Checkpoints at 10, 20, 30 (every 10 steps, 10 x 31.951875 + 41.958: their writes end at
+** 361.47675, 722.9535, 1084.43025 us) and the final one at 40 (1445.907 us: the end of training,
+** summary.json's sim_time_s). The evaluator polls at 0, 100, ..., 400 us: at 400 it finds 10,
+** restores it by 400.78 and evaluates it by 406.612; it looks again at once (10 is the one it
+** took), then every 100 us: 506.612, ..., 806.612 finds 20 (restored 807.392, done 813.224);
+** 1113.224 finds 30 (done 1119.836); 1519.836 finds 40 (done 1526.448) and stops: the final model
+** is evaluated. Each loss is, to the bit, md_model_loss of the weights after k steps computed
+** independently. */
 static void evaluates_every_checkpoint(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-eval");
@@ -97,8 +98,8 @@ static void evaluates_every_checkpoint(void **state) {
   evals e;
   read_evals(out, &e);
   expect_steps(&e, 4, (const int[]){ 10, 20, 30, 40 });
-  const double done[4] = { 806.612e-6, 1613.224e-6, 2319.836e-6, 3126.448e-6 };
-  const double restored[4] = { 800.78e-6, 1607.392e-6, 2314.004e-6, 3120.616e-6 };
+  const double done[4] = { 406.612e-6, 813.224e-6, 1119.836e-6, 1526.448e-6 };
+  const double restored[4] = { 400.78e-6, 807.392e-6, 1114.004e-6, 1520.616e-6 };
   for (int i = 0; i < 4; i++) {
     assert_true(fabs(e.done[i] - done[i]) < 1e-12);
     assert_true(fabs(e.restored[i] - restored[i]) < 1e-12);
@@ -109,17 +110,17 @@ static void evaluates_every_checkpoint(void **state) {
   assert_int_equal(sum.evaluations, 4);
   assert_int_equal(sum.failed_restores, 0);
   assert_true(sum.final_eval_loss == e.loss[3]);
-  assert_true(fabs(sum.sim_time_s - 3045.907e-6) < 1e-12);
-  assert_true(fabs(e.written[3] - 3045.907e-6) < 1e-12);
+  assert_true(fabs(sum.sim_time_s - 1445.907e-6) < 1e-12);
+  assert_true(fabs(e.written[3] - 1445.907e-6) < 1e-12);
   assert_int_equal(sum.checkpoints, 4);
   tu_remove_dir(out);
 }
 
-/* Checkpoints every 5 steps (written at 401.7, 803.4, 1205.1, 1606.9, 2008.6, 2410.3, 2812.0 us,
-** the final 40 at 3213.7) and an evaluation of 2600 batches (1263.6 us): it takes 5 at its 500 us
-** poll and is busy until 1764.38; 10, 15 and 20 were written meanwhile, and it takes only the
-** newest, 20, at once; that one ends at 3028.76, when 35 is the newest (25, 30 skipped); then
-** 40. Evaluated: 5, 20, 35, 40. */
+/* Checkpoints every 5 steps (5 x 31.951875 + 41.958 apart: written at 201.7, 403.4, 605.2, 806.9,
+** 1008.6, 1210.3, 1412.0 us, the final 40 at 1613.7) and an evaluation of 1300 batches (631.8
+** us): it takes 5 at its 300 us poll and is busy until 932.58; 10, 15 and 20 were written
+** meanwhile, and it takes only the newest, 20, at once (restored 933.36); that one ends at
+** 1565.16, when 35 is the newest (25, 30 skipped); then 40. Evaluated: 5, 20, 35, 40. */
 static void slow_evaluator_skips_to_newest(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-eval");
@@ -128,17 +129,17 @@ static void slow_evaluator_skips_to_newest(void **state) {
   evals e;
   read_evals(out, &e);
   expect_steps(&e, 4, (const int[]){ 5, 20, 35, 40 });
-  assert_true(fabs(e.restored[1] - 1765.16e-6) < 1e-12);  /* no poll wait: straight after 5 */
-  assert_true(fabs(e.done[0] - 1764.38e-6) < 1e-12);
+  assert_true(fabs(e.restored[1] - 933.36e-6) < 1e-12);  /* no poll wait: straight after 5 */
+  assert_true(fabs(e.done[0] - 932.58e-6) < 1e-12);
   assert_int_equal(sum.checkpoints, 8);
   tu_remove_dir(out);
 }
 
 /* max_to_keep 1 at 1 MB/s, a checkpoint after every step of 3: the chief's writes (1568 B of
-** values and momentum + 8 B iterations, 1608.39 us with its reads) end at 1680.3, 3360.7 and
-** 5041.0 us; the evaluator's restore reads 780 B in 780 us. It polls every 1.5 ms: at 3000 it
+** values and momentum + 8 B iterations, 1608.39 us with its reads) end at 1640.3, 3280.7 and
+** 4921.0 us; the evaluator's restore reads 780 B in 780 us. It polls every 1.5 ms: at 3000 it
 ** takes 1, and by 3780 write 2 has replaced it (deleted): the restore fails, counted. It looks
-** again at once and takes 2, read by 4560 (write 3 only at 5041): evaluated. Then 3 at its
+** again at once and takes 2, read by 4560 (write 3 only at 4921): evaluated. Then 3 at its
 ** 6065.832 poll. Evaluated: 2, 3. */
 static void deleted_checkpoint_fails_restore(void **state) {
   (void)state;
@@ -174,9 +175,9 @@ static void read_without_column(const char *path, int skip, char *buf, size_t le
   fclose(f);
 }
 
-/* eval_every_10 with the evaluator preempted at 1610 us, in the middle of its evaluation of 20
-** (1607.392 to 1613.224), down 700 us: that evaluation is lost (no row). Back at 2310 a new
-** process takes the newest, 30 (written 2284.43), then 40: rows 10, 30, 40. Training is
+/* eval_every_10 with the evaluator preempted at 810 us, in the middle of its evaluation of 20
+** (807.392 to 813.224), down 300 us: that evaluation is lost (no row). Back at 1110 a new
+** process takes the newest, 30 (written 1084.43), then 40: rows 10, 30, 40. Training is
 ** untouched: metrics.csv (the faults' restarts column aside) and final_weights.csv are
 ** byte-identical to the run without the fault, and training ends at the same time. */
 static void preempted_evaluator_loses_its_evaluation(void **state) {
@@ -189,7 +190,7 @@ static void preempted_evaluator_loses_its_evaluation(void **state) {
   evals e;
   read_evals(out, &e);
   expect_steps(&e, 3, (const int[]){ 10, 30, 40 });
-  assert_true(fabs(e.restored[1] - 2310.78e-6) < 1e-12);
+  assert_true(fabs(e.restored[1] - 1110.78e-6) < 1e-12);
   assert_true(sum.sim_time_s == base.sim_time_s);
   static char a[65536], b[65536];
   char pa[512], pb[512];

@@ -99,12 +99,14 @@ static void four_workers_converge_with_staleness(void **state) {
   tu_remove_dir(out);
 }
 
-/* Worker 0 preempted (down 1 ms) in step 0, whose phases are (trace): reads 0-40.39 us, compute
-** 40.39-41.43 us, the iterations read, then the push 51.44 us on, its four gradients arriving
-** 61.46 (dense_1/bias) to 61.83 us (dense/kernel). At 5 us (reading) and 41 us (computing) nothing
-** reached a ps: retried 1, duplicated 0, and the run ends as the undisturbed one (the worker's
-** iterator restarts at batch 0, as the closure did); at 61.6 us the small gradients had arrived,
-** so the retry applies them again: duplicated 1. Every step is applied once: 50 rows. */
+/* Worker 0 preempted (down 1 ms) in step 0, whose phases are (trace): the four variables and
+** iterations read together 0-10.394 us, compute 10.394-11.436 us, then the push 11.436 us on,
+** its four gradients sharing the links and arriving 21.46 (dense_1/bias, 12 bytes), 21.538
+** (dense/bias), 21.666 (dense_1/kernel) and 21.826 us (dense/kernel). At 5 us (reading) and 11 us
+** (computing) nothing reached a ps: retried 1, duplicated 0, and the run ends as the undisturbed
+** one (the worker's iterator restarts at batch 0, as the closure did); at 21.6 us the two biases
+** had arrived, so the retry applies them again: duplicated 1. Every step is applied once: 50
+** rows. */
 static void preempted_worker_exactly_once(void **state) {
   (void)state;
   static const char *const NAMES[] = {"preempt_reads", "preempt_compute", "preempt_push"};
@@ -122,15 +124,15 @@ static void preempted_worker_exactly_once(void **state) {
   }
 }
 
-/* ps 0 fails at 1 ms (2 workers, ~72 us steps): without training.restart the job fails, exit 3,
-** UnavailableError on the ps's device, after 26 applied steps. With a checkpoint every 10 steps
-** and restart.delay 1 ms: the last checkpoint is step 20, steps 20-23 had been applied since
-** (lost_steps 4), the chief restarts at 3 ms (down_for 2 ms > delay) and redoes them: 54 rows,
-** 50 steps kept, 4 checkpoints. The chief lost the same way at 1 ms (steps of 72.86175 us, two at
-** a time from the checkpoint's end at 0.8125 ms: 20-21 end 0.885, 22-23 0.958, 24-25 run
-** 0.958-1.031 ms) takes its queue with it: 26-29 never run; 24 and 25 finish at 1.03111875 ms
-** and push, and the restore at 3 ms rolls them back with 20-23: 6 lost, 56 rows, the restarted
-** process redoing 20-49. */
+/* ps 0 fails at 0.45 ms (2 workers, two steps of 32.86175 us at a time): without
+** training.restart the job fails, exit 3, UnavailableError on the ps's device, after 26 applied
+** steps (13 pairs end at 0.4272 ms). With a checkpoint every 10 steps and restart.delay 1 ms: the
+** last checkpoint is step 20 (written by 0.4125335 ms), steps 20-21 had been applied since
+** (0.44539525 ms: lost_steps 2), the chief restarts at 2.45 ms (down_for 2 ms > delay) and redoes
+** them: 52 rows, 50 steps kept, 4 checkpoints. The chief lost the same way at 0.45 ms (20-21
+** end 0.44539525, 22-23 run 0.44539525-0.478257 ms) takes its queue with it: 24-29 never run;
+** 22 and 23 finish at 0.478257 ms and push, and the restore at 2.45 ms rolls them back with
+** 20-21: 4 lost, 54 rows, the restarted process redoing 20-49. */
 static void lost_ps_or_chief(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-ps");
@@ -142,8 +144,8 @@ static void lost_ps_or_chief(void **state) {
   assert_int_equal(sum.steps_completed, 26);
   assert_int_equal(run("ps_lost_restart", out, &sum), TR_EXIT_OK);
   assert_int_equal(sum.steps_completed, 50);
-  assert_int_equal(sum.lost_steps, 4);
-  assert_int_equal(sum.lost_updates, 4);
+  assert_int_equal(sum.lost_steps, 2);
+  assert_int_equal(sum.lost_updates, 2);
   assert_int_equal(sum.restarts, 1);
   assert_int_equal(sum.checkpoints, 4);
   uint64_t first = sum.run_hash;
@@ -151,18 +153,18 @@ static void lost_ps_or_chief(void **state) {
   assert_true(sum.run_hash == first);
   assert_int_equal(run("chief_lost_restart", out, &sum), TR_EXIT_OK);
   assert_int_equal(sum.steps_completed, 50);
-  assert_int_equal(sum.lost_steps, 6);
-  assert_int_equal(sum.lost_updates, 6);
+  assert_int_equal(sum.lost_steps, 4);
+  assert_int_equal(sum.lost_updates, 4);
   assert_int_equal(sum.restarts, 1);
   static double step[64], end[64], attempt[64];
   char path[512];
   snprintf(path, sizeof path, "%s/metrics.csv", out);
-  assert_int_equal(tu_read_column(path, 0, step, 64, NULL), 56);
-  assert_int_equal(tu_read_column(path, 1, end, 64, NULL), 56);
-  assert_int_equal(tu_read_column(path, 5, attempt, 64, NULL), 56);
-  for (int i = 0; i < 26; i++) assert_true(step[i] == i && attempt[i] == 0);
-  assert_true(fabs(end[24] - 0.00103111875) < 1e-15 && fabs(end[25] - 0.00103111875) < 1e-15);
-  for (int i = 26; i < 56; i++) assert_true(step[i] == i - 6 && attempt[i] == 1);
+  assert_int_equal(tu_read_column(path, 0, step, 64, NULL), 54);
+  assert_int_equal(tu_read_column(path, 1, end, 64, NULL), 54);
+  assert_int_equal(tu_read_column(path, 5, attempt, 64, NULL), 54);
+  for (int i = 0; i < 24; i++) assert_true(step[i] == i && attempt[i] == 0);
+  assert_true(fabs(end[22] - 0.000478257) < 1e-15 && fabs(end[23] - 0.000478257) < 1e-15);
+  for (int i = 24; i < 54; i++) assert_true(step[i] == i - 4 && attempt[i] == 1);
   tu_remove_dir(out);
 }
 
@@ -188,12 +190,14 @@ static void worker_ram(void **state) {
   tu_remove_dir(out);
 }
 
-/* Goodput by hand. r1 with one worker: every closure takes T = 71.951875 us (read, compute, push),
-** 50 of them back to back end at 3597.59375 us: goodput 1. preempt_compute preempts the worker at
-** 41 us inside closure 0 (its compute) for 1 ms: the 41 us attempt is lost, the worker is down
-** 41-1041 us, closure 0 runs again from 1041 us and the 50 closures end at 1041 + 50 T =
-** 4638.59375 us. Kept closure time 50 T = 3597.59375 us; goodput = 50 T / (1 worker x 4638.59375)
-** = 0.775578536..., worker_utilization = 50 T / (4638.59375 - 1000 up) = 0.988731910... */
+/* Goodput by hand. r1 with one worker: every closure takes T = 31.951875 us (trace: the reads of
+** its 4 variables and iterations together, 10 us + 788 bytes at the 2 GB/s NIC = 10.394 us;
+** compute 1.042; the push, 10 us + 780 bytes = 10.39; the ps applying it 0.121875; iterations +=
+** 1, 10.004), 50 of them back to back end at 1597.59375 us: goodput 1. preempt_compute preempts
+** the worker at 11 us inside closure 0 (its compute) for 1 ms: the 11 us attempt is lost, the
+** worker is down 11-1011 us, closure 0 runs again from 1011 us and the 50 closures end at 1011 +
+** 50 T = 2608.59375 us. Kept closure time 50 T = 1597.59375 us; goodput = 50 T / (1 worker x
+** 2608.59375) = 0.612434860..., worker_utilization = 50 T / (2608.59375 - 1000 up) = 0.993161729... */
 static void goodput_by_hand(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-ps");
@@ -201,9 +205,9 @@ static void goodput_by_hand(void **state) {
   assert_int_equal(run("r1_one_worker", out, &sum), TR_EXIT_OK);
   assert_true(sum.goodput == 1.0 && sum.worker_utilization == 1.0);
   assert_int_equal(run("preempt_compute", out, &sum), TR_EXIT_OK);
-  assert_true(fabs(sum.sim_time_s - 4638.59375e-6) < 1e-15);
-  assert_true(fabs(sum.goodput - 3597593750.0 / 4638593750.0) < 1e-15);
-  assert_true(fabs(sum.worker_utilization - 3597593750.0 / 3638593750.0) < 1e-15);
+  assert_true(fabs(sum.sim_time_s - 2608.59375e-6) < 1e-15);
+  assert_true(fabs(sum.goodput - 1597593750.0 / 2608593750.0) < 1e-15);
+  assert_true(fabs(sum.worker_utilization - 1597593750.0 / 1608593750.0) < 1e-15);
   tu_remove_dir(out);
 }
 
@@ -255,18 +259,23 @@ static size_t reference(const scenario *s, int sparse, float *out) {
   return total;
 }
 
-/* The first transfer on the fabric link named `track` in trace.json: its bytes and duration. */
-static void first_comm(const char *trace, const char *track, double *bytes, double *dur) {
+/* The first transfer in trace.json that starts at ts (us) on the fabric link named `track` (or
+** one of its overlap rows, "track [2]"...): its bytes and duration. */
+static void comm_at(const char *trace, const char *track, double ts, double *bytes, double *dur) {
   json_error_t e;
   json_t *root = json_load_file(trace, 0, &e), *ev = json_object_get(root, "traceEvents"), *x;
-  size_t i;
-  json_int_t tid = -1;
+  size_t i, len = strlen(track);
+  json_int_t tids[16];
+  int ntids = 0;
   *bytes = *dur = -1;
   json_array_foreach(ev, i, x) {
     const char *name = json_string_value(json_object_get(json_object_get(x, "args"), "name"));
-    if (name && strcmp(name, track) == 0) tid = json_integer_value(json_object_get(x, "tid"));
-    if (*bytes < 0 && json_integer_value(json_object_get(x, "tid")) == tid &&
-        strcmp(json_string_value(json_object_get(x, "name")), "comm") == 0) {
+    if (name && strncmp(name, track, len) == 0 && (name[len] == '\0' || name[len] == ' ') && ntids < 16)
+      tids[ntids++] = json_integer_value(json_object_get(x, "tid"));
+    int on = 0;
+    for (int k = 0; k < ntids; k++) on |= json_integer_value(json_object_get(x, "tid")) == tids[k];
+    if (*bytes < 0 && on && strcmp(json_string_value(json_object_get(x, "name")), "comm") == 0 &&
+        fabs(json_number_value(json_object_get(x, "ts")) - ts) < 1e-9) {
       *bytes = json_number_value(json_object_get(json_object_get(x, "args"), "bytes"));
       *dur = json_number_value(json_object_get(x, "dur"));
     }
@@ -278,11 +287,14 @@ static void first_comm(const char *trace, const char *track, double *bytes, doub
 ** momentum 0.9, 30 steps of 2 examples x 3 ids. The final weights equal, bit for bit, sequential
 ** training that applies the embedding's IndexedSlices with the sparse momentum kernel, and not
 ** the dense kernel's (rows outside a batch keep their momentum and do not move).
-** Step 0 looks up ids [9 4 11 | 5 12 11]: first each shard receives its 3 int64 ids, 24 bytes on
-** each ps's down link (fabric.t1.down: ps 0, t2.down: ps 1), both sharing the worker's up link at
-** 0.5 GB/s: 10 us + 48 ns = 10.048 us; then 3 rows come back from each shard, 3 x 16 = 48 bytes
-** on each ps's up link (a whole shard would be 160), sharing the worker's down link: 10 us of
-** latency + 96 ns = 10.096 us (the whole table: 10.320). */
+** Step 0 looks up ids [9 4 11 | 5 12 11] while it reads dense/kernel (48 bytes, ps 0), dense/bias
+** (12, ps 1) and iterations (8, ps 0), all from 0: first each shard receives its 3 int64 ids, 24
+** bytes on each ps's down link (fabric.t1.down: ps 0, t2.down: ps 1), both sharing the worker's
+** up link at 0.5 GB/s (the reads come the other way): 10 us + 48 ns = 10.048 us; then 3 rows come
+** back from each shard, 3 x 16 = 48 bytes on each ps's up link (a whole shard would be 160),
+** starting at 10.048 us, sharing the worker's down link once their latency is over (the reads
+** were done at 10.068 us): 10 us + 96 ns = 10.096 us (the whole table: 10.320). The step's reads
+** end at 20.144 us: the lookup's two trips, not four variables' latencies one after another. */
 static void embedding_pushes_indexed_slices(void **state) {
   (void)state;
   char *out = tu_temp_dir("podsim-ps");
@@ -310,11 +322,11 @@ static void embedding_pushes_indexed_slices(void **state) {
   for (int ps = 1; ps <= 2; ps++) {
     char track[32];
     snprintf(track, sizeof track, "fabric.t%d.down", ps);
-    first_comm(path, track, &bytes, &dur);
+    comm_at(path, track, 0, &bytes, &dur);
     assert_true(bytes == 24);
     assert_true(fabs(dur - 10.048) < 1e-9);
     snprintf(track, sizeof track, "fabric.t%d.up", ps);
-    first_comm(path, track, &bytes, &dur);
+    comm_at(path, track, 10.048, &bytes, &dur);
     assert_true(bytes == 48);
     assert_true(fabs(dur - 10.096) < 1e-9);
   }

@@ -329,12 +329,59 @@ static void test_waited_notification(void **state) {
   }
 }
 
+/* A dataflow edge (sim_wait_extend): a 1 MB request over link a (1 GB/s, 1 us) arrives at
+** 1001 us; its notification starts a 2 MB answer over link b into the wait's NULL slot: 1 us +
+** 2000 us, done at 3002 us. A 1 MB transfer started with the request on b (1 us, then 1000 us
+** alone) is done at 1001 us too, so the answer has b to itself. The waiter wakes at 3002 us, not
+** at 1001 us when the two it started were done. Killed at 2 ms, the answer is withdrawn: it never
+** notifies, and the engine has nothing left to run. */
+typedef struct { sim_link *a, *b; int answered; sim_time woke; } chained_t;
+static void answered(sim_engine *e, sim_activity *act, void *arg) {
+  (void)e;
+  (void)act;
+  ((chained_t *)arg)->answered = 1;
+}
+static void request_arrived(sim_engine *e, sim_activity *act, void *arg) {
+  chained_t *c = arg;
+  sim_activity *answer = sim_comm_start(e, &c->b, 1, 2e6);
+  sim_activity_on_done(answer, answered, c);
+  sim_wait_extend(act, 2, answer);
+}
+static void chained_waiter(sim_actor *self, void *arg) {
+  chained_t *c = arg;
+  sim_engine *e = sim_actor_engine(self);
+  sim_activity *acts[3] = { sim_comm_start(e, &c->a, 1, 1e6), sim_comm_start(e, &c->b, 1, 1e6), NULL };
+  sim_activity_on_done(acts[0], request_arrived, c);
+  assert_int_equal(sim_wait_all(self, acts, 3), SIM_OK);
+  c->woke = sim_now(e);
+}
+static void test_wait_extend(void **state) {
+  (void)state;
+  for (int kill = 0; kill < 2; kill++) {
+    sim_engine *e = sim_engine_new();
+    chained_t c = { .answered = 0 };
+    c.a = sim_link_new(e, "a", 1e9, 1000000);
+    c.b = sim_link_new(e, "b", 1e9, 1000000);
+    sim_actor *w = sim_actor_spawn(e, "w", chained_waiter, &c);
+    if (kill) {
+      sim_run_until(e, MS(2));
+      sim_actor_kill(w);
+    }
+    assert_int_equal(sim_run(e), 0);
+    assert_int_equal(c.answered, !kill);
+    assert_int_equal(c.woke, kill ? 0 : 3002000000);
+    assert_int_equal(sim_pending_events(e), 0);
+    sim_engine_free(e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sleep_order),   cmocka_unit_test(test_spawn_order),
       cmocka_unit_test(test_kill_releases_and_reshares), cmocka_unit_test(test_kill_variants),
       cmocka_unit_test(test_kill_from_actor), cmocka_unit_test(test_deadlock),      cmocka_unit_test(test_barrier_reuse),
       cmocka_unit_test(test_barrier_kill), cmocka_unit_test(test_waited_notification),
+      cmocka_unit_test(test_wait_extend),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -454,10 +454,44 @@ static void trainer(sim_actor *self, void *arg) {
   j->g = md_tensor_new(MD_FLOAT32, want.rank, want.shape);
   for (size_t i = 0; i < j->g->size; i++) md_tensor_f32(j->g)[i] = j->grad;
   ds_ps_grad g = { .dense = j->ids ? NULL : j->g, .indices = j->ids, .values = j->ids ? j->g : NULL };
-  ds_ps_apply_gradients(j->s, self, j->worker, 1, &j->v, &g, j->applied_at, &j->st);
+  ds_ps_apply_gradients(j->s, self, j->worker, 1, &j->v, &g, -1, j->applied_at, &j->st);
   md_tensor_free(j->g);
   j->g = NULL;
   j->push_done = sim_now(e);
+}
+
+/* A closure through ds_ps_read_many: its variables and iterations in one read, then (push) a
+** sleep of `delay` and a push of `grad` everywhere with the t that read gave. */
+typedef struct many_job {
+  ds_strategy *s;         /* the strategy */
+  int worker;             /* the actor's worker task */
+  int n;                  /* variables */
+  ds_variable **vars;     /* them */
+  float grad;             /* push: every element of the gradient */
+  int push;               /* push after reading */
+  sim_time delay;         /* push: sleep this long first */
+  md_tensor *got[4];      /* what the read returned */
+  int64_t versions[4];    /* versions it saw (one component each) */
+  int64_t step;           /* iterations + 1 as read */
+  int64_t iterations_at_push; /* optimizer.iterations when the push started */
+  sim_time read_done;     /* when */
+  ds_status st;           /* its error */
+} many_job;
+
+static void many_reader(sim_actor *self, void *arg) {
+  many_job *j = arg;
+  if (ds_ps_read_many(j->s, self, j->worker, j->n, j->vars, NULL, j->got, j->versions, &j->step, &j->st) != 0) return;
+  j->read_done = sim_now(sim_actor_engine(self));
+  if (!j->push) return;
+  sim_sleep(self, j->delay);
+  j->iterations_at_push = ds_ps_optimizer_iterations(j->s);
+  ds_ps_grad g[4];
+  for (int i = 0; i < j->n; i++) {
+    for (size_t k = 0; k < j->got[i]->size; k++) md_tensor_f32(j->got[i])[k] = j->grad;
+    g[i] = (ds_ps_grad){ .dense = j->got[i] };
+  }
+  ds_ps_apply_gradients(j->s, self, j->worker, j->n, j->vars, g, j->step, NULL, &j->st);
+  for (int i = 0; i < j->n; i++) md_tensor_free(j->got[i]);
 }
 
 static void release_on_kill(sim_actor *self, void *arg) {
@@ -631,6 +665,92 @@ static void arrival_order_and_versions(void **state) {
   sim_engine_free(e);
 }
 
+/* A closure's reads in one operation. The r1 model's four variables on one ps (kernel [8, 16]
+** 512 bytes, bias [16] 64, kernel_1 [16, 3] 192, bias_1 [3] 12) and optimizer.iterations (8),
+** read by worker 0 over the star (1 GB/s, 5 us a link). All at once: one route latency (10 us),
+** then 788 bytes sharing the ps's up and the worker's down link max-min (5 flows at 0.2 GB/s:
+** iterations done at 40 ns, bias_1 at 56, bias at 212, kernel_1 at 468, kernel at 788 ns): the
+** reads end at 10.788 us. One after the other they took 4 x 10 us + 780 ns, then iterations'
+** 10.008 us: 50.788 us. Every value is its init, every version 0, step = iterations + 1 = 1. */
+static void closure_reads_share_one_latency(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  ds_strategy *s = make_ps(e, 1, 1, NULL);
+  static const int64_t shapes[4][2] = { { 8, 16 }, { 16, 0 }, { 16, 3 }, { 3, 0 } };
+  static const char *const names[4] = { "kernel", "bias", "kernel_1", "bias_1" };
+  md_tensor *init[4];
+  ds_variable *vars[4];
+  for (int i = 0; i < 4; i++) {
+    init[i] = md_tensor_new(MD_FLOAT32, shapes[i][1] ? 2 : 1, shapes[i]);
+    for (size_t k = 0; k < init[i]->size; k++) md_tensor_f32(init[i])[k] = (float)(i * 1000 + (int)k);
+    vars[i] = var_in(s, init[i], names[i]);
+  }
+  md_optimizer_spec sgd;
+  md_optimizer_spec_defaults(&sgd, MD_OPT_SGD);
+  ds_status st;
+  assert_int_equal(ds_ps_set_optimizer(s, &sgd, &st), 0);
+  many_job j = { .s = s, .n = 4, .vars = vars };
+  sim_actor_spawn(e, "worker0", many_reader, &j);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(j.st.kind, DS_OK);
+  assert_int_equal(j.read_done, 10788000);
+  assert_int_equal(j.step, 1);
+  for (int i = 0; i < 4; i++) {
+    assert_true(md_tensor_equal(j.got[i], init[i]));
+    assert_int_equal(j.versions[i], 0);
+    md_tensor_free(j.got[i]);
+    ds_variable_free(vars[i]);
+    md_tensor_free(init[i]);
+  }
+  ds_strategy_free(s);
+  sim_engine_free(e);
+}
+
+/* Adam's t comes from the closure's read, as TF's local_step = iterations + 1 does. Two workers,
+** one ps, w = [1], adam lr 0.1. Both read at 0 (w and iterations: step 1), their 4 x (4 + 8)
+** bytes sharing the ps's up link: done at 10 us + 24 ns. Worker 0 pushes gradient 1 at once
+** (10.004 us: applied at 20.028 us), then its iterations += 1 (10.008 us more, about 30.04 us).
+** Worker 1 waits 40 us, then pushes gradient 10 at 50.024 us with the t it read, 1, although
+** iterations is 1 by then: a stale t, exactly as in TF. w is then adam(t=1, g=1) followed by
+** adam(t=1, g=10) on the slots the first left; reading t at the push would give t = 2 there,
+** another w (checked to differ, so the test can fail). Iterations end at 2. */
+static void adam_step_from_the_read(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  ds_strategy *s = make_ps(e, 2, 1, NULL);
+  float one = 1.0f;
+  md_tensor *init = md_tensor_vector_f32(1, &one);
+  ds_variable *w = var_in(s, init, "w");
+  md_optimizer_spec adam;
+  md_optimizer_spec_defaults(&adam, MD_OPT_ADAM);
+  adam.learning_rate = 0.1f;
+  ds_status st;
+  assert_int_equal(ds_ps_set_optimizer(s, &adam, &st), 0);
+  many_job j0 = { .s = s, .worker = 0, .n = 1, .vars = &w, .grad = 1.0f, .push = 1 };
+  many_job j1 = { .s = s, .worker = 1, .n = 1, .vars = &w, .grad = 10.0f, .push = 1, .delay = 40000000 };
+  sim_actor_spawn(e, "worker0", many_reader, &j0);
+  sim_actor_spawn(e, "worker1", many_reader, &j1);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(j0.read_done, 10024000);
+  assert_int_equal(j0.step, 1);
+  assert_int_equal(j1.step, 1);
+  assert_int_equal(j1.iterations_at_push, 1);
+  assert_int_equal(ds_ps_optimizer_iterations(s), 2);
+  float stale = 1.0f, fresh = 1.0f, m[2] = { 0 }, v[2] = { 0 }, g0 = 1.0f, g1 = 10.0f;
+  float *slots0[2] = { &m[0], &v[0] }, *slots1[2] = { &m[1], &v[1] };
+  md_cost cost = { 0 };
+  md_optimizer_update(&adam, 1, &stale, &g0, slots0, 1, &cost);
+  md_optimizer_update(&adam, 1, &fresh, &g0, slots1, 1, &cost);
+  md_optimizer_update(&adam, 1, &stale, &g1, slots0, 1, &cost);
+  md_optimizer_update(&adam, 2, &fresh, &g1, slots1, 1, &cost);
+  assert_true(stale != fresh);
+  assert_true(md_tensor_f32(ds_variable_copy(w, 0))[0] == stale);
+  md_tensor_free(init);
+  ds_variable_free(w);
+  ds_strategy_free(s);
+  sim_engine_free(e);
+}
+
 static void kill_event(sim_engine *e, void *arg) {
   (void)e;
   sim_actor_kill(arg);
@@ -727,7 +847,8 @@ int main(void) {
     cmocka_unit_test(strategy_methods),
     cmocka_unit_test(cluster_coordinator_wrapper), cmocka_unit_test(components_and_slots),
     cmocka_unit_test(lookup_moves_rows_only), cmocka_unit_test(slices_push_moves_rows_only),
-    cmocka_unit_test(arrival_order_and_versions),
+    cmocka_unit_test(arrival_order_and_versions), cmocka_unit_test(closure_reads_share_one_latency),
+    cmocka_unit_test(adam_step_from_the_read),
     cmocka_unit_test(killed_push_applies_nothing), cmocka_unit_test(failed_ps_is_unavailable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
