@@ -114,7 +114,7 @@ void sim_multislice_free(sim_multislice *m) {
 
 int sim_multislice_slices(const sim_multislice *m) { return m->slices; }
 int sim_multislice_ranks(const sim_multislice *m) { return m->slices * m->n; }
-const sim_tpu_slice *sim_multislice_slice(const sim_multislice *m, int j) {
+sim_tpu_slice *sim_multislice_slice(const sim_multislice *m, int j) {
   assert(j >= 0 && j < m->slices);
   return m->slice[j];
 }

@@ -36,7 +36,7 @@ void sim_multislice_free(sim_multislice *m);
 int sim_multislice_slices(const sim_multislice *m);
 /* Devices in every slice together (slices x devices of one). */
 int sim_multislice_ranks(const sim_multislice *m);
-const sim_tpu_slice *sim_multislice_slice(const sim_multislice *m, int j);
+sim_tpu_slice *sim_multislice_slice(const sim_multislice *m, int j);
 
 /* A sim_route_fn over the ranks above (ctx = the multislice). */
 size_t sim_multislice_route(void *multislice, int from, int to, sim_link **out, size_t max);

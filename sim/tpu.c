@@ -199,6 +199,10 @@ struct sim_tpu_slice {
   sim_link **onchip;         /* per chip on v2/v3: core 0 -> 1, core 1 -> 0; NULL elsewhere */
   sim_link **pcie;           /* per chip: host -> chip, chip -> host */
   sim_link **dcn;            /* per host: out, in */
+  sim_engine *engine;        /* where host CPUs are made on demand */
+  int first_task;            /* task of host 0: index * hosts in a multislice, else 0 */
+  sim_cpu **host_cpu;        /* per host: its VM's CPU, NULL until sim_tpu_host_cpu asks */
+  double host_flops;         /* their rate, set by the first such call */
   int *chip_of;              /* per device: its chip, worked out once (routes ask twice per
                                 transfer, and the arithmetic is a dozen divisions) */
 };
@@ -282,11 +286,14 @@ sim_tpu_slice *sim_tpu_slice_new_indexed(sim_engine *e, const sim_tpu_generation
   if (index > 0) snprintf(prefix, sizeof prefix, "s%d.", index);
   sim_tpu_slice *s = base_xcalloc(1, sizeof *s);
   s->gen = g;
+  s->engine = e;
   memcpy(s->dims, dims, sizeof s->dims);
   host_block(g, dims, s->block);
   s->chips = dims[0] * dims[1] * dims[2];
   s->hosts = s->chips / (s->block[0] * s->block[1] * s->block[2]);
   s->devices = s->chips * f->devices_per_chip;
+  s->first_task = index * s->hosts;
+  s->host_cpu = base_xcalloc((size_t)s->hosts, sizeof *s->host_cpu);
   assert(s->chips > 0 && s->hosts * s->block[0] * s->block[1] * s->block[2] == s->chips);
   for (int a = 0; a < 3; a++)
     if (sim_tpu_wraps(g, dims, a)) s->wrap |= 1u << a;
@@ -301,7 +308,7 @@ sim_tpu_slice *sim_tpu_slice_new_indexed(sim_engine *e, const sim_tpu_generation
   for (int d = 0; d < s->devices; d++) {
     s->chip_of[d] = device_chip_of(s, d);
     char name[96];
-    snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:TPU:%d", index * s->hosts + d / per_host,
+    snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:TPU:%d", s->first_task + d / per_host,
              d % per_host);
     s->cpu[d] = sim_cpu_new(e, name, peak / per_chip);
     s->hbm[d] = sim_mempool_new(e, name, hbm / (uint64_t)per_chip);
@@ -349,6 +356,7 @@ void sim_tpu_slice_free(sim_tpu_slice *s) {
   free(s->onchip);
   free(s->pcie);
   free(s->dcn);
+  free(s->host_cpu);
   free(s->chip_of);
   free(s);
 }
@@ -393,6 +401,18 @@ sim_link *sim_tpu_chip_pcie(const sim_tpu_slice *s, int chip, int to_chip) {
   assert(chip >= 0 && chip < s->chips);
   return s->pcie[2 * chip + (to_chip ? 0 : 1)];
 }
+sim_cpu *sim_tpu_host_cpu(sim_tpu_slice *s, int host, double flops_per_s) {
+  assert(host >= 0 && host < s->hosts);
+  if (s->host_cpu[host] == NULL) {
+    char name[48];
+    snprintf(name, sizeof name, "tpu_host%d.cpu", s->first_task + host);
+    s->host_cpu[host] = sim_cpu_new(s->engine, name, flops_per_s);
+    s->host_flops = flops_per_s;
+  }
+  assert(s->host_flops == flops_per_s);  /* one VM type per slice */
+  return s->host_cpu[host];
+}
+
 sim_link *sim_tpu_host_dcn(const sim_tpu_slice *s, int host, int up) {
   assert(host >= 0 && host < s->hosts);
   return s->dcn[2 * host + (up ? 0 : 1)];

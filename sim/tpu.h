@@ -114,6 +114,10 @@ void sim_tpu_device_coords(const sim_tpu_slice *s, int d, int coords[3]); /* its
 ** or in. */
 sim_link *sim_tpu_chip_pcie(const sim_tpu_slice *s, int chip, int to_chip);
 sim_link *sim_tpu_host_dcn(const sim_tpu_slice *s, int host, int up);
+/* The host VM's CPU (its input pipeline, infeed), named "tpu_host<T>.cpu" with T the task of
+** its devices' names: made at the first call at flops_per_s, the same one at every later call,
+** so every strategy on the slice shares its hosts (all at one rate). The engine owns it. */
+sim_cpu *sim_tpu_host_cpu(sim_tpu_slice *s, int host, double flops_per_s);
 /* Every link of the slice (ICI, on-chip, PCIe, DCN) in creation order; returns the count and
 ** fills out[0..max). */
 size_t sim_tpu_slice_links(const sim_tpu_slice *s, sim_link **out, size_t max);

@@ -50,11 +50,7 @@ ds_strategy *ds_tpu_strategy_new(sim_engine *e, ds_kind kind, sim_tpu_slice *sli
   int n = replicas * cores, hosts = sim_tpu_slice_hosts(slice);
   int whole = cores == 1 && replicas == sim_tpu_slice_devices(slice);
   sim_cpu **host = base_xcalloc((size_t)hosts, sizeof *host);
-  for (int h = 0; h < hosts; h++) {
-    char name[48];
-    snprintf(name, sizeof name, "tpu_host%d.cpu", h);
-    host[h] = sim_cpu_new(e, name, m->host_flops_per_s);
-  }
+  for (int h = 0; h < hosts; h++) host[h] = sim_tpu_host_cpu(slice, h, m->host_flops_per_s);  /* the slice's */
   ds_device *table = base_xcalloc((size_t)n, sizeof *table);
   rank_route *rr = base_xcalloc(1, sizeof *rr + (size_t)replicas * sizeof rr->device[0]);
   int *replica_at_rank = base_xcalloc((size_t)replicas, sizeof *replica_at_rank);
@@ -108,11 +104,8 @@ ds_strategy *ds_tpu_strategy_new_multislice(sim_engine *e, sim_multislice *ms, c
   int slices = sim_multislice_slices(ms), replicas = sim_multislice_ranks(ms), n = replicas / slices;
   int hosts = sim_tpu_slice_hosts(sim_multislice_slice(ms, 0)), per_host = n / hosts;
   sim_cpu **host = base_xcalloc((size_t)(slices * hosts), sizeof *host);
-  for (int h = 0; h < slices * hosts; h++) {
-    char name[48];
-    snprintf(name, sizeof name, "tpu_host%d.cpu", h);
-    host[h] = sim_cpu_new(e, name, m->host_flops_per_s);
-  }
+  for (int h = 0; h < slices * hosts; h++)
+    host[h] = sim_tpu_host_cpu(sim_multislice_slice(ms, h / hosts), h % hosts, m->host_flops_per_s);
   ds_device *table = base_xcalloc((size_t)replicas, sizeof *table);
   int *replica_at_rank = base_xcalloc((size_t)replicas, sizeof *replica_at_rank);
   for (int j = 0; j < slices; j++) {

@@ -476,7 +476,7 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
   if (s->tpu_type[0]) {
     char slices[96] = "";
     if (s->tpu_slices > 1)
-      snprintf(slices, sizeof slices, ", %d slices joined by DCN (each: these steps, this memory per device)",
+      snprintf(slices, sizeof slices, " x %d slices joined by DCN (all-reduce: torus within each, ring across)",
                s->tpu_slices);
     fprintf(f, "  cluster       TPU %s, topology %dx%dx%d%s\n", s->tpu_type, s->tpu_dims[0], s->tpu_dims[1],
             s->tpu_dims[2], slices);

@@ -263,7 +263,8 @@ static void test_multislice_dcn_closed_form(void **state) {
   }
 }
 
-/* Slice j > 0 is named apart: its links "s<j>.", its devices' tasks after slice 0's hosts. */
+/* Slice j > 0 is named apart: its links "s<j>.", its devices' tasks and host CPUs after slice 0's
+** hosts. */
 static void test_multislice_names(void **state) {
   (void)state;
   int dims[3];
@@ -274,6 +275,9 @@ static void test_multislice_names(void **state) {
   assert_string_equal(sim_link_name(sim_tpu_host_dcn(sim_multislice_slice(m, 2), 1, 1)), "s2.dcn.1.up");
   assert_string_equal(sim_tpu_device_name(sim_multislice_slice(m, 0), 9), "/job:worker/replica:0/task:1/device:TPU:1");
   assert_string_equal(sim_tpu_device_name(sim_multislice_slice(m, 2), 9), "/job:worker/replica:0/task:5/device:TPU:1");
+  sim_cpu *host = sim_tpu_host_cpu(sim_multislice_slice(m, 2), 1, 1e12);
+  assert_string_equal(sim_cpu_name(host), "tpu_host5.cpu");
+  assert_ptr_equal(sim_tpu_host_cpu(sim_multislice_slice(m, 2), 1, 1e12), host);  /* made once */
   sim_multislice_free(m);
   sim_engine_free(e);
 }

@@ -443,6 +443,9 @@ static void variable_read_follows_the_device(void **state) {
   ds_sharding_layout *l = ds_sharding_layout_new(f.t, reversed, 0, "worker");
   ds_strategy *other = ds_tpu_strategy_new(f.e, DS_TPU, f.slice, l, &MACHINE, SIM_ALGO_RING);
   assert_string_equal(ds_replica_device(other, 0), ds_variable_device(v, 3));
+  /* The hosts are the slice's: the second strategy feeds from the first one's host CPU. */
+  assert_ptr_equal(ds_worker_cpu(other, 0), ds_worker_cpu(f.s, 0));
+  assert_string_equal(sim_cpu_name(ds_worker_cpu(other, 0)), "tpu_host0.cpu");
   ds_value *read;
   assert_int_equal(ds_run(other, read_variable, v, 0, NULL, 1, &read, &st), 0);
   for (int r = 0; r < 4; r++) assert_true(md_tensor_get(ds_value_component(read, r), 0) == 3.0 - r);
