@@ -11,6 +11,10 @@
 **   3. Engine-side, a phase starts when the one before is done on every slice (the slices are
 **      alike, so they finish together but for contention); blocking callers move on rank by
 **      rank, each as soon as its own groups are through.
+**   4. A blocking all-reduce of count >= 1 floats ends on rank 0 only after every rank has
+**      called it (chunk 0 is summed over every device of every slice), so its duration is taken
+**      from the last call, as a collective's is from its last arrival, and no rank can call the
+**      next one before rank 0 has finished this one.
 */
 #include "sim/multislice.h"
 
@@ -41,6 +45,10 @@ struct sim_multislice {
   sim_time dcn_started;      /* when phase 2 began */
   sim_time last;             /* the last one's duration */
   sim_time last_dcn;         /* its phase 2's */
+  /* Blocking callers of the all-reduce under way (invariant 4). */
+  int arrived;               /* ranks that have called it, reset when every one has */
+  sim_time latest;           /* the latest of their calls so far */
+  sim_time all_arrived;      /* the last call of the latest all-reduce every rank joined */
 };
 
 /* Chunk k of n of count floats, as the collectives cut buffers (collective.h). */
@@ -192,6 +200,11 @@ int sim_multislice_all_reduce(sim_actor *self, sim_multislice *m, int rank, floa
   size_t off, len;
   chunk_of(count, m->n, k, &off, &len);
   sim_time t0 = sim_now(m->engine), dcn = 0;
+  if (m->arrived == 0 || t0 > m->latest) m->latest = t0;
+  if (++m->arrived == m->slices * m->n) {
+    m->arrived = 0;
+    m->all_arrived = m->latest;
+  }
   int rc = sim_collective_run(self, m->in_slice[j], k, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_TORUS, 0, buf, count);
   if (rc == SIM_OK && len > 0) {
     sim_time t1 = sim_now(m->engine);
@@ -200,8 +213,8 @@ int sim_multislice_all_reduce(sim_actor *self, sim_multislice *m, int rank, floa
   }
   if (rc == SIM_OK)
     rc = sim_collective_run(self, m->in_slice[j], k, SIM_COLL_ALL_GATHER, SIM_ALGO_TORUS, 0, buf, count);
-  if (rc == SIM_OK && rank == 0) {  /* rank 0's view, waits for the others included */
-    m->last = sim_now(m->engine) - t0;
+  if (rc == SIM_OK && rank == 0) {  /* invariant 4: from the last call to rank 0's end */
+    m->last = count > 0 ? sim_now(m->engine) - m->all_arrived : 0;
     m->last_dcn = dcn;
   }
   return rc;

@@ -51,7 +51,8 @@ int sim_multislice_all_reduce_start(sim_multislice *m, float *const *bufs, size_
 ** when a device of a group it waits on was killed. */
 int sim_multislice_all_reduce(sim_actor *self, sim_multislice *m, int rank, float *buf, size_t count);
 /* The last all-reduce, start to end, and its DCN phase (2.) alone: engine-side, from the start to
-** the last device; blocking, as rank 0 saw it (from its call, so waits for the others count). */
+** the last device; blocking, from the last rank's call to rank 0's end (as a collective counts
+** from its last arrival), the DCN phase from rank 0's call of it (waits for its group count). */
 sim_time sim_multislice_last_duration(const sim_multislice *m);
 sim_time sim_multislice_last_dcn_duration(const sim_multislice *m);
 

@@ -282,11 +282,13 @@ static void test_multislice_names(void **state) {
   sim_engine_free(e);
 }
 
-/* The blocking form from one actor per rank ends with the engine-side form's bits and time. */
-typedef struct { sim_multislice *m; int rank; float *buf; size_t count; int rc; } rank_arg;
+/* The blocking form from one actor per rank ends with the engine-side form's bits and time, and
+** counts its duration from the last rank's call. */
+typedef struct { sim_multislice *m; int rank; float *buf; size_t count; int rc; sim_time late; } rank_arg;
 
 static void rank_main(sim_actor *self, void *arg) {
   rank_arg *a = arg;
+  if (a->late > 0) sim_sleep(self, a->late);
   a->rc = sim_multislice_all_reduce(self, a->m, a->rank, a->buf, a->count);
 }
 
@@ -311,13 +313,27 @@ static void test_multislice_blocking_matches_start(void **state) {
   m = sim_multislice_new(e, g, dims, S, NULL);
   rank_arg args[P];
   for (int r = 0; r < P; r++) {
-    args[r] = (rank_arg){m, r, a[r], N, -99};
+    args[r] = (rank_arg){m, r, a[r], N, -99, 0};
     sim_actor_spawn(e, "rank", rank_main, &args[r]);
   }
   assert_int_equal(sim_run(e), 0);
   for (int r = 0; r < P; r++) assert_int_equal(args[r].rc, SIM_OK);
   assert_memory_equal(a, b, sizeof a);
   assert_int_equal(sim_now(e), engine_side);
+  assert_int_equal(sim_multislice_last_duration(m), engine_side);
+  sim_multislice_free(m);
+  sim_engine_free(e);
+  /* Every rank but 0 calls 5 us late: the all-reduce counts from the last call, as a collective
+  ** does from its last arrival, so it takes the same time and ends 5 us later. */
+  e = sim_engine_new();
+  m = sim_multislice_new(e, g, dims, S, NULL);
+  for (int r = 0; r < P; r++) {
+    args[r] = (rank_arg){m, r, a[r], N, -99, r == 0 ? 0 : 5 * US};
+    sim_actor_spawn(e, "rank", rank_main, &args[r]);
+  }
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(sim_now(e), engine_side + 5 * US);
+  assert_int_equal(sim_multislice_last_duration(m), engine_side);
   sim_multislice_free(m);
   sim_engine_free(e);
 }
