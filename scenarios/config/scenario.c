@@ -466,6 +466,10 @@ static int cross_checks(cfg_ctx *c) {
     if (why)
       return cfg_fail(c, yt_path(root, "cluster.tpu.slices"), "cluster.tpu.slices",
                       "training across %d slices (data parallel, one replica per device) needs %s", s->tpu_slices, why);
+    if (s->all_reduce != SCN_ALLREDUCE_AUTO)
+      return cfg_fail(c, yt_path(root, "strategy.all_reduce"), "strategy.all_reduce",
+                      "several slices all-reduce gradients by torus within each slice and a ring across them: "
+                      "expected auto, found %s", CFG_ALGORITHMS[s->all_reduce]);
   }
   if (!model) {
     static const char *const TRAIN[] = {"optimizer", "dataset", "training", "faults", "expect", NULL};

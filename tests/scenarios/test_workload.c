@@ -170,6 +170,9 @@ static void multislice_axis_and_shift_errors(void **state) {
      "cluster.tpu.slices: training across 2 slices (data parallel, one replica per device) needs strategy.kind tpu"},
     {"scenarios/examples/tpu_preempted.yaml", {"cluster.tpu.slices=3"},
      "cluster.tpu.slices: training across 3 slices (data parallel, one replica per device) needs no faults"},
+    {"scenarios/examples/tpu_v4.yaml", {"cluster.tpu.slices=2", "strategy.all_reduce=ring"},
+     "strategy.all_reduce: several slices all-reduce gradients by torus within each slice and a ring across "
+     "them: expected auto, found ring"},
   };
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     static scenario s;

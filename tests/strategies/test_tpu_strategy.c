@@ -544,9 +544,10 @@ static double bytes_on(const sim_tpu_slice *slice, const char *prefix) {
   return b;
 }
 
-/* tf.tpu.cross_replica_sum(x, group_assignment) on a v3-8 (replica r = TPU:r, core r % 2 of chip
-** r / 2): [[0, 2, 4, 6], [1, 3, 5, 7]] sums 1 + 3 + 5 + 7 = 16 on the even replicas and 20 on
-** the odd ones; each group holds one core of every chip, so only ICI moves bytes, never a chip's
+/* tf.compat.v1.tpu.cross_replica_sum's documented group_assignment ("group_assignment[i] represents
+** the replica ids in the ith subgroup"; the sum runs over each subgroup) on a v3-8 (replica r =
+** TPU:r, core r % 2 of chip r / 2): [[0, 2, 4, 6], [1, 3, 5, 7]] sums 1 + 3 + 5 + 7 = 16 on the
+** even replicas and 20 on the odd ones; each group holds one core of every chip, so only ICI moves bytes, never a chip's
 ** on-chip link. No assignment: one group, 36 everywhere. A replica twice is InvalidArgumentError. */
 static void cross_replica_sum_group_assignment(void **state) {
   (void)state;
