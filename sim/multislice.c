@@ -126,6 +126,7 @@ sim_tpu_slice *sim_multislice_slice(const sim_multislice *m, int j) {
   assert(j >= 0 && j < m->slices);
   return m->slice[j];
 }
+sim_collective *sim_multislice_group(const sim_multislice *m) { return m->all; }
 sim_time sim_multislice_last_duration(const sim_multislice *m) { return m->last; }
 sim_time sim_multislice_last_dcn_duration(const sim_multislice *m) { return m->last_dcn; }
 

@@ -38,6 +38,10 @@ int sim_multislice_slices(const sim_multislice *m);
 int sim_multislice_ranks(const sim_multislice *m);
 sim_tpu_slice *sim_multislice_slice(const sim_multislice *m, int j);
 
+/* The group over every rank, routed as below, reducing on each device's cpu: what sub-groups of
+** ranks across or within slices are cut from (sim_collective_new_subgroup). */
+sim_collective *sim_multislice_group(const sim_multislice *m);
+
 /* A sim_route_fn over the ranks above (ctx = the multislice). */
 size_t sim_multislice_route(void *multislice, int from, int to, sim_link **out, size_t max);
 

@@ -404,7 +404,11 @@ static int workload_tpu_checks(cfg_ctx *c, const yt_node *tpu) {
                     sim_coll_op_name((sim_coll_op)s->workload_op));
   if (axis && s->workload_group != SCN_GROUP_TPU)
     return cfg_fail(c, axis, "workload.collective.axis", "an axis is a TPU slice's: axis needs group tpu");
-  if (axis && tpu) {
+  int dcn_axis = axis && s->workload_axis == SCN_AXIS_SLICE;
+  if (dcn_axis && s->tpu_slices < 2)
+    return cfg_fail(c, axis, "workload.collective.axis", "axis slice runs across the slices of cluster.tpu.slices: "
+                    "expected 2 or more slices, found %d", s->tpu_slices);
+  if (axis && tpu && !dcn_axis) {
     const sim_tpu_generation *g;
     int chips, dims[3];
     if (sim_tpu_slice_parse(s->tpu_type, &g, &chips, dims, NULL, 0) == 0) {
@@ -415,9 +419,10 @@ static int workload_tpu_checks(cfg_ctx *c, const yt_node *tpu) {
                         "found %s of length %d", s->tpu_type, SCN_AXES[s->workload_axis], length);
     }
   }
+  if (dcn_axis) return 0;  /* any op, by any algorithm the lines across the slices run */
   if (s->tpu_slices > 1 && (s->workload_group != SCN_GROUP_TPU || s->workload_op != SIM_COLL_ALL_REDUCE || axis))
     return cfg_fail(c, slices, "cluster.tpu.slices", "several slices run the hierarchical all_reduce of group tpu "
-                    "over every device (no axis); this workload is %s over %s%s",
+                    "over every device (no axis), or any op along axis slice; this workload is %s over %s%s",
                     sim_coll_op_name((sim_coll_op)s->workload_op),
                     s->workload_group == SCN_GROUP_TPU ? "tpu" : "workers", axis ? " along an axis" : "");
   if (s->tpu_slices > 1 && s->workload_algorithm != SCN_ALLREDUCE_AUTO && s->workload_algorithm != SCN_ALLREDUCE_TORUS)

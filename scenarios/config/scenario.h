@@ -249,9 +249,10 @@ double scenario_host_memory(void);
 
 /* Loads and validates FILE with the overrides ("key.path=value", YAML syntax for the value).
 ** Returns 0, or -1 with *err filled. */
-/* workload.collective.axis names, index = scenario.workload_axis: a slice's chip axes and the
-** two cores of a v2/v3 chip. */
+/* workload.collective.axis names, index = scenario.workload_axis: a slice's chip axes, the
+** two cores of a v2/v3 chip, and the slices of a multislice (SCN_AXIS_SLICE). */
 extern const char *const SCN_AXES[];
+enum { SCN_AXIS_SLICE = 4 };
 
 /* strategy.kind as the scenario writes it ("tpu_v1", ...). */
 const char *scenario_strategy_name(scn_strategy_kind kind);

@@ -91,7 +91,7 @@ static void start(bench *b) {
   int rc = SIM_OK;
   b->started = sim_now(b->engine);
   b->running = b->nlines;
-  if (b->multi)
+  if (b->multi && b->lines == NULL)
     rc = sim_multislice_all_reduce_start(b->multi, b->bufs, b->count, next_multi, b);
   else if (b->lines == NULL)
     rc = sim_collective_start(b->group, b->op, b->algo, b->root, b->bufs, b->count, next, b);
@@ -146,6 +146,24 @@ static void build_lines(bench *b, const sim_tpu_slice *slice) {
   b->ranks /= b->nlines;
 }
 
+/* Axis slice: line k is the devices at grid position k of every slice, joined by DCN alone
+** (sub-groups of the multislice's group); auto is the ring there, DCN being no torus. */
+static void build_dcn_lines(bench *b) {
+  int slices = sim_multislice_slices(b->multi), n = b->ranks / slices;
+  int *members = base_xcalloc((size_t)slices, sizeof *members);
+  b->lines = base_xcalloc((size_t)n, sizeof *b->lines);
+  for (int k = 0; k < n; k++) {
+    char name[32];
+    for (int j = 0; j < slices; j++) members[j] = j * n + k;
+    snprintf(name, sizeof name, "slice_axis%d", k);
+    b->lines[k] = sim_collective_new_subgroup(sim_multislice_group(b->multi), name, slices, members);
+  }
+  free(members);
+  b->nlines = n;
+  b->ranks = slices;
+  if (b->s->workload_algorithm == SCN_ALLREDUCE_AUTO) b->algo = SIM_ALGO_RING;
+}
+
 static double bus_factor(sim_coll_op op, int p) {
   switch (op) {
     case SIM_COLL_ALL_REDUCE: return 2.0 * (p - 1) / p;
@@ -185,10 +203,8 @@ static int write_summary(const char *path, const scenario *s, const workload_sum
     json_object_set_new(wl, "axis", json_string(SCN_AXES[s->workload_axis]));
     json_object_set_new(wl, "lines", json_integer(w->lines));
   }
-  if (w->slices > 1) {
-    json_object_set_new(wl, "slices", json_integer(w->slices));
-    json_object_set_new(wl, "dcn_time_s", json_real(w->dcn_time_s));
-  }
+  if (w->slices > 1) json_object_set_new(wl, "slices", json_integer(w->slices));
+  if (w->slices > 1 && s->workload_axis != SCN_AXIS_SLICE) json_object_set_new(wl, "dcn_time_s", json_real(w->dcn_time_s));
   json_object_set_new(o, "all_reduce", json_string(w->algorithm));
   json_object_set_new(o, "sim_time_s", json_real(w->sim_time_s));
   json_object_set_new(o, "mean_time_s", json_real(w->mean_time_s));
@@ -234,6 +250,7 @@ int workload_run(const scenario *s, const char *out_dir, workload_summary *w, sc
   if (s->workload_group == SCN_GROUP_TPU && s->tpu_slices > 1) {
     b.multi = slice_multi_new(s, b.engine, 1.0);
     b.ranks = sim_multislice_ranks(b.multi);
+    if (s->workload_axis == SCN_AXIS_SLICE) build_dcn_lines(&b);
   } else if (s->workload_group == SCN_GROUP_TPU) {
     build_slice_group(&b, &slice);
     if (s->workload_axis >= 0) build_lines(&b, slice.slice);

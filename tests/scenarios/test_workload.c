@@ -149,6 +149,32 @@ static void axis_lines_and_ppermute(void **state) {
   assert_true(fabs(w.busbw_GBps - 45e6 / 1001e-6 / 1e9) < 1e-9);  /* bus factor 1 */
 }
 
+/* axis slice: the devices at one grid position of every slice, over DCN alone (MaxText's DCN
+** mesh axis). Two v5litepod-8 slices (one host of 8 chips each): 8 lines of 2. An all-reduce of 4
+** MiB along it is exactly the DCN phase of the hierarchical all-reduce of 32 MiB (whose 8 chunks
+** are 4 MiB), to the picosecond. ppermute by one across the slices: every device sends its 4 MiB
+** to the other slice at once, the host's 8 chips sharing its 25 GB/s DCN link: 22 us of route
+** latency + 8 x 4,194,304 B / 25e9 = 1364.17728 us, the buffers moved (numerics full). */
+static void axis_slice_runs_over_dcn_alone(void **state) {
+  (void)state;
+  workload_summary all, line;
+  scn_error err;
+  double t[16];
+  const char *whole[] = { "cluster.tpu.type=v5litepod-8", "cluster.tpu.slices=2", "workload.collective.size=32MiB" };
+  assert_int_equal(run("scenarios/examples/allreduce_v4.yaml", whole, 3, &all, t, &err), 0);
+  const char *across[] = { "cluster.tpu.type=v5litepod-8", "cluster.tpu.slices=2", "workload.collective.size=4MiB",
+                           "workload.collective.axis=slice" };
+  assert_int_equal(run("scenarios/examples/allreduce_v4.yaml", across, 4, &line, t, &err), 0);
+  assert_int_equal(line.ranks, 2);
+  assert_int_equal(line.lines, 8);
+  assert_string_equal(line.algorithm, "ring");
+  assert_true(all.dcn_time_s > 0 && line.mean_time_s == all.dcn_time_s);
+  const char *pp[] = { "cluster.tpu.type=v5litepod-8", "cluster.tpu.slices=2", "workload.collective.size=4MiB",
+                       "workload.collective.axis=slice", "workload.collective.op=ppermute", "numerics=full" };
+  assert_int_equal(run("scenarios/examples/allreduce_v4.yaml", pp, 6, &line, t, &err), 0);
+  if (fabs(t[0] - 1364.17728e-6) > 1e-12) fail_msg("ppermute across slices %.12g s, want 1364.17728 us", t[0]);
+}
+
 /* What does not fit says where: exit 2 at the key. */
 static void multislice_axis_and_shift_errors(void **state) {
   (void)state;
@@ -164,6 +190,9 @@ static void multislice_axis_and_shift_errors(void **state) {
      "workload.collective.axis: expected an axis of v5litepod-16 longer than one device, found z of length 1"},
     {"scenarios/examples/allreduce_v4.yaml", {"workload.collective.axis=core"},
      "found core of length 1"},
+    {"scenarios/examples/allreduce_v4.yaml", {"workload.collective.axis=slice"},
+     "workload.collective.axis: axis slice runs across the slices of cluster.tpu.slices: expected 2 or more "
+     "slices, found 1"},
     {"tests/data/workload/ring8.yaml", {"workload.collective.axis=x"},
      "workload.collective.axis: an axis is a TPU slice's: axis needs group tpu"},
     {"scenarios/examples/tpu_v1_steps_per_run.yaml", {"cluster.tpu.slices=2"},
@@ -200,6 +229,7 @@ int main(void) {
     cmocka_unit_test(two_slices_add_the_dcn_phase),
     cmocka_unit_test(axis_lines_and_ppermute),
     cmocka_unit_test(multislice_axis_and_shift_errors),
+    cmocka_unit_test(axis_slice_runs_over_dcn_alone),
     cmocka_unit_test(cpu_ring_all_reduce_is_its_closed_form),
     cmocka_unit_test(tpu_slice_algorithms_differ),
     cmocka_unit_test(impossible_workloads_are_input_errors),
