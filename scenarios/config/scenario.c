@@ -465,12 +465,13 @@ static int cross_checks(cfg_ctx *c) {
     if (workload_tpu_checks(c, tpu) != 0) return -1;
   }
   if (model && s->tpu_slices > 1) {
-    const char *why = s->strategy != SCN_STRATEGY_TPU ? "strategy.kind tpu"
-                      : yt_path(root, "strategy.device_assignment") ? "no strategy.device_assignment"
-                      : yt_get(root, "faults") ? "no faults" : NULL;
+    const char *why = s->strategy != SCN_STRATEGY_TPU ? "strategy.kind tpu, found "
+                      : yt_path(root, "strategy.device_assignment") ? "no strategy.device_assignment, found one"
+                      : yt_get(root, "faults") ? "no faults, found some" : NULL;
     if (why)
       return cfg_fail(c, yt_path(root, "cluster.tpu.slices"), "cluster.tpu.slices",
-                      "training across %d slices (data parallel, one replica per device) needs %s", s->tpu_slices, why);
+                      "training across %d slices (data parallel, one replica per device) needs %s%s", s->tpu_slices,
+                      why, s->strategy != SCN_STRATEGY_TPU ? CFG_STRATEGIES[s->strategy] : "");
     if (s->all_reduce != SCN_ALLREDUCE_AUTO)
       return cfg_fail(c, yt_path(root, "strategy.all_reduce"), "strategy.all_reduce",
                       "several slices all-reduce gradients by torus within each slice and a ring across them: "

@@ -196,9 +196,11 @@ static void multislice_axis_and_shift_errors(void **state) {
     {"tests/data/workload/ring8.yaml", {"workload.collective.axis=x"},
      "workload.collective.axis: an axis is a TPU slice's: axis needs group tpu"},
     {"scenarios/examples/tpu_v1_steps_per_run.yaml", {"cluster.tpu.slices=2"},
-     "cluster.tpu.slices: training across 2 slices (data parallel, one replica per device) needs strategy.kind tpu"},
+     "cluster.tpu.slices: training across 2 slices (data parallel, one replica per device) needs strategy.kind tpu, "
+     "found tpu_v1"},
     {"scenarios/examples/tpu_preempted.yaml", {"cluster.tpu.slices=3"},
-     "cluster.tpu.slices: training across 3 slices (data parallel, one replica per device) needs no faults"},
+     "cluster.tpu.slices: training across 3 slices (data parallel, one replica per device) needs no faults, found "
+     "some"},
     {"scenarios/examples/tpu_v4.yaml", {"cluster.tpu.slices=2", "strategy.all_reduce=ring"},
      "strategy.all_reduce: several slices all-reduce gradients by torus within each slice and a ring across "
      "them: expected auto, found ring"},
