@@ -271,7 +271,7 @@ int workload_run(const scenario *s, const char *out_dir, workload_summary *w, sc
   if (rc == 0 && s->numerics_full && host > WORKLOAD_HOST_BYTES)
     rc = train_error(err, s->path, 0, 0, "workload.collective",
                      "%d ranks x %.0f bytes of real buffers exceed the 1 GiB of host memory a workload "
-                     "may use; set numerics: off to time it on sizes alone", b.ranks, s->workload_size_bytes);
+                     "may use; set numerics: off to time it on sizes alone", devices, s->workload_size_bytes);
   if (rc == 0 && out_dir != NULL) {
     b.times = base_xcalloc((size_t)s->workload_iterations, sizeof *b.times);
     if (s->numerics_full && (b.group || b.multi)) {

@@ -156,6 +156,12 @@ static void axis_lines_and_ppermute(void **state) {
   assert_int_equal(w.lines, 4);
   double want = 2 * 50e6 / 450e9 + 12.5e6 / 61.5e12;
   if (fabs(t[0] - want) > 1e-11) fail_msg("all_reduce along core %.12g s, want %.12g", t[0], want);
+  /* Real buffers are every line's: 64 devices x 100 MB are over the 1 GiB a workload may hold. */
+  static scenario s;
+  const char *full[] = { "cluster.tpu.type=v4-128", "workload.collective.axis=x", "numerics=full" };
+  assert_int_equal(scenario_load(tu_src("scenarios/examples/allreduce_v4.yaml"), full, 3, &s, &err), 0);
+  assert_int_equal(workload_check(&s, &err), 2);
+  assert_non_null(strstr(err.msg, "64 ranks x 100000000 bytes of real buffers exceed"));
 }
 
 /* axis slice: the devices at one grid position of every slice, over DCN alone (MaxText's DCN
