@@ -84,7 +84,7 @@ int cfg_prices(cfg_ctx *c) {
   int chips, dims[3];
   char why[512];
   if (s->tpu_type[0] && sim_tpu_slice_parse(s->tpu_type, &g, &chips, dims, why, sizeof why) == 0) {
-    need(&r, "tpu", sim_tpu_generation_figures(g)->name, chips);
+    need(&r, "tpu", sim_tpu_generation_figures(g)->name, chips * s->tpu_slices);  /* every slice's chips */
   } else {
     int ps_job = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
     need(&r, "vm", s->worker_machine.type, s->workers);

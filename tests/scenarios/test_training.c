@@ -389,6 +389,10 @@ static void tpu_slices_train_data_parallel_across_dcn(void **state) {
   train_file(&two, "scenarios/examples/tpu_v4.yaml", sliced, 2);
   assert_int_equal(two.sum.replicas, 32);
   assert_int_equal(two.sum.slices, 2);
+  /* Every slice's chips are billed: twice the price per simulated hour. */
+  double rate = plain.sum.cost_usd / plain.sum.sim_time_s, rate2 = two.sum.cost_usd / two.sum.sim_time_s;
+  if (!(fabs(rate2 - 2 * rate) <= 1e-9 * rate)) fail_msg("%.9g USD per simulated second, want %.9g", rate2, 2 * rate);
+  assert_true(fabs(two.sum.chip_hours / two.sum.sim_time_s - 32 / 3600.0) <= 1e-12);
   double extra = two.comm[2] - plain.comm[2], dcn = 2 * (22e-6 + 4 * 3364 / 25e9);
   if (fabs(extra - dcn) > 1e-6) fail_msg("the DCN phase added %.9g s, want %.9g s within 1 us", extra, dcn);
   for (int i = 0; i < 3; i++) assert_true(fabs(two.loss[i] - plain.loss[i]) <= 1e-6 * fabs(plain.loss[i]));
