@@ -44,6 +44,9 @@
 **      split class axis: max, sum of exponentials, the label's logit) and all-reduce their
 **      input's gradient (backward, each device holding a partial sum); heads all-reduce their
 **      output (forward) and their input's gradient (backward). The model's input has no gradient.
+**  10. Every replica of a train step issues the same all-reduces over the replicas (a
+**      cross_replica layer's, through md_workspace_set_all_reduce), in the same order, whatever
+**      its batch (an empty one too) and with numerics or without (shapes only: timed, no values).
 */
 #include <assert.h>
 #include <math.h>
@@ -352,15 +355,23 @@ md_workspace *md_workspace_new(const md_model *m) {
   w->z = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
   w->a = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
   w->saved = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
+  w->kept = base_xcalloc((size_t)m->nlayers + 1, sizeof(float *));
   w->g = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
   memset(w->z, 0, sizeof(float *) * m->nlayers);
   memset(w->a, 0, sizeof(float *) * m->nlayers);
   memset(w->saved, 0, sizeof(float *) * m->nlayers);
   memset(w->g, 0, sizeof(float *) * m->nlayers);
+  for (int l = 0; l < m->nlayers && !m->shapes_only; l++)
+    if (m->layers[l].kept > 0) w->kept[l] = base_xcalloc((size_t)m->layers[l].kept, sizeof(float));
   return w;
 }
 
 void md_workspace_set_rng(md_workspace *w, gsl_rng *rng) { w->rng = rng; }
+
+void md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, void *ctx) {
+  w->all_reduce = fn;
+  w->all_reduce_ctx = ctx;
+}
 
 void md_workspace_free(md_workspace *w) {
   if (w == NULL) return;
@@ -368,10 +379,12 @@ void md_workspace_free(md_workspace *w) {
     if (w->a[l] != w->z[l]) free(w->a[l]);
     free(w->z[l]);
     free(w->saved[l]);
+    free(w->kept[l]);
     free(w->g[l]);
   }
   free(w->z);
   free(w->saved);
+  free(w->kept);
   free(w->a);
   free(w->g);
   for (int i = 0; i < MD_LAYER_MAX_INPUTS; i++) free(w->scratch[i]);
@@ -432,7 +445,9 @@ static md_layer_run layer_run(md_model *m, md_workspace *w, const md_batch *b, i
   const float *x0 = rounds(m) && b->x != NULL ? w->x16 : b->x;
   md_layer_run r = {.n = b->n, .vars = autocast ? w->vars16 : m->vars, .state = training ? m->vars : NULL,
                     .ids = b->ids, .z = w->z[l], .saved = w->saved[l], .training = training, .rng = w->rng,
-                    .has_dx = ly->input[0] != MD_INPUT_MODEL, .act_bytes = m->act_bytes};
+                    .has_dx = ly->input[0] != MD_INPUT_MODEL, .act_bytes = m->act_bytes, .kept = w->kept[l],
+                    .shapes_only = m->shapes_only,
+                    .all_reduce = training ? w->all_reduce : NULL, .all_reduce_ctx = w->all_reduce_ctx};
   for (int k = 0; k < ly->ninputs; k++) r.xs[k] = ly->input[k] == MD_INPUT_MODEL ? x0 : w->a[ly->input[k]];
   r.x = r.xs[0];
   return r;
@@ -548,6 +563,23 @@ static void add_gradients(const md_model *m, md_workspace *w, const md_layer *ly
   }
 }
 
+/* A replica with no examples this step (Mirrored's short last batch) still issues its layers'
+** all-reduces over the replicas, in a train step's order, adding nothing to them (invariant 10):
+** each cross-replica layer's forward in layer order, then the live ones' backward in reverse, on
+** its 0 examples, after the gradients were zeroed. */
+static void empty_replica_step(md_model *m, md_workspace *w, const md_batch *b, md_grads *grads, md_cost *cost) {
+  for (int pass = MD_PASS_FORWARD; pass <= MD_PASS_BACKWARD && w->all_reduce != NULL; pass++)
+    for (int k = 0; k < m->nlayers; k++) {
+      int l = pass == MD_PASS_FORWARD ? k : m->nlayers - 1 - k;
+      const md_layer *ly = &m->layers[l];
+      if (!ly->cross_replica || (pass == MD_PASS_BACKWARD && !ly->live)) continue;
+      md_layer_run r = layer_run(m, w, b, l, 1);
+      r.grads = grads;
+      if (!m->shapes_only) (pass == MD_PASS_FORWARD ? ly->ops->forward : ly->ops->backward)(ly, &r);
+      ly->ops->cost(ly, &r, (md_pass)pass, cost);
+    }
+}
+
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);
@@ -555,6 +587,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     for (int i = 0; i < m->nvars; i++)
       if (grads->g[i] != NULL) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
     if (loss_sum != NULL) *loss_sum = 0;
+    empty_replica_step(m, w, b, grads, cost);
     return;
   }
   forward(m, w, b, 1, cost);
@@ -569,8 +602,11 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     md_layer_run r = layer_run(m, w, b, l, 1);
     if (m->rematerialize) {
       /* The layer's forward again, from its kept input, before its backward (invariant 8): the
-      ** same values as the first pass, so only its ops are charged. */
-      ly->ops->cost(ly, &r, MD_PASS_FORWARD, cost);
+      ** same values as the first pass, so only its ops are charged (no collective: the first
+      ** pass's statistics are reused). */
+      md_layer_run again = r;
+      again.all_reduce = NULL;
+      ly->ops->cost(ly, &again, MD_PASS_FORWARD, cost);
       md_activation_forward(ly->spec.activation, activation_rows(ly, b->n),
                             ly->out_shape.dim[ly->out_shape.rank - 1], NULL, NULL, m->act_bytes, cost);
     }

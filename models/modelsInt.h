@@ -36,6 +36,12 @@ typedef struct md_layer {
   int nvars;              /* entries of var */
   int var[MD_LAYER_MAX_VARS]; /* model variable indices, in the layer's order (kernel, bias; ...) */
   int saved;              /* floats per example the forward keeps for the backward (dropout mask) */
+  int kept;               /* floats a train step's forward keeps for the backward whatever the
+                          ** batch (synchronized batch normalisation's statistics: a few floats a
+                          ** channel, left out of the activation bytes) */
+  int cross_replica;      /* 1: its train step's forward and backward all-reduce over the replicas
+                          ** (md_workspace_set_all_reduce; synchronized batch normalisation), so a
+                          ** replica with no examples still runs them, on its 0 examples */
   int live;               /* 1: its output reaches the model's, so its backward runs */
   int readers;            /* live layers' inputs reading its output: above 1, its gradient is a
                           ** sum the backward holds from the last reader to the first */
@@ -77,6 +83,11 @@ typedef struct md_layer_run {
   const md_grads *grads;  /* backward: the layer's variables' gradients are overwritten here */
   double act_bytes;       /* bytes of an activation element in the policy's compute dtype (4 for
                           ** float32, 2 under mixed_bfloat16 and mixed_float16): the costs' */
+  float *kept;            /* l->kept floats, written by a train step's forward, read by backward */
+  int shapes_only;        /* 1: a shapes-only model's pass (arrays NULL, only the cost op runs) */
+  md_all_reduce_fn all_reduce; /* a train step's sum over the replicas (md_workspace_set_all_reduce),
+                          ** NULL: one replica's own; also NULL in a rematerialised re-forward */
+  void *all_reduce_ctx;   /* its argument */
 } md_layer_run;
 
 struct md_layer_ops {
@@ -315,7 +326,10 @@ struct md_workspace {
   float **z;              /* z[l]: layer l's pre-activation, cap*out floats */
   float **a;              /* a[l]: layer l's output; == z[l] when its activation is none */
   float **saved;          /* saved[l]: cap*layers[l].saved floats, NULL when it saves none */
+  float **kept;           /* kept[l]: layers[l].kept floats, NULL when it keeps none */
   gsl_rng *rng;           /* dropout's stream (md_workspace_set_rng), not owned; NULL: none */
+  md_all_reduce_fn all_reduce; /* the replicas' sum (md_workspace_set_all_reduce), NULL: none */
+  void *all_reduce_ctx;   /* its argument */
   float **g;              /* g[l]: dL/d(layer l's output), cap*out floats: what its readers
                           ** wrote (the last reader first, the earlier ones added) */
   float *scratch[MD_LAYER_MAX_INPUTS]; /* [0, model's nscratch): a reader's dx before it is added

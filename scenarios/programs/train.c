@@ -73,6 +73,18 @@ static void unflatten(const float *flat, const md_model *m, md_grads *g) {
   }
 }
 
+/* A synchronized batch normalisation's sum over the replicas (md_workspace_set_all_reduce): the
+** strategy's all-reduce from the replica's actor, its time the step's sync_ps. Once a fault has
+** stopped the actor nothing more is reduced; the step returns after the model's pass. */
+static void replica_all_reduce(void *ctx, float *buf, size_t n) {
+  replica *rep = ctx;
+  trainer *t = rep->t;
+  sim_time before = sim_now(t->engine);
+  if (!rep->stopped && ds_all_reduce_sum(t->strategy, t->actors[rep->index], rep->index, buf, n) != SIM_OK)
+    rep->stopped = 1;
+  rep->sync_ps += sim_now(t->engine) - before;
+}
+
 /* The clock at each boundary of one replica's step, in order (the step ends at the current time). */
 typedef struct step_marks {
   sim_time start;         /* the step began: the previous one ended */
@@ -82,6 +94,7 @@ typedef struct step_marks {
   sim_time computed;      /* forward and backward were done */
   sim_time reduced;       /* the gradient all-reduce was done */
   sim_time split_comm;    /* of computed..reduced, the split variables' collectives (spmd.c) */
+  sim_time sync_comm;     /* of fed..computed, synchronized batch normalisations' all-reduces */
   sim_time updated;       /* the optimizer was done (then, ending a tpu_v1 loop, its outputs
                           ** travel back to the host before the step ends) */
 } step_marks;
@@ -105,8 +118,8 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->examples = examples;
   rec->compile_ps = m->compiled - m->launched;
   rec->input_ps = m->fed - m->compiled;
-  rec->compute_ps = (m->computed - m->fed) + (m->updated - m->reduced);
-  rec->comm_ps = comm;
+  rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
+  rec->comm_ps = comm + m->sync_comm;
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start) + (now - m->updated);
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
@@ -160,8 +173,11 @@ static void replica_main(sim_actor *self, void *arg) {
     train_dropout_step(s, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
     /* mixed_float16: the loss multiplied by the LossScaleOptimizer's scale (scale_loss). */
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
+    rep->sync_ps = 0;
     md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
                         &rep->loss_sum[step & 1], &cost);
+    if (rep->stopped) return;
+    marks.sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
     marks.computed = sim_now(t->engine);
@@ -214,6 +230,7 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
   char name[48];
   for (int r = 0; r < t->nreplicas; r++) {
+    t->replicas[r].stopped = 0;
     snprintf(name, sizeof name, "replica%d", r);
     t->actors[r] = sim_actor_spawn(t->engine, name, replica_main, &t->replicas[r]);
   }
@@ -304,6 +321,7 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->opt = md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->dropout = train_dropout_rng(s, rep->ws);
+    if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
     ls_init(&rep->loss_scale);
     rep->grads = md_grads_new(rep->model);
     for (int k = 0; k < 2 && s->numerics_full && t->on_read_floats > 0; k++)

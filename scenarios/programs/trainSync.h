@@ -40,6 +40,8 @@ typedef struct replica {
   ls_state loss_scale;    /* mixed_float16: its LossScaleOptimizer's dynamic scale (mirrored: every
                           ** replica takes the same decisions from the same reduced gradients) */
   md_op_log ops;          /* the ops of the pass being charged, for the roofline */
+  sim_time sync_ps;       /* this step's synchronized batch normalisation all-reduces (train.c) */
+  int stopped;            /* one of them returned the actor's stop (a fault killed it) */
 } replica;
 
 struct trainer {
