@@ -41,7 +41,8 @@
 **      Collectives: rows all-reduce their output's partial sums (forward) and, unpaired, gather
 **      their input's split gradient (backward); columns, unpaired, gather their split output
 **      (forward; the model's output instead all-reduces the loss's three reductions over its
-**      split class axis: max, sum of exponentials, the label's logit) and all-reduce their
+**      split class axis, one after another as Megatron-LM's vocab-parallel cross entropy: max,
+**      the label's logit, sum of exponentials) and all-reduce their
 **      input's gradient (backward, each device holding a partial sum); heads all-reduce their
 **      output (forward) and their input's gradient (backward). The model's input has no gradient.
 **  10. Every replica of a train step issues the same all-reduces over the replicas (a
@@ -638,13 +639,6 @@ double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *c
   return losses(m, w, b, 1.0f, 0, NULL, cost);
 }
 
-/* The input batch (float32 features or int32 ids, as the dataset gives them) plus every layer's
-** z, its a when an activation makes it a second array, what it saves for its backward (dropout's
-** mask) and, for an output several layers read, its gradient, summed over the backward from its
-** last reader to its first (a Sequential model holds none: each gradient is consumed by the
-** layer before as soon as it is written); all but the input in the policy's compute dtype.
-** Rematerialised, a layer keeps its output (a) alone through the step: its z, saved
-** intermediates and summed gradient exist for one layer at a time, the largest counted. */
 /* The one layer reading layer l's output, reading nothing else; -1 when there is none. */
 static int sole_reader(const md_model *m, int l) {
   if (m->layers[l].readers != 1) return -1;
@@ -695,8 +689,8 @@ void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel
     int *ar = tp->all_reduces, *ag = tp->all_gathers;
     double *arb = tp->all_reduce_bytes, *agb = tp->all_gather_bytes;
     if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_ROWS) collective(ar, arb, 0, out, ab);
-    if (way[l] == MD_SPLIT_COLUMNS && !paired[l] && last)
-      collective(ar, arb, 0, 3.0 * out / ly->out_shape.dim[ly->out_shape.rank - 1], ab);
+    for (int k = 0; k < 3 && way[l] == MD_SPLIT_COLUMNS && !paired[l] && last; k++)
+      collective(ar, arb, 0, out / ly->out_shape.dim[ly->out_shape.rank - 1], ab);
     if (way[l] == MD_SPLIT_COLUMNS && !paired[l] && !last) collective(ag, agb, 0, out, ab);
     if (!has_dx) continue;
     if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_COLUMNS) collective(ar, arb, 1, in, ab);
@@ -706,6 +700,13 @@ void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel
   free(paired);
 }
 
+/* The input batch (float32 features or int32 ids, as the dataset gives them) plus every layer's
+** z, its a when an activation makes it a second array, what it saves for its backward (dropout's
+** mask) and, for an output several layers read, its gradient, summed over the backward from its
+** last reader to its first (a Sequential model holds none: each gradient is consumed by the
+** layer before as soon as it is written); all but the input in the policy's compute dtype.
+** Rematerialised, a layer keeps its output (a) alone through the step: its z, saved
+** intermediates and summed gradient exist for one layer at a time, the largest counted. */
 double md_model_activation_bytes(const md_model *m, int n) {
   double inputs = (double)n * (m->input_features + m->input_ids), elements = 0, transient = 0;
   for (int l = 0; l < m->nlayers; l++) {
