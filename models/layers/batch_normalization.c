@@ -9,31 +9,36 @@
 **     as tf.nn.batch_normalization computes it.
 ** Keras's defaults: momentum 0.99, epsilon 1e-3.
 ** synchronized (Keras's BatchNormalization(synchronized=True), tf.keras's SyncBatchNormalization),
-** a train step as TF's _calculate_mean_and_var under a replica context: each channel's local sum
-** and sum of squares (in double, rounded to float32) and the batch size all-reduced over the
-** replicas, one after another (TF 2.4+: three all-reduces, not batched, for NCCL's ordering), then
-** in float32 M = global batch x positions, mean = sum / M, var = sum_sq / M - mean^2, and
-** tf.nn.batch_normalization: inv = rsqrt(var + eps) gamma, z = x inv + (beta - mean inv). The
-** backward is TF's gradient of that graph: each replica's partial derivatives with respect to
-** its local sum and sum of squares (d sum = (d mean + d var (-2 mean)) / M, d sum_sq = d var / M,
-** d var = -1/2 gamma (var + eps)^-3/2 sum(g (x - mean)), d mean = -inv sum g), all-reduced as the
-** all-reduce's gradient is, then dx = g inv + d sum + 2 x d sum_sq; gamma's and beta's gradients
-** stay the replica's own (the gradient all-reduce sums them). Reading the model's input (no dx),
-** the backward all-reduces nothing: TF differentiates only toward the trainable variables.
+** a train step as Keras 3's moments(synchronized=True) on TensorFlow (_compute_moments_sync)
+** under a replica context: each channel's local sum, sum of squares (in double, rounded to
+** float32) and count of values (examples x positions) all-reduced over the replicas, one after
+** another (three all-reduces, not batched, for NCCL's ordering), then in float32 mean = sum / M,
+** var = max(sum_sq / M - mean^2, 0) (M the global count), and tf.nn.batch_normalization:
+** inv = rsqrt(var + eps) gamma, z = x inv + (beta - mean inv). tf.keras 2's
+** _calculate_mean_and_var reduces the batch size (one float) and leaves out the max, which only
+** matters where rounding makes sum_sq / M - mean^2 negative. The backward is TF's gradient of
+** that graph: each replica's partial derivatives with respect to its local sum and sum of squares
+** (d sum = (d mean + d var (-2 mean)) / M, d sum_sq = d var / M, d var = -1/2 gamma
+** (var + eps)^-3/2 sum(g (x - mean)) where the max passes it (0 where it clamped), d mean = -inv
+** sum g), all-reduced as the all-reduce's gradient is, then dx = g inv + d sum + 2 x d sum_sq;
+** gamma's and beta's gradients stay the replica's own (the gradient all-reduce sums them).
+** Reading the model's input (no dx), the backward all-reduces nothing: TF differentiates only
+** toward the trainable variables.
 **
 ** Invariants:
 **   1. Not synchronized, the statistics are the replica's own (Keras's BatchNormalization under a
 **      strategy): a model normalises the batch it is given. Synchronized without an all-reduce
 **      (one replica, a parameter server's worker) the sums are the replica's own too.
-**   4. Synchronized, every replica issues the same all-reduces (model.c invariant 10): a replica
-**      with no examples adds zeros and moves its moving statistics as the others do; a
-**      shapes-only model issues them from the cost op, timed, with no values.
 **   2. The moving variance moves toward the biased batch variance, as Keras 3's layer and tfjs do
 **      (tf.keras 2's fused kernel, used for 4-D inputs, moves it toward the unbiased one, n/(n-1)
 **      times larger).
 **   3. 1 - momentum is computed in double and rounded to float, as Keras converts Python's decay;
 **      the update runs in float.
+**   4. Synchronized, every replica issues the same all-reduces (model.c invariant 10): a replica
+**      with no examples adds zeros and moves its moving statistics as the others do; a
+**      shapes-only model issues them from the cost op, timed, with no values.
 */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +55,7 @@ static int bn_shape(md_layer *l, md_error *err) {
                         (double)l->spec.epsilon, (double)l->spec.momentum);
   if (md_layer_check_last_axis(l, err)) return -1;
   l->out_shape = l->in_shape;
-  l->kept = l->spec.synchronized ? 4 * channels(l) + 1 : 0;  /* mean, variance, M; d sum, d sum_sq */
+  l->kept = l->spec.synchronized ? 5 * channels(l) : 0;  /* mean, variance, M; d sum, d sum_sq */
   l->cross_replica = l->spec.synchronized;
   return 0;
 }
@@ -61,13 +66,13 @@ static void sum_replicas(const md_layer_run *r, float *buf, size_t n) {
 }
 
 /* A synchronized train step's forward: the sums all-reduced in r->kept and turned there into
-** the global statistics (mean, variance, M: what the backward reads), the moving statistics moved
-** toward them, z normalised by them. Nothing is allocated across the all-reduces: a fault that
-** stops the replica inside one leaves nothing behind. */
+** the global statistics (mean, sum_sq / M - mean^2 before the max, M: what the backward reads),
+** the moving statistics moved toward them, z normalised by them. Nothing is allocated across the
+** all-reduces: a fault that stops the replica inside one leaves nothing behind. */
 static void sync_forward(const md_layer *l, const md_layer_run *r, float decay) {
   int c = channels(l);
   size_t rows = (size_t)r->n * (l->in / c);
-  float *mean = r->kept, *var = r->kept + c, *m = r->kept + 2 * c;
+  float *mean = r->kept, *var = r->kept + c, *count = r->kept + 2 * c;
   for (int ch = 0; ch < c; ch++) {
     double s = 0, s2 = 0;
     for (size_t i = 0; i < rows; i++) {
@@ -77,22 +82,23 @@ static void sync_forward(const md_layer *l, const md_layer_run *r, float decay) 
     }
     mean[ch] = (float)s;
     var[ch] = (float)s2;
+    count[ch] = (float)rows;
   }
-  *m = (float)r->n;
   sum_replicas(r, mean, (size_t)c);
   sum_replicas(r, var, (size_t)c);
-  sum_replicas(r, m, 1);
-  *m *= (float)(l->in / c);
+  sum_replicas(r, count, (size_t)c);
   const float *gamma = r->vars[l->var[0]].data, *beta = r->vars[l->var[1]].data;
   float *moving_mean = r->state[l->var[2]].data, *moving_var = r->state[l->var[3]].data;
   for (int ch = 0; ch < c; ch++) {
-    mean[ch] /= *m;
-    var[ch] = var[ch] / *m - mean[ch] * mean[ch];
-    float inv = (float)(1.0 / sqrt((double)(var[ch] + l->spec.epsilon))) * gamma[ch];
+    assert(count[ch] > 0);  /* a step runs while some replica has examples */
+    mean[ch] /= count[ch];
+    var[ch] = var[ch] / count[ch] - mean[ch] * mean[ch];
+    float v = fmaxf(var[ch], 0.0f);
+    float inv = (float)(1.0 / sqrt((double)(v + l->spec.epsilon))) * gamma[ch];
     float shift = beta[ch] - mean[ch] * inv;
     for (size_t i = 0; i < rows; i++) r->z[i * c + ch] = r->x[i * c + ch] * inv + shift;
     moving_mean[ch] -= (moving_mean[ch] - mean[ch]) * decay;
-    moving_var[ch] -= (moving_var[ch] - var[ch]) * decay;
+    moving_var[ch] -= (moving_var[ch] - v) * decay;
   }
 }
 
@@ -101,11 +107,11 @@ static void sync_forward(const md_layer *l, const md_layer_run *r, float decay) 
 static void sync_backward(const md_layer *l, const md_layer_run *r) {
   int c = channels(l);
   size_t rows = (size_t)r->n * (l->in / c);
-  const float *gamma = r->vars[l->var[0]].data, *mean = r->kept, *var = r->kept + c, m = r->kept[2 * c];
-  float *d_sum = r->kept + 2 * c + 1, *d_sum_sq = d_sum + c;
+  const float *gamma = r->vars[l->var[0]].data, *mean = r->kept, *var = r->kept + c, *count = r->kept + 2 * c;
+  float *d_sum = r->kept + 3 * c, *d_sum_sq = d_sum + c;
   float *dgamma = r->grads->g[l->var[0]], *dbeta = r->grads->g[l->var[1]];
   for (int ch = 0; ch < c; ch++) {
-    float ve = var[ch] + l->spec.epsilon, rstd = (float)(1.0 / sqrt((double)ve));
+    float ve = fmaxf(var[ch], 0.0f) + l->spec.epsilon, rstd = (float)(1.0 / sqrt((double)ve));
     double g_sum = 0, g_centred = 0;
     for (size_t i = 0; i < rows; i++) {
       float g = r->dz[i * c + ch];
@@ -114,16 +120,17 @@ static void sync_backward(const md_layer *l, const md_layer_run *r) {
     }
     dgamma[ch] = (float)(g_centred * rstd);
     dbeta[ch] = (float)g_sum;
-    float d_var = (float)g_centred * gamma[ch] * -0.5f * (rstd / ve);
+    /* tf.maximum's gradient goes to its first input where it is >= the second. */
+    float d_var = var[ch] >= 0.0f ? (float)g_centred * gamma[ch] * -0.5f * (rstd / ve) : 0.0f;
     float d_mean = -(rstd * gamma[ch]) * (float)g_sum + d_var * (-2.0f * mean[ch]);
-    d_sum[ch] = d_mean / m;
-    d_sum_sq[ch] = d_var / m;
+    d_sum[ch] = d_mean / count[ch];
+    d_sum_sq[ch] = d_var / count[ch];
   }
   if (!r->has_dx) return;
   sum_replicas(r, d_sum, (size_t)c);
   sum_replicas(r, d_sum_sq, (size_t)c);
   for (int ch = 0; ch < c; ch++) {
-    float inv = (float)(1.0 / sqrt((double)(var[ch] + l->spec.epsilon))) * gamma[ch];
+    float inv = (float)(1.0 / sqrt((double)(fmaxf(var[ch], 0.0f) + l->spec.epsilon))) * gamma[ch];
     for (size_t i = 0; i < rows; i++)
       r->dx[i * c + ch] = r->dz[i * c + ch] * inv + d_sum[ch] + d_sum_sq[ch] * (2.0f * r->x[i * c + ch]);
   }
@@ -194,9 +201,7 @@ static void sync_timed(const md_layer *l, const md_layer_run *r, md_pass pass) {
   if (!l->spec.synchronized || !r->shapes_only || r->all_reduce == NULL) return;
   if (pass == MD_PASS_BACKWARD && !r->has_dx) return;
   size_t c = (size_t)channels(l);
-  sum_replicas(r, NULL, c);
-  sum_replicas(r, NULL, c);
-  if (pass == MD_PASS_FORWARD) sum_replicas(r, NULL, 1);
+  for (int k = 0; k < (pass == MD_PASS_FORWARD ? 3 : 2); k++) sum_replicas(r, NULL, c);
 }
 
 /* Training as layer normalisation's (8 FLOPs an element forward, 12 backward) plus the moving

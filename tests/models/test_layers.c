@@ -793,6 +793,33 @@ static void test_grad_sync_batch_normalization(void **state) {
   md_model_free(m);
 }
 
+/* Keras 3's moments(synchronized=True) takes max(sum_sq / M - mean^2, 0): four values 5.4e-3 apart
+** near 4842.73 have a true variance of 7e-6, but in float32 sum_sq / M (5.9e6, an ulp of 0.5) minus
+** mean^2 rounds to -4. Clamped, the variance is 0: the outputs are finite ((x - mean) /
+** sqrt(eps)), the moving variance moves from 1 toward 0 (0.99, where tf.keras 2's unclamped -4
+** would give 0.95 and NaN outputs) and no gradient flows through the clamped variance. */
+static void test_sync_batch_normalization_clamps_the_variance(void **state) {
+  (void)state;
+  md_layer_spec l[2] = {{.kind = MD_LAYER_BATCH_NORMALIZATION, .synchronized = 1}, {.kind = MD_LAYER_DENSE, .units = 2}};
+  md_model *m = fd_model(l, 2, (md_shape){.rank = 1, .dim = {1}});
+  gsl_rng *rng = sim_rng_stream(5, "init");
+  md_model_init_default(m, rng);
+  gsl_rng_free(rng);
+  md_workspace *w = md_workspace_new(m);
+  md_grads *g = md_grads_new(m);
+  const float x[4] = {4842.73486328125f, 4842.7294921875f, 4842.73486328125f, 4842.7294921875f};
+  const int32_t y[4] = {0, 1, 0, 1};
+  double loss;
+  md_model_train_step(m, w, &(md_batch){4, x, NULL, y, NULL}, 0.25f, g, &loss, NULL);
+  assert_true(isfinite(loss));
+  assert_true(md_model_var(m, 3)->data[0] == 0.99f);
+  for (int i = 0; i < md_model_num_vars(m); i++)
+    for (size_t j = 0; j < md_model_var(m, i)->size; j++) assert_true(isfinite(g->g[i][j]));
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
 /* The all-reduces a replica issues, by size, and whether it passed values. */
 typedef struct call_log {
   int n;                  /* calls so far */
@@ -800,18 +827,28 @@ typedef struct call_log {
   int timed_only[16];     /* 1: its buffer was NULL (shapes only) */
 } call_log;
 
-/* The all-reduce of a replica whose twin holds the same batch: every sum doubles. */
-static void twin_all_reduce(void *ctx, float *buf, size_t n) {
-  call_log *log = ctx;
+static void log_call(call_log *log, const float *buf, size_t n) {
   assert_true(log->n < 16);
   log->size[log->n] = n;
   log->timed_only[log->n++] = buf == NULL;
+}
+
+/* The all-reduce of a replica whose twin holds the same batch: every sum doubles. */
+static void twin_all_reduce(void *ctx, float *buf, size_t n) {
+  log_call(ctx, buf, n);
   for (size_t i = 0; buf != NULL && i < n; i++) buf[i] *= 2;
 }
 
-/* One train step of sync_bn_layers on b with scale 0.5 (an all-reduce logging into log unless
+/* The all-reduce of a replica whose partner adds 1 to every sum (has examples, whatever they are). */
+static void partner_all_reduce(void *ctx, float *buf, size_t n) {
+  log_call(ctx, buf, n);
+  for (size_t i = 0; buf != NULL && i < n; i++) buf[i] += 1;
+}
+
+/* One train step of sync_bn_layers on b with scale 0.5 (all_reduce logging into log unless log is
 ** NULL); the model (initialised from seed 900) and its gradients returned. */
-static md_model *sync_bn_step(const md_batch *b, int shapes_only, call_log *log, md_grads **g, double *loss) {
+static md_model *sync_bn_step(const md_batch *b, int shapes_only, md_all_reduce_fn all_reduce, call_log *log,
+                              md_grads **g, double *loss) {
   md_model_spec spec = {.input_shape = fd_hwc(5, 5, 2), .nlayers = 6, .layers = sync_bn_layers,
                         .from_logits = 1, .shapes_only = shapes_only};
   md_error err = {0};
@@ -821,7 +858,7 @@ static md_model *sync_bn_step(const md_batch *b, int shapes_only, call_log *log,
   md_model_init_default(m, rng);
   gsl_rng_free(rng);
   md_workspace *w = md_workspace_new(m);
-  if (log != NULL) md_workspace_set_all_reduce(w, twin_all_reduce, log);
+  if (log != NULL) md_workspace_set_all_reduce(w, all_reduce, log);
   *g = md_grads_new(m);
   md_model_train_step(m, w, b, 0.5f, *g, loss, NULL);
   md_workspace_free(w);
@@ -834,9 +871,10 @@ static md_model *sync_bn_step(const md_batch *b, int shapes_only, call_log *log,
 ** replica computes (its share of what the gradient all-reduce sums), the input gradients through
 ** the all-reduced d sum and d sum_sq included, are half those of one replica holding the 8
 ** examples, to float rounding; its moving statistics are that replica's. The all-reduces, as TF
-** issues them (three, not batched): forward sum and sum of squares of each normalisation's
-** channels (3, then 4) and the batch size; backward, in reverse, the two sums' gradients. A
-** replica with no examples, and a shapes-only model, issue the same ones (model.c invariant 10);
+** issues them (three, not batched): forward the sum, sum of squares and count of each
+** normalisation's channels (3, then 4); backward, in reverse, the two sums' gradients. A
+** replica with no examples (its partner has some), and a shapes-only model, issue the same ones
+** (model.c invariant 10);
 ** a normalisation reading the model's input has no input gradient: no backward all-reduce. */
 static void test_sync_batch_normalization_twin_replicas(void **state) {
   (void)state;
@@ -851,7 +889,8 @@ static void test_sync_batch_normalization_twin_replicas(void **state) {
   call_log log = {0};
   md_grads *ga, *gb;
   double la, lb;
-  md_model *a = sync_bn_step(&b, 0, &log, &ga, &la), *one = sync_bn_step(&twice, 0, NULL, &gb, &lb);
+  md_model *a = sync_bn_step(&b, 0, twin_all_reduce, &log, &ga, &la);
+  md_model *one = sync_bn_step(&twice, 0, NULL, NULL, &gb, &lb);
   assert_close(2 * la, lb, 1e-6 * lb);
   double worst = 0;
   for (int i = 0; i < md_model_num_vars(a); i++) {
@@ -864,7 +903,7 @@ static void test_sync_batch_normalization_twin_replicas(void **state) {
     }
   }
   print_message("  twin replicas vs one on the batch twice: max |gradient error| %.3g\n", worst);
-  const size_t want[10] = {3, 3, 1, 4, 4, 1, 4, 4, 3, 3};
+  const size_t want[10] = {3, 3, 3, 4, 4, 4, 4, 4, 3, 3};
   assert_int_equal(log.n, 10);
   for (int k = 0; k < 10; k++) assert_true(log.size[k] == want[k] && !log.timed_only[k]);
   md_batch empty = {0, NULL, NULL, NULL, NULL};
@@ -873,7 +912,7 @@ static void test_sync_batch_normalization_twin_replicas(void **state) {
     md_grads *g;
     double loss;
     md_model *m = sync_bn_step(shapes_only ? &(md_batch){FD_IMAGES, NULL, NULL, NULL, NULL} : &empty,
-                               shapes_only, &again, &g, &loss);
+                               shapes_only, partner_all_reduce, &again, &g, &loss);
     assert_int_equal(again.n, 10);
     for (int k = 0; k < 10; k++) assert_true(again.size[k] == want[k] && again.timed_only[k] == shapes_only);
     md_grads_free(g);
@@ -1027,6 +1066,7 @@ int main(void) {
       cmocka_unit_test(test_grad_batch_normalization),
       cmocka_unit_test(test_grad_sync_batch_normalization),
       cmocka_unit_test(test_sync_batch_normalization_twin_replicas),
+      cmocka_unit_test(test_sync_batch_normalization_clamps_the_variance),
       cmocka_unit_test(test_layer_spec_errors),
       cmocka_unit_test(test_shapes_only_costs_new_kinds),
   };
