@@ -604,6 +604,7 @@ static void summarise(trainer *t, run_summary *sum) {
     sum->memory_capacity_bytes = d->capacity_bytes;
   }
   sum->events = sim_events_processed(t->engine);
+  sum->fast_forwarded = t->skipped;
 }
 
 /* Reads and checks every input (invariant 3); on success *first is the initialised model. */
