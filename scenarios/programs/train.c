@@ -23,11 +23,34 @@
 **   (2) replicas are never more than one step apart (the all-reduce joins them), so per-step
 **       loss sums need only two slots, indexed by step parity;
 **   (3) nothing is written before every input (CSV, init file) has been read and checked.
+**
+** Fast-forward (issue 16; sim/snapshot.c holds the engine's half and its proof). With numerics
+** off a step is a function of the simulated state alone, so when the state at replica 0's start
+** of step s + 1 is the state at its start of step s shifted by their distance P, every step after
+** repeats step s, shifted, until something the period did not contain happens. Replica 0 arms
+** sim_engine_on_quiet as it starts a step; at the step's first quiet point (nothing in flight)
+** quiet_point takes a snapshot: the engine's words and pending events, and the program's
+** (program_state: each replica's step relative to replica 0's and its phase; the input
+** pipeline's counters and channels). Two snapshots one step and one metrics row apart then
+** skip k steps at once (sim_engine_skip), the rows replayed as copies of the last one a period
+** apart, every counter moved k on. It skips only what provably repeats:
+**   (4) no replica is WORKING at a snapshot (a collective or an activity holds state no snapshot
+**       shows): only LAUNCH (a host round trip) and INPUT (waiting for its batch) are taken;
+**   (5) every skipped step, and every step an actor is at while the period runs, gives each
+**       replica the count of the step the period ran (inp_plan_same_counts), ends with no
+**       checkpoint and starts with no at_step fault (rec_steady_until), is not the first of an
+**       attempt (its compile) nor the run's last (it ends the loop): steps_to_skip;
+**   (6) every event older than the period (a random fault, a fault's end, an async checkpoint
+**       write, a restart) is due after the landing, and every resource, actor and pool is as it
+**       was: sim_snapshot_periods, or no skip;
+**   (7) runs that compute values (numerics full), loop on the device (tpu_v1, steps_per_run > 1)
+**       or trace (each step adds spans: the words differ) never skip; training.fast_forward:
+**       false turns it off, and both ways write the same bytes (tests/scenarios/
+**       test_fastforward.c).
 */
 #include "scenarios/programs/trainSync.h"
 
 #include <assert.h>
-#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -120,12 +143,18 @@ static int program_state(const trainer *t, long step, sim_snapshot *snap) {
   return 1;
 }
 
-/* The steps from `from` on that may be skipped whole: up to `to`, as long as nothing depends on
-** the step (the input's counts, a checkpoint, an at_step fault, the run's end). */
-static long steady_until(trainer *t, long from, long to) {
-  if (to > t->in.steps - 2) to = t->in.steps - 2;
-  to = rec_steady_until(t->rec, from, to);
-  return inp_plan_same_counts(t->plan, from, to);
+/* How many periods may be skipped (invariant 5) when the period ran steps from `lo` on, the
+** replicas' furthest step is rep_hi and the input's in_hi: every step a replica ends or begins
+** in the skipped time (to rep_hi + k) neither checkpoints nor meets an at_step fault, every step
+** the input makes (to in_hi + k) has the period's counts, and neither reaches the run's last step
+** (it ends their loops). */
+static long steps_to_skip(trainer *t, long lo, long rep_hi, long in_hi) {
+  long rec_last = rec_steady_until(t->rec, lo, t->in.steps - 2);
+  if (rec_last <= rep_hi) return 0;
+  long to = rec_last - rep_hi + in_hi;
+  long in_last = inp_plan_same_counts(t->plan, lo, to < t->in.steps - 2 ? to : t->in.steps - 2);
+  long k = in_last - in_hi < rec_last - rep_hi ? in_last - in_hi : rec_last - rep_hi;
+  return k > 0 ? k : 0;
 }
 
 /* Adds k copies of the last row, each a period later: what the k skipped steps record. */
@@ -140,7 +169,7 @@ static void replay_rows(trainer *t, long k, sim_time period) {
 }
 
 /* sim_engine_on_quiet's callback, armed by replica 0 as it starts a step: see the design notes
-** ("Fast-forward"). */
+** ("Fast-forward", invariants 4 to 7). */
 static void quiet_point(sim_engine *e, void *arg) {
   trainer *t = arg;
   long step = t->replicas[0].step;
@@ -158,16 +187,16 @@ static void quiet_point(sim_engine *e, void *arg) {
   t->snap_rows[1] = t->completed;
   /* One step apart, one row recorded between, and nothing step-dependent in it. */
   if (t->snap_step[0] != step - 1 || t->snap_rows[0] + 1 != t->completed || t->completed < 1) return;
-  long lo = step, hi = step + ds_pipeline_ahead(t->input, step);
+  long lo = step, rep_hi = step;
   for (int r = 0; r < t->nreplicas; r++) {
     if (t->replicas[r].step < lo) lo = t->replicas[r].step;
-    if (t->replicas[r].step > hi) hi = t->replicas[r].step;
+    if (t->replicas[r].step > rep_hi) rep_hi = t->replicas[r].step;
   }
   lo -= 1;  /* in the period a..b each replica ended the step before the one it is at */
   if (lo <= t->first_step) return;
-  long last = steady_until(t, lo, LONG_MAX / 2);
-  if (last <= hi) return;
-  long k = sim_snapshot_periods(a, b, last - hi);
+  long in_hi = step + ds_pipeline_ahead(t->input, step);
+  long k = steps_to_skip(t, lo, rep_hi, in_hi > rep_hi ? in_hi : rep_hi);
+  if (k > 0) k = sim_snapshot_periods(a, b, k);
   if (k <= 0) return;
   sim_time period = sim_snapshot_time(b) - sim_snapshot_time(a);
   sim_engine_skip(e, a, b, k);
