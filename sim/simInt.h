@@ -358,6 +358,8 @@ struct sim_snapshot {
   size_t n_ev, cap_ev;       /* entries, allocated */
   uint64_t *words;           /* the state besides the events: the engine's, then the program's */
   size_t n_words, cap_words; /* entries, allocated */
+  double *done;              /* each resource's units delivered (a statistic: sim_link_bytes) */
+  size_t cap_done;           /* entries allocated (n_resources used) */
 };
 
 /* Grows *arr (of elements of `elem` bytes) to hold at least `need`; aborts when out of memory.

@@ -27,7 +27,9 @@
 **     in the skipped time, and the state at b + kP is b's own events shifted by kP with the
 **     foreign ones where they were. sim_engine_skip makes exactly that state, and adds k times
 **     the period's events and context switches to the engine's counts, which by 2 and 1 are
-**     the counts the k periods would have added.
+**     the counts the k periods would have added. Each resource's units delivered (a statistic
+**     nothing simulated reads: sim_link_bytes) grow by k times the period's, equal to the
+**     step-by-step sum but for the rounding of the additions.
 */
 #include <assert.h>
 #include <stdlib.h>
@@ -41,6 +43,7 @@ void sim_snapshot_free(sim_snapshot *s) {
   if (s == NULL) return;
   free(s->ev);
   free(s->words);
+  free(s->done);
   free(s);
 }
 
@@ -70,7 +73,6 @@ void sim_snapshot_take(sim_engine *e, sim_snapshot *s) {
   s->events = e->events_processed;
   s->switches = e->context_switches;
   s->dropped = e->trace.dropped;
-  s->dropped = e->trace.dropped;
   s->n_ev = sim__eventq_live_events(&e->queue, &s->ev, &s->cap_ev);
   qsort(s->ev, s->n_ev, sizeof *s->ev, by_time_seq);
   s->n_words = 0;
@@ -83,10 +85,12 @@ void sim_snapshot_take(sim_engine *e, sim_snapshot *s) {
     sim_snapshot_word(s, (uint64_t)a->wake_result);
   }
   sim_snapshot_word(s, e->n_resources);
+  sim__grow(&s->done, &s->cap_done, e->n_resources + 1, sizeof *s->done);
   for (size_t i = 0; i < e->n_resources; i++) {
     const sim_resource *r = e->resources[i];
     assert(r->n_uses == 0 && r->solo == NULL); /* nothing in flight */
     sim_snapshot_word(s, double_bits(r->capacity));
+    s->done[i] = r->done;
   }
   sim_snapshot_word(s, e->n_mempools);
   for (size_t i = 0; i < e->n_mempools; i++) {
@@ -145,6 +149,7 @@ void sim_engine_skip(sim_engine *e, const sim_snapshot *a, const sim_snapshot *b
   e->events_processed += (uint64_t)k * (b->events - a->events);
   e->context_switches += (uint64_t)k * (b->switches - a->switches);
   e->trace.dropped += (size_t)k * (b->dropped - a->dropped);
-  e->trace.dropped += (size_t)k * (b->dropped - a->dropped);
+  for (size_t i = 0; i < e->n_resources; i++)  /* the statistic, to its rounding */
+    e->resources[i]->done += (double)k * (b->done[i] - a->done[i]);
   e->recent[0] = e->recent[1] = NULL; /* the batch cache holds absolute times */
 }

@@ -1,8 +1,9 @@
 /*
 ** test_snapshot.c: exact fast-forward of a periodic steady state (sim/snapshot.c), on a tiny
 ** program: one actor loops ITERATIONS times over "exec 1000 flops on a 1e12 flop/s cpu (1 ns),
-** then sleep NAP", so one iteration is a period of 1 ns + NAP. Its quiet point is the instant
-** the exec completes (nothing in flight, the sleep's wake-up pending). A foreign event (a fault,
+** send 1000 bytes over a 1e12 B/s link (1 ns), then sleep NAP", so one iteration is a period of
+** 2 ns + NAP. Its quiet point is the instant the send completes (nothing in flight, the sleep's
+** wake-up pending). A foreign event (a fault,
 ** an async write) is scheduled before the run at FOREIGN_AT. The run that fast-forwards must end
 ** at the same picosecond, with the same event count, and see the foreign event fire at the same
 ** time and in the same iteration as the run that does not; each invariant of snapshot.c that a
@@ -15,12 +16,13 @@
 #include "sim/sim.h"
 
 enum { ITERATIONS = 1000 };
-#define NAP ((sim_time)4000)           /* 4 ns: a period is 1 ns of exec + 4 ns = 5000 ps */
+#define NAP ((sim_time)3000)           /* 3 ns: a period is 1 ns of exec + 1 of send + 3 = 5000 ps */
 #define FOREIGN_AT ((sim_time)2502500) /* mid-iteration 500 (it starts at 500 * 5000 ps) */
 
 typedef struct loop {
   sim_engine *e;             /* the engine */
   sim_cpu *cpu;              /* what the exec runs on */
+  sim_link *link;            /* what the send crosses */
   int ff;                    /* fast-forward at quiet points */
   sim_time grow;             /* each iteration sleeps this much longer than the last (0: periodic) */
   double rate_step;          /* each iteration sets the cpu's rate this much higher (0: never) */
@@ -58,6 +60,7 @@ static void body(sim_actor *self, void *arg) {
     if (l->ff) sim_engine_on_quiet(l->e, quiet, l);
     if (l->rate_step > 0) sim_cpu_set_rate(l->cpu, 1e12 + l->rate_step * (double)l->it);
     assert_int_equal(sim_exec(self, l->cpu, 1000), SIM_OK);
+    assert_int_equal(sim_comm(self, &l->link, 1, 1000), SIM_OK);
     assert_int_equal(sim_sleep(self, NAP + l->grow * l->it), SIM_OK);
   }
 }
@@ -71,6 +74,7 @@ static void foreign(sim_engine *e, void *arg) {
 typedef struct outcome {
   sim_time end;              /* the run's end */
   uint64_t events;           /* events fired (counted as if every iteration had run) */
+  double bytes;              /* the link's bytes (likewise) */
   sim_time foreign_fired;    /* when the foreign event fired */
   long foreign_it;           /* in which iteration */
   long skipped;              /* iterations skipped */
@@ -81,12 +85,14 @@ static outcome run(int ff, sim_time grow, double rate_step) {
   loop l = {.ff = ff, .grow = grow, .rate_step = rate_step, .it_snap = {-1, -1}};
   l.e = sim_engine_new();
   l.cpu = sim_cpu_new(l.e, "cpu", 1e12);
+  l.link = sim_link_new(l.e, "link", 1e12, 0);
   l.snap[0] = sim_snapshot_new();
   l.snap[1] = sim_snapshot_new();
   sim_schedule(l.e, FOREIGN_AT, foreign, &l);
   sim_actor_spawn(l.e, "loop", body, &l);
   assert_int_equal(sim_run(l.e), 0);
-  outcome o = {sim_now(l.e), sim_events_processed(l.e), l.foreign_fired, l.foreign_it, l.skipped, l.proofs};
+  outcome o = {sim_now(l.e), sim_events_processed(l.e), sim_link_bytes(l.link), l.foreign_fired, l.foreign_it,
+               l.skipped, l.proofs};
   sim_snapshot_free(l.snap[0]);
   sim_snapshot_free(l.snap[1]);
   sim_engine_free(l.e);
@@ -96,6 +102,7 @@ static outcome run(int ff, sim_time grow, double rate_step) {
 static void assert_same_run(const outcome *a, const outcome *b) {
   assert_int_equal(a->end, b->end);
   assert_int_equal(a->events, b->events);
+  assert_true(a->bytes == b->bytes);  /* whole numbers of bytes: every sum is exact */
   assert_int_equal(a->foreign_fired, b->foreign_fired);
   assert_int_equal(a->foreign_it, b->foreign_it);
 }
@@ -110,6 +117,7 @@ static void periodic_loop_skips_to_the_foreign_event(void **state) {
   assert_int_equal(full.end, (sim_time)ITERATIONS * 5000);
   assert_int_equal(full.foreign_fired, FOREIGN_AT);
   assert_int_equal(full.foreign_it, 500);
+  assert_true(full.bytes == 1000.0 * ITERATIONS);
   assert_int_equal(full.skipped, 0);
   assert_same_run(&full, &ff);
   assert_true(ff.skipped > ITERATIONS - 20);
