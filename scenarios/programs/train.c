@@ -37,7 +37,8 @@
 **   (4) no replica is WORKING at a snapshot (a collective or an activity holds state no snapshot
 **       shows): only LAUNCH (a host round trip) and INPUT (waiting for its batch) are taken;
 **   (5) every skipped step, and every step an actor is at while the period runs, gives each
-**       replica the count of the step the period ran (inp_plan_same_counts), ends with no
+**       replica the count of the step the period ran (inp_plan_same_counts: with numerics off
+**       the model sees no values, so a step's work is a function of its counts), ends with no
 **       checkpoint and starts with no at_step fault (rec_steady_until), is not the first of an
 **       attempt (its compile) nor the run's last (it ends the loop): steps_to_skip;
 **   (6) every event older than the period (a random fault, a fault's end, an async checkpoint
