@@ -76,9 +76,9 @@ int  sim_stopped(const sim_engine *e);
 
 /* ---- fast-forward of a periodic steady state (snapshot.c, issue 16) -------------------- */
 
-/* Calls fn(e, arg) once, from the run loop, at the first quiet point from now on: no activity
-** in flight and every event of the current picosecond fired (engine.c invariant 10). fn runs on
-** the engine's stack; NULL disarms. */
+/* Calls fn(e, arg) once, from the run loop, at the first quiet point from now on: no transfer
+** in flight (execs may be) and every event of the current picosecond fired (engine.c invariant
+** 10). fn runs on the engine's stack and may arm the next one; NULL disarms. */
 void sim_engine_on_quiet(sim_engine *e, sim_event_fn fn, void *arg);
 /* The state at a quiet point: pending events and state words (snapshot.c's design notes). */
 typedef struct sim_snapshot sim_snapshot;

@@ -341,7 +341,7 @@ struct sim_engine {
   size_t n_open, cap_open;   /* entries from open_first, allocated */
   sim_solo_batch *free_batches; /* recycled batches */
   sim_solo_batch *recent[2]; /* the last two batches batch_at found, open or not (engine.c) */
-  uint64_t busy;             /* activities started and neither complete nor withdrawn */
+  uint64_t transfers;        /* comms started and neither complete nor withdrawn */
   sim_event_fn quiet;        /* sim_engine_on_quiet's callback, NULL when not armed */
   void *quiet_arg;           /* its argument */
 };
@@ -360,6 +360,10 @@ struct sim_snapshot {
   size_t n_words, cap_words; /* entries, allocated */
   double *done;              /* each resource's units delivered (a statistic: sim_link_bytes) */
   size_t cap_done;           /* entries allocated (n_resources used) */
+  const void **execs;        /* the execs in flight (their actions), in the words' order */
+  size_t n_execs, cap_execs; /* entries, allocated */
+  uint32_t *ev_exec;         /* per event: 1 + the index in execs of the exec it completes, or 0 */
+  size_t cap_ev_exec;        /* entries allocated */
 };
 
 /* Grows *arr (of elements of `elem` bytes) to hold at least `need`; aborts when out of memory.

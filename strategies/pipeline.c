@@ -137,7 +137,7 @@ void ds_pipeline_snapshot(const ds_pipeline *in, long step, sim_snapshot *snap) 
   for (int i = 0; i < in->nhosts; i++) {
     const host_pipe *h = &in->hosts[i];
     sim_snapshot_word(snap, (uint64_t)(h->making - step));
-    sim_snapshot_word(snap, (uint64_t)(h->copying - step));
+    sim_snapshot_word(snap, h->infeed ? (uint64_t)(h->copying - step) : 0);  /* no copier: unused */
     sim_snapshot_word(snap, h->made ? sim_channel_count(h->made) : 0);
   }
 }
@@ -146,7 +146,7 @@ long ds_pipeline_ahead(const ds_pipeline *in, long step) {
   long ahead = 0;
   for (int i = 0; i < in->nhosts; i++) {
     if (in->hosts[i].making - step > ahead) ahead = in->hosts[i].making - step;
-    if (in->hosts[i].copying - step > ahead) ahead = in->hosts[i].copying - step;
+    if (in->hosts[i].infeed && in->hosts[i].copying - step > ahead) ahead = in->hosts[i].copying - step;
   }
   return ahead;
 }

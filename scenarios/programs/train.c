@@ -28,14 +28,17 @@
 ** off a step is a function of the simulated state alone, so when the state at replica 0's start
 ** of step s + 1 is the state at its start of step s shifted by their distance P, every step after
 ** repeats step s, shifted, until something the period did not contain happens. Replica 0 arms
-** sim_engine_on_quiet as it starts a step; at the step's first quiet point (nothing in flight)
-** quiet_point takes a snapshot: the engine's words and pending events, and the program's
+** sim_engine_on_quiet as it starts a step; at the step's first quiet point (no transfer in
+** flight) where invariant 4 holds, quiet_point takes a snapshot: the engine's words and pending events, and the program's
 ** (program_state: each replica's step relative to replica 0's and its phase; the input
 ** pipeline's counters and channels). Two snapshots one step and one metrics row apart then
 ** skip k steps at once (sim_engine_skip), the rows replayed as copies of the last one a period
 ** apart, every counter moved k on. It skips only what provably repeats:
-**   (4) no replica is WORKING at a snapshot (a collective or an activity holds state no snapshot
-**       shows): only LAUNCH (a host round trip) and INPUT (waiting for its batch) are taken;
+**   (4) no replica is WORKING at a snapshot (a collective or its own code may hold state no
+**       snapshot shows): each waits for its launch (a host round trip), its batch, or the exec
+**       of its forward and backward or of its optimizer, whose state is the engine's (the
+**       exec's) and the step's counts (invariant 5), and reads its step again after each wait
+**       (a skip moves it); the snapshot is the step's first quiet point where that holds;
 **   (5) every skipped step, and every step an actor is at while the period runs, gives each
 **       replica the count of the step the period ran (inp_plan_same_counts: with numerics off
 **       the model sees no values, so a step's work is a function of its counts), ends with no
@@ -130,18 +133,23 @@ static double op_work(const trainer *t, const replica *rep) {
 
 /* ---- fast-forward ------------------------------------------------------------------------ */
 
+/* Whether a replica is where a collective or its own code could hold state no snapshot shows
+** (invariant 4). */
+static int any_working(const trainer *t) {
+  for (int r = 0; r < t->nreplicas; r++)
+    if (t->replicas[r].phase == REP_WORKING) return 1;
+  return 0;
+}
+
 /* The words of the program's state at a quiet point while replica 0 is at `step`: where each
-** replica is, relative to it, and what the input pipeline holds. 0 when a replica is where an
-** activity or a collective could hold state no snapshot shows (only LAUNCH and INPUT are not). */
-static int program_state(const trainer *t, long step, sim_snapshot *snap) {
+** replica is, relative to it, and what the input pipeline holds. */
+static void program_state(const trainer *t, long step, sim_snapshot *snap) {
   for (int r = 0; r < t->nreplicas; r++) {
     const replica *rep = &t->replicas[r];
-    if (rep->phase == REP_WORKING) return 0;
     sim_snapshot_word(snap, (uint64_t)(rep->step - step));
     sim_snapshot_word(snap, rep->phase);
   }
   ds_pipeline_snapshot(t->input, step, snap);
-  return 1;
 }
 
 /* How many periods may be skipped (invariant 5) when the period ran steps from `lo` on, the
@@ -175,6 +183,10 @@ static void quiet_point(sim_engine *e, void *arg) {
   trainer *t = arg;
   long step = t->replicas[0].step;
   if (t->snap_step[1] == step || t->input == NULL) return;  /* one per step; none while down */
+  if (any_working(t)) {  /* the step's next quiet point may do */
+    sim_engine_on_quiet(e, quiet_point, t);
+    return;
+  }
   sim_snapshot *prev = t->snap[0];
   t->snap[0] = t->snap[1];
   t->snap[1] = prev;
@@ -183,7 +195,7 @@ static void quiet_point(sim_engine *e, void *arg) {
   t->snap_step[1] = -1;
   sim_snapshot *a = t->snap[0], *b = t->snap[1];
   sim_snapshot_take(e, b);
-  if (!program_state(t, step, b)) return;
+  program_state(t, step, b);
   t->snap_step[1] = step;
   t->snap_rows[1] = t->completed;
   /* One step apart, one row recorded between, and nothing step-dependent in it. */
@@ -263,7 +275,10 @@ static void replica_main(sim_actor *self, void *arg) {
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
     md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
                         &rep->loss_sum[step & 1], &cost);
+    rep->phase = REP_COMPUTE;
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
+    rep->phase = REP_WORKING;
+    step = rep->step;  /* a fast-forward while the replica computed moved it */
     marks->computed = sim_now(t->engine);
 
     if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
@@ -278,7 +293,10 @@ static void replica_main(sim_actor *self, void *arg) {
     md_cost opt_cost = {.ops = &rep->ops};
     md_op_log_clear(&rep->ops);
     if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
+    rep->phase = REP_APPLY;
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
+    rep->phase = REP_WORKING;
+    step = rep->step;  /* likewise */
     marks->updated = sim_now(t->engine);
     /* The loop's last step: its output, the loss (a float32), back over the tower's PCIe. */
     if (t->v1 && ((step + 1 - t->first_step) % t->launch_every == 0 || step + 1 == t->in.steps) &&

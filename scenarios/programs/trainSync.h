@@ -32,9 +32,10 @@ typedef struct step_marks {
                           ** travel back to the host before the step ends) */
 } step_marks;
 
-/* Where a replica's step is, for fast-forward: only LAUNCH and INPUT hold no state of a
-** collective or an activity (train.c). */
-typedef enum { REP_LAUNCH, REP_INPUT, REP_WORKING } replica_phase;
+/* Where a replica's step is, for fast-forward (train.c, invariant 4): waiting for its launch,
+** its batch, or the exec of its forward and backward or of its optimizer (state the snapshot
+** sees: the exec is the engine's), or anywhere else (WORKING: a collective may hold state). */
+typedef enum { REP_LAUNCH, REP_INPUT, REP_COMPUTE, REP_APPLY, REP_WORKING } replica_phase;
 
 typedef struct replica {
   trainer *t;             /* the run this replica belongs to */

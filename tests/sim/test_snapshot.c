@@ -2,8 +2,9 @@
 ** test_snapshot.c: exact fast-forward of a periodic steady state (sim/snapshot.c), on a tiny
 ** program: one actor loops ITERATIONS times over "exec 1000 flops on a 1e12 flop/s cpu (1 ns),
 ** send 1000 bytes over a 1e12 B/s link (1 ns), then sleep NAP", so one iteration is a period of
-** 2 ns + NAP. Its quiet point is the instant the send completes (nothing in flight, the sleep's
-** wake-up pending). A foreign event (a fault,
+** 2 ns + NAP. Its quiet point is the iteration's start (no transfer in flight; the exec is, and
+** the snapshot records it); the program adds its own state, what the engine cannot see: the
+** sleep the iteration will take (the cpu rate it set is the cpu's capacity, an engine word). A foreign event (a fault,
 ** an async write) is scheduled before the run at FOREIGN_AT. The run that fast-forwards must end
 ** at the same picosecond, with the same event count, and see the foreign event fire at the same
 ** time and in the same iteration as the run that does not; each invariant of snapshot.c that a
@@ -43,6 +44,7 @@ static void quiet(sim_engine *e, void *arg) {
   l->it_snap[0] = l->it_snap[1];
   l->it_snap[1] = l->it;
   sim_snapshot_take(e, l->snap[1]);
+  sim_snapshot_word(l->snap[1], (uint64_t)(NAP + l->grow * l->it));
   if (l->it_snap[0] < 0 || l->it_snap[0] != l->it - 1) return;
   l->proofs++;
   /* The last iteration runs: the actor's loop ends there (not a period). */
