@@ -1,11 +1,13 @@
 /*
 ** bench_fastforward.c: what exact fast-forward (issue 16; scenarios/programs/train.c,
-** "Fast-forward") saves on a long faulted run: tests/data/fastforward/pod_faults.yaml (TPUStrategy
-** on a v4-32 slice, numerics off, random preemptions of every host, a straggler, an ICI
-** degradation, async checkpoints, a fail at_step) made 100000 steps long, run step by step
-** (training.fast_forward=false) and fast-forwarded, in one process. Prints each run's wall time,
-** the steps skipped, the ratio, and whether the two runs' run_hash and figures agree (they must:
-** tests/scenarios/test_fastforward.c checks their files byte for byte).
+** "Fast-forward") saves on long faulted runs, each made 100000 steps long and run step by step
+** (training.fast_forward=false) and fast-forwarded, in one process: tests/data/fastforward/
+** pod_faults.yaml (TPUStrategy on a v4-32 slice, numerics off, random preemptions of every host,
+** a straggler, an ICI degradation, async checkpoints, a fail at_step) and workers_faults.yaml
+** (four CPU workers, multi_worker_mirrored, random preemptions, a straggler, a degraded fabric,
+** synchronous checkpoints). Prints each run's CPU and wall time, the steps skipped, the ratio,
+** and whether the two runs' run_hash and figures agree (they must: tests/scenarios/
+** test_fastforward.c checks their files byte for byte).
 */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,7 +16,6 @@
 
 #include "scenarios/programs/train.h"
 
-#define SCENARIO "tests/data/fastforward/pod_faults.yaml" /* make bench runs in the source tree */
 
 static double clock_s(clockid_t id) {
   struct timespec ts;
@@ -24,11 +25,11 @@ static double clock_s(clockid_t id) {
 
 /* One run into a fresh directory; its wall and CPU time in seconds (the machine is shared: CPU
 ** time is the figure to compare). */
-static run_summary run(int ff, double *seconds, double *cpu) {
+static run_summary run(const char *file, int ff, double *seconds, double *cpu) {
   static scenario s;
   scn_error err;
   const char *sets[] = {"training.steps=100000", ff ? "training.fast_forward=true" : "training.fast_forward=false"};
-  if (scenario_load(SCENARIO, sets, 2, &s, &err) != 0) {
+  if (scenario_load(file, sets, 2, &s, &err) != 0) {
     fprintf(stderr, "bench_fastforward: %s\n", err.msg);
     exit(1);
   }
@@ -48,17 +49,24 @@ static run_summary run(int ff, double *seconds, double *cpu) {
   return sum;
 }
 
-int main(void) {
+/* Both ways; returns 0 when they agree. */
+static int compare(const char *name, const char *file) {
   double full_s, ff_s, full_cpu, ff_cpu;
-  run_summary full = run(0, &full_s, &full_cpu), ff = run(1, &ff_s, &ff_cpu);
+  run_summary full = run(file, 0, &full_s, &full_cpu), ff = run(file, 1, &ff_s, &ff_cpu);
   int same = full.run_hash == ff.run_hash && full.events == ff.events && full.sim_time_s == ff.sim_time_s &&
              full.preemptions == ff.preemptions && full.checkpoints == ff.checkpoints;
-  printf("v4-32, 100000 steps, %ld preemptions, %ld failures, %d restarts, %ld checkpoints, %.4g s simulated\n",
-         ff.preemptions, ff.failures, ff.restarts, ff.checkpoints, ff.sim_time_s);
+  printf("%s, 100000 steps, %ld preemptions, %ld failures, %d restarts, %ld checkpoints, %.4g s simulated\n",
+         name, ff.preemptions, ff.failures, ff.restarts, ff.checkpoints, ff.sim_time_s);
   printf("  step by step     %8.3f s CPU, %8.3f s wall, %" PRIu64 " events\n", full_cpu, full_s, full.events);
   printf("  fast-forwarded   %8.3f s CPU, %8.3f s wall, %ld steps skipped of %ld run (redone included)\n",
          ff_cpu, ff_s, ff.fast_forwarded, ff.steps_completed + ff.lost_steps);
   printf("  ratio            %8.1fx CPU, run_hash %016" PRIx64 " %s\n", full_cpu / ff_cpu, ff.run_hash,
          same ? "same" : "DIFFERENT");
   return same ? 0 : 1;
+}
+
+int main(void) {  /* make bench runs in the source tree */
+  int bad = compare("v4-32 TPU slice", "tests/data/fastforward/pod_faults.yaml");
+  bad |= compare("4 CPU workers", "tests/data/fastforward/workers_faults.yaml");
+  return bad;
 }
