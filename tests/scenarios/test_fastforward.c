@@ -112,6 +112,15 @@ static void every_example_matches_step_by_step(void **state) {
   }
 }
 
+/* Steps with collectives inside the model's pass: SPMD split variables (tests/data/spmd/
+** gpt_1_3b_v4.yaml) and SyncBatchNormalization's all-reduces (sync_bn.yaml), numerics off. */
+static void collectives_inside_the_step_match(void **state) {
+  (void)state;
+  const char *sets[] = {"numerics=off", "outputs.trace=false", "outputs.plots=[]", "training.steps=100"};
+  assert_true(same_both_ways("tests/data/spmd/gpt_1_3b_v4.yaml", sets, 4, NULL) > 50);
+  assert_true(same_both_ways("tests/data/spmd/sync_bn.yaml", sets, 4, NULL) > 50);
+}
+
 /* tests/data/fastforward/workers_faults.yaml: CPU workers whose input pipeline computes through
 ** the snapshots (execs in flight), randomly preempted, a straggler, a degraded fabric, synchronous
 ** checkpoints: the same bytes, most steps skipped. */
@@ -186,6 +195,7 @@ int main(void) {
     cmocka_unit_test(every_example_matches_step_by_step),
     cmocka_unit_test(pod_with_faults_and_checkpoints_matches),
     cmocka_unit_test(workers_with_faults_match),
+    cmocka_unit_test(collectives_inside_the_step_match),
     cmocka_unit_test(sync_checkpoints_match),
     cmocka_unit_test(repeating_inputs_match),
     cmocka_unit_test(non_periodic_runs_skip_nothing),
