@@ -28,7 +28,8 @@ static double clock_s(clockid_t id) {
 static run_summary run(const char *file, int ff, double *seconds, double *cpu) {
   static scenario s;
   scn_error err;
-  const char *sets[] = {"training.steps=100000", ff ? "training.fast_forward=true" : "training.fast_forward=false"};
+  const char *sets[] = {"training.steps=100000",
+                        ff ? "training.fast_forward=true" : "training.fast_forward=false"};
   if (scenario_load(file, sets, 2, &s, &err) != 0) {
     fprintf(stderr, "bench_fastforward: %s\n", err.msg);
     exit(1);

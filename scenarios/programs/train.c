@@ -30,9 +30,9 @@
 ** of step s + 1 is the state at its start of step s shifted by their distance P, every step after
 ** repeats step s, shifted, until something the period did not contain happens. Replica 0 arms
 ** sim_engine_on_quiet as it starts a step; at the step's first quiet point (no transfer in
-** flight) where invariant 4 holds, quiet_point takes a snapshot: the engine's words and pending events, and the program's
-** (program_state: each replica's step relative to replica 0's and its phase; the input
-** pipeline's counters and channels). Two snapshots one step and one metrics row apart then
+** flight) where invariant 4 holds, quiet_point takes a snapshot: the engine's words and pending
+** events, and the program's (program_state: each replica's step relative to replica 0's and its
+** phase; the input pipeline's counters and channels). Two snapshots one step and one metrics row apart then
 ** skip k steps at once (sim_engine_skip), the rows replayed as copies of the last one a period
 ** apart, every counter moved k on. It skips only what provably repeats:
 **   (4) no replica is WORKING at a snapshot (a collective or its own code may hold state no
