@@ -1,10 +1,12 @@
 /*
 ** test_snapshot.c: exact fast-forward of a periodic steady state (sim/snapshot.c), on a tiny
-** program: one actor loops ITERATIONS times over "exec 1000 flops on a 1e12 flop/s cpu (1 ns),
-** send 1000 bytes over a 1e12 B/s link (1 ns), then sleep NAP", so one iteration is a period of
-** 2 ns + NAP. Its quiet point is the iteration's start (no transfer in flight; the exec is, and
-** the snapshot records it); the program adds its own state, what the engine cannot see: the
-** sleep the iteration will take (the cpu rate it set is the cpu's capacity, an engine word). A foreign event (a fault,
+** program: one actor loops ITERATIONS times over "exec 1000 and 500 flops at once on a 1e12
+** flop/s cpu (sharing it, 0.5e12 each: the 500 end at 1 ns, the 1000's last 500 alone by 1.5
+** ns, a re-share that reads each exec's last update), send 1000 bytes over a 1e12 B/s link
+** (1 ns), then sleep NAP", so one iteration is a period of 2.5 ns + NAP. Its quiet point is the
+** iteration's start (no transfer in flight; the two execs are, and the snapshot records them);
+** the program adds its own state, what the engine cannot see: the sleep the iteration will
+** take (the cpu rate it set is the cpu's capacity, an engine word). A foreign event (a fault,
 ** an async write) is scheduled before the run at FOREIGN_AT. The run that fast-forwards must end
 ** at the same picosecond, with the same event count, and see the foreign event fire at the same
 ** time and in the same iteration as the run that does not; each invariant of snapshot.c that a
@@ -17,7 +19,7 @@
 #include "sim/sim.h"
 
 enum { ITERATIONS = 1000 };
-#define NAP ((sim_time)3000)           /* 3 ns: a period is 1 ns of exec + 1 of send + 3 = 5000 ps */
+#define NAP ((sim_time)2500)           /* 2.5 ns: a period is 1.5 + 1 + 2.5 ns = 5000 ps */
 #define FOREIGN_AT ((sim_time)2502500) /* mid-iteration 500 (it starts at 500 * 5000 ps) */
 
 typedef struct loop {
@@ -61,7 +63,8 @@ static void body(sim_actor *self, void *arg) {
   for (l->it = 0; l->it < ITERATIONS; l->it++) {
     if (l->ff) sim_engine_on_quiet(l->e, quiet, l);
     if (l->rate_step > 0) sim_cpu_set_rate(l->cpu, 1e12 + l->rate_step * (double)l->it);
-    assert_int_equal(sim_exec(self, l->cpu, 1000), SIM_OK);
+    sim_activity *execs[2] = {sim_exec_start(l->e, l->cpu, 1000), sim_exec_start(l->e, l->cpu, 500)};
+    assert_int_equal(sim_wait_all(self, execs, 2), SIM_OK);
     assert_int_equal(sim_comm(self, &l->link, 1, 1000), SIM_OK);
     assert_int_equal(sim_sleep(self, NAP + l->grow * l->it), SIM_OK);
   }
