@@ -67,20 +67,22 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
   }
   double intra = NVLINK_LAT[algo][proto] * US, net = NET_LAT[algo][proto] * US;
   if (nodes > 1 && proto == SIM_NCCL_LL) intra *= 1.8;
-  double lat = BASE_LAT[algo][proto] * US, base = lat;
+  double base = BASE_LAT[algo][proto] * US, steps_lat;
   if (ring && (op == SIM_COLL_BROADCAST || op == SIM_COLL_ALL_TO_ALL)) {
     /* One pipeline through the ranks; Simple adds a chunk's latency (tree's) per step. */
     int a = proto == SIM_NCCL_SIMPLE ? SIM_NCCL_TREE : SIM_NCCL_RING;
-    lat += steps * (nodes == 1 ? NVLINK_LAT[a][proto] : NET_LAT[a][proto]) * US;
+    steps_lat = steps * (nodes == 1 ? NVLINK_LAT[a][proto] : NET_LAT[a][proto]) * US;
   } else if (ring) {
-    lat += (steps - inter) * intra + inter * net;
+    steps_lat = (steps - inter) * intra + inter * net;
     if (proto == SIM_NCCL_SIMPLE && nodes > 1 && ar && bytes >= p / 16.0 * 65536) {
-      lat *= 1.9;
       base *= 1.9;
+      steps_lat *= 1.9;
     }
   } else {
-    lat += 2 * ((ppn - 1) * intra + log2i(nodes) * net);
+    steps_lat = 2 * ((ppn - 1) * intra + log2i(nodes) * net);
   }
+  base += s->launch_s;
+  double lat = base + steps_lat;
   out->algo = algo;
   out->proto = proto;
   out->latency_s = lat;

@@ -8,7 +8,7 @@
 **
 ** The model, for p ranks on N = p / ranks_per_node nodes and n bytes, per (algorithm, protocol):
 **   time = latency + n / algbw
-**   latency = baseLat + ring: (steps - interSteps) x hwLat(intra) + interSteps x hwLat(NET)
+**   latency = launch + baseLat + ring: (steps - interSteps) x hwLat(intra) + interSteps x hwLat(NET)
 **                       tree: 2 x ((ppn - 1) x hwLat(intra) + log2(N) x hwLat(NET))
 **   algbw = busBw x (ring: p / steps, tree: 1/2), busBw = the system's Simple bus bandwidth
 **   (inside a node with N == 1, else the smaller of that and the network's) times the
@@ -37,6 +37,9 @@ typedef struct sim_nccl_system {
                              speedIntra with its architecture cap (A100: 235 GB/s) */
   double net_busbw;       /* the same between nodes: one NIC per GPU (rail-optimised) */
   int ll128;              /* LL128 enabled (NCCL: NVLink on Volta, Ampere, Hopper) */
+  double launch_s;        /* what a collective costs beyond the model, whatever its size: the
+                             kernel's launch and completion as nccl-tests times them (a
+                             calibration, docs/machine.md); part of every pair's latency */
 } sim_nccl_system;
 
 typedef struct sim_nccl_choice {

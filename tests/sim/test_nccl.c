@@ -13,7 +13,7 @@
 #define MIB 1048576.0
 
 /* DGX A100 as NCCL's model sees it: 235 GB/s inside a node (its sm80 cap), 25 GB/s a NIC. */
-static const sim_nccl_system A100 = {8, 235e9, 25e9, 1};
+static const sim_nccl_system A100 = {8, 235e9, 25e9, 1, 0};
 
 static void assert_rel(double got, double want, double tol) {
   if (fabs(got - want) > tol * fabs(want)) fail_msg("got %.12g, want %.12g", got, want);
@@ -179,6 +179,13 @@ static void test_ring_takes_the_model_time(void **state) {
     double got = run_nccl(&A100, 8, 235e9, 25e9, SIM_COLL_ALL_REDUCE, (size_t)(sizes[i] / 4), NULL);
     if (fabs(got - want.time_s) > 100e-12) fail_msg("%.0f B: %.12g s, model %.12g s", sizes[i], got, want.time_s);
   }
+  /* A launch cost adds to every pair's latency, and the run waits it before its first round. */
+  sim_nccl_system launched = A100;
+  launched.launch_s = 5.6e-6;
+  sim_nccl_choice with;
+  sim_nccl_choose(&launched, SIM_COLL_ALL_REDUCE, 8, 32, &with);
+  assert_rel(with.latency_s, 15.78e-6, 1e-12);
+  assert_true(fabs(run_nccl(&launched, 8, 235e9, 25e9, SIM_COLL_ALL_REDUCE, 8, NULL) - with.time_s) < 100e-12);
   /* all_gather and reduce_scatter: 7 rounds, broadcast 14 (a chain pipelined in 8 chunks). */
   sim_nccl_choice want;
   sim_nccl_choose(&A100, SIM_COLL_ALL_GATHER, 8, MIB, &want);
@@ -194,7 +201,7 @@ static void test_ring_takes_the_model_time(void **state) {
 static void test_pipelined_tree(void **state) {
   (void)state;
   enum { P = 32, COUNT = 262144 };
-  sim_nccl_system nodes = {1, 235e9, 25e9, 1};
+  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&nodes, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_TREE);
@@ -243,7 +250,7 @@ static void test_tree_across_two_nodes(void **state) {
 static void test_sizes_and_links(void **state) {
   (void)state;
   for (int ppn = 4; ppn <= 8; ppn += 4) {
-    sim_nccl_system s = {ppn, 235e9, 25e9, 1}, fast = {ppn, 470e9, 50e9, 1};
+    sim_nccl_system s = {ppn, 235e9, 25e9, 1, 5.6e-6}, fast = {ppn, 470e9, 50e9, 1, 5.6e-6};
     double last = 0;
     for (size_t count = 1; count <= (size_t)1 << 24; count *= 8) {
       double t = run_nccl(&s, 16, 300e9, 25e9, SIM_COLL_ALL_REDUCE, count, NULL);
