@@ -27,6 +27,14 @@ typedef struct ds_accelerators {
   double link_bytes_per_s;/* its link to the VM, through which it reaches every other device */
   sim_time link_latency;  /* that link's latency */
   double workspace_bytes; /* scratch its runtime reserves (cuBLAS/XLA workspace) */
+  /* A GPU system (nvlink_bytes_per_s > 0: dgx-a100, dgx-h100): the VM's GPUs share NVSwitches
+  ** and each has a NIC of its own to the other VMs' GPUs of its index (rail-optimised), which
+  ** the replicas' collectives use instead of `link` and the fabric (strategy.c). */
+  double nvlink_bytes_per_s; /* a GPU's NVLink to the switches, one way; 0: generic */
+  double copy_bytes_per_s;   /* what its kernels move over NVLink at most (NCCL's Simple ring
+                             ceiling): the cap on everything it sends there */
+  double nic_bytes_per_s;    /* its NIC, one way */
+  double nccl_launch_s;      /* an NCCL collective's launch and completion (sim/nccl.h) */
 } ds_accelerators;
 
 typedef struct ds_machine {

@@ -459,10 +459,10 @@ void train__build_strategy(trainer *t) {
     const char *devices[SCN_MAX_DEVICES];
     for (int i = 0; i < s->ndevices; i++) devices[i] = s->devices[i];
     t->strategy = ds_mirrored_new(t->engine, &cluster, devices, s->ndevices,
-                                  train_algorithm(s->all_reduce, 0), NULL);
+                                  train_workers_algorithm(s, s->all_reduce), NULL);
     assert(t->strategy != NULL);  /* the loader checked the devices against the machine */
   } else {
-    t->strategy = ds_strategy_new(t->engine, strategy_kind(s), &cluster, train_algorithm(s->all_reduce, 0));
+    t->strategy = ds_strategy_new(t->engine, strategy_kind(s), &cluster, train_workers_algorithm(s, s->all_reduce));
   }
   t->cores = ds_cores_per_replica(t->strategy);
   t->spmd = s->spmd && t->cores > 1;
