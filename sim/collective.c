@@ -17,7 +17,8 @@
 **
 ** Lanes (collectiveInt.h): the torus runs one lane per axis (or a single one where that is
 ** faster, collective_plan.c) as virtual ranks l * p + r, each with its own rounds; buffers,
-** cpus, callers and routes belong to the real rank r.
+** cpus, callers and routes belong to the real rank r (NCCL's channels across nodes: r with its
+** node's ranks turned by l, rank_of).
 **
 ** Routes: a rank sends to the same peer under the same tag for many rounds in a row (m - 1 on a
 ** torus axis), so a one-link route is kept per (rank, tag) and asked for again only when the
@@ -97,10 +98,18 @@ static void grow_lanes(sim_collective *c, int lanes) {
     memset(c->reduces + old * COLL_MAX_XFERS, 0, (n - old) * COLL_MAX_XFERS * sizeof *c->reduces);
   }
   c->cap_lanes = lanes;
+  free(c->waits); /* sized by the lanes; idle, so none is pending */
+  c->waits = NULL;
 }
 
-/* The real rank of virtual rank v. */
-static int rank_of(const sim_collective *c, int v) { return v % c->p; }
+/* The real rank of virtual rank v. NCCL's channels across nodes (collective_plan.c) turn each
+** node's ranks by the lane, so lane l's ring enters every node at its rank l. */
+static int rank_of(const sim_collective *c, int v) {
+  int r = v % c->p;
+  if (c->lanes == 1 || c->algo != SIM_ALGO_NCCL) return r;
+  int ppn = c->nccl_system.ranks_per_node, local = r % ppn;
+  return r - local + (local + v / c->p) % ppn;
+}
 
 sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
                                    sim_route_fn route, void *route_ctx, sim_cpu *const *rank_cpus) {
@@ -138,15 +147,16 @@ void sim_collective_set_nccl(sim_collective *c, const sim_nccl_system *system) {
   assert(!c->running && c->arrived == 0 && system->ranks_per_node >= 1);
   c->nccl_system = *system;
   c->has_nccl_system = 1;
+  grow_lanes(c, sim__coll_lanes(c, SIM_ALGO_NCCL));
 }
 
 /* Withdraws what is in flight and forgets the callers: the group is idle again. */
 static void reset(sim_collective *c) {
   sim_cancel(c->engine, c->start_wait);
   c->start_wait = (sim_event_handle){0, 0};
-  for (int r = 0; c->waits != NULL && r < c->p; r++) {
-    sim_cancel(c->engine, c->waits[r]);
-    c->waits[r] = (sim_event_handle){0, 0};
+  for (int v = 0; c->waits != NULL && v < c->p * c->cap_lanes; v++) {
+    sim_cancel(c->engine, c->waits[v]);
+    c->waits[v] = (sim_event_handle){0, 0};
   }
   for (int v = 0; v < c->p * c->cap_lanes; v++) {
     coll_rank *rk = &c->ranks[v];
@@ -492,7 +502,8 @@ static void begin(sim_collective *c) {
     for (int r = 0; r < c->p; r++)
       memcpy(c->originals + (size_t)r * c->count, c->bufs[r], c->count * sizeof(float));
   }
-  if (c->round_delay > 0 && c->waits == NULL) c->waits = base_xcalloc((size_t)c->p, sizeof *c->waits);
+  if (c->round_delay > 0 && c->waits == NULL)
+    c->waits = base_xcalloc((size_t)c->p * (size_t)c->cap_lanes, sizeof *c->waits);
   sim_time wait = c->start_delay + c->round_delay;
   if (wait == 0) {
     enter_first_rounds(c);

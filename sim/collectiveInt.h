@@ -166,7 +166,8 @@ struct sim_collective {
 /* SIM_OK, or why `op` by `algo` cannot run on c (root and count included). */
 int  sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int root,
                      size_t count);
-/* The most lanes `algo` runs on c: the torus's axes longer than 1 (at least 1), else 1. */
+/* The most lanes `algo` runs on c: the torus's axes longer than 1 (at least 1); NCCL's channels
+** across nodes (ranks_per_node of them when the group is whole nodes, more than one), else 1. */
 int  sim__coll_lanes(const sim_collective *c, sim_algo algo);
 /* Fixes c->nchunks, c->lanes and c->rounds for c->op, c->algo (already checked; a torus run's
 ** alpha and beta set), and for SIM_ALGO_NCCL the choice, wire and delays (nccl_system set). */

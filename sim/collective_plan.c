@@ -111,8 +111,10 @@ static void line_step(coll_plan *pl, const axis *ax, int reduce, int k) {
   }
 }
 
-static axis whole_group(const sim_collective *c, int rank) {
-  return (axis){c->p, rank, 0, 1, 0, 1, c->p, 1, c->p, 1, 0};
+/* All p ranks of virtual rank v's lane, in order. */
+static axis whole_group(const sim_collective *c, int v) {
+  int lane = v / c->p;
+  return (axis){c->p, v - lane * c->p, lane * c->p, 1, 0, 1, c->p, 1, c->p, 1, lane};
 }
 
 /* ---- torus: one lane per axis, each over every axis in its own order ------------------------
@@ -333,16 +335,27 @@ static void pipelined_tree_step(const sim_collective *c, int t, int rank, int ro
 /* NCCL's choice for the run (sim/nccl.h) and what it charges on top of the links: the wire
 ** bytes of its protocol, its latency before the first round (the tree's whole, the ring's base)
 ** and the ring's hardware latency spread over its rounds (the remainder, a few ps, goes before
-** the first round so the total is the model's to the picosecond). */
+** the first round so the total is the model's to the picosecond).
+** An all_reduce ring across nodes runs as NCCL's channels: one lane per GPU of a node, each
+** with its share of every chunk, lane l's ring with each node's ranks turned by l (rank_of in
+** collective.c), so it leaves a node from its rank l - 1 and enters the next at its rank l: the
+** lanes cross the network on different GPUs' NICs, as NCCL's rings each use a NIC of their own.
+** One ring would put the whole buffer through one NIC of each node. The runs that stay one
+** lane across nodes (the tree, the other ops' rings: NCCL spreads them over its channels too)
+** cross each node through one NIC, so their protocol's share is taken against one NIC's part
+** of the network (net_busbw / ranks_per_node): on those links they move at the model's busbw. */
 static void nccl_prepare(sim_collective *c, int phases) {
-  int p = c->p;
+  int p = c->p, ppn = c->nccl_system.ranks_per_node;
   double bytes = 4.0 * (double)c->count;
   sim_nccl_choice simple;
   sim_nccl_choose(&c->nccl_system, c->op, p, bytes, &c->nccl);
   sim_nccl_model(&c->nccl_system, c->op, p, bytes, SIM_NCCL_RING, SIM_NCCL_SIMPLE, &simple);
-  c->wire = simple.busbw / c->nccl.busbw;
-  sim_time latency = sim_time_from_s(c->nccl.latency_s);
   c->pipelined = c->nccl.algo == SIM_NCCL_TREE;
+  if (!c->pipelined && c->op == SIM_COLL_ALL_REDUCE) c->lanes = sim__coll_lanes(c, SIM_ALGO_NCCL);
+  double one_nic = c->nccl_system.net_busbw / ppn;
+  int one_lane_across = c->lanes == 1 && ppn < p;
+  c->wire = (one_lane_across && one_nic < simple.busbw ? one_nic : simple.busbw) / c->nccl.busbw;
+  sim_time latency = sim_time_from_s(c->nccl.latency_s);
   if (c->pipelined) {
     double k = bytes / NCCL_TREE_CHUNK_BYTES;
     c->nchunks = k < 1 ? 1 : k > NCCL_TREE_MAX_CHUNKS ? NCCL_TREE_MAX_CHUNKS : (int)k;
@@ -423,6 +436,8 @@ int sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int 
 }
 
 int sim__coll_lanes(const sim_collective *c, sim_algo algo) {
+  int ppn = c->nccl_system.ranks_per_node;
+  if (algo == SIM_ALGO_NCCL) return c->has_nccl_system && ppn > 1 && ppn < c->p && c->p % ppn == 0 ? ppn : 1;
   int lanes = 0;
   for (int a = 0; algo == SIM_ALGO_TORUS && a < c->ndims; a++) lanes += c->dims[a] > 1;
   return lanes > 0 ? lanes : 1;

@@ -35,7 +35,8 @@ typedef struct sim_nccl_system {
   int ranks_per_node;     /* GPUs of one node in the group (every node the same); >= p: one node */
   double busbw;           /* Simple ring bus bandwidth inside a node, bytes/s: NCCL's nChannels x
                              speedIntra with its architecture cap (A100: 235 GB/s) */
-  double net_busbw;       /* the same between nodes: one NIC per GPU (rail-optimised) */
+  double net_busbw;       /* the same between nodes: NCCL's nChannels x bwInter, the NICs a
+                             node's channels use (DGX: a NIC per GPU, 8 x 25 GB/s on A100) */
   int ll128;              /* LL128 enabled (NCCL: NVLink on Volta, Ampere, Hopper) */
   double launch_s;        /* what a collective costs beyond the model, whatever its size: the
                              kernel's launch and completion as nccl-tests times them (a

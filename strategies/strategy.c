@@ -204,10 +204,11 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   }
 }
 
-/* NCCL's view of a GPU system's group (sim/nccl.h): `per_worker` ranks a VM, its figures. */
+/* NCCL's view of a GPU system's group (sim/nccl.h): `per_worker` ranks a VM, its figures; between
+** VMs its channels share the NICs of the VM's GPUs in the group. */
 static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
   if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
-  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s, 1, a->nccl_launch_s};
+  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * per_worker, 1, a->nccl_launch_s};
   sim_collective_set_nccl(s->group, &sys);
 }
 

@@ -12,8 +12,9 @@
 #define GIB 1073741824.0
 #define MIB 1048576.0
 
-/* DGX A100 as NCCL's model sees it: 235 GB/s inside a node (its sm80 cap), 25 GB/s a NIC. */
-static const sim_nccl_system A100 = {8, 235e9, 25e9, 1, 0};
+/* DGX A100 as NCCL's model sees it: 235 GB/s inside a node (its sm80 cap), between nodes its
+** channels over the node's 8 NICs of 25 GB/s. */
+static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0};
 
 static void assert_rel(double got, double want, double tol) {
   if (fabs(got - want) > tol * fabs(want)) fail_msg("got %.12g, want %.12g", got, want);
@@ -58,8 +59,9 @@ static void test_model_dgx_a100_one_node(void **state) {
 
 /* 16 ranks on 2 nodes, 32 B: ring LL 3.6 + 28 x 0.47 x 1.8 + 2 x 2.7 = 32.688 us; tree LL
 ** 4.4 + 2 x (7 x 0.936 + 1 x 5.0) = 27.504 us: NCCL takes the tree for small messages across
-** nodes. At 1 GiB the ring (Simple, NIC-bound 25 GB/s x 16/30, latency x 1.9 for its plateau)
-** wins: (8.4 + 28 x 3.4 + 2 x 9.6) x 1.9 = 233.32 us + 2^30 x 30 / (16 x 25e9) = 80.53 ms. */
+** nodes. At 1 GiB the ring (Simple, NIC-bound 200 GB/s x 16/30, latency x 1.9 for its plateau)
+** wins: (8.4 + 28 x 3.4 + 2 x 9.6) x 1.9 = 233.32 us + 2^30 x 30 / (16 x 200e9) = 10.300 ms
+** (the tree: min(0.9 x 200, 110) x 1/2 = 55 GB/s of algbw against the ring's 106.7). */
 static void test_model_two_nodes(void **state) {
   (void)state;
   sim_nccl_choice c;
@@ -74,7 +76,7 @@ static void test_model_two_nodes(void **state) {
   assert_int_equal(c.algo, SIM_NCCL_RING);
   assert_int_equal(c.proto, SIM_NCCL_SIMPLE);
   assert_rel(c.latency_s, 233.32e-6, 1e-12);
-  assert_rel(c.time_s, 233.32e-6 + GIB * 30 / (16 * 25e9), 1e-12);
+  assert_rel(c.time_s, 233.32e-6 + GIB * 30 / (16 * 200e9), 1e-12);
 }
 
 /* Invariants 1 and 2 of nccl.c over sizes 1 B .. 4 GiB, 2 to 64 ranks, 1 to 8 a node. */
@@ -250,16 +252,57 @@ static void test_tree_across_two_nodes(void **state) {
 static void test_sizes_and_links(void **state) {
   (void)state;
   for (int ppn = 4; ppn <= 8; ppn += 4) {
-    sim_nccl_system s = {ppn, 235e9, 25e9, 1, 5.6e-6}, fast = {ppn, 470e9, 50e9, 1, 5.6e-6};
+    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6};
     double last = 0;
     for (size_t count = 1; count <= (size_t)1 << 24; count *= 8) {
       double t = run_nccl(&s, 16, 300e9, 25e9, SIM_COLL_ALL_REDUCE, count, NULL);
       double f = run_nccl(&fast, 16, 600e9, 50e9, SIM_COLL_ALL_REDUCE, count, NULL);
-      assert_true(t > last);
+      if (!(t > last)) fail_msg("%d a node, %zu floats: %.9g s, not above %.9g s", ppn, count, t, last);
       assert_true(f <= t);
       last = t;
     }
   }
+}
+
+/* NCCL's channels across nodes: 16 GPUs on 2 nodes of 8, 1 GiB all-reduce, ring Simple. Each
+** of the 8 lanes crosses the network on its own NICs (25 GB/s each), 2^30 / 128 bytes a round
+** on each: the rounds are NIC-bound at 8 x 25 = 200 GB/s, the model's net_busbw, so the run
+** takes the model's 10.300 ms (one ring through one NIC a node would take 8x its bandwidth
+** term: 80.8 ms). The GPUs' up links carry 7 lanes' 2^30 / 128 at 235 GB/s: 0.25 ms of
+** 0.34 ms a round, under the NICs'. */
+static void test_channels_across_nodes(void **state) {
+  (void)state;
+  sim_nccl_choice want;
+  sim_nccl_choose(&A100, SIM_COLL_ALL_REDUCE, 16, GIB, &want);
+  assert_int_equal(want.algo, SIM_NCCL_RING);
+  double got = run_nccl(&A100, 16, 235e9, 25e9, SIM_COLL_ALL_REDUCE, (size_t)(GIB / 4), NULL);
+  assert_rel(got, want.time_s, 1e-6);
+  assert_rel(got, 10.300e-3, 1e-3);
+}
+
+/* The channels' rings (each node's ranks turned by the lane) sum like a serial reference and
+** leave every rank the same bits: 8 ranks on 2 nodes of 4, 4 MiB, which NCCL runs by ring. */
+static void test_channels_sum(void **state) {
+  (void)state;
+  enum { P = 8, COUNT = 1 << 20 };
+  sim_nccl_system two = {4, 235e9, 100e9, 1, 0};
+  sim_nccl_choice want;
+  sim_nccl_choose(&two, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
+  assert_int_equal(want.algo, SIM_NCCL_RING);
+  float **bufs = calloc(P, sizeof *bufs);
+  for (int r = 0; r < P; r++) {
+    bufs[r] = malloc(COUNT * sizeof(float));
+    for (int i = 0; i < COUNT; i++) bufs[r][i] = (float)((r * 5 + i) % 11) * 0.5f + (float)r;
+  }
+  run_nccl(&two, P, 235e9, 25e9, SIM_COLL_ALL_REDUCE, COUNT, bufs);
+  for (int i = 0; i < COUNT; i++) {
+    double sum = 0;
+    for (int r = 0; r < P; r++) sum += (double)((r * 5 + i) % 11) * 0.5 + r;
+    if (bufs[0][i] != (float)sum) fail_msg("element %d: %g, want %g", i, (double)bufs[0][i], sum);
+  }
+  for (int r = 1; r < P; r++) assert_memory_equal(bufs[r], bufs[0], COUNT * sizeof(float));
+  for (int r = 0; r < P; r++) free(bufs[r]);
+  free(bufs);
 }
 
 int main(void) {
@@ -271,6 +314,8 @@ int main(void) {
     cmocka_unit_test(test_pipelined_tree),
     cmocka_unit_test(test_tree_across_two_nodes),
     cmocka_unit_test(test_sizes_and_links),
+    cmocka_unit_test(test_channels_across_nodes),
+    cmocka_unit_test(test_channels_sum),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
