@@ -177,7 +177,7 @@ static void make_cpu_replica(sim_engine *e, ds_replica *rep, const char *job, in
 }
 
 static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, int worker, int k,
-                               const ds_accelerators *a) {
+                               const ds_accelerators *a, const ds_replica *nic_owner) {
   char name[64];
   snprintf(rep->device, sizeof rep->device, "/job:%s/replica:0/task:%d/device:GPU:%d", job, worker, k);
   double rate = a->peak_flops * a->efficiency;
@@ -198,17 +198,25 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   double rates[] = {a->copy_bytes_per_s, a->nvlink_bytes_per_s, a->nvlink_bytes_per_s,
                     a->nic_bytes_per_s, a->nic_bytes_per_s};
   rep->gpu = k;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < (nic_owner != NULL ? 3 : 5); i++) {
     snprintf(name, sizeof name, "worker%d.gpu%d.%s", worker, k, GPU_LINKS[i]);
     *links[i] = sim_link_new(e, name, rates[i], 0);
   }
+  if (nic_owner != NULL) { /* the NIC it shares with the VM's GPU before it (nics: M) */
+    rep->nic_out = nic_owner->nic_out;
+    rep->nic_in = nic_owner->nic_in;
+  }
 }
+
+/* Consecutive GPUs of a VM on one NIC (0, as a machine without GPU figures leaves it: 1). */
+static int gpus_per_nic(const ds_accelerators *a) { return a->gpus_per_nic > 1 ? a->gpus_per_nic : 1; }
 
 /* NCCL's view of a GPU system's group (sim/nccl.h): `per_worker` ranks a VM, its figures; between
 ** VMs its channels share the NICs of the VM's GPUs in the group. */
 static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
   if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
-  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * per_worker, 1, a->nccl_launch_s};
+  int nics = (per_worker + gpus_per_nic(a) - 1) / gpus_per_nic(a);
+  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * nics, 1, a->nccl_launch_s};
   sim_collective_set_nccl(s->group, &sys);
 }
 
@@ -249,7 +257,9 @@ ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *clus
     for (int k = 0; k < per_worker; k++) {
       ds_replica *rep = &s->replicas[w * per_worker + k];
       rep->worker = w;
-      if (m->accel.count > 0) make_accel_replica(e, rep, job, w, k, &m->accel);
+      int shared = k % gpus_per_nic(&m->accel);
+      const ds_replica *nic_owner = shared ? rep - shared : NULL;
+      if (m->accel.count > 0) make_accel_replica(e, rep, job, w, k, &m->accel, nic_owner);
       else make_cpu_replica(e, rep, job, w, m);
     }
     s->hosts[w] = host_cpu(e, s, w * per_worker, per_worker, w, m);
@@ -307,7 +317,7 @@ ds_strategy *ds_mirrored_new(sim_engine *e, const ds_cluster *cluster, const cha
   }
   ds_strategy *s = strategy_alloc(e, DS_MIRRORED, ndevices, 1, 1, algo, "localhost");
   for (int i = 0; i < ndevices; i++) {
-    if (gpu[i]) make_accel_replica(e, &s->replicas[i], "localhost", 0, index[i], &m->accel);
+    if (gpu[i]) make_accel_replica(e, &s->replicas[i], "localhost", 0, index[i], &m->accel, NULL);
     else make_cpu_replica(e, &s->replicas[i], "localhost", 0, m);
   }
   s->hosts[0] = host_cpu(e, s, 0, ndevices, 0, m);

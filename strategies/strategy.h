@@ -35,6 +35,7 @@ typedef struct ds_accelerators {
                              ceiling): the cap on everything it sends there */
   double nic_bytes_per_s;    /* its NIC, one way */
   double nccl_launch_s;      /* an NCCL collective's launch and completion (sim/nccl.h) */
+  int gpus_per_nic;          /* consecutive GPUs sharing a NIC (1: a NIC each) */
 } ds_accelerators;
 
 typedef struct ds_machine {

@@ -62,6 +62,7 @@ static int gpu_system_lookup(const char *name, scn_machine *m) {
     m->accel_nccl_bytes_per_s = g->nccl;
     m->accel_nic_bytes_per_s = g->nic;
     m->accel_nccl_launch_s = g->launch;
+    m->accel_gpus_per_nic = 1;
     return 0;
   }
   return -1;

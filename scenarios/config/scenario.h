@@ -68,6 +68,8 @@ typedef struct scn_machine {
                                     busbw ceiling, docs/machine.md) */
   double accel_nic_bytes_per_s;  /* the GPU's own NIC, one way (a rail per GPU index) */
   double accel_nccl_launch_s;    /* an NCCL collective's launch and completion (sim/nccl.h) */
+  int    accel_gpus_per_nic;     /* consecutive GPUs sharing a NIC: 1 (the default), or 8 / M for
+                                    {type: dgx-a100, nics: M} */
 } scn_machine;
 
 /* One faults entry as written; scenarios/programs/faults.h resolves its target against the run. */
