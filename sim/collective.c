@@ -463,7 +463,7 @@ static void measure_nccl_node(sim_collective *c) {
   double bw = INFINITY;
   for (size_t h = 0; h < hops; h++)
     if (sim_link_bandwidth(c->hops[h]) < bw) bw = sim_link_bandwidth(c->hops[h]);
-  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0};
+  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0};
 }
 
 /* Every rank enters round 0 in turn (after the start delay, for NCCL: the ranks not yet in are

@@ -67,7 +67,8 @@
 **                        protocol's efficiency (each transfer carries bytes x the Simple ring's
 **                        bus bandwidth / the chosen pair's: 4x for ring LL). The machine comes
 **                        from sim_collective_set_nccl, else one node whose bandwidth is the
-**                        route from rank 0 to rank 1's slowest link. An all_reduce ring over
+**                        route from rank 0 to rank 1's slowest link. NVLS (the switches
+**                        reduce) runs the ring's plan with its share. An all_reduce ring over
 **                        whole nodes runs NCCL's channels: ranks_per_node rings, each with a
 **                        share of the data, ring l entering every node at its rank l (so each
 **                        crosses the network through other GPUs' NICs).

@@ -1,7 +1,9 @@
 /*
 ** nccl.c: NCCL's tuning model (sim_nccl_). The tables are NCCL's (src/graph/tuning.cc at
 ** 01afd20a), in microseconds as NCCL writes them, indexed [algorithm][protocol] in NCCL's order
-** (tree, ring; LL, LL128, Simple).
+** (tree, ring; LL, LL128, Simple). NVLS came later: its figures are from tuning.cc at b6475625
+** (Simple only, all_reduce on one node: latency hwLat[NVLINK][NVLS] = 23 us and no base,
+** algbw = 5/6 of its busBw).
 **
 ** Invariants:
 **   1. sim_nccl_choose returns the pair of least predicted time, ties to the first in NCCL's
@@ -29,6 +31,10 @@ static const double TREE_CORRECTION[SIM_NCCL_PROTO_COUNT][22] = {
   {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
   {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
 
+/* NVLS: its one latency, and its algbw per unit of the system's nvls_busbw. */
+#define NVLS_LAT 23.0
+#define NVLS_RATIO (5.0 / 6.0)
+
 static int log2i(double x) {
   int l = 0;
   for (double v = x; v >= 2; v /= 2) l++;
@@ -41,7 +47,8 @@ const char *sim_nccl_proto_name(sim_nccl_proto proto) {
 }
 
 const char *sim_nccl_algo_name(sim_nccl_algo algo) {
-  return algo == SIM_NCCL_TREE ? "tree" : algo == SIM_NCCL_RING ? "ring" : "unknown";
+  static const char *const NAMES[] = {"tree", "ring", "nvls"};
+  return (unsigned)algo <= SIM_NCCL_NVLS ? NAMES[algo] : "unknown";
 }
 
 int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
@@ -50,6 +57,13 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
   if (p < 2 || (!ring && !ar) || (proto == SIM_NCCL_LL128 && !s->ll128)) return -1;
   int ppn = s->ranks_per_node < p ? s->ranks_per_node : p, nodes = (p + ppn - 1) / ppn;
   assert(ppn >= 1);
+  if (algo == SIM_NCCL_NVLS) {
+    if (nodes > 1 || proto != SIM_NCCL_SIMPLE || !(s->nvls_busbw > 0)) return -1;
+    *out = (sim_nccl_choice){algo, proto, s->launch_s + NVLS_LAT * US, s->launch_s, 0, s->nvls_busbw * NVLS_RATIO, 0};
+    out->busbw = out->algbw * 2 * (p - 1) / p;
+    out->time_s = out->latency_s + bytes / out->algbw;
+    return 0;
+  }
   int scatter = op == SIM_COLL_REDUCE_SCATTER || op == SIM_COLL_ALL_GATHER;
   int steps = ar ? 2 * (p - 1) : scatter ? p - 1 : p;
   int inter = ar ? 2 * (nodes - 1) : scatter ? nodes - 1 : nodes;
@@ -96,7 +110,7 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
 void sim_nccl_choose(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
                      sim_nccl_choice *out) {
   int found = 0;
-  for (int a = SIM_NCCL_TREE; a <= SIM_NCCL_RING; a++)
+  for (int a = SIM_NCCL_TREE; a <= SIM_NCCL_NVLS; a++)
     for (int pr = 0; pr < SIM_NCCL_PROTO_COUNT; pr++) {
       sim_nccl_choice c;
       if (sim_nccl_model(s, op, p, bytes, (sim_nccl_algo)a, (sim_nccl_proto)pr, &c) != 0) continue;

@@ -16,17 +16,19 @@
 **   LL128 0.92 (0.7 with one rank a node); tree min(0.9 busBw, maxTreeBw) and then LL 1/3.8,
 **   LL128 7/9 on one node or 0.915; tree bandwidth times NCCL's size correction for medium
 **   messages; the ring's Simple latency x 1.9 across nodes for all_reduce from p/16 x 64 KiB
-**   up (its "plateau"). Tree only for all_reduce. The fastest pair wins; ties go to the first in
-**   NCCL's order (tree before ring; LL, LL128, Simple).
+**   up (its "plateau"). Tree only for all_reduce. NVLS (NCCL 2.17+, tuning.cc at b6475625:
+**   all_reduce, Simple, one node, where the system has nvls_busbw): time = launch + 23 us +
+**   n / (5/6 nvls_busbw). The fastest pair wins; ties go to the first in NCCL's order (tree,
+**   ring, NVLS; LL, LL128, Simple).
 ** Left out: NCCL's per-channel caps (ll128MaxBwPerCh x nChannels: podsim has no channels, the
-** system's busbw is nChannels x speed already), CollNet and NVLS.
+** system's busbw is nChannels x speed already), CollNet, NVLS across nodes (NVLS tree).
 */
 #ifndef PODSIM_NCCL_H
 #define PODSIM_NCCL_H
 
 #include "sim/collective.h"
 
-typedef enum { SIM_NCCL_TREE = 0, SIM_NCCL_RING } sim_nccl_algo;              /* NCCL's order */
+typedef enum { SIM_NCCL_TREE = 0, SIM_NCCL_RING, SIM_NCCL_NVLS } sim_nccl_algo; /* NCCL's order */
 typedef enum { SIM_NCCL_LL = 0, SIM_NCCL_LL128, SIM_NCCL_SIMPLE } sim_nccl_proto; /* likewise */
 #define SIM_NCCL_PROTO_COUNT 3
 
@@ -41,6 +43,8 @@ typedef struct sim_nccl_system {
   double launch_s;        /* what a collective costs beyond the model, whatever its size: the
                              kernel's launch and completion as nccl-tests times them (a
                              calibration, docs/machine.md); part of every pair's latency */
+  double nvls_busbw;      /* NVLink SHARP (H100's NVSwitches reduce): NCCL's NVLS busBw, whose
+                             5/6 is its algbw; 0: none */
 } sim_nccl_system;
 
 typedef struct sim_nccl_choice {
@@ -49,7 +53,8 @@ typedef struct sim_nccl_choice {
   double latency_s;       /* base latency plus the steps' hardware latency, seconds */
   double base_s;          /* of it, what does not depend on the steps (baseLat, with the ring's
                              plateau factor) */
-  double busbw;           /* the pair's bus bandwidth, bytes/s (after protocol and correction) */
+  double busbw;           /* the pair's bus bandwidth, bytes/s (after protocol and correction;
+                             NVLS: its algbw x 2(p-1)/p, as nccl-tests counts it) */
   double algbw;           /* busbw x the algorithm's ratio: bytes of the message per second */
   double time_s;          /* latency_s + bytes / algbw: NCCL's predicted time */
 } sim_nccl_choice;

@@ -216,7 +216,8 @@ static int gpus_per_nic(const ds_accelerators *a) { return a->gpus_per_nic > 1 ?
 static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
   if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
   int nics = (per_worker + gpus_per_nic(a) - 1) / gpus_per_nic(a);
-  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * nics, 1, a->nccl_launch_s};
+  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * nics, 1, a->nccl_launch_s,
+                         a->nvls_bytes_per_s};
   sim_collective_set_nccl(s->group, &sys);
 }
 

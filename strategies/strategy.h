@@ -36,6 +36,7 @@ typedef struct ds_accelerators {
   double nic_bytes_per_s;    /* its NIC, one way */
   double nccl_launch_s;      /* an NCCL collective's launch and completion (sim/nccl.h) */
   int gpus_per_nic;          /* consecutive GPUs sharing a NIC (1: a NIC each) */
+  double nvls_bytes_per_s;   /* NCCL's NVLS busBw where the NVSwitches reduce (H100); 0: none */
 } ds_accelerators;
 
 typedef struct ds_machine {

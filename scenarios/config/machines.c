@@ -33,9 +33,10 @@ static const struct gpu_system {
   double nccl;            /* NCCL's Simple ring ceiling per GPU */
   double nic;             /* per GPU one way */
   double launch;          /* an NCCL collective's launch and completion, seconds */
+  double nvls;            /* NCCL's NVLS busBw (NVLink SHARP), 0: none */
 } GPU_SYSTEMS[] = {
-  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6},
-  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6},
+  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6, 0},
+  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9},
 };
 #define GPUS_PER_SYSTEM 8
 
@@ -63,6 +64,7 @@ static int gpu_system_lookup(const char *name, scn_machine *m) {
     m->accel_nic_bytes_per_s = g->nic;
     m->accel_nccl_launch_s = g->launch;
     m->accel_gpus_per_nic = 1;
+    m->accel_nvls_bytes_per_s = g->nvls;
     return 0;
   }
   return -1;

@@ -12,7 +12,8 @@
 **             PCIe Gen4 x16 to the host, 8 x 200 Gb/s HDR; NCCL's ring at most 235 GB/s;
 **             2 x EPYC 7742 (128 cores), 1 TiB
 **   dgx-h100: H100 SXM5 80 GB, 989 TFLOP/s bf16, 3350 GB/s HBM, NVLink 450 GB/s one way,
-**             PCIe Gen5 x16, 8 x 400 Gb/s NDR; NCCL's ring at most 370 GB/s;
+**             PCIe Gen5 x16, 8 x 400 Gb/s NDR; NCCL's ring at most 370 GB/s, NVLS 330
+**             (algbw 275, NCCL's developer's figure);
 **             2 x Xeon 8480C (112 cores), 2 TiB
 */
 #ifndef PODSIM_MACHINES_H

@@ -70,6 +70,7 @@ typedef struct scn_machine {
   double accel_nccl_launch_s;    /* an NCCL collective's launch and completion (sim/nccl.h) */
   int    accel_gpus_per_nic;     /* consecutive GPUs sharing a NIC: 1 (the default), or 8 / M for
                                     {type: dgx-a100, nics: M} */
+  double accel_nvls_bytes_per_s; /* NCCL's NVLS busBw on its NVSwitches (dgx-h100); 0: none */
 } scn_machine;
 
 /* One faults entry as written; scenarios/programs/faults.h resolves its target against the run. */

@@ -14,7 +14,7 @@
 
 /* DGX A100 as NCCL's model sees it: 235 GB/s inside a node (its sm80 cap), between nodes its
 ** channels over the node's 8 NICs of 25 GB/s. */
-static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0};
+static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0, 0};
 
 static void assert_rel(double got, double want, double tol) {
   if (fabs(got - want) > tol * fabs(want)) fail_msg("got %.12g, want %.12g", got, want);
@@ -89,8 +89,10 @@ static void test_model_monotone(void **state) {
         sim_nccl_system s = A100, fast = A100;
         s.ranks_per_node = ppns[j];
         fast.ranks_per_node = ppns[j];
+        s.nvls_busbw = fast.nvls_busbw = 330e9;
         fast.busbw *= 2;
         fast.net_busbw *= 2;
+        fast.nvls_busbw *= 2;
         double last = 0;
         for (double n = 1; n <= 4 * GIB; n *= 2) {
           sim_nccl_choice c, f;
@@ -203,7 +205,7 @@ static void test_ring_takes_the_model_time(void **state) {
 static void test_pipelined_tree(void **state) {
   (void)state;
   enum { P = 32, COUNT = 262144 };
-  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0};
+  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&nodes, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_TREE);
@@ -252,7 +254,7 @@ static void test_tree_across_two_nodes(void **state) {
 static void test_sizes_and_links(void **state) {
   (void)state;
   for (int ppn = 4; ppn <= 8; ppn += 4) {
-    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6};
+    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6, 0}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6, 0};
     double last = 0;
     for (size_t count = 1; count <= (size_t)1 << 24; count *= 8) {
       double t = run_nccl(&s, 16, 300e9, 25e9, SIM_COLL_ALL_REDUCE, count, NULL);
@@ -285,7 +287,7 @@ static void test_channels_across_nodes(void **state) {
 static void test_channels_sum(void **state) {
   (void)state;
   enum { P = 8, COUNT = 1 << 20 };
-  sim_nccl_system two = {4, 235e9, 100e9, 1, 0};
+  sim_nccl_system two = {4, 235e9, 100e9, 1, 0, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&two, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_RING);
@@ -305,6 +307,29 @@ static void test_channels_sum(void **state) {
   free(bufs);
 }
 
+/* NVLS on 8 H100 (ring ceiling 370 GB/s, NVLS busBw 330: algbw 275): 8 GiB by NVLS, 23 us +
+** 2^33 / 275e9 = 31.259 ms, nccl-tests busbw 275 x 14/8 = 481 GB/s less the latency; 32 B by
+** ring LL (10.18 us against NVLS's 23). NVLS runs the ring's plan at bytes x 370 / 481.25, so
+** the run takes the model's time; not across nodes, not for all_gather. */
+static void test_nvls(void **state) {
+  (void)state;
+  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9};
+  sim_nccl_choice c;
+  sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 8, 8 * GIB, &c);
+  assert_int_equal(c.algo, SIM_NCCL_NVLS);
+  assert_string_equal(sim_nccl_algo_name(c.algo), "nvls");
+  assert_rel(c.algbw, 275e9, 1e-12);
+  assert_rel(c.busbw, 481.25e9, 1e-12);
+  assert_rel(c.time_s, 23e-6 + 8 * GIB / 275e9, 1e-12);
+  double got = run_nccl(&h100, 8, 370e9, 50e9, SIM_COLL_ALL_REDUCE, (size_t)(8 * GIB / 4), NULL);
+  assert_rel(got, c.time_s, 1e-9);
+  sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 8, 32, &c);
+  assert_int_equal(c.algo, SIM_NCCL_RING);
+  assert_int_equal(sim_nccl_model(&h100, SIM_COLL_ALL_GATHER, 8, GIB, SIM_NCCL_NVLS, SIM_NCCL_SIMPLE, &c), -1);
+  assert_int_equal(sim_nccl_model(&h100, SIM_COLL_ALL_REDUCE, 16, GIB, SIM_NCCL_NVLS, SIM_NCCL_SIMPLE, &c), -1);
+  assert_int_equal(sim_nccl_model(&A100, SIM_COLL_ALL_REDUCE, 8, GIB, SIM_NCCL_NVLS, SIM_NCCL_SIMPLE, &c), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_model_dgx_a100_one_node),
@@ -316,6 +341,7 @@ int main(void) {
     cmocka_unit_test(test_sizes_and_links),
     cmocka_unit_test(test_channels_across_nodes),
     cmocka_unit_test(test_channels_sum),
+    cmocka_unit_test(test_nvls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
