@@ -9,8 +9,9 @@
 **   1. sim_nccl_choose returns the pair of least predicted time, ties to the first in NCCL's
 **      order, so its time is the minimum of increasing functions of the size: it never falls
 **      as the message grows (tests/sim/test_nccl.c).
-**   2. A larger busbw or net_busbw never gives a longer predicted time (every bandwidth term is
-**      nondecreasing in them and the latencies do not depend on them).
+**   2. A larger busbw, net_busbw or nvls_busbw never gives a longer predicted time (every
+**      bandwidth term is nondecreasing in them and the latencies do not depend on them; a
+**      positive nvls_busbw only adds a candidate).
 */
 #include "sim/nccl.h"
 
