@@ -89,7 +89,7 @@ static const kj_option DROPOUT_OPTS[] = {
   OPT("rate", KJ_FLOAT, rate), CHECK("noise_shape", KJ_NULL), CHECK("seed", KJ_IGNORED), ENDOPT};
 static const kj_option LAYER_NORM_OPTS[] = {NORM, CHECK("rms_scaling", KJ_FALSE), ENDOPT};
 static const kj_option BATCH_NORM_OPTS[] = {
-  NORM, OPT("momentum", KJ_FLOAT, momentum), CHECK("synchronized", KJ_FALSE), CHECK("renorm", KJ_FALSE), ENDOPT};
+  NORM, OPT("momentum", KJ_FLOAT, momentum), OPT("synchronized", KJ_BOOL, synchronized), CHECK("renorm", KJ_FALSE), ENDOPT};
 static const kj_option ACTIVATION_OPTS[] = {OPT("activation", KJ_ACTIVATION, activation), ENDOPT};
 static const kj_option AXIS_OPTS[] = {OPT("axis", KJ_AXIS, axis), ENDOPT};
 static const kj_option NO_OPTS[] = {ENDOPT};

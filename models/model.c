@@ -31,6 +31,23 @@
 **   8. Rematerialisation changes costs and memory only: a train step charges each layer's
 **      forward a second time, just before its backward, and holds its outputs through the step
 **      (md_model_activation_bytes); the values computed are the first pass's.
+**   9. Tensor parallelism (md_model_tensor_parallel) changes memory and costs only: values are
+**      computed once per replica, unsplit, as the partitioned program computes them (the same
+**      products summed in another order is not claimed: the replica's numerics are the unsplit
+**      model's, bit for bit). Layers split in order as Megatron-LM's transformer does: a kind
+**      that splits by heads does (attention); else one that splits by columns does, paired with
+**      its one reader when that reader reads it alone and splits by rows (the feed-forward pair:
+**      the split activation passes between them with no collective); else by rows (embeddings).
+**      Collectives: rows all-reduce their output's partial sums (forward) and, unpaired, gather
+**      their input's split gradient (backward); columns, unpaired, gather their split output
+**      (forward; the model's output instead all-reduces the loss's three reductions over its
+**      split class axis, one after another as Megatron-LM's vocab-parallel cross entropy: max,
+**      the label's logit, sum of exponentials) and all-reduce their
+**      input's gradient (backward, each device holding a partial sum); heads all-reduce their
+**      output (forward) and their input's gradient (backward). The model's input has no gradient.
+**  10. Every replica of a train step issues the same all-reduces over the replicas (a
+**      cross_replica layer's, through md_workspace_set_all_reduce), in the same order, whatever
+**      its batch (an empty one too) and with numerics or without (shapes only: timed, no values).
 */
 #include <assert.h>
 #include <math.h>
@@ -339,15 +356,23 @@ md_workspace *md_workspace_new(const md_model *m) {
   w->z = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
   w->a = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
   w->saved = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
+  w->kept = base_xcalloc((size_t)m->nlayers + 1, sizeof(float *));
   w->g = base_xrealloc(NULL, sizeof(float *) * m->nlayers);
   memset(w->z, 0, sizeof(float *) * m->nlayers);
   memset(w->a, 0, sizeof(float *) * m->nlayers);
   memset(w->saved, 0, sizeof(float *) * m->nlayers);
   memset(w->g, 0, sizeof(float *) * m->nlayers);
+  for (int l = 0; l < m->nlayers && !m->shapes_only; l++)
+    if (m->layers[l].kept > 0) w->kept[l] = base_xcalloc((size_t)m->layers[l].kept, sizeof(float));
   return w;
 }
 
 void md_workspace_set_rng(md_workspace *w, gsl_rng *rng) { w->rng = rng; }
+
+void md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, void *ctx) {
+  w->all_reduce = fn;
+  w->all_reduce_ctx = ctx;
+}
 
 void md_workspace_free(md_workspace *w) {
   if (w == NULL) return;
@@ -355,10 +380,12 @@ void md_workspace_free(md_workspace *w) {
     if (w->a[l] != w->z[l]) free(w->a[l]);
     free(w->z[l]);
     free(w->saved[l]);
+    free(w->kept[l]);
     free(w->g[l]);
   }
   free(w->z);
   free(w->saved);
+  free(w->kept);
   free(w->a);
   free(w->g);
   for (int i = 0; i < MD_LAYER_MAX_INPUTS; i++) free(w->scratch[i]);
@@ -419,7 +446,9 @@ static md_layer_run layer_run(md_model *m, md_workspace *w, const md_batch *b, i
   const float *x0 = rounds(m) && b->x != NULL ? w->x16 : b->x;
   md_layer_run r = {.n = b->n, .vars = autocast ? w->vars16 : m->vars, .state = training ? m->vars : NULL,
                     .ids = b->ids, .z = w->z[l], .saved = w->saved[l], .training = training, .rng = w->rng,
-                    .has_dx = ly->input[0] != MD_INPUT_MODEL, .act_bytes = m->act_bytes};
+                    .has_dx = ly->input[0] != MD_INPUT_MODEL, .act_bytes = m->act_bytes, .kept = w->kept[l],
+                    .shapes_only = m->shapes_only,
+                    .all_reduce = training ? w->all_reduce : NULL, .all_reduce_ctx = w->all_reduce_ctx};
   for (int k = 0; k < ly->ninputs; k++) r.xs[k] = ly->input[k] == MD_INPUT_MODEL ? x0 : w->a[ly->input[k]];
   r.x = r.xs[0];
   return r;
@@ -535,6 +564,23 @@ static void add_gradients(const md_model *m, md_workspace *w, const md_layer *ly
   }
 }
 
+/* A replica with no examples this step (Mirrored's short last batch) still issues its layers'
+** all-reduces over the replicas, in a train step's order, adding nothing to them (invariant 10):
+** each cross-replica layer's forward in layer order, then the live ones' backward in reverse, on
+** its 0 examples, after the gradients were zeroed. */
+static void empty_replica_step(md_model *m, md_workspace *w, const md_batch *b, md_grads *grads, md_cost *cost) {
+  for (int pass = MD_PASS_FORWARD; pass <= MD_PASS_BACKWARD && w->all_reduce != NULL; pass++)
+    for (int k = 0; k < m->nlayers; k++) {
+      int l = pass == MD_PASS_FORWARD ? k : m->nlayers - 1 - k;
+      const md_layer *ly = &m->layers[l];
+      if (!ly->cross_replica || (pass == MD_PASS_BACKWARD && !ly->live)) continue;
+      md_layer_run r = layer_run(m, w, b, l, 1);
+      r.grads = grads;
+      if (!m->shapes_only) (pass == MD_PASS_FORWARD ? ly->ops->forward : ly->ops->backward)(ly, &r);
+      ly->ops->cost(ly, &r, (md_pass)pass, cost);
+    }
+}
+
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);
@@ -542,6 +588,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     for (int i = 0; i < m->nvars; i++)
       if (grads->g[i] != NULL) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
     if (loss_sum != NULL) *loss_sum = 0;
+    empty_replica_step(m, w, b, grads, cost);
     return;
   }
   forward(m, w, b, 1, cost);
@@ -556,8 +603,11 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     md_layer_run r = layer_run(m, w, b, l, 1);
     if (m->rematerialize) {
       /* The layer's forward again, from its kept input, before its backward (invariant 8): the
-      ** same values as the first pass, so only its ops are charged. */
-      ly->ops->cost(ly, &r, MD_PASS_FORWARD, cost);
+      ** same values as the first pass, so only its ops are charged (no collective: the first
+      ** pass's statistics are reused). */
+      md_layer_run again = r;
+      again.all_reduce = NULL;
+      ly->ops->cost(ly, &again, MD_PASS_FORWARD, cost);
       md_activation_forward(ly->spec.activation, activation_rows(ly, b->n),
                             ly->out_shape.dim[ly->out_shape.rank - 1], NULL, NULL, m->act_bytes, cost);
     }
@@ -587,6 +637,67 @@ double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *c
   if (b->n == 0) return 0;
   forward(m, w, b, 0, cost);
   return losses(m, w, b, 1.0f, 0, NULL, cost);
+}
+
+/* The one layer reading layer l's output, reading nothing else; -1 when there is none. */
+static int sole_reader(const md_model *m, int l) {
+  if (m->layers[l].readers != 1) return -1;
+  for (int j = l + 1; j < m->nlayers; j++) {
+    const md_layer *r = &m->layers[j];
+    for (int k = 0; k < r->ninputs; k++)
+      if (r->input[k] == l) return r->ninputs == 1 && r->live ? j : -1;
+  }
+  return -1;
+}
+
+static unsigned split_vars(const md_layer *l, md_split_way way) {
+  return l->ops->split ? l->ops->split(l, way) : 0u;
+}
+
+/* Adds a collective of `elements` per example to a pass's count and bytes. */
+static void collective(int *count, double *bytes, int pass, double elements, double act_bytes) {
+  count[pass]++;
+  bytes[pass] += elements * act_bytes;
+}
+
+void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel *tp) {
+  assert(devices >= 1);
+  memset(tp, 0, sizeof *tp);
+  int *way = base_xcalloc((size_t)m->nlayers + 1, sizeof *way), *paired = base_xcalloc((size_t)m->nlayers + 1, sizeof *paired);
+  for (int l = 0; l < m->nlayers; l++) way[l] = devices > 1 ? -1 : MD_SPLIT_WAYS;  /* -1: not chosen */
+  for (int l = 0; l < m->nlayers; l++) {
+    const md_layer *ly = &m->layers[l];
+    if (way[l] < 0) {
+      int reader = sole_reader(m, l);
+      way[l] = split_vars(ly, MD_SPLIT_HEADS) ? MD_SPLIT_HEADS
+               : split_vars(ly, MD_SPLIT_COLUMNS) ? MD_SPLIT_COLUMNS
+               : split_vars(ly, MD_SPLIT_ROWS) ? MD_SPLIT_ROWS : MD_SPLIT_WAYS;
+      if (way[l] == MD_SPLIT_COLUMNS && reader >= 0 && split_vars(&m->layers[reader], MD_SPLIT_ROWS)) {
+        way[reader] = MD_SPLIT_ROWS;
+        paired[l] = paired[reader] = 1;
+      }
+    }
+    unsigned bits = way[l] < MD_SPLIT_WAYS ? split_vars(ly, (md_split_way)way[l]) : 0u;
+    for (int k = 0; k < ly->nvars; k++) {
+      double size = (double)m->vars[ly->var[k]].size;
+      tp->floats_per_device += (bits >> k & 1u) ? size / devices : size;
+    }
+    if (bits == 0) continue;
+    tp->split_layers++;
+    int has_dx = ly->input[0] != MD_INPUT_MODEL, last = l == m->nlayers - 1;
+    double in = ly->in, out = ly->out, ab = m->act_bytes;
+    int *ar = tp->all_reduces, *ag = tp->all_gathers;
+    double *arb = tp->all_reduce_bytes, *agb = tp->all_gather_bytes;
+    if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_ROWS) collective(ar, arb, 0, out, ab);
+    for (int k = 0; k < 3 && way[l] == MD_SPLIT_COLUMNS && !paired[l] && last; k++)
+      collective(ar, arb, 0, out / ly->out_shape.dim[ly->out_shape.rank - 1], ab);
+    if (way[l] == MD_SPLIT_COLUMNS && !paired[l] && !last) collective(ag, agb, 0, out, ab);
+    if (!has_dx) continue;
+    if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_COLUMNS) collective(ar, arb, 1, in, ab);
+    if (way[l] == MD_SPLIT_ROWS && !paired[l]) collective(ag, agb, 1, in, ab);
+  }
+  free(way);
+  free(paired);
 }
 
 /* The input batch (float32 features or int32 ids, as the dataset gives them) plus every layer's

@@ -81,6 +81,9 @@ typedef struct md_layer_spec {
   md_shape target_shape;  /* reshape: one example's output, one dim may be -1 (inferred) */
   float epsilon;          /* layer_normalization, batch_normalization (0: Keras's 1e-3) */
   float momentum;         /* batch_normalization: of the moving statistics (0: Keras's 0.99) */
+  int synchronized;       /* batch_normalization: 1 normalises a train step by the statistics of
+                          ** every replica's batch (Keras's synchronized=True, tf.keras's
+                          ** SyncBatchNormalization), through md_workspace_set_all_reduce's sum */
   int num_heads;          /* multi_head_attention */
   int key_dim;            /* multi_head_attention: per head, query and key */
   int value_dim;          /* multi_head_attention: per head (0: key_dim) */
@@ -197,6 +200,12 @@ void          md_workspace_free(md_workspace *w);
 /* The stream a train step's dropout layers draw their masks from (one uniform per element, in
 ** layer order then row-major), owned by the caller; a model with dropout needs one to train. */
 void          md_workspace_set_rng(md_workspace *w, gsl_rng *rng);
+/* The sum over the replicas a train step's synchronized batch normalisations reduce their
+** statistics with (the strategy's all-reduce, from the replica's own actor): fn(ctx, buf, n) adds
+** every replica's n floats into buf, in place; buf is NULL in a shapes-only model (the collective
+** only takes its time). Without one (fn NULL, the default) a replica's statistics are its own. */
+typedef void (*md_all_reduce_fn)(void *ctx, float *buf, size_t n);
+void          md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, void *ctx);
 
 /* Gradient buffers shaped like the model's variables. An embedding's gradient is also kept as
 ** TF computes it, the gradient of a gather (tf.IndexedSlices): indices = the batch's ids in batch
@@ -232,5 +241,20 @@ const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, m
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
 /* Bytes of activations a batch of n keeps alive for backward (for memory accounting). */
 double md_model_activation_bytes(const md_model *m, int n);
+
+/* Megatron-style tensor parallelism as XLA's SPMD partitioner runs it when every kernel that
+** can be split is given to experimental_split_to_logical_devices over a replica's `devices`
+** logical devices (model.c invariant 9): the variable floats one device holds (optimizer slots
+** and gradients divide alike) and the activation collectives the partitioner inserts among the
+** replica's devices, per example, by pass (0 forward, 1 backward). */
+typedef struct md_tensor_parallel {
+  double floats_per_device;  /* variable floats a device holds: a split one's 1/devices, the rest whole */
+  int split_layers;          /* layers whose variables split */
+  int all_reduces[2];        /* all-reduces of partial sums issued in a pass */
+  double all_reduce_bytes[2];/* their bytes per example (each device's whole buffer) */
+  int all_gathers[2];        /* all-gathers of split activations issued in a pass */
+  double all_gather_bytes[2];/* their bytes per example (the gathered whole) */
+} md_tensor_parallel;
+void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel *tp);
 
 #endif

@@ -36,6 +36,12 @@ typedef struct md_layer {
   int nvars;              /* entries of var */
   int var[MD_LAYER_MAX_VARS]; /* model variable indices, in the layer's order (kernel, bias; ...) */
   int saved;              /* floats per example the forward keeps for the backward (dropout mask) */
+  int kept;               /* floats a train step's forward keeps for the backward whatever the
+                          ** batch (synchronized batch normalisation's statistics: a few floats a
+                          ** channel, left out of the activation bytes) */
+  int cross_replica;      /* 1: its train step's forward and backward all-reduce over the replicas
+                          ** (md_workspace_set_all_reduce; synchronized batch normalisation), so a
+                          ** replica with no examples still runs them, on its 0 examples */
   int live;               /* 1: its output reaches the model's, so its backward runs */
   int readers;            /* live layers' inputs reading its output: above 1, its gradient is a
                           ** sum the backward holds from the last reader to the first */
@@ -48,6 +54,12 @@ typedef struct md_layer {
 #define MD_LAYER_BIAS(l) ((l)->nvars > 1 ? (l)->var[1] : -1)
 
 typedef enum { MD_PASS_FORWARD = 0, MD_PASS_BACKWARD } md_pass;
+
+/* How a layer's variables split over a replica's logical devices (md_model_tensor_parallel):
+** columns on the output features (the output comes out split), rows on the input features (each
+** device adds a partial sum of the whole output), heads a whole attention block split by its heads
+** (whole input, whole output). */
+typedef enum { MD_SPLIT_COLUMNS = 0, MD_SPLIT_ROWS, MD_SPLIT_HEADS, MD_SPLIT_WAYS } md_split_way;
 
 /* One pass of one layer over n examples. Arrays are NULL in a shapes-only model, where only the
 ** cost op runs. */
@@ -71,6 +83,11 @@ typedef struct md_layer_run {
   const md_grads *grads;  /* backward: the layer's variables' gradients are overwritten here */
   double act_bytes;       /* bytes of an activation element in the policy's compute dtype (4 for
                           ** float32, 2 under mixed_bfloat16 and mixed_float16): the costs' */
+  float *kept;            /* l->kept floats, written by a train step's forward, read by backward */
+  int shapes_only;        /* 1: a shapes-only model's pass (arrays NULL, only the cost op runs) */
+  md_all_reduce_fn all_reduce; /* a train step's sum over the replicas (md_workspace_set_all_reduce),
+                          ** NULL: one replica's own; also NULL in a rematerialised re-forward */
+  void *all_reduce_ctx;   /* its argument */
 } md_layer_run;
 
 struct md_layer_ops {
@@ -95,6 +112,9 @@ struct md_layer_ops {
   /* The ops one pass issues, each added to cost as one op in issue order (FMA 2 FLOPs, 4 bytes a
   ** float read or written): the one place a layer's cost is written, for both modes. */
   void (*cost)(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost);
+  /* The layer's variables split when it is split `way`, a bit each (bit k: var[k]); 0 when its
+  ** kind does not split that way. NULL: every variable stays whole on every device. */
+  unsigned (*split)(const md_layer *l, md_split_way way);
 };
 
 /* The table of a kind (asserted in range). */
@@ -115,6 +135,10 @@ void md_embedding_gather(const md_var *table, const int32_t *ids, size_t count, 
 ** gradient (zeroed, then each id's row of dz added in order) and, when var is the slices
 ** variable, a row per id (tf.IndexedSlices). */
 void md_embedding_rows_grad(const md_layer_run *r, int var, const float *dz, size_t count);
+/* Megatron's vocabulary-parallel embedding: the (token) table, var[0], split on its rows, each
+** device looking up the ids in its range (zeros for the others), so every device holds a partial
+** sum of the output: rows, the only way an id-reading kind splits. */
+unsigned md_embedding_table_split(const md_layer *l, md_split_way way);
 
 /* The 0-based axis of an example of the given rank that a Keras axis names (the batch is Keras's
 ** axis 0; 0 or -1 mean the last), or -1 when it names none: softmax's and concatenate's. */
@@ -302,7 +326,10 @@ struct md_workspace {
   float **z;              /* z[l]: layer l's pre-activation, cap*out floats */
   float **a;              /* a[l]: layer l's output; == z[l] when its activation is none */
   float **saved;          /* saved[l]: cap*layers[l].saved floats, NULL when it saves none */
+  float **kept;           /* kept[l]: layers[l].kept floats, NULL when it keeps none */
   gsl_rng *rng;           /* dropout's stream (md_workspace_set_rng), not owned; NULL: none */
+  md_all_reduce_fn all_reduce; /* the replicas' sum (md_workspace_set_all_reduce), NULL: none */
+  void *all_reduce_ctx;   /* its argument */
   float **g;              /* g[l]: dL/d(layer l's output), cap*out floats: what its readers
                           ** wrote (the last reader first, the earlier ones added) */
   float *scratch[MD_LAYER_MAX_INPUTS]; /* [0, model's nscratch): a reader's dx before it is added

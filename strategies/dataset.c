@@ -57,6 +57,9 @@ struct ds_dataset {
   int64_t short_of;       /* a FILE shard over fewer files than shards: their count (0: not);
                           ** its first element is TF's InvalidArgumentError (require_non_empty) */
   int64_t num_shards;     /* the shards that FILE sharding asked for */
+  int require_non_empty;  /* shard: TF's auto-shard rewrite sets this attr, so a shard's first
+                          ** element is an InvalidArgumentError when the input ends before
+                          ** num_shards elements (ShardDatasetOp's require_non_empty_) */
   uint64_t seed;          /* shuffle's seed */
   int reshuffle;          /* shuffle: reshuffle_each_iteration */
   int64_t iterations;     /* shuffle: iterators made so far, which picks each one's stream */
@@ -558,7 +561,9 @@ ds_dataset *ds__dataset_shard_files(ds_dataset *d, int64_t num_shards, int64_t i
 ds_dataset *ds__dataset_shard_data(ds_dataset *d, int64_t num_shards, int64_t index) {
   if (d->op == OP_PREFETCH)
     return clone_onto(d, ds__dataset_shard_data(d->input, num_shards, index));
-  return ds_dataset_shard(d, num_shards, index, NULL);
+  ds_dataset *shard = ds_dataset_shard(d, num_shards, index, NULL);
+  shard->require_non_empty = 1;
+  return shard;
 }
 
 ds_dataset *ds__dataset_ref(ds_dataset *d) {
@@ -605,6 +610,35 @@ void ds_dataset_iterator_free(ds_dataset_iterator *it) {
 }
 
 static int step(ds_dataset_iterator *it, md_tensor **out, ds_status *st);
+
+/* TF's message (ShardDatasetOp) for an auto-sharded input with fewer elements than shards; it
+** names files because TF's rewrite assumes FILE sharding, whichever policy inserted the shard. */
+static int too_few_to_shard(ds_status *st, int64_t have, int64_t shards) {
+  return ds_status_set(st, DS_INVALID_ARGUMENT_ERROR, "Could not apply FILE based sharding: "
+                       "the dataset only has %lld file(s), which is not enough for the required "
+                       "%lld shards/workers. If you are using datasets with distribution "
+                       "strategy, consider setting the auto sharding policy to either DATA or OFF "
+                       "using the `experimental_distribute.auto_shard_policy` option of "
+                       "`tf.data.Options()`. Or, split your input files into a larger number of "
+                       "small files such that number of files is greater than number of "
+                       "shards/workers.", (long long)have, (long long)shards);
+}
+
+/* A require_non_empty shard that just took its first element: it skips the rest of the first
+** round of num_shards elements, as TF does at once, and fails if the input ends in it (every
+** shard must be able to get an element). The count named is the input's whole length. */
+static int skip_first_round(ds_dataset_iterator *it, md_tensor **out, ds_status *st) {
+  const ds_dataset *d = it->ds;
+  md_tensor *skipped[DS_DATASET_MAX_COMPONENTS] = {0};
+  int r = STEP_OK;
+  while (it->pos < d->n && (r = step(it->input, skipped, st)) == STEP_OK) {
+    release(skipped, d->ncomp);
+    it->pos++;
+  }
+  if (r == STEP_OK) return STEP_OK;
+  release(out, d->ncomp);
+  return r == STEP_END ? too_few_to_shard(st, it->pos, d->n) : r;
+}
 
 /* Stacks n elements (rows[k * ncomp + c]) into one batch per component. */
 static int stack(const ds_dataset *d, md_tensor **rows, int64_t n, md_tensor **out,
@@ -831,14 +865,7 @@ static int step(ds_dataset_iterator *it, md_tensor **out, ds_status *st) {
         it->pos = 0;
       }
       if (it->file < d->nfiles && d->short_of > 0) {
-        r = ds_status_set(st, DS_INVALID_ARGUMENT_ERROR, "Could not apply FILE based sharding: "
-                          "the dataset only has %lld file(s), which is not enough for the required "
-                          "%lld shards/workers. If you are using datasets with distribution "
-                          "strategy, consider setting the auto sharding policy to either DATA or OFF "
-                          "using the `experimental_distribute.auto_shard_policy` option of "
-                          "`tf.data.Options()`. Or, split your input files into a larger number of "
-                          "small files such that number of files is greater than number of "
-                          "shards/workers.", (long long)d->short_of, (long long)d->num_shards);
+        r = too_few_to_shard(st, d->short_of, d->num_shards);
         break;
       }
       if (it->file < d->nfiles) {
@@ -862,6 +889,7 @@ static int step(ds_dataset_iterator *it, md_tensor **out, ds_status *st) {
     case OP_SHARD:
       while ((r = step(it->input, out, st)) == STEP_OK && it->pos++ % d->n != d->index)
         release(out, d->ncomp);
+      if (r == STEP_OK && d->require_non_empty && it->pos < d->n) r = skip_first_round(it, out, st);
       break;
     case OP_PREFETCH:
     case OP_OPTIONS: r = step(it->input, out, st); break;

@@ -41,12 +41,15 @@ struct ds_status;
 struct ds_tensor_spec;
 struct md_tensor;
 /* FILE sharding: the same pipeline reading only files index, index + num_shards, ...
-** NotFoundError when no reader (ds_dataset_from_files) feeds it; InvalidArgumentError when
-** there are fewer files than shards, since some worker would get none. */
+** NotFoundError when no reader (ds_dataset_from_files) feeds it. With fewer files than shards,
+** as TF's require_non_empty: a shard with a file fails on its first element with
+** InvalidArgumentError, a shard without one is empty. */
 struct ds_dataset *ds__dataset_shard_files(struct ds_dataset *ds, int64_t num_shards,
                                            int64_t index, struct ds_status *st);
 /* DATA sharding: shard(num_shards, index) at the end of the pipeline, under a final prefetch
-** so that the prefetch still buffers whole shard elements. */
+** so that the prefetch still buffers whole shard elements. The shard is require_non_empty as
+** TF's rewrite makes it: with fewer elements than shards, a shard's first element is an
+** InvalidArgumentError (a shard past the end is empty). */
 struct ds_dataset *ds__dataset_shard_data(struct ds_dataset *ds, int64_t num_shards,
                                           int64_t index);
 /* Another reference to ds, for a pipeline that needs no transformation. */

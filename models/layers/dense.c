@@ -91,8 +91,15 @@ static void dense_cost(const md_layer *l, const md_layer_run *r, md_pass pass, m
                  MD_LAYER_BIAS(l) >= 0, r->has_dx);
 }
 
+/* Megatron's column-parallel layer splits the kernel [in, units] and the bias on units; its
+** row-parallel layer the kernel on its inputs alone, the bias added once to the reduced sum. */
+static unsigned dense_split(const md_layer *l, md_split_way way) {
+  unsigned bias = l->spec.use_bias ? 2u : 0u;
+  return way == MD_SPLIT_COLUMNS ? 1u | bias : way == MD_SPLIT_ROWS ? 1u : 0u;
+}
+
 const md_layer_ops md_dense_ops = {
   .keras_name = "dense", .reads_ids = 0, .has_activation = 1, .shape = dense_shape,
   .variables = dense_variables, .init = dense_init, .forward = dense_forward,
-  .backward = dense_backward, .cost = dense_cost,
+  .backward = dense_backward, .cost = dense_cost, .split = dense_split,
 };

@@ -120,8 +120,13 @@ static void embedding_cost(const md_layer *l, const md_layer_run *r, md_pass pas
   md_cost_add(cost, &c);
 }
 
+unsigned md_embedding_table_split(const md_layer *l, md_split_way way) {
+  (void)l;
+  return way == MD_SPLIT_ROWS ? 1u : 0u;
+}
+
 const md_layer_ops md_embedding_ops = {
   .keras_name = "embedding", .reads_ids = 1, .has_activation = 0, .shape = embedding_shape,
   .variables = embedding_variables, .init = embedding_init, .forward = embedding_forward,
-  .backward = embedding_backward, .cost = embedding_cost,
+  .backward = embedding_backward, .cost = embedding_cost, .split = md_embedding_table_split,
 };

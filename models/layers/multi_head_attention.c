@@ -219,8 +219,16 @@ static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
     md_affine_cost(cost, r->act_bytes, pass, rows, m.d, (double)m.h * (i == 2 ? m.v : m.k), bias, r->has_dx);
 }
 
+/* Megatron's attention block: the query, key and value projections (kernels [d, heads, dim] and
+** biases [heads, dim]) and the output kernel [heads, dim, d] split by heads, each device running
+** whole heads; the output bias is added once to the reduced sum. */
+static unsigned mha_split(const md_layer *l, md_split_way way) {
+  if (way != MD_SPLIT_HEADS) return 0u;
+  return l->spec.use_bias ? 0x7Fu : 0xFu;  /* all but attention_output/bias (the last with biases) */
+}
+
 const md_layer_ops md_multi_head_attention_ops = {
   .keras_name = "multi_head_attention", .reads_ids = 0, .has_activation = 0, .shape = mha_shape,
   .variables = mha_variables, .init = mha_init, .forward = mha_forward,
-  .backward = mha_backward, .cost = mha_cost,
+  .backward = mha_backward, .cost = mha_cost, .split = mha_split,
 };

@@ -79,5 +79,5 @@ static void tpe_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
 const md_layer_ops md_token_and_position_embedding_ops = {
   .keras_name = "token_and_position_embedding", .reads_ids = 1, .has_activation = 0,
   .shape = tpe_shape, .variables = tpe_variables, .init = tpe_init, .forward = tpe_forward,
-  .backward = tpe_backward, .cost = tpe_cost,
+  .backward = tpe_backward, .cost = tpe_cost, .split = md_embedding_table_split,
 };

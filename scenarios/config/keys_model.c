@@ -216,6 +216,9 @@ static const key_spec DROPOUT_KEYS[] = {
 static const key_spec LAYER_NORMALIZATION_KEYS[] = {EPSILON, LOGICAL_DEVICE, END};
 static const key_spec BATCH_NORMALIZATION_KEYS[] = {
   {.key = "momentum", .type = V_NUM, .st = S_FLOAT, OFF(md_layer_spec, momentum), .lo = 0, .hi = 1, .hi_open = 1},
+  {.key = "synchronized", .type = V_BOOL, .st = S_INT, OFF(md_layer_spec, synchronized),
+   .doc = "normalise a train step by the statistics of every replica's batch (Keras's synchronized=True, "
+          "SyncBatchNormalization), all-reduced over the replicas"},
   EPSILON, LOGICAL_DEVICE, END};
 static const key_spec ACTIVATION_KEYS[] = {
   {.key = "activation", .type = V_ENUM, .names = ACTIVATIONS, .st = S_INT, OFF(md_layer_spec, activation), .required = 1},

@@ -8,6 +8,9 @@
 const char *const CFG_STRATEGIES[] = {"default", "one_device", "mirrored", "multi_worker_mirrored",
                                          "tpu", "tpu_v1", "parameter_server", "gnn_runner_tpu", NULL};
 
+/* Indexed by scenario.split_variables. */
+static const char *const CFG_SPLITS[] = {"none", "megatron", NULL};
+
 /* Indexed by scn_allreduce. tree is binary; double_binary_tree is NCCL's pair of trees; nccl is
 ** NCCL's own choice of ring or tree and protocol (sim/nccl.h), auto's on a GPU system. */
 const char *const CFG_ALGORITHMS[] = {"auto", "ring", "bidirectional_ring", "torus", "tree",
@@ -86,6 +89,9 @@ const key_spec CFG_STRATEGY_KEYS[] = {
    OFF(scenario, strategy)},
   {.key = "device_assignment", .type = V_MAP, .sub = DEVICE_ASSIGNMENT_KEYS},
   {.key = "spmd_xla_partitioning", .type = V_BOOL, .st = S_INT, OFF(scenario, spmd)},
+  {.key = "split_to_logical_devices", .type = V_ENUM, .names = CFG_SPLITS, .st = S_INT, OFF(scenario, split_variables),
+   .doc = "tpu with spmd_xla_partitioning: megatron splits kernels over a replica's logical devices "
+          "(experimental_split_to_logical_devices), none keeps every variable whole on each"},
   {.key = "steps_per_run", .type = V_INT, .lo = 1, .hi = 1e9, .st = S_INT, OFF(scenario, steps_per_run)},
   {.key = "num_cores", .type = V_INT, .lo = 1, .hi = 100000, .st = S_INT, OFF(scenario, num_cores)},
   {.key = "host_round_trip", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE,

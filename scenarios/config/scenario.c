@@ -97,6 +97,23 @@ static int device_assignment_checks(cfg_ctx *c, const yt_node *da) {
   return 0;
 }
 
+/* split_to_logical_devices megatron: XLA's SPMD partitioner splits the variables, over the
+** logical devices a device assignment gives each replica. */
+static int split_checks(cfg_ctx *c) {
+  const scenario *s = c->s;
+  const yt_node *split = yt_path(c->root, "strategy.split_to_logical_devices");
+  if (!s->split_variables) return 0;
+  if (!s->spmd)
+    return cfg_fail(c, split, "strategy.split_to_logical_devices", "megatron splits variables with XLA's SPMD "
+                    "partitioner: set strategy.spmd_xla_partitioning: true");
+  int cores = s->has_device_assignment ? s->da_shape[0] * s->da_shape[1] * s->da_shape[2] * s->da_shape[3] : 1;
+  if (cores < 2)
+    return cfg_fail(c, split, "strategy.split_to_logical_devices", "megatron splits variables over a replica's "
+                    "logical devices: give strategy.device_assignment a computation_shape of more than one "
+                    "core, found %d", cores);
+  return 0;
+}
+
 /* logical_device < the device assignment's cores per replica (1 without one). */
 static int logical_device_checks(cfg_ctx *c) {
   const scenario *s = c->s;
@@ -196,6 +213,7 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
     return cfg_fail(c, kind, "strategy.kind", "%s runs on a TPU slice: add cluster.tpu", CFG_STRATEGIES[s->strategy]);
   if (only_with(c, "device_assignment", SCN_STRATEGY_TPU, "tpu") ||
       only_with(c, "spmd_xla_partitioning", SCN_STRATEGY_TPU, "tpu") ||
+      only_with(c, "split_to_logical_devices", SCN_STRATEGY_TPU, "tpu") ||
       only_with(c, "steps_per_run", SCN_STRATEGY_TPU_V1, "tpu_v1") ||
       only_with(c, "num_cores", SCN_STRATEGY_TPU_V1, "tpu_v1") ||
       only_with(c, "devices", SCN_STRATEGY_MIRRORED, "mirrored"))
@@ -209,6 +227,7 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
   const yt_node *da = yt_path(c->root, "strategy.device_assignment");
   s->has_device_assignment = da != NULL;
   if (tpu && device_assignment_checks(c, da)) return -1;
+  if (split_checks(c)) return -1;
   if (logical_device_checks(c)) return -1;
   for (int i = 0; i < s->ndevices; i++) {
     const yt_node *d = yt_path(c->root, "strategy.devices")->items[i];

@@ -160,6 +160,7 @@ typedef struct scenario {
   int    da_stride[4];          /* its computation_stride (default all ones) */
   int    da_num_replicas;       /* its num_replicas (default 1, as DeviceAssignment.build) */
   int    spmd;                  /* strategy.spmd_xla_partitioning (default false) */
+  int    split_variables;       /* strategy.split_to_logical_devices: 1 megatron, 0 none (default) */
   int    steps_per_run;         /* strategy.steps_per_run (tpu_v1, default 1) */
   int    num_cores;             /* strategy.num_cores (tpu_v1; 0: every core of the slice) */
   double host_round_trip_s;     /* strategy.host_round_trip: per program launch on a TPU (100 us) */

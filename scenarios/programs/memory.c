@@ -7,13 +7,15 @@
 
 /* The share of the model a logical core holds without SPMD: the parameters (with their slots
 ** and gradients) of the layers placed on it, and the activations of those layers, weighted by
-** the layers' outputs per example. SPMD (and a single core) holds every parameter on every core and a
-** 1/cores part of each activation. */
+** the layers' outputs per example. SPMD (and a single core) holds every parameter on every core,
+** but for the split ones' 1/cores part (spmd.c; a variable's slots have its shape, so they divide
+** alike), and a 1/cores part of each activation. */
 typedef struct core_share { double params, acts; } core_share;
 
 static core_share share_of_core(const trainer *t, int core) {
   const scenario *s = t->in.s;
-  if (t->cores == 1 || t->spmd) return (core_share){ 1.0, 1.0 / t->cores };
+  if (t->cores == 1 || t->spmd)
+    return (core_share){ t->nparams > 0 ? t->split.floats_per_device / (double)t->nparams : 1.0, 1.0 / t->cores };
   const md_model *m = t->replicas[0].model;
   double params = 0, all_params = 0, width = 0, all_width = 0;
   for (int l = 0; l < s->nlayers; l++) {
@@ -115,6 +117,7 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->t.replicas[0].model = model;
   m->t.replicas[0].opt = md_optimizer_new(&m->s.optimizer, model);
   m->t.nparams = md_model_num_params(model);
+  train__split_plan(&m->t, model);
   return m;
 }
 

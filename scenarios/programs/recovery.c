@@ -6,7 +6,8 @@
 ** When the job stops, restarts or fails is lifecycle.h's (UP, RESTORING while a new attempt's
 ** replicas read the checkpoint, DOWN, FAILED), shared with the parameter-server program; a task
 ** fault on a task of the job is a lost task there, back after its down time. This file is the
-** sync job's part: the checkpoint is two copies of replica 0's state: `pending`, written as the
+** sync job's part: the checkpoint is two copies of replica 0's state (its sync-on-read variables
+** the replicas' mean, rec_program's read_on_read): `pending`, written as the
 ** step ends (the snapshot being written), and `saved`, the last one whose write completed; only
 ** `saved` is ever restored, so a write cut short by a fault is lost as on real storage.
 **
@@ -63,6 +64,13 @@ static void copy_state(state_copy *dst, const md_model *m, const md_optimizer *o
   md_optimizer_copy_state(dst->opt, o);
   if (ls) dst->loss_scale = *ls;
   dst->step = step;
+}
+
+/* The pending checkpoint: replica 0's state at the end of `step`, its sync-on-read variables the
+** replicas' mean. */
+static void snapshot(rec_job *j, const md_model *m, const md_optimizer *o, const ls_state *ls, long step) {
+  copy_state(&j->pending, m, o, ls, step + 1);
+  if (j->prog->read_on_read) j->prog->read_on_read(j->ctx, step, j->pending.model);
 }
 
 static void make_copy(state_copy *c, const scenario *s, const md_model *m) {
@@ -156,7 +164,7 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
   if (j->s->ckpt_every <= 0 || (step + 1) % j->s->ckpt_every != 0) return SIM_OK;
   sim_time now = sim_now(j->engine);
   if (!j->s->ckpt_async) {
-    if (replica == 0) copy_state(&j->pending, m, o, ls, step + 1);
+    if (replica == 0) snapshot(j, m, o, ls, step);
     int rc = sim_sleep(self, j->write_ps);
     if (rc == SIM_OK && replica == 0) {
       j->checkpoint_ps += j->write_ps;
@@ -173,7 +181,7 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
     commit(j);
     now = sim_now(j->engine);
   }
-  copy_state(&j->pending, m, o, ls, step + 1);
+  snapshot(j, m, o, ls, step);
   j->write_done = now + j->write_ps;
   j->write_event = sim_schedule(j->engine, j->write_done, write_done, j);
   return SIM_OK;

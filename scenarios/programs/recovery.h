@@ -31,6 +31,10 @@ typedef struct rec_program {
   /* Starts an attempt at `step` whose replicas first wait `restore` (reading the checkpoint);
   ** each restores its variables and slots with rec_restore. */
   void (*start)(void *ctx, long step, sim_time restore);
+  /* Overwrites a checkpoint's copy of the non-trainable variables (Keras's ON_READ ones with
+  ** aggregation MEAN: batch normalisation's moving statistics) with what TF saves of them, their
+  ** mean over the replicas as they were at the end of `step`; NULL: replica 0's stay. */
+  void (*read_on_read)(void *ctx, long step, md_model *snapshot);
 } rec_program;
 
 /* The job of scenario s on engine e; `model` and `opt` are replica 0's at the start (the state

@@ -21,7 +21,8 @@
 **   (1) every replica applies the same summed gradient with the same optimizer state, so the
 **       mirrored copies stay bitwise identical (checked at the end);
 **   (2) replicas are never more than one step apart (the all-reduce joins them), so per-step
-**       loss sums need only two slots, indexed by step parity;
+**       loss sums and the non-trainable variables a checkpoint of a step reads need only two
+**       slots, indexed by step parity;
 **   (3) nothing is written before every input (CSV, init file) has been read and checked.
 */
 #include "scenarios/programs/trainSync.h"
@@ -34,6 +35,7 @@
 #include "scenarios/programs/ps_train.h"
 
 static ds_pipeline_spec input_spec(const trainer *t);
+static void checkpoint_on_read(void *ctx, long step, md_model *snapshot);
 
 /* ---- the input ---------------------------------------------------------------------------- */
 
@@ -52,6 +54,16 @@ static void flatten(const md_grads *g, const md_model *m, float *flat) {
   }
 }
 
+/* The non-trainable variables of m back to back into out. */
+static void keep_on_read(const md_model *m, float *out) {
+  for (int i = 0; i < md_model_num_vars(m); i++) {
+    const md_var *v = md_model_var_const(m, i);
+    if (v->trainable) continue;
+    memcpy(out, v->data, v->size * sizeof *out);
+    out += v->size;
+  }
+}
+
 static void unflatten(const float *flat, const md_model *m, md_grads *g) {
   size_t at = 0;
   for (int i = 0; i < g->nvars; i++) {
@@ -59,6 +71,18 @@ static void unflatten(const float *flat, const md_model *m, md_grads *g) {
     memcpy(g->g[i], flat + at, n * sizeof *flat);
     at += n;
   }
+}
+
+/* A synchronized batch normalisation's sum over the replicas (md_workspace_set_all_reduce): the
+** strategy's all-reduce from the replica's actor, its time the step's sync_ps. Once a fault has
+** stopped the actor nothing more is reduced; the step returns after the model's pass. */
+static void replica_all_reduce(void *ctx, float *buf, size_t n) {
+  replica *rep = ctx;
+  trainer *t = rep->t;
+  sim_time before = sim_now(t->engine);
+  if (!rep->stopped && ds_all_reduce_sum(t->strategy, t->actors[rep->index], rep->index, buf, n) != SIM_OK)
+    rep->stopped = 1;
+  rep->sync_ps += sim_now(t->engine) - before;
 }
 
 /* The clock at each boundary of one replica's step, in order (the step ends at the current time). */
@@ -69,6 +93,8 @@ typedef struct step_marks {
   sim_time fed;           /* its batch was on the device */
   sim_time computed;      /* forward and backward were done */
   sim_time reduced;       /* the gradient all-reduce was done */
+  sim_time split_comm;    /* of computed..reduced, the split variables' collectives (spmd.c) */
+  sim_time sync_comm;     /* of fed..computed, synchronized batch normalisations' all-reduces */
   sim_time updated;       /* the optimizer was done (then, ending a tpu_v1 loop, its outputs
                           ** travel back to the host before the step ends) */
 } step_marks;
@@ -76,7 +102,7 @@ typedef struct step_marks {
 static void record_step(trainer *t, long step, const step_marks *m, int examples) {
   double loss = 0.0;
   for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
-  sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy);
+  sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy) + m->split_comm;
   if ((size_t)t->completed == t->cap_records) {  /* restarts redo steps: more rows than steps */
     t->cap_records *= 2;
     step_record *grown = base_xcalloc(t->cap_records, sizeof *grown);
@@ -92,8 +118,8 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->examples = examples;
   rec->compile_ps = m->compiled - m->launched;
   rec->input_ps = m->fed - m->compiled;
-  rec->compute_ps = (m->computed - m->fed) + (m->updated - m->reduced);
-  rec->comm_ps = comm;
+  rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
+  rec->comm_ps = comm + m->sync_comm;
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start) + (now - m->updated);
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
@@ -147,10 +173,16 @@ static void replica_main(sim_actor *self, void *arg) {
     train_dropout_step(s, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
     /* mixed_float16: the loss multiplied by the LossScaleOptimizer's scale (scale_loss). */
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
+    rep->sync_ps = 0;
     md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
                         &rep->loss_sum[step & 1], &cost);
+    if (rep->stopped) return;
+    marks.sync_comm = rep->sync_ps;
+    if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
     marks.computed = sim_now(t->engine);
+    marks.split_comm = train__split_comm_ps(t, n);
+    if (marks.split_comm > 0 && sim_sleep(self, marks.split_comm) != SIM_OK) return;
 
     if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     if (ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK) return;
@@ -198,6 +230,7 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
   char name[48];
   for (int r = 0; r < t->nreplicas; r++) {
+    t->replicas[r].stopped = 0;
     snprintf(name, sizeof name, "replica%d", r);
     t->actors[r] = sim_actor_spawn(t->engine, name, replica_main, &t->replicas[r]);
   }
@@ -218,7 +251,7 @@ static void attempt_start(void *ctx, long step, sim_time restore) {
   spawn_attempt(t, step, restore);
 }
 
-static const rec_program ATTEMPTS = { attempt_stop, attempt_start };
+static const rec_program ATTEMPTS = { attempt_stop, attempt_start, checkpoint_on_read };
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
@@ -277,6 +310,9 @@ static void make_replicas(trainer *t, md_model *first) {
   t->replicas = base_xcalloc((size_t)t->nreplicas, sizeof *t->replicas);
   t->track = base_xcalloc((size_t)t->nreplicas, sizeof *t->track);
   t->nparams = md_model_num_params(first);
+  train__split_plan(t, first);
+  for (int i = 0; i < md_model_num_vars(first); i++)
+    if (!md_model_var_const(first, i)->trainable) t->on_read_floats += md_model_var_const(first, i)->size;
   for (int r = 0; r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
     rep->t = t;
@@ -285,8 +321,11 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->opt = md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->dropout = train_dropout_rng(s, rep->ws);
+    if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
     ls_init(&rep->loss_scale);
     rep->grads = md_grads_new(rep->model);
+    for (int k = 0; k < 2 && s->numerics_full && t->on_read_floats > 0; k++)
+      rep->on_read[k] = base_xcalloc(t->on_read_floats, sizeof *rep->on_read[k]);
     t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
     char host[SCN_PATH_MAX];  /* the replica's steps sit in its host's process, by its cpu */
     sim_trace_track_group(t->engine, t->track[r], sim_trace_default_group(
@@ -310,6 +349,8 @@ void train__free(trainer *t) {
     md_grads_free(rep->grads);
     md_op_log_free(&rep->ops);
     free(rep->flat);
+    free(rep->on_read[0]);
+    free(rep->on_read[1]);
     free(rep->x);
     free(rep->ids);
     free(rep->labels);
@@ -405,20 +446,52 @@ static void mirrored_copies_agree(const trainer *t) {
     }
 }
 
+/* dst's `size` floats become a sync-on-read value's MEAN over the replicas (float32 sum in replica
+** order, then / replicas, as the strategy's reduce does), which Keras's get_weights and a
+** checkpoint's save read: replica r's part at from(t, r, arg). */
+static void replica_mean(const trainer *t, float *dst, size_t size,
+                         const float *(*from)(const trainer *t, int r, const void *arg), const void *arg) {
+  memcpy(dst, from(t, 0, arg), size * sizeof *dst);
+  for (int r = 1; r < t->nreplicas; r++) {
+    const float *other = from(t, r, arg);
+    for (size_t k = 0; k < size; k++) dst[k] += other[k];
+  }
+  for (size_t k = 0; k < size; k++) dst[k] /= (float)t->nreplicas;
+}
+
+static const float *var_of_replica(const trainer *t, int r, const void *var) {
+  return md_model_var_const(t->replicas[r].model, *(const int *)var)->data;
+}
+
+/* A checkpoint of `step` (recovery.h's read_on_read): each non-trainable variable the mean of
+** what the replicas kept after that step's forward (invariant 2). */
+typedef struct on_read_at { int parity; size_t at; } on_read_at;
+
+static const float *on_read_of_replica(const trainer *t, int r, const void *arg) {
+  const on_read_at *a = arg;
+  return t->replicas[r].on_read[a->parity] + a->at;
+}
+
+static void checkpoint_on_read(void *ctx, long step, md_model *snapshot) {
+  const trainer *t = ctx;
+  if (t->replicas[0].on_read[0] == NULL) return;
+  on_read_at a = { (int)(step & 1), 0 };
+  for (int i = 0; i < md_model_num_vars(snapshot); i++) {
+    md_var *v = md_model_var(snapshot, i);
+    if (v->trainable) continue;
+    replica_mean(t, v->data, v->size, on_read_of_replica, &a);
+    a.at += v->size;
+  }
+}
+
 /* The weights as the program reads them after training: a mirrored variable's value, and a
-** sync-on-read one's MEAN over the replicas (float32 sum in replica order, then / replicas, as
-** the strategy's reduce does), which Keras's get_weights and save give. */
+** sync-on-read one's MEAN over the replicas, which Keras's get_weights and save give. */
 static int final_weights(const void *prog, const char *path) {
   const trainer *t = prog;
   md_model *view = md_model_clone(t->replicas[0].model);
   for (int i = 0; i < md_model_num_vars(view) && t->in.s->numerics_full; i++) {
     md_var *v = md_model_var(view, i);
-    if (v->trainable) continue;
-    for (int r = 1; r < t->nreplicas; r++) {
-      const md_var *other = md_model_var_const(t->replicas[r].model, i);
-      for (size_t k = 0; k < v->size; k++) v->data[k] += other->data[k];
-    }
-    for (size_t k = 0; k < v->size; k++) v->data[k] /= (float)t->nreplicas;
+    if (!v->trainable) replica_mean(t, v->data, v->size, var_of_replica, &i);
   }
   int rc = train_write_weights(view, path);
   md_model_free(view);

@@ -34,9 +34,14 @@ typedef struct replica {
   int32_t *labels;        /* batch labels */
   float *targets;         /* batch targets (losses other than sparse_categorical_crossentropy) */
   double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
+  float *on_read[2];      /* its non-trainable variables back to back after the forward of the
+                          ** last step of each parity (a checkpoint reads their mean); NULL with
+                          ** numerics off or none in the model */
   ls_state loss_scale;    /* mixed_float16: its LossScaleOptimizer's dynamic scale (mirrored: every
                           ** replica takes the same decisions from the same reduced gradients) */
   md_op_log ops;          /* the ops of the pass being charged, for the roofline */
+  sim_time sync_ps;       /* this step's synchronized batch normalisation all-reduces (train.c) */
+  int stopped;            /* one of them returned the actor's stop (a fault killed it) */
 } replica;
 
 struct trainer {
@@ -51,6 +56,9 @@ struct trainer {
   int scaled;             /* mixed_float16: the optimizer is a LossScaleOptimizer (lossscale.h) */
   int cores;              /* logical devices per replica */
   int spmd;               /* SPMD partitioning: every op split over the cores */
+  int split_devices;      /* devices each split variable divides over (1: none split; spmd.c) */
+  md_tensor_parallel split; /* what a device holds of the variables and the collectives splitting
+                          ** adds, per example (spmd.c) */
   sim_time compile_ps;    /* XLA compile time, waited before the first step (0: no XLA) */
   int nreplicas;          /* num_replicas_in_sync */
   replica *replicas;      /* nreplicas entries */
@@ -60,6 +68,7 @@ struct trainer {
   faults *faults;         /* the scenario's faults, NULL without */
   rec_job *rec;           /* checkpoints and restarts */
   size_t nparams;         /* floats in the flattened gradient */
+  size_t on_read_floats;  /* floats of the non-trainable variables, back to back */
   step_record *records;   /* one per completed step, redone ones included */
   long completed;         /* records filled */
   size_t cap_records;     /* records allocated */
@@ -82,5 +91,11 @@ int  train__reserve_memory(trainer *t, int slice, run_summary *sum);
 ** bias for a dense layer that uses one (memory.c). */
 /* Gives back the first `taken` reservations of train__reserve_memory's order (memory.c). */
 void train__release_memory(trainer *t, int slice, long taken);
+/* Splits m's variables over each replica's logical devices as the scenario asks (none: every
+** device holds them whole) into t->split (spmd.c). */
+void train__split_plan(trainer *t, const md_model *m);
+/* The time the split variables' collectives add to a step of a per-replica batch of `examples`
+** (spmd.c); 0 when nothing is split. */
+sim_time train__split_comm_ps(const trainer *t, int examples);
 
 #endif

@@ -167,6 +167,26 @@ static void test_keras2_and_keras3_forms(void **state) {
   md_keras_free(&k);
 }
 
+/* Keras's BatchNormalization(synchronized=True) writes "synchronized": true into its config
+** (Keras 3 and tf.keras 2.12+): the layer normalises by the replicas' global statistics. */
+static const char KERAS3_SYNC_BN[] =
+    "{\"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+    " {\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 4], \"dtype\": \"float32\", \"name\": \"in\"}},\n"
+    " {\"class_name\": \"BatchNormalization\", \"config\": {\"name\": \"bn\", \"axis\": -1, \"momentum\": 0.9, \"epsilon\": 0.001, \"center\": true, \"scale\": true, \"synchronized\": true}},\n"
+    " {\"class_name\": \"BatchNormalization\", \"config\": {\"name\": \"bn2\", \"axis\": -1, \"synchronized\": false}}]}}\n";
+
+static void test_batch_normalization_synchronized(void **state) {
+  (void)state;
+  md_keras_model k;
+  md_error err = {0};
+  if (md_keras_parse(KERAS3_SYNC_BN, strlen(KERAS3_SYNC_BN), &k, &err)) fail_msg("%d:%d: %s", err.line, err.col, err.msg);
+  assert_int_equal(k.nlayers, 2);
+  assert_int_equal(k.layers[0].kind, MD_LAYER_BATCH_NORMALIZATION);
+  assert_int_equal(k.layers[0].synchronized, 1);
+  assert_int_equal(k.layers[1].synchronized, 0);
+  md_keras_free(&k);
+}
+
 /* Errors name the layer (its index in config.layers, name and class_name) at its object's
 ** line:col, or the JSON error's position. */
 static void test_errors(void **state) {
@@ -209,6 +229,7 @@ int main(void) {
       cmocka_unit_test(test_embedding),
       cmocka_unit_test(test_residual_config),
       cmocka_unit_test(test_keras2_and_keras3_forms),
+      cmocka_unit_test(test_batch_normalization_synchronized),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

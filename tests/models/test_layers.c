@@ -773,6 +773,171 @@ static void test_grad_batch_normalization(void **state) {
   md_model_free(m);
 }
 
+/* test_grad_batch_normalization's model with both normalisations synchronized (Keras's
+** BatchNormalization(synchronized=True)), on one replica: no all-reduce, so the sums are the
+** replica's own and mean = sum / M, var = sum_sq / M - mean^2 as TF's _calculate_mean_and_var
+** computes them under a replica context; differentiated through those sums. */
+static const md_layer_spec sync_bn_layers[6] = {
+    {.kind = MD_LAYER_CONV2D, .filters = 3, .kernel_size = {2, 2}, .strides = {2, 2}, .use_bias = 1},
+    {.kind = MD_LAYER_BATCH_NORMALIZATION, .synchronized = 1},
+    {.kind = MD_LAYER_GLOBAL_AVERAGE_POOLING2D},
+    {.kind = MD_LAYER_DENSE, .units = 4, .activation = MD_ACT_TANH, .use_bias = 1},
+    {.kind = MD_LAYER_BATCH_NORMALIZATION, .momentum = 0.9f, .epsilon = 1e-2f, .synchronized = 1},
+    {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+
+static void test_grad_sync_batch_normalization(void **state) {
+  (void)state;
+  md_model *m = fd_model(sync_bn_layers, 6, fd_hwc(5, 5, 2));
+  md_batch b = fd_image_batch();
+  fd_check(m, &b, 900, 13);
+  md_model_free(m);
+}
+
+/* Keras 3's moments(synchronized=True) takes max(sum_sq / M - mean^2, 0): four values 5.4e-3 apart
+** near 4842.73 have a true variance of 7e-6, but in float32 sum_sq / M (5.9e6, an ulp of 0.5) minus
+** mean^2 rounds to -4. Clamped, the variance is 0: the outputs are finite ((x - mean) /
+** sqrt(eps)), the moving variance moves from 1 toward 0 (0.99, where tf.keras 2's unclamped -4
+** would give 0.95 and NaN outputs) and no gradient flows through the clamped variance. */
+static void test_sync_batch_normalization_clamps_the_variance(void **state) {
+  (void)state;
+  md_layer_spec l[2] = {{.kind = MD_LAYER_BATCH_NORMALIZATION, .synchronized = 1}, {.kind = MD_LAYER_DENSE, .units = 2}};
+  md_model *m = fd_model(l, 2, (md_shape){.rank = 1, .dim = {1}});
+  gsl_rng *rng = sim_rng_stream(5, "init");
+  md_model_init_default(m, rng);
+  gsl_rng_free(rng);
+  md_workspace *w = md_workspace_new(m);
+  md_grads *g = md_grads_new(m);
+  const float x[4] = {4842.73486328125f, 4842.7294921875f, 4842.73486328125f, 4842.7294921875f};
+  const int32_t y[4] = {0, 1, 0, 1};
+  double loss;
+  md_model_train_step(m, w, &(md_batch){4, x, NULL, y, NULL}, 0.25f, g, &loss, NULL);
+  assert_true(isfinite(loss));
+  assert_true(md_model_var(m, 3)->data[0] == 0.99f);
+  for (int i = 0; i < md_model_num_vars(m); i++)
+    for (size_t j = 0; j < md_model_var(m, i)->size; j++) assert_true(isfinite(g->g[i][j]));
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
+/* The all-reduces a replica issues, by size, and whether it passed values. */
+typedef struct call_log {
+  int n;                  /* calls so far */
+  size_t size[16];        /* floats each call reduced */
+  int timed_only[16];     /* 1: its buffer was NULL (shapes only) */
+} call_log;
+
+static void log_call(call_log *log, const float *buf, size_t n) {
+  assert_true(log->n < 16);
+  log->size[log->n] = n;
+  log->timed_only[log->n++] = buf == NULL;
+}
+
+/* The all-reduce of a replica whose twin holds the same batch: every sum doubles. */
+static void twin_all_reduce(void *ctx, float *buf, size_t n) {
+  log_call(ctx, buf, n);
+  for (size_t i = 0; buf != NULL && i < n; i++) buf[i] *= 2;
+}
+
+/* The all-reduce of a replica whose partner adds 1 to every sum (has examples, whatever they are). */
+static void partner_all_reduce(void *ctx, float *buf, size_t n) {
+  log_call(ctx, buf, n);
+  for (size_t i = 0; buf != NULL && i < n; i++) buf[i] += 1;
+}
+
+/* One train step of sync_bn_layers on b with scale 0.5 (all_reduce logging into log unless log is
+** NULL); the model (initialised from seed 900) and its gradients returned. */
+static md_model *sync_bn_step(const md_batch *b, int shapes_only, md_all_reduce_fn all_reduce, call_log *log,
+                              md_grads **g, double *loss) {
+  md_model_spec spec = {.input_shape = fd_hwc(5, 5, 2), .nlayers = 6, .layers = sync_bn_layers,
+                        .from_logits = 1, .shapes_only = shapes_only};
+  md_error err = {0};
+  md_model *m = md_model_new(&spec, &err);
+  assert_non_null(m);
+  gsl_rng *rng = sim_rng_stream(900, "init");
+  md_model_init_default(m, rng);
+  gsl_rng_free(rng);
+  md_workspace *w = md_workspace_new(m);
+  if (log != NULL) md_workspace_set_all_reduce(w, all_reduce, log);
+  *g = md_grads_new(m);
+  md_model_train_step(m, w, b, 0.5f, *g, loss, NULL);
+  md_workspace_free(w);
+  return m;
+}
+
+/* SyncBatchNormalization over two replicas holding the same 4 examples, as the replica sees it:
+** its all-reduces double every sum (twin_all_reduce). The global batch is the 4 examples twice,
+** whose statistics are theirs, and the global loss is L_A + L_B = 2 L_A, so the gradients the
+** replica computes (its share of what the gradient all-reduce sums), the input gradients through
+** the all-reduced d sum and d sum_sq included, are half those of one replica holding the 8
+** examples, to float rounding; its moving statistics are that replica's. The all-reduces, as TF
+** issues them (three, not batched): forward the sum, sum of squares and count of each
+** normalisation's channels (3, then 4); backward, in reverse, the two sums' gradients. A
+** replica with no examples (its partner has some), and a shapes-only model, issue the same ones
+** (model.c invariant 10);
+** a normalisation reading the model's input has no input gradient: no backward all-reduce. */
+static void test_sync_batch_normalization_twin_replicas(void **state) {
+  (void)state;
+  md_batch b = fd_image_batch();
+  static float x8[2 * FD_IMAGES * FD_IMAGE_SIZE];
+  int32_t y8[2 * FD_IMAGES];
+  for (int k = 0; k < 2; k++) {
+    memcpy(x8 + k * FD_IMAGES * FD_IMAGE_SIZE, b.x, sizeof(float) * FD_IMAGES * FD_IMAGE_SIZE);
+    memcpy(y8 + k * FD_IMAGES, fd_labels, sizeof fd_labels);
+  }
+  md_batch twice = {2 * FD_IMAGES, x8, NULL, y8, NULL};
+  call_log log = {0};
+  md_grads *ga, *gb;
+  double la, lb;
+  md_model *a = sync_bn_step(&b, 0, twin_all_reduce, &log, &ga, &la);
+  md_model *one = sync_bn_step(&twice, 0, NULL, NULL, &gb, &lb);
+  assert_close(2 * la, lb, 1e-6 * lb);
+  double worst = 0;
+  for (int i = 0; i < md_model_num_vars(a); i++) {
+    const md_var *va = md_model_var(a, i), *vb = md_model_var(one, i);
+    for (size_t j = 0; j < va->size; j++) {
+      double want = 0.5 * gb->g[i][j], err = fabs(ga->g[i][j] - want);
+      if (err > 1e-6 + 1e-5 * fabs(want)) fail_msg("%s[%zu]: grad %.9g, want %.9g", va->name, j, ga->g[i][j], want);
+      worst = fmax(worst, err);
+      assert_close(va->data[j], vb->data[j], 1e-6 + 1e-6 * fabs(vb->data[j]));
+    }
+  }
+  print_message("  twin replicas vs one on the batch twice: max |gradient error| %.3g\n", worst);
+  const size_t want[10] = {3, 3, 3, 4, 4, 4, 4, 4, 3, 3};
+  assert_int_equal(log.n, 10);
+  for (int k = 0; k < 10; k++) assert_true(log.size[k] == want[k] && !log.timed_only[k]);
+  md_batch empty = {0, NULL, NULL, NULL, NULL};
+  for (int shapes_only = 0; shapes_only <= 1; shapes_only++) {
+    call_log again = {0};
+    md_grads *g;
+    double loss;
+    md_model *m = sync_bn_step(shapes_only ? &(md_batch){FD_IMAGES, NULL, NULL, NULL, NULL} : &empty,
+                               shapes_only, partner_all_reduce, &again, &g, &loss);
+    assert_int_equal(again.n, 10);
+    for (int k = 0; k < 10; k++) assert_true(again.size[k] == want[k] && again.timed_only[k] == shapes_only);
+    md_grads_free(g);
+    md_model_free(m);
+  }
+  md_layer_spec first[2] = {{.kind = MD_LAYER_BATCH_NORMALIZATION, .synchronized = 1},
+                            {.kind = MD_LAYER_DENSE, .units = 3}};
+  md_model *m = fd_model(first, 2, (md_shape){.rank = 1, .dim = {2}});
+  md_workspace *w = md_workspace_new(m);
+  call_log input_only = {0};
+  md_workspace_set_all_reduce(w, twin_all_reduce, &input_only);
+  md_grads *g = md_grads_new(m);
+  const float x[4] = {1, 10, 3, 20};
+  double loss;
+  md_model_train_step(m, w, &(md_batch){2, x, NULL, fd_labels, NULL}, 0.5f, g, &loss, NULL);
+  assert_int_equal(input_only.n, 3);
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+  md_grads_free(ga);
+  md_grads_free(gb);
+  md_model_free(a);
+  md_model_free(one);
+}
+
 /* DepthwiseConv2D by hand: x [2, 2, 2] with channel 0 = [1, 2, 3, 4] and channel 1 = [10, 20,
 ** 30, 40], kernel [2, 2, 2, 2] (depth_multiplier 2), valid: one position, output channel c 2 + m
 ** = sum over taps of x[., ., c] K[i, j, c, m]. K = 1 for (c 0, m 0), tap index + 1 for (c 0, m 1),
@@ -899,6 +1064,9 @@ int main(void) {
       cmocka_unit_test(test_grad_depthwise_conv2d),
       cmocka_unit_test(test_batch_normalization_keras_doc),
       cmocka_unit_test(test_grad_batch_normalization),
+      cmocka_unit_test(test_grad_sync_batch_normalization),
+      cmocka_unit_test(test_sync_batch_normalization_twin_replicas),
+      cmocka_unit_test(test_sync_batch_normalization_clamps_the_variance),
       cmocka_unit_test(test_layer_spec_errors),
       cmocka_unit_test(test_shapes_only_costs_new_kinds),
   };

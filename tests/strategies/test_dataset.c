@@ -4,6 +4,7 @@
 #include "tests/testutil.h"
 
 #include "strategies/dataset.h"
+#include "strategies/strategiesInt.h"
 
 /* t holds exactly the n values want (any dtype), with n rows. */
 static void expect_values(const md_tensor *t, size_t n, const double *want) {
@@ -407,11 +408,63 @@ static void bad_arguments_are_tf_errors(void **state) {
   ds_dataset_free(r);
 }
 
+/* The first element of shard index of range(n) split num_shards ways by the auto-shard rewrite:
+** 0 and its value, or -1 with st set. */
+static int first_auto_shard_element(int64_t n, int64_t num_shards, int64_t index, double *value,
+                                    ds_status *st) {
+  ds_dataset *r = ds_dataset_range(0, n, 1, NULL);
+  ds_dataset *sh = ds__dataset_shard_data(r, num_shards, index);
+  ds_dataset_iterator *it = ds_dataset_make_iterator(sh);
+  md_tensor *t[1];
+  ds_status_clear(st);
+  int rc = ds_dataset_get_next(it, t, st);
+  if (rc == 0) {
+    *value = md_tensor_get(t[0], 0);
+    md_tensor_free(t[0]);
+  }
+  ds_dataset_iterator_free(it);
+  ds_dataset_free(sh);
+  ds_dataset_free(r);
+  return rc;
+}
+
+/* TF's testShardOutOfRange (auto_shard_dataset_test.py): _AutoShardDataset(range(5), 10, 0)
+** raises InvalidArgumentError. A range has no reader, so the rewrite shards its data, with
+** require_non_empty: shard 0 takes element 0, then skips the 9 others of its first round and
+** runs out after 4 of them. Shard 4 takes element 4 and runs out at once; shard 7 skips past the
+** end before it has an element, so it is merely empty. testShardOutOfRangeEmptyDataset:
+** range(0) is OutOfRangeError. With 10 elements every shard gets one: shard 3 gives 3. A shard the
+** user writes (ds_dataset_shard) has no such check: range(5).shard(10, 0) gives 0. */
+static void auto_shard_out_of_range(void **state) {
+  (void)state;
+  ds_status st;
+  double v = -1;
+  assert_int_equal(first_auto_shard_element(5, 10, 0, &v, &st), -1);
+  assert_int_equal(st.kind, DS_INVALID_ARGUMENT_ERROR);
+  assert_non_null(strstr(st.message, "only has 5 file(s), which is not enough for the required 10"));
+  assert_int_equal(first_auto_shard_element(5, 10, 4, &v, &st), -1);
+  assert_int_equal(st.kind, DS_INVALID_ARGUMENT_ERROR);
+  assert_int_equal(first_auto_shard_element(5, 10, 7, &v, &st), -1);
+  assert_int_equal(st.kind, DS_OUT_OF_RANGE_ERROR);
+  assert_int_equal(first_auto_shard_element(0, 10, 0, &v, &st), -1);
+  assert_int_equal(st.kind, DS_OUT_OF_RANGE_ERROR);
+  assert_int_equal(first_auto_shard_element(10, 10, 3, &v, &st), 0);
+  assert_true(v == 3);
+  ds_dataset *r = ds_dataset_range(0, 5, 1, NULL), *sh = ds_dataset_shard(r, 10, 0, NULL);
+  ds_dataset_iterator *it = ds_dataset_make_iterator(sh);
+  expect_next(it, 1, (double[]){ 0 });
+  expect_end(it);
+  ds_dataset_iterator_free(it);
+  ds_dataset_free(sh);
+  ds_dataset_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(batch_keeps_or_drops_the_short_batch),
     cmocka_unit_test(range_counts_down),
     cmocka_unit_test(slices_shard_take_repeat),
+    cmocka_unit_test(auto_shard_out_of_range),
     cmocka_unit_test(repeat_of_nothing_ends),
     cmocka_unit_test(rebatch_documented_examples),
     cmocka_unit_test(rebatch_zero_size_is_an_empty_batch),
