@@ -382,11 +382,13 @@ static void past_horizon(const trainer *t, run_summary *sum) {
 ** was never scheduled), or a podsim bug. Either way the run is reported, not aborted. */
 static void stalled(const trainer *t, run_summary *sum) {
   const char *names[8];
-  size_t n = sim_deadlocked_actors(t->engine, names, 8);
+  size_t n = sim_deadlocked_actors(t->engine, names, 8); /* all of them: names holds the first 8 */
   char msg[512];
   int at = snprintf(msg, sizeof msg, "the simulation stalled after step %ld with", t->completed - 1);
-  for (size_t i = 0; i < n && at > 0 && (size_t)at < sizeof msg; i++)
+  for (size_t i = 0; i < n && i < 8 && at > 0 && (size_t)at < sizeof msg; i++)
     at += snprintf(msg + at, sizeof msg - (size_t)at, " %s", names[i]);
+  if (n > 8 && at > 0 && (size_t)at < sizeof msg)
+    at += snprintf(msg + at, sizeof msg - (size_t)at, " and %zu more", n - 8);
   if (at > 0 && (size_t)at < sizeof msg)
     snprintf(msg + at, sizeof msg - (size_t)at, " blocked: %s", t->faults != NULL
              ? "a link_down or a straggler without duration stopped them for good (TF's collectives have "
