@@ -198,8 +198,8 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   double rates[] = {a->copy_bytes_per_s, a->nvlink_bytes_per_s, a->nvlink_bytes_per_s,
                     a->nic_bytes_per_s, a->nic_bytes_per_s};
   rep->gpu = k;
-  for (int i = 0; i < (nic_owner != NULL ? 3 : 5); i++) {
-    snprintf(name, sizeof name, "worker%d.gpu%d.%s", worker, k, GPU_LINKS[i]);
+  for (int i = 0; i < (nic_owner != NULL ? 3 : 5); i++) { /* NICs: fabric:N faults hit them */
+    snprintf(name, sizeof name, i < 3 ? "worker%d.gpu%d.%s" : "fabric.w%d.gpu%d.%s", worker, k, GPU_LINKS[i]);
     *links[i] = sim_link_new(e, name, rates[i], 0);
   }
   if (nic_owner != NULL) { /* the NIC it shares with the VM's GPU before it (nics: M) */
@@ -445,11 +445,20 @@ sim_algo ds_all_reduce_algorithm(const ds_strategy *s) { return s->algo; }
 
 size_t ds_links(const ds_strategy *s, sim_link **out, size_t max) {
   size_t n = s->fabric ? sim_fabric_links(s->fabric, out, max) : 0;
-  for (int r = 0; r < s->nreplicas * s->cores; r++)
-    if (s->replicas[r].up) {
-      n = put_link(out, max, n, s->replicas[r].up);
-      n = put_link(out, max, n, s->replicas[r].down);
+  for (int r = 0; r < s->nreplicas * s->cores; r++) {
+    const ds_replica *rep = &s->replicas[r];
+    if (rep->up) {
+      n = put_link(out, max, n, rep->up);
+      n = put_link(out, max, n, rep->down);
     }
+    if (rep->copy == NULL) continue;
+    n = put_link(out, max, n, rep->copy);
+    n = put_link(out, max, n, rep->nvl_up);
+    n = put_link(out, max, n, rep->nvl_down);
+    if (r > 0 && rep[-1].nic_out == rep->nic_out) continue; /* a NIC shared with the GPU before */
+    n = put_link(out, max, n, rep->nic_out);
+    n = put_link(out, max, n, rep->nic_in);
+  }
   return n;
 }
 

@@ -125,8 +125,9 @@ sim_cpu     *ds_worker_cpu(const ds_strategy *s, int worker);
 int          ds_replica_worker(const ds_strategy *s, int replica);
 sim_link    *ds_replica_infeed(const ds_strategy *s, int replica);
 sim_algo     ds_all_reduce_algorithm(const ds_strategy *s);
-/* Every link between replicas: the fabric's, then each accelerator's up and down link. Writes
-** what fits in out[0..max) and returns the full count. */
+/* Every link between replicas: the fabric's, then each accelerator's up and down link (a GPU
+** system's: also its copy, NVLink and NIC links, a shared NIC once). Writes what fits in
+** out[0..max) and returns the full count. */
 size_t       ds_links(const ds_strategy *s, sim_link **out, size_t max);
 
 /* The replicas' collective group (NULL for a single replica), for collective workloads. */
