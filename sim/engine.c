@@ -49,6 +49,10 @@
 **     events would have been. Collectives tolerate this (a round waits for all its transfers;
 **     reductions that can meet in one round are applied in plan order, collective.c), and
 **     tests/sim/test_collective_ops.c checks times and buffers both ways, ties included.
+** 10. Quiet points (sim_engine_on_quiet, fast-forward's snapshots, snapshot.c): after the last
+**     event of a picosecond, with no transfer in flight (no latency wait, flow or solo batch:
+**     state the events do not show). Execs may be: each is one action on one cpu, whose
+**     remaining work, rate, last update and finish time say all there is to it.
 */
 #include <assert.h>
 #include <math.h>
@@ -148,6 +152,17 @@ static void fire_next(sim_engine *e) {
   e->now = at;
   e->events_processed++;
   fn(e, arg);
+  /* Invariant 10: quiet once no transfer is in flight and this picosecond's last event has fired. */
+  if (e->quiet != NULL && e->transfers == 0 && e->queue.head == e->queue.now.n) {
+    sim_event_fn quiet = e->quiet;
+    e->quiet = NULL;
+    quiet(e, e->quiet_arg);
+  }
+}
+
+void sim_engine_on_quiet(sim_engine *e, sim_event_fn fn, void *arg) {
+  e->quiet = fn;
+  e->quiet_arg = arg;
 }
 
 void sim_set_stop_check(sim_engine *e, sim_predicate_fn stop, void *arg) {
@@ -351,11 +366,13 @@ static sim_activity *activity_new(sim_engine *e, sim_activity_kind kind, double 
   act->on_done = NULL;
   act->on_done_arg = NULL;
   act->next_free = NULL;
+  if (kind == SIM_ACT_COMM) e->transfers++;
   return act;
 }
 
 static void activity_free(sim_activity *act) {
   sim_engine *e = act->engine;
+  if (act->kind == SIM_ACT_COMM && act->state != SIM_ACT_DONE) e->transfers--; /* withdrawn */
   sim__action_fini(&act->action);
   act->next_free = e->free_activities;
   e->free_activities = act;
@@ -363,6 +380,7 @@ static void activity_free(sim_activity *act) {
 
 static void activity_complete(sim_engine *e, sim_activity *act) {
   act->state = SIM_ACT_DONE;
+  if (act->kind == SIM_ACT_COMM) e->transfers--;
   if (e->trace.enabled) {
     sim_track_kind kind = act->kind == SIM_ACT_EXEC ? SIM_TRACK_CPU : SIM_TRACK_LINK;
     for (size_t h = 0; h < act->action.hops; h++)

@@ -248,3 +248,53 @@ int sim__eventq_pop(sim_eventq *q, sim_time *at, sim_event_fn *fn, void **arg) {
   q->live--;
   return 1;
 }
+
+size_t sim__eventq_live_events(const sim_eventq *q, sim_queued_event **out, size_t *cap) {
+  size_t n = 0;
+  sim__grow(out, cap, q->live + 1, sizeof **out);
+  for (uint32_t i = q->head; i < q->now.n; i++)
+    if (!is_cancelled(q, q->now.items[i])) (*out)[n++] = q->now.items[i];
+  for (int l = 0; q->levels != NULL && l < SIM_EVENT_LEVELS; l++)
+    for (int d = 0; d < SIM_EVENT_RADIX; d++)
+      for (uint32_t i = 0; i < q->levels[l][d].n; i++)
+        if (!is_cancelled(q, q->levels[l][d].items[i])) (*out)[n++] = q->levels[l][d].items[i];
+  assert(n == q->live);
+  return n;
+}
+
+void sim__eventq_shift(sim_eventq *q, uint64_t from_seq, sim_time dt, sim_time last) {
+  assert(last >= q->last);
+  if (q->levels == NULL) {
+    q->last = last;
+    return;
+  }
+  size_t n = 0, cap = 0;
+  sim_queued_event *all = NULL;
+  sim__grow(&all, &cap, q->live + q->cancelled + 1, sizeof *all);
+  for (uint32_t i = q->head; i < q->now.n; i++) all[n++] = q->now.items[i];
+  q->now.n = q->head = 0;
+  for (int l = 0; l < SIM_EVENT_LEVELS; l++) {
+    for (int d = 0; d < SIM_EVENT_RADIX; d++) {
+      sim_event_bucket *b = &q->levels[l][d];
+      sim__grow(&all, &cap, n + b->n, sizeof *all);
+      for (uint32_t i = 0; i < b->n; i++) all[n++] = b->items[i];
+      b->n = 0;
+    }
+    for (int w = 0; w < WORDS; w++) q->occupied[l][w] = 0;
+  }
+  q->last = last;
+  for (size_t i = 0; i < n; i++) {
+    sim_queued_event ev = all[i];
+    if (is_cancelled(q, ev)) { /* dropped now: its time may be before the new `last` */
+      q->cancelled--;
+      free_slot(q, slot_of(ev));
+      continue;
+    }
+    if ((ev.order >> SIM_SLOT_BITS) >= from_seq) ev.time += dt;
+    assert(ev.time >= last);
+    if (ev.time == last) append(&q->now, ev);
+    else file(q, ev);
+  }
+  sort_by_seq(q->now.items, q->now.n);
+  free(all);
+}

@@ -24,6 +24,7 @@
 #include "sim/fault.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,15 @@ void sim_fault_plan_step(sim_fault_plan *p, long step) {
     o->fired = 1;
     schedule_first(p, i, p->engine->now);
   }
+}
+
+long sim_fault_plan_next_step(const sim_fault_plan *p, long from) {
+  long next = LONG_MAX;
+  for (size_t i = 0; i < p->n_occs; i++) {
+    const occurrence *o = &p->occs[i];
+    if (!o->fired && o->f.at_step >= from && o->f.at_step < next) next = o->f.at_step;
+  }
+  return next;
 }
 
 /* ---- resources -------------------------------------------------------------------------- */

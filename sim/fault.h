@@ -92,6 +92,9 @@ void sim_fault_plan_start(sim_fault_plan *p);
 ** (a step redone after a restart does not trigger it again), from an event at the current time
 ** (so a caller inside an actor is not the one its `down` kills). */
 void sim_fault_plan_step(sim_fault_plan *p, long step);
+/* The smallest at_step >= from of an occurrence that has not struck, LONG_MAX if none: the
+** steps before it strike nothing when reported (fast-forward skips reporting them). */
+long sim_fault_plan_next_step(const sim_fault_plan *p, long from);
 /* Cancels every occurrence still to come and gives every faulted resource its nominal rate
 ** back: the program calls this when it is done, so that no fault keeps the clock running. */
 void sim_fault_plan_stop(sim_fault_plan *p);

@@ -74,6 +74,29 @@ int  sim_run_while(sim_engine *e, sim_predicate_fn going, void *arg);
 void sim_set_stop_check(sim_engine *e, sim_predicate_fn stop, void *arg);
 int  sim_stopped(const sim_engine *e);
 
+/* ---- fast-forward of a periodic steady state (snapshot.c, issue 16) -------------------- */
+
+/* Calls fn(e, arg) once, from the run loop, at the first quiet point from now on: no transfer
+** in flight (execs may be) and every event of the current picosecond fired (engine.c invariant
+** 10). fn runs on the engine's stack and may arm the next one; NULL disarms. */
+void sim_engine_on_quiet(sim_engine *e, sim_event_fn fn, void *arg);
+/* The state at a quiet point: pending events and state words (snapshot.c's design notes). */
+typedef struct sim_snapshot sim_snapshot;
+sim_snapshot *sim_snapshot_new(void);
+void     sim_snapshot_free(sim_snapshot *s);
+/* Records e's state now (in fn of sim_engine_on_quiet); the program then adds its own words. */
+void     sim_snapshot_take(sim_engine *e, sim_snapshot *s);
+void     sim_snapshot_word(sim_snapshot *s, uint64_t w);
+sim_time sim_snapshot_time(const sim_snapshot *s);
+/* With a taken before b: 0 unless b's state is provably a's shifted by their distance P;
+** then how many periods of P (at most max) may be skipped from b before any event older than a
+** fires. */
+long     sim_snapshot_periods(const sim_snapshot *a, const sim_snapshot *b, long max);
+/* At b's quiet point, nothing run since: moves the run k periods on, to the state the run would
+** reach at b + kP (the period's events shifted, older ones kept; the event and context switch
+** counts as if the k periods had run). The program moves its own state with it. */
+void     sim_engine_skip(sim_engine *e, const sim_snapshot *a, const sim_snapshot *b, long k);
+
 /* ---- actors ---------------------------------------------------------------------------- */
 
 typedef void (*sim_actor_fn)(sim_actor *self, void *arg);

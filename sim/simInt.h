@@ -71,6 +71,14 @@ sim_time sim__eventq_peek(sim_eventq *q);
 /* Removes the earliest live event into at, fn and arg; returns 0 when none is left. */
 int  sim__eventq_pop(sim_eventq *q, sim_time *at, sim_event_fn *fn, void **arg);
 
+/* Copies the live events into *out (grown as needed; capacity *cap), in no particular order;
+** returns their count (fast-forward's snapshots, snapshot.c). */
+size_t sim__eventq_live_events(const sim_eventq *q, sim_queued_event **out, size_t *cap);
+/* Moves every live event whose sequence is from_seq or later dt later, the others staying where
+** they are, with `last` (no event is earlier) moved to `last`; cancelled entries are dropped.
+** Sequences, and so handles and the order among equal times, are kept (snapshot.c). */
+void sim__eventq_shift(sim_eventq *q, uint64_t from_seq, sim_time dt, sim_time last);
+
 /* A handle that matches no slot (generation 0 is never issued). */
 #define SIM_EVENT_NONE ((sim_event_handle){0, 0})
 
@@ -333,6 +341,29 @@ struct sim_engine {
   size_t n_open, cap_open;   /* entries from open_first, allocated */
   sim_solo_batch *free_batches; /* recycled batches */
   sim_solo_batch *recent[2]; /* the last two batches batch_at found, open or not (engine.c) */
+  uint64_t transfers;        /* comms started and neither complete nor withdrawn */
+  sim_event_fn quiet;        /* sim_engine_on_quiet's callback, NULL when not armed */
+  void *quiet_arg;           /* its argument */
+};
+
+/* ---- fast-forward (snapshot.c) ------------------------------------------------------- */
+
+struct sim_snapshot {
+  sim_time now;              /* when it was taken (a quiet point) */
+  uint64_t next_seq;         /* the next event's sequence then: older events were pending */
+  uint64_t events;           /* events fired so far */
+  uint64_t switches;         /* context switches so far */
+  size_t dropped;            /* trace events refused (a full trace) so far */
+  sim_queued_event *ev;      /* the live events, by (time, sequence) */
+  size_t n_ev, cap_ev;       /* entries, allocated */
+  uint64_t *words;           /* the state besides the events: the engine's, then the program's */
+  size_t n_words, cap_words; /* entries, allocated */
+  double *done;              /* each resource's units delivered (a statistic: sim_link_bytes) */
+  size_t cap_done;           /* entries allocated (n_resources used) */
+  const void **execs;        /* the execs in flight (their actions), in the words' order */
+  size_t n_execs, cap_execs; /* entries, allocated */
+  uint32_t *ev_exec;         /* per event: 1 + the index in execs of the exec it completes, or 0 */
+  size_t cap_ev_exec;        /* entries allocated */
 };
 
 /* Grows *arr (of elements of `elem` bytes) to hold at least `need`; aborts when out of memory.

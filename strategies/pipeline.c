@@ -29,6 +29,9 @@ typedef struct host_pipe {
   sim_activity **copies;  /* the infeed actor's transfers of one step (count entries) */
   sim_actor *producer;    /* makes the batches */
   sim_actor *copier;      /* the infeed actor, or NULL */
+  long making;            /* the step whose batches the producer is at (its loop's counter, kept
+                             here so that a fast-forward can move it: ds_pipeline_skip) */
+  long copying;           /* the step whose batches the infeed actor is at */
 } host_pipe;
 
 struct ds_pipeline {
@@ -52,11 +55,11 @@ static void producer_main(sim_actor *self, void *arg) {
   ds_pipeline *in = h->in;
   sim_cpu *cpu = ds_worker_cpu(in->s, h->worker);
   void *token;
-  for (long k = in->spec.first_step; k < in->spec.steps; k++) {
-    if (k - in->spec.first_step >= in->spec.prefetch)
+  for (h->making = in->spec.first_step; h->making < in->spec.steps; h->making++) {
+    if (h->making - in->spec.first_step >= in->spec.prefetch)
       for (int r = h->first; r < h->first + h->count; r++) sim_channel_get(self, in->requests[r], &token);
     double examples = 0;
-    for (int r = h->first; r < h->first + h->count; r++) examples += slice(in, k, r);
+    for (int r = h->first; r < h->first + h->count; r++) examples += slice(in, h->making, r);
     double seconds = in->spec.per_batch_s * h->count + in->spec.per_example_s * examples;
     if (seconds > 0) sim_exec(self, cpu, seconds * in->spec.vcpu_flops);
     if (h->infeed) {
@@ -73,12 +76,12 @@ static void infeed_main(sim_actor *self, void *arg) {
   ds_pipeline *in = h->in;
   sim_activity **copies = h->copies;
   void *token;
-  for (long k = in->spec.first_step; k < in->spec.steps; k++) {
+  for (h->copying = in->spec.first_step; h->copying < in->spec.steps; h->copying++) {
     sim_channel_get(self, h->made, &token);
     for (int i = 0; i < h->count; i++) {
       sim_link *link = ds_replica_infeed(in->s, h->first + i);
       copies[i] = sim_comm_start(sim_actor_engine(self), &link, 1,
-                                 in->spec.example_bytes * slice(in, k, h->first + i));
+                                 in->spec.example_bytes * slice(in, h->copying, h->first + i));
     }
     sim_wait_all(self, copies, (size_t)h->count);
     for (int r = h->first; r < h->first + h->count; r++) sim_channel_put(self, in->ready[r], NULL);
@@ -124,6 +127,35 @@ int ds_pipeline_next(ds_pipeline *in, sim_actor *self, int replica) {
   int rc = sim_channel_put(self, in->requests[replica], NULL);
   if (rc == SIM_OK) rc = sim_channel_get(self, in->ready[replica], &batch);
   return rc;
+}
+
+void ds_pipeline_snapshot(const ds_pipeline *in, long step, sim_snapshot *snap) {
+  for (int r = 0; r < in->nreplicas; r++) {
+    sim_snapshot_word(snap, sim_channel_count(in->requests[r]));
+    sim_snapshot_word(snap, sim_channel_count(in->ready[r]));
+  }
+  for (int i = 0; i < in->nhosts; i++) {
+    const host_pipe *h = &in->hosts[i];
+    sim_snapshot_word(snap, (uint64_t)(h->making - step));
+    sim_snapshot_word(snap, h->infeed ? (uint64_t)(h->copying - step) : 0);  /* no copier: unused */
+    sim_snapshot_word(snap, h->made ? sim_channel_count(h->made) : 0);
+  }
+}
+
+long ds_pipeline_ahead(const ds_pipeline *in, long step) {
+  long ahead = 0;
+  for (int i = 0; i < in->nhosts; i++) {
+    if (in->hosts[i].making - step > ahead) ahead = in->hosts[i].making - step;
+    if (in->hosts[i].infeed && in->hosts[i].copying - step > ahead) ahead = in->hosts[i].copying - step;
+  }
+  return ahead;
+}
+
+void ds_pipeline_skip(ds_pipeline *in, long steps) {
+  for (int i = 0; i < in->nhosts; i++) {
+    in->hosts[i].making += steps;
+    in->hosts[i].copying += steps;
+  }
 }
 
 void ds_pipeline_stop(ds_pipeline *in) {

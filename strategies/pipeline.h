@@ -43,6 +43,13 @@ ds_pipeline *ds_pipeline_new(sim_engine *e, const ds_strategy *s, const ds_pipel
 /* Called by replica `replica`'s actor at each step: asks for its next batch and blocks until
 ** the batch is on its device. Returns SIM_OK. */
 int  ds_pipeline_next(ds_pipeline *in, sim_actor *self, int replica);
+/* Fast-forward (sim/sim.h): adds to snap what the pipeline holds, its counters relative to
+** `step` (the step the replicas are at); the step the furthest of its actors is at, less
+** `step`; and moves every counter `steps` on, as that many steps would (the caller proves
+** that they would repeat the last one: the channels' contents are in the snapshot). */
+void ds_pipeline_snapshot(const ds_pipeline *in, long step, sim_snapshot *snap);
+long ds_pipeline_ahead(const ds_pipeline *in, long step);
+void ds_pipeline_skip(ds_pipeline *in, long steps);
 /* Kills the pipeline's actors (a run that ends before its last step, so nothing stays blocked). */
 void ds_pipeline_stop(ds_pipeline *in);
 /* Stops the pipeline if needed and frees it. */

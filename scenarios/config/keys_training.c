@@ -34,6 +34,7 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "jit_compile", .type = V_BOOL, .st = S_INT, OFF(scenario, jit_compile)},
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},
+  {.key = "fast_forward", .doc = "skip steps proven to repeat the last one exactly (same outputs, less wall time)", .type = V_BOOL, .st = S_INT, OFF(scenario, fast_forward)},
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
   {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS},

@@ -549,6 +549,7 @@ static void set_defaults(scenario *s) {
   s->ckpt_max_to_keep = 1;
   s->eval_poll_s = 1.0;
   s->ckpt_bytes_per_s = 1e9;
+  s->fast_forward = 1;
   s->restart_delay_s = 60;
   cfg_optimizer_defaults(&s->optimizer, MD_OPT_SGD);
 }

@@ -211,6 +211,7 @@ typedef struct scenario {
   long   epochs;                /* training.epochs, 0 if steps given */
   scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
+  int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */
   int    rematerialize;         /* training.rematerialize (default false) */
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */
   double compile_base_s;        /* training.compile.base (default sim_compile_default's) */

@@ -411,6 +411,30 @@ long inp_plan_step_examples(inp_plan *p, long step) {
   return total;
 }
 
+/* Whether every step of an endless stream gives each replica the same count: then the closed
+** form does not depend on the step (passthrough and legacy rebatch take the global batch, a
+** function's dataset its per-replica batch, a rebatch the sizes of its rows when they agree). */
+static int endless_and_uniform(const inp_plan *p) {
+  if (p->library || !p->wrap) return 0;
+  if (p->rule != RULE_REBATCH) return 1;
+  for (int w = 0; w < p->nw; w++)
+    for (int k = 1; k < p->n; k++)
+      if (p->sizes[w * p->n + k] != p->sizes[w * p->n]) return 0;
+  return 1;
+}
+
+long inp_plan_same_counts(inp_plan *p, long from, long to) {
+  if (to <= from || endless_and_uniform(p)) return to;
+  if (p->library) return from;  /* counting ahead would move the iterator */
+  long budget = INP_SAME_COUNTS_BUDGET / (p->n > 0 ? p->n : 1);
+  for (long s = from + 1; s <= to; s++) {
+    if (s - from > budget) return s - 1;
+    for (int r = 0; r < p->n; r++)
+      if (closed_form(p, s, r) != closed_form(p, from, r)) return s - 1;
+  }
+  return to;
+}
+
 int inp_plan_max_count(const inp_plan *p) { return p->max_count; }
 
 void inp_plan_restore(inp_plan *p, long step) {

@@ -39,6 +39,12 @@ int inp_plan_count(inp_plan *p, long step, int replica);
 const int64_t *inp_plan_rows(inp_plan *p, long step, int replica, int *count);
 /* The examples of every replica at `step`. */
 long inp_plan_step_examples(inp_plan *p, long step);
+/* The last step s <= to such that every step from `from` to s gives every replica the count it
+** gets at `from` (fast-forward: train.c); `from` when that cannot be known without iterating.
+** Closed-form plans that are not endless are checked step by step, at most
+** INP_SAME_COUNTS_BUDGET counts per call. */
+#define INP_SAME_COUNTS_BUDGET (1L << 22)
+long inp_plan_same_counts(inp_plan *p, long from, long to);
 /* The largest count any replica can get (buffers). */
 int  inp_plan_max_count(const inp_plan *p);
 /* A restart from the checkpoint at `step`: the iterator as the checkpoint saved it, so the run

@@ -226,6 +226,22 @@ void rec_step_begin(rec_job *j, long step) {
   if (j->plan) sim_fault_plan_step(j->plan, step);
 }
 
+long rec_steady_until(const rec_job *j, long from, long to) {
+  if (lc_state_of(j->life) != LC_UP) return from - 1;
+  if (j->plan) {
+    long strike = sim_fault_plan_next_step(j->plan, from);
+    if (strike <= to) to = strike - 1;
+  }
+  long every = j->s->ckpt_every;
+  if (every > 0) {
+    long due = (from + 1 + every - 1) / every * every - 1; /* the first step >= from ending in one */
+    if (due <= to) to = due - 1;
+  }
+  return to;
+}
+
+void rec_skip(rec_job *j, long steps) { j->last_done += steps; }
+
 void rec_finished(rec_job *j) {
   if (j->plan) sim_fault_plan_stop(j->plan);
 }

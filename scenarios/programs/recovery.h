@@ -58,6 +58,11 @@ void rec_step_begin(rec_job *j, long step);
 ** waiting for it). Returns SIM_OK, or what the interrupted wait returned. */
 int      rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
                       const md_optimizer *o, const ls_state *ls);
+/* Fast-forward (train.c): the last step s <= to such that steps from..s neither begin nor end
+** anything here (the job is UP; no checkpoint is due at their end, no at_step fault strikes at
+** their start), from - 1 when there is none; and the bookkeeping of `steps` such steps done. */
+long     rec_steady_until(const rec_job *j, long from, long to);
+void     rec_skip(rec_job *j, long steps);
 /* The last step is done: faults still to come are cancelled (the clock stops with the job). */
 void     rec_finished(rec_job *j);
 /* Puts the last checkpoint (or the initial state) into a replica's model, optimizer and loss

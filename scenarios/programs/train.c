@@ -24,6 +24,34 @@
 **       loss sums and the non-trainable variables a checkpoint of a step reads need only two
 **       slots, indexed by step parity;
 **   (3) nothing is written before every input (CSV, init file) has been read and checked.
+**
+** Fast-forward (issue 16; sim/snapshot.c holds the engine's half and its proof). With numerics
+** off a step is a function of the simulated state alone, so when the state at replica 0's start
+** of step s + 1 is the state at its start of step s shifted by their distance P, every step after
+** repeats step s, shifted, until something the period did not contain happens. Replica 0 arms
+** sim_engine_on_quiet as it starts a step; at the step's first quiet point (no transfer in
+** flight) where invariant 4 holds, quiet_point takes a snapshot: the engine's words and pending
+** events, and the program's (program_state: each replica's step relative to replica 0's and its
+** phase; the input pipeline's counters and channels). Two snapshots one step and one metrics row apart then
+** skip k steps at once (sim_engine_skip), the rows replayed as copies of the last one a period
+** apart, every counter moved k on. It skips only what provably repeats:
+**   (4) no replica is WORKING at a snapshot (a collective or its own code may hold state no
+**       snapshot shows): each waits for its launch (a host round trip), its batch, or the exec
+**       of its forward and backward or of its optimizer, whose state is the engine's (the
+**       exec's) and the step's counts (invariant 5), and reads its step again after each wait
+**       (a skip moves it); the snapshot is the step's first quiet point where that holds;
+**   (5) every skipped step, and every step an actor is at while the period runs, gives each
+**       replica the count of the step the period ran (inp_plan_same_counts: with numerics off
+**       the model sees no values, so a step's work is a function of its counts), ends with no
+**       checkpoint and starts with no at_step fault (rec_steady_until), is not the first of an
+**       attempt (its compile) nor the run's last (it ends the loop): steps_to_skip;
+**   (6) every event older than the period (a random fault, a fault's end, an async checkpoint
+**       write, a restart) is due after the landing, and every resource, actor and pool is as it
+**       was: sim_snapshot_periods, or no skip;
+**   (7) runs that compute values (numerics full), loop on the device (tpu_v1, steps_per_run > 1)
+**       or trace (each step adds spans: the words differ) never skip; training.fast_forward:
+**       false turns it off, and both ways write the same bytes (tests/scenarios/
+**       test_fastforward.c).
 */
 #include "scenarios/programs/trainSync.h"
 
@@ -85,24 +113,8 @@ static void replica_all_reduce(void *ctx, float *buf, size_t n) {
   rep->sync_ps += sim_now(t->engine) - before;
 }
 
-/* The clock at each boundary of one replica's step, in order (the step ends at the current time). */
-typedef struct step_marks {
-  sim_time start;         /* the step began: the previous one ended */
-  sim_time launched;      /* the host launched the device program (the start, within a loop) */
-  sim_time compiled;      /* its program was compiled (the start, after the first step) */
-  sim_time fed;           /* its batch was on the device */
-  sim_time computed;      /* forward and backward were done */
-  sim_time reduced;       /* the gradient all-reduce was done */
-  sim_time split_comm;    /* of computed..reduced, the split variables' collectives (spmd.c) */
-  sim_time sync_comm;     /* of fed..computed, synchronized batch normalisations' all-reduces */
-  sim_time updated;       /* the optimizer was done (then, ending a tpu_v1 loop, its outputs
-                          ** travel back to the host before the step ends) */
-} step_marks;
-
-static void record_step(trainer *t, long step, const step_marks *m, int examples) {
-  double loss = 0.0;
-  for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
-  sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy) + m->split_comm;
+/* A new metrics row (the progress bar counts it). */
+static step_record *next_row(trainer *t) {
   if ((size_t)t->completed == t->cap_records) {  /* restarts redo steps: more rows than steps */
     t->cap_records *= 2;
     step_record *grown = base_xcalloc(t->cap_records, sizeof *grown);
@@ -110,7 +122,15 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
     free(t->records);
     t->records = grown;
   }
-  step_record *rec = &t->records[t->completed++];
+  report_progress_step(&t->progress, t->completed + 1);
+  return &t->records[t->completed++];
+}
+
+static void record_step(trainer *t, long step, const step_marks *m, int examples) {
+  double loss = 0.0;
+  for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
+  sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy) + m->split_comm;
+  step_record *rec = next_row(t);
   rec->step = step;
   rec->end_ps = now;
   rec->step_ps = now - m->start;
@@ -123,7 +143,6 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start) + (now - m->updated);
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
-  report_progress_step(&t->progress, t->completed);
 }
 
 /* The logged ops as work on the replica's device: each op bound by its FLOPs or its bytes.
@@ -136,6 +155,103 @@ static double op_work(const trainer *t, const replica *rep) {
   return t->spmd ? work / t->cores : work;
 }
 
+/* ---- fast-forward ------------------------------------------------------------------------ */
+
+/* Whether a replica is where a collective or its own code could hold state no snapshot shows
+** (invariant 4). */
+static int any_working(const trainer *t) {
+  for (int r = 0; r < t->nreplicas; r++)
+    if (t->replicas[r].phase == REP_WORKING) return 1;
+  return 0;
+}
+
+/* The words of the program's state at a quiet point while replica 0 is at `step`: where each
+** replica is, relative to it, and what the input pipeline holds. */
+static void program_state(const trainer *t, long step, sim_snapshot *snap) {
+  for (int r = 0; r < t->nreplicas; r++) {
+    const replica *rep = &t->replicas[r];
+    sim_snapshot_word(snap, (uint64_t)(rep->step - step));
+    sim_snapshot_word(snap, rep->phase);
+  }
+  ds_pipeline_snapshot(t->input, step, snap);
+}
+
+/* How many periods may be skipped (invariant 5) when the period ran steps from `lo` on, the
+** replicas' furthest step is rep_hi and the input's in_hi: every step a replica ends or begins
+** in the skipped time (to rep_hi + k) neither checkpoints nor meets an at_step fault, every step
+** the input makes (to in_hi + k) has the period's counts, and neither reaches the run's last step
+** (it ends their loops). */
+static long steps_to_skip(trainer *t, long lo, long rep_hi, long in_hi) {
+  long rec_last = rec_steady_until(t->rec, lo, t->in.steps - 2);
+  if (rec_last <= rep_hi) return 0;
+  long to = rec_last - rep_hi + in_hi;
+  long in_last = inp_plan_same_counts(t->plan, lo, to < t->in.steps - 2 ? to : t->in.steps - 2);
+  long k = in_last - in_hi < rec_last - rep_hi ? in_last - in_hi : rec_last - rep_hi;
+  return k > 0 ? k : 0;
+}
+
+/* Adds k copies of the last row, each a period later: what the k skipped steps record. */
+static void replay_rows(trainer *t, long k, sim_time period) {
+  step_record last = t->records[t->completed - 1];
+  for (long i = 1; i <= k; i++) {
+    step_record *rec = next_row(t);
+    *rec = last;
+    rec->step = last.step + i;
+    rec->end_ps = last.end_ps + i * period;
+  }
+}
+
+/* sim_engine_on_quiet's callback, armed by replica 0 as it starts a step: see the design notes
+** ("Fast-forward", invariants 4 to 7). */
+static void quiet_point(sim_engine *e, void *arg) {
+  trainer *t = arg;
+  long step = t->replicas[0].step;
+  if (t->snap_step[1] == step || t->input == NULL) return;  /* one per step; none while down */
+  if (any_working(t)) {  /* the step's next quiet point may do */
+    sim_engine_on_quiet(e, quiet_point, t);
+    return;
+  }
+  sim_snapshot *prev = t->snap[0];
+  t->snap[0] = t->snap[1];
+  t->snap[1] = prev;
+  t->snap_step[0] = t->snap_step[1];
+  t->snap_rows[0] = t->snap_rows[1];
+  t->snap_step[1] = -1;
+  sim_snapshot *a = t->snap[0], *b = t->snap[1];
+  sim_snapshot_take(e, b);
+  program_state(t, step, b);
+  t->snap_step[1] = step;
+  t->snap_rows[1] = t->completed;
+  /* One step apart, one row recorded between, and nothing step-dependent in it. */
+  if (t->snap_step[0] != step - 1 || t->snap_rows[0] + 1 != t->completed || t->completed < 1) return;
+  long lo = step, rep_hi = step;
+  for (int r = 0; r < t->nreplicas; r++) {
+    if (t->replicas[r].step < lo) lo = t->replicas[r].step;
+    if (t->replicas[r].step > rep_hi) rep_hi = t->replicas[r].step;
+  }
+  lo -= 1;  /* in the period a..b each replica ended the step before the one it is at */
+  if (lo <= t->first_step) return;
+  long in_hi = step + ds_pipeline_ahead(t->input, step);
+  long k = steps_to_skip(t, lo, rep_hi, in_hi > rep_hi ? in_hi : rep_hi);
+  if (k > 0) k = sim_snapshot_periods(a, b, k);
+  if (k <= 0) return;
+  sim_time period = sim_snapshot_time(b) - sim_snapshot_time(a);
+  sim_engine_skip(e, a, b, k);
+  replay_rows(t, k, period);
+  for (int r = 0; r < t->nreplicas; r++) {
+    replica *rep = &t->replicas[r];
+    rep->step += k;
+    step_marks *m = &rep->marks;
+    /* The clock's marks move; split_comm and sync_comm are durations and stay. */
+    sim_time *fields[] = {&m->start, &m->launched, &m->compiled, &m->fed, &m->computed, &m->reduced, &m->updated};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) *fields[i] += k * period;
+  }
+  ds_pipeline_skip(t->input, k);
+  rec_skip(t->rec, k);
+  t->skipped += k;
+  t->snap_step[0] = t->snap_step[1] = -1;  /* their absolute times are behind: start again */
+}
+
 static void replica_main(sim_actor *self, void *arg) {
   replica *rep = arg;
   trainer *t = rep->t;
@@ -144,21 +260,30 @@ static void replica_main(sim_actor *self, void *arg) {
   sim_cpu *cpu = ds_replica_cpu(t->strategy, r);
   char span[48];
   if (t->restore_ps > 0 && sim_sleep(self, t->restore_ps) != SIM_OK) return;
-  for (long step = t->first_step; step < t->in.steps; step++) {
+  step_marks *marks = &rep->marks;
+  for (rep->step = t->first_step; rep->step < t->in.steps; rep->step++) {
+    long step = rep->step;
     if (r == 0) rec_step_begin(t->rec, step);
-    step_marks marks = { .start = sim_now(t->engine) };
+    *marks = (step_marks){ .start = sim_now(t->engine) };
+    rep->phase = REP_LAUNCH;
+    if (r == 0 && t->ff) sim_engine_on_quiet(t->engine, quiet_point, t);
     if ((step - t->first_step) % t->launch_every == 0) {
       /* A program launch: TF1's loop (the tpu_v1 strategy's own cost model), or a TF2 step's. */
       if (t->v1 ? ds_tpu_v1_launch(t->v1, self, r) != SIM_OK
                 : t->round_trip_ps > 0 && sim_sleep(self, t->round_trip_ps) != SIM_OK)
         return;
     }
-    marks.launched = sim_now(t->engine);
+    step = rep->step;  /* a fast-forward while the replica waited moved it */
+    marks->launched = sim_now(t->engine);
+    rep->phase = REP_WORKING;
     /* Every attempt compiles its program again (a restarted job is a new process). */
     if (step == t->first_step && t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) return;
-    marks.compiled = sim_now(t->engine);
+    marks->compiled = sim_now(t->engine);
+    rep->phase = REP_INPUT;
     if (ds_pipeline_next(t->input, self, r) != SIM_OK) return;
-    marks.fed = sim_now(t->engine);
+    rep->phase = REP_WORKING;
+    step = rep->step;  /* a fast-forward while the replica waited moved it */
+    marks->fed = sim_now(t->engine);
     int n;
     const int64_t *rows = inp_plan_rows(t->plan, step, r, &n);
     md_batch b = { n, NULL, NULL, NULL, NULL };
@@ -177,36 +302,44 @@ static void replica_main(sim_actor *self, void *arg) {
     md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
                         &rep->loss_sum[step & 1], &cost);
     if (rep->stopped) return;
-    marks.sync_comm = rep->sync_ps;
+    marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
+    rep->phase = REP_COMPUTE;
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
-    marks.computed = sim_now(t->engine);
-    marks.split_comm = train__split_comm_ps(t, n);
-    if (marks.split_comm > 0 && sim_sleep(self, marks.split_comm) != SIM_OK) return;
+    rep->phase = REP_WORKING;
+    step = rep->step;  /* a fast-forward while the replica computed moved it */
+    marks->computed = sim_now(t->engine);
+    marks->split_comm = train__split_comm_ps(t, n);
+    if (marks->split_comm > 0 && sim_sleep(self, marks->split_comm) != SIM_OK) return;
 
     if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     if (ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK) return;
-    marks.reduced = sim_now(t->engine);
+    marks->reduced = sim_now(t->engine);
     /* Not finite under the scale: LossScaleOptimizer applies nothing this step (numerics off has
     ** no values to check: every step applies). */
     int apply = !(t->scaled && rep->flat) || ls_unscale(&rep->loss_scale, rep->flat, t->nparams);
     if (rep->flat) unflatten(rep->flat, rep->model, rep->grads);
-    int last = marks.reduced > SIM_TIME_HORIZON;
+    int last = marks->reduced > SIM_TIME_HORIZON;
 
     md_cost opt_cost = {.ops = &rep->ops};
     md_op_log_clear(&rep->ops);
     if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
+    rep->phase = REP_APPLY;
     if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
-    marks.updated = sim_now(t->engine);
+    rep->phase = REP_WORKING;
+    step = rep->step;  /* likewise */
+    marks->updated = sim_now(t->engine);
     /* The loop's last step: its output, the loss (a float32), back over the tower's PCIe. */
     if (t->v1 && ((step + 1 - t->first_step) % t->launch_every == 0 || step + 1 == t->in.steps) &&
         ds_tpu_v1_fetch(t->v1, self, r, 4.0) != SIM_OK)
       return;
     sim_time end = sim_now(t->engine);
 
-    snprintf(span, sizeof span, "step %ld", step);
-    sim_trace_span(t->engine, t->track[r], span, "step", marks.start, end);
-    if (r == 0) record_step(t, step, &marks, (int)inp_plan_step_examples(t->plan, step));
+    if (t->traced) {  /* nothing reads a trace that is neither written nor drawn */
+      snprintf(span, sizeof span, "step %ld", step);
+      sim_trace_span(t->engine, t->track[r], span, "step", marks->start, end);
+    }
+    if (r == 0) record_step(t, step, marks, (int)inp_plan_step_examples(t->plan, step));
     if (last) {
       if (r != 0) return;
       t->horizon_hit = 1;
@@ -238,6 +371,8 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
 
 static void attempt_stop(void *ctx) {
   trainer *t = ctx;
+  sim_engine_on_quiet(t->engine, NULL, NULL);
+  t->snap_step[0] = t->snap_step[1] = -1;
   for (int r = 0; r < t->nreplicas; r++) sim_actor_kill(t->actors[r]);
   ds_pipeline_free(t->input);  /* after the replicas, which may wait on its channels */
   t->input = NULL;
@@ -358,6 +493,8 @@ void train__free(trainer *t) {
   }
   free(t->replicas);
   free(t->track);
+  sim_snapshot_free(t->snap[0]);
+  sim_snapshot_free(t->snap[1]);
   inp_plan_free(t->plan);
   free(t->records);
   free(t->actors);
@@ -589,6 +726,7 @@ static void summarise(trainer *t, run_summary *sum) {
     sum->memory_capacity_bytes = d->capacity_bytes;
   }
   sum->events = sim_events_processed(t->engine);
+  sum->fast_forwarded = t->skipped;
 }
 
 /* Reads and checks every input (invariant 3); on success *first is the initialised model. */
@@ -624,7 +762,8 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     train__free(&t);
     return rc;
   }
-  t.engine = train_engine_new(s->trace || report_needs_trace(s->plots));
+  t.traced = s->trace || report_needs_trace(s->plots);
+  t.engine = train_engine_new(t.traced);
   train__build_strategy(&t);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
   t.plan = inp_plan_new(&t.in, t.strategy, s->numerics_full, err);
@@ -644,6 +783,12 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     t.rec = rec_new(s, t.engine, first, t.replicas[0].opt, t.faults, t.strategy,
                     t.tpu ? slice_run_slice(t.tpu) : NULL, &ATTEMPTS, &t);
     rec_add_checkpoint_bytes(t.rec, (double)inp_plan_checkpoint_examples(t.plan) * input_spec(&t).example_bytes);
+    /* Fast-forward needs steps that repeat: no values (numerics off) and no loop of several
+    ** steps (tpu_v1). */
+    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1;
+    t.snap[0] = sim_snapshot_new();
+    t.snap[1] = sim_snapshot_new();
+    t.snap_step[0] = t.snap_step[1] = -1;
     spawn_attempt(&t, 0, 0);
     report_progress_start(&t.progress, stderr, quiet, t.in.steps);
     int ran = sim_run(t.engine);

@@ -20,6 +20,25 @@
 
 typedef struct trainer trainer;
 
+/* The clock at each boundary of one replica's step, in order (the step ends at the current time). */
+typedef struct step_marks {
+  sim_time start;         /* the step began: the previous one ended */
+  sim_time launched;      /* the host launched the device program (the start, within a loop) */
+  sim_time compiled;      /* its program was compiled (the start, after the first step) */
+  sim_time fed;           /* its batch was on the device */
+  sim_time computed;      /* forward and backward were done */
+  sim_time reduced;       /* the gradient all-reduce was done */
+  sim_time split_comm;    /* of computed..reduced, the split variables' collectives (spmd.c) */
+  sim_time sync_comm;     /* of fed..computed, synchronized batch normalisations' all-reduces */
+  sim_time updated;       /* the optimizer was done (then, ending a tpu_v1 loop, its outputs
+                          ** travel back to the host before the step ends) */
+} step_marks;
+
+/* Where a replica's step is, for fast-forward (train.c, invariant 4): waiting for its launch,
+** its batch, or the exec of its forward and backward or of its optimizer (state the snapshot
+** sees: the exec is the engine's), or anywhere else (WORKING: a collective may hold state). */
+typedef enum { REP_LAUNCH, REP_INPUT, REP_COMPUTE, REP_APPLY, REP_WORKING } replica_phase;
+
 typedef struct replica {
   trainer *t;             /* the run this replica belongs to */
   int index;              /* replica id in sync group */
@@ -42,6 +61,9 @@ typedef struct replica {
   md_op_log ops;          /* the ops of the pass being charged, for the roofline */
   sim_time sync_ps;       /* this step's synchronized batch normalisation all-reduces (train.c) */
   int stopped;            /* one of them returned the actor's stop (a fault killed it) */
+  long step;              /* the step it is at (its loop's counter, here so fast-forward moves it) */
+  step_marks marks;       /* that step's clock so far (here for the same reason) */
+  replica_phase phase;    /* where in the step */
 } replica;
 
 struct trainer {
@@ -76,6 +98,12 @@ struct trainer {
   int *track;             /* trace track of each replica */
   inp_plan *plan;         /* which rows each replica reads at each step */
   report_progress progress; /* the terminal's progress bar (inert when quiet or not a tty) */
+  int traced;             /* the trace is written or drawn (outputs.trace, a chart that reads it) */
+  int ff;                 /* fast-forward may skip steps (train.c, "fast-forward") */
+  sim_snapshot *snap[2];  /* the last two quiet points' snapshots, [1] the latest */
+  long snap_step[2];      /* replica 0's step at each (-1: none) */
+  long snap_rows[2];      /* rows recorded by then */
+  long skipped;           /* steps fast-forward skipped */
 };
 
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over

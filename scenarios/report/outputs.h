@@ -67,6 +67,7 @@ typedef struct run_summary {
   uint64_t memory_peak_bytes;     /* peak over replica devices */
   uint64_t memory_capacity_bytes; /* capacity of that device */
   uint64_t events;        /* engine events processed */
+  long   fast_forwarded;  /* steps fast-forward skipped (host work saved: neither hashed nor written) */
   long   preemptions;     /* preempt faults that struck (scenarios/programs/recovery.h) */
   long   failures;        /* fail faults that struck */
   int    restarts;        /* times the job restarted */

@@ -514,7 +514,9 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
   else
     fprintf(f, "  cost          unknown (%.4g chip-hours): no %s price for %s\n", sum->chip_hours, sum->price_model, sum->price_missing);
   fprintf(f, "  outputs       %s/\n", dir);
-  fprintf(f, "  events        %llu in %.3f s wall\n", (unsigned long long)sum->events, sum->wall_s);
+  fprintf(f, "  events        %llu in %.3f s wall", (unsigned long long)sum->events, sum->wall_s);
+  if (sum->fast_forwarded > 0) fprintf(f, ", %ld steps fast-forwarded", sum->fast_forwarded);
+  fputc('\n', f);
   fprintf(f, "run_hash %016llx\n", (unsigned long long)sum->run_hash);
 }
 

@@ -1,0 +1,204 @@
+/*
+** test_fastforward.c: exact fast-forward of the sync program's steady state (issue 16;
+** train.c, "Fast-forward"; sim/snapshot.c). Every run here is made twice, as shipped
+** (training.fast_forward defaults to true) and with training.fast_forward=false, the
+** step-by-step run; the two must write the same bytes (metrics.csv, summary.json but its wall_s,
+** final_weights.csv, variables.csv, trace.json) and print the same run_hash. Runs where steps
+** repeat must skip most of them (else the comparison proves nothing); runs where something
+** pending is not periodic (a checkpoint every step, counts that change from step to step, a
+** trace that grows, real values, a TF1 loop) must skip none.
+*/
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "scenarios/programs/train.h"
+
+static const char *const FILES[] = {"metrics.csv", "summary.json", "final_weights.csv", "variables.csv",
+                                    "trace.json"};
+enum { NFILES = sizeof FILES / sizeof *FILES, MAX_SETS = 8 };
+
+typedef struct ffrun {
+  int rc;                 /* train_run's exit status */
+  run_summary sum;        /* what it reported */
+  char *text[NFILES];     /* each output file (NULL: not written); summary.json without wall_s */
+} ffrun;
+
+/* The file's bytes, NULL when it is missing; summary.json's host time line is dropped. */
+static char *slurp(const char *dir, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "\"wall_s\"") != NULL) continue;
+    size_t len = strlen(line);
+    while (n + len + 1 > cap) buf = realloc(buf, cap *= 2);
+    memcpy(buf + n, line, len);
+    n += len;
+  }
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+static void run_once(ffrun *r, const char *file, const char *const *sets, int nsets, int ff) {
+  static scenario s;
+  scn_error err;
+  const char *all[MAX_SETS + 1];
+  assert_true(nsets <= MAX_SETS);
+  for (int i = 0; i < nsets; i++) all[i] = sets[i];
+  all[nsets] = ff ? "training.fast_forward=true" : "training.fast_forward=false";
+  memset(r, 0, sizeof *r);
+  if (scenario_load(tu_src(file), all, nsets + 1, &s, &err) != 0) fail_msg("%s", err.msg);
+  char *dir = tu_temp_dir("podsim-ff");
+  r->rc = train_run(&s, dir, &r->sum, &err);
+  for (int i = 0; i < NFILES; i++) r->text[i] = slurp(dir, FILES[i]);
+  tu_remove_dir(dir);
+}
+
+static void free_run(ffrun *r) {
+  for (int i = 0; i < NFILES; i++) free(r->text[i]);
+  free(r->sum.devices);
+}
+
+/* Runs the scenario both ways and asserts the same outputs; returns the steps the fast run
+** skipped, and its summary in *sum when given. */
+static long same_both_ways(const char *file, const char *const *sets, int nsets, run_summary *sum) {
+  ffrun fast, full;
+  run_once(&fast, file, sets, nsets, 1);
+  run_once(&full, file, sets, nsets, 0);
+  assert_int_equal(fast.rc, full.rc);
+  assert_int_equal(full.sum.fast_forwarded, 0);
+  assert_int_equal(fast.sum.run_hash, full.sum.run_hash);
+  assert_int_equal(fast.sum.events, full.sum.events);
+  assert_true(full.text[0] != NULL);  /* metrics.csv, at least */
+  for (int i = 0; i < NFILES; i++) {
+    assert_true((fast.text[i] == NULL) == (full.text[i] == NULL));
+    if (fast.text[i] != NULL && strcmp(fast.text[i], full.text[i]) != 0)
+      fail_msg("%s: %s differs with fast-forward", file, FILES[i]);
+  }
+  long skipped = fast.sum.fast_forwarded;
+  if (sum != NULL) {
+    *sum = fast.sum;
+    sum->devices = NULL;  /* freed with the run */
+  }
+  free_run(&fast);
+  free_run(&full);
+  return skipped;
+}
+
+/* Every shipped sync example, numerics off (fast-forward's domain), no trace or charts, 200
+** steps: the same outputs, and most steps skipped but in the TF1 loop (tpu_v1_steps_per_run:
+** its period is a loop of 20 steps, not one). */
+static void every_example_matches_step_by_step(void **state) {
+  (void)state;
+  static const struct { const char *name; int skips; } EXAMPLES[] = {
+    {"cnn_tpu", 1}, {"default_strategy", 1}, {"gnn_runner_tpu", 1}, {"mirrored_gpus", 1},
+    {"one_device", 1}, {"plan_bert_large", 1}, {"plan_tpu_v4", 1}, {"quickstart", 1},
+    {"tpu_model_parallel", 1}, {"tpu_preempted", 1}, {"tpu_v1_steps_per_run", 0}, {"tpu_v4", 1},
+  };
+  const char *sets[] = {"numerics=off", "outputs.trace=false", "outputs.plots=[]", "training.steps=200"};
+  for (size_t i = 0; i < sizeof EXAMPLES / sizeof *EXAMPLES; i++) {
+    char file[128];
+    snprintf(file, sizeof file, "scenarios/examples/%s.yaml", EXAMPLES[i].name);
+    long skipped = same_both_ways(file, sets, 4, NULL);
+    if (EXAMPLES[i].skips) assert_true(skipped > 100);
+    else assert_int_equal(skipped, 0);
+  }
+}
+
+/* Steps with collectives inside the model's pass: SPMD split variables (tests/data/spmd/
+** gpt_1_3b_v4.yaml) and SyncBatchNormalization's all-reduces (sync_bn.yaml), numerics off. */
+static void collectives_inside_the_step_match(void **state) {
+  (void)state;
+  const char *sets[] = {"numerics=off", "outputs.trace=false", "outputs.plots=[]", "training.steps=100"};
+  assert_true(same_both_ways("tests/data/spmd/gpt_1_3b_v4.yaml", sets, 4, NULL) > 50);
+  assert_true(same_both_ways("tests/data/spmd/sync_bn.yaml", sets, 4, NULL) > 50);
+}
+
+/* tests/data/fastforward/workers_faults.yaml: CPU workers whose input pipeline computes through
+** the snapshots (execs in flight), randomly preempted, a straggler, a degraded fabric, synchronous
+** checkpoints: the same bytes, most steps skipped. */
+static void workers_with_faults_match(void **state) {
+  (void)state;
+  run_summary sum;
+  long skipped = same_both_ways("tests/data/fastforward/workers_faults.yaml", NULL, 0, &sum);
+  assert_true(sum.preemptions > 5);
+  assert_true(sum.restarts > 5);
+  assert_true(sum.checkpoints > 3);
+  assert_true(skipped > 20000);
+}
+
+/* tests/data/fastforward/pod_faults.yaml: random preemptions of every host, a straggler, an ICI
+** degradation, async checkpoints and a fail at_step 17000, over 20000 steps. Every fault and
+** checkpoint is where the step-by-step run has it (the outputs are the same bytes), and most
+** steps between them are skipped. */
+static void pod_with_faults_and_checkpoints_matches(void **state) {
+  (void)state;
+  run_summary sum;
+  long skipped = same_both_ways("tests/data/fastforward/pod_faults.yaml", NULL, 0, &sum);
+  assert_true(sum.preemptions > 5);
+  assert_int_equal(sum.failures, 1);
+  assert_true(sum.restarts > 5);
+  assert_true(sum.checkpoints > 3);
+  assert_true(sum.lost_steps > 0);
+  assert_true(skipped > 20000);  /* redone steps are skipped too */
+}
+
+/* tests/data/faults/tpu.yaml, numerics off, 400 steps with a synchronous checkpoint every 50:
+** each checkpoint's wait is in its step, the steps between are skipped. */
+static void sync_checkpoints_match(void **state) {
+  (void)state;
+  const char *sets[] = {"numerics=off", "outputs.trace=false", "training.steps=400",
+                        "training.checkpoint.every_steps=50"};
+  run_summary sum;
+  long skipped = same_both_ways("tests/data/faults/tpu.yaml", sets, 4, &sum);
+  assert_int_equal(sum.checkpoints, 8);
+  assert_true(skipped > 200);
+}
+
+/* Inputs whose counts repeat: a shuffle (numerics off counts rows, and a shuffle of an endless
+** stream keeps every batch whole) and a finite input of whole batches (tests/data/fastforward/
+** epochs.yaml: 60 epochs of 4 steps, each count checked step by step). */
+static void repeating_inputs_match(void **state) {
+  (void)state;
+  const char *shuffled[] = {"numerics=off", "outputs.trace=false", "training.steps=200",
+                            "dataset.shuffle={buffer: 100}"};
+  assert_true(same_both_ways("tests/data/faults/tpu.yaml", shuffled, 4, NULL) > 100);
+  assert_true(same_both_ways("tests/data/fastforward/epochs.yaml", NULL, 0, NULL) > 200);
+}
+
+/* What must refuse: a checkpoint at every step's end, an epoch whose last batch is partial (the
+** counts repeat every 4 steps, not every step), a trace (each step adds spans), real values. */
+static void non_periodic_runs_skip_nothing(void **state) {
+  (void)state;
+  const char *base[] = {"numerics=off", "outputs.trace=false", "training.steps=200"};
+  const char *every_step[] = {"numerics=off", "outputs.trace=false", "training.steps=200",
+                              "training.checkpoint.every_steps=1"};
+  const char *partial[] = {"dataset.synthetic.rows=250"};
+  const char *traced[] = {"numerics=off", "outputs.trace=true", "training.steps=200"};
+  const char *values[] = {"outputs.trace=false", "training.steps=200"};
+  assert_true(same_both_ways("tests/data/faults/tpu.yaml", base, 3, NULL) > 100);
+  assert_int_equal(same_both_ways("tests/data/faults/tpu.yaml", every_step, 4, NULL), 0);
+  assert_int_equal(same_both_ways("tests/data/fastforward/epochs.yaml", partial, 1, NULL), 0);
+  assert_int_equal(same_both_ways("tests/data/faults/tpu.yaml", traced, 3, NULL), 0);
+  assert_int_equal(same_both_ways("tests/data/faults/tpu.yaml", values, 2, NULL), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(every_example_matches_step_by_step),
+    cmocka_unit_test(pod_with_faults_and_checkpoints_matches),
+    cmocka_unit_test(workers_with_faults_match),
+    cmocka_unit_test(collectives_inside_the_step_match),
+    cmocka_unit_test(sync_checkpoints_match),
+    cmocka_unit_test(repeating_inputs_match),
+    cmocka_unit_test(non_periodic_runs_skip_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
