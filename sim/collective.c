@@ -17,7 +17,8 @@
 **
 ** Lanes (collectiveInt.h): the torus runs one lane per axis (or a single one where that is
 ** faster, collective_plan.c) as virtual ranks l * p + r, each with its own rounds; buffers,
-** cpus, callers and routes belong to the real rank r.
+** cpus, callers and routes belong to the real rank r (NCCL's channels across nodes: r with its
+** node's ranks turned by l, rank_of).
 **
 ** Routes: a rank sends to the same peer under the same tag for many rounds in a row (m - 1 on a
 ** torus axis), so a one-link route is kept per (rank, tag) and asked for again only when the
@@ -37,7 +38,7 @@
 /* ---- names ------------------------------------------------------------------------------- */
 
 static const char *const algo_names[SIM_ALGO_COUNT] = {
-    "ring", "bidirectional_ring", "torus", "tree", "double_binary_tree", "halving_doubling"};
+    "ring", "bidirectional_ring", "torus", "tree", "double_binary_tree", "halving_doubling", "nccl"};
 static const char *const op_names[SIM_COLL_OP_COUNT] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "ppermute"};
 
@@ -97,10 +98,18 @@ static void grow_lanes(sim_collective *c, int lanes) {
     memset(c->reduces + old * COLL_MAX_XFERS, 0, (n - old) * COLL_MAX_XFERS * sizeof *c->reduces);
   }
   c->cap_lanes = lanes;
+  free(c->waits); /* sized by the lanes; idle, so none is pending */
+  c->waits = NULL;
 }
 
-/* The real rank of virtual rank v. */
-static int rank_of(const sim_collective *c, int v) { return v % c->p; }
+/* The real rank of virtual rank v. NCCL's channels across nodes (collective_plan.c) turn each
+** node's ranks by the lane, so lane l's ring enters every node at its rank l. */
+static int rank_of(const sim_collective *c, int v) {
+  int r = v % c->p;
+  if (c->lanes == 1 || c->algo != SIM_ALGO_NCCL) return r;
+  int ppn = c->nccl_system.ranks_per_node, local = r % ppn;
+  return r - local + (local + v / c->p) % ppn;
+}
 
 sim_collective *sim_collective_new(sim_engine *e, const char *name, int ranks,
                                    sim_route_fn route, void *route_ctx, sim_cpu *const *rank_cpus) {
@@ -134,8 +143,21 @@ void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, con
   grow_lanes(c, sim__coll_lanes(c, SIM_ALGO_TORUS));
 }
 
+void sim_collective_set_nccl(sim_collective *c, const sim_nccl_system *system) {
+  assert(!c->running && c->arrived == 0 && system->ranks_per_node >= 1);
+  c->nccl_system = *system;
+  c->has_nccl_system = 1;
+  grow_lanes(c, sim__coll_lanes(c, SIM_ALGO_NCCL));
+}
+
 /* Withdraws what is in flight and forgets the callers: the group is idle again. */
 static void reset(sim_collective *c) {
+  sim_cancel(c->engine, c->start_wait);
+  c->start_wait = (sim_event_handle){0, 0};
+  for (int v = 0; c->waits != NULL && v < c->p * c->cap_lanes; v++) {
+    sim_cancel(c->engine, c->waits[v]);
+    c->waits[v] = (sim_event_handle){0, 0};
+  }
   for (int v = 0; v < c->p * c->cap_lanes; v++) {
     coll_rank *rk = &c->ranks[v];
     for (int i = 0; i < COLL_MAX_XFERS; i++) {
@@ -170,6 +192,7 @@ void sim_collective_free(sim_collective *c) {
   free(c->hops);
   free(c->originals);
   free(c->owned_ctx);
+  free(c->waits);
   free(c->name);
   free(c);
 }
@@ -259,7 +282,8 @@ static void start_send(sim_collective *c, int from, int to, int tag, coll_seg se
   size_t hops = cached ? 1 : find_route(c, rank_of(c, from), rank_of(c, to));
   sim_link **route = cached ? &s->hop[tag] : c->hops;
   if (!cached && tag < COLL_ROUTE_TAGS) s->hop[tag] = hops == 1 ? c->hops[0] : NULL;
-  sim_activity *a = sim__comm_start_solo(c->engine, route, hops, (double)(seg_floats(c, seg) * sizeof(float)));
+  double bytes = (double)(seg_floats(c, seg) * sizeof(float)) * c->wire;
+  sim_activity *a = sim__comm_start_solo(c->engine, route, hops, bytes);
   s->send[tag] = a;
   s->to[tag] = to;
   s->started |= (uint8_t)(1u << tag);
@@ -343,6 +367,16 @@ static void enter_round(coll_rank *rk) {
   }
 }
 
+/* An NCCL ring rank's wait before its round is over: it enters the round. */
+static void round_wait_done(sim_engine *e, void *arg) {
+  (void)e;
+  coll_rank *rk = arg;
+  sim_collective *c = rk->coll;
+  c->waits[rk - c->ranks] = (sim_event_handle){0, 0};
+  rk->flags &= (uint8_t)~COLL_PARKED;
+  enter_round(rk);
+}
+
 /* One of rk's transfers or reductions of this round is done; the last one moves it on. */
 static inline void step_done(coll_rank *rk) {
   assert(rk->pending > 0);
@@ -356,6 +390,12 @@ static inline void step_done(coll_rank *rk) {
       if (pl.recv[i].mode == COLL_REDUCE_AT_END) apply(c, pl.recv[i].peer, r, &pl.recv[i]);
   }
   rk->round++;
+  sim_collective *c = rk->coll;
+  if (c->round_delay > 0 && rk->round < c->rounds) { /* parked: no peer starts with it meanwhile */
+    rk->flags |= COLL_PARKED;
+    c->waits[rk - c->ranks] = sim_schedule(c->engine, c->engine->now + c->round_delay, round_wait_done, rk);
+    return;
+  }
   enter_round(rk);
 }
 
@@ -419,11 +459,38 @@ static void measure_axes(sim_collective *c) {
   }
 }
 
+/* NCCL without a machine: one node, the bandwidth of the route from rank 0 to rank 1. */
+static void measure_nccl_node(sim_collective *c) {
+  size_t hops = find_route(c, 0, 1);
+  double bw = INFINITY;
+  for (size_t h = 0; h < hops; h++)
+    if (sim_link_bandwidth(c->hops[h]) < bw) bw = sim_link_bandwidth(c->hops[h]);
+  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0};
+}
+
+/* Every rank enters round 0 in turn (after the start delay, for NCCL: the ranks not yet in are
+** parked, so, as without a delay, a transfer starts once both its ends have entered). */
+static void enter_first_rounds(sim_collective *c) {
+  for (int v = 0; v < c->p * c->lanes; v++) {
+    c->ranks[v].round = 0;
+    c->ranks[v].flags = 0;
+    enter_round(&c->ranks[v]);
+  }
+}
+
+static void start_wait_done(sim_engine *e, void *arg) {
+  (void)e;
+  sim_collective *c = arg;
+  c->start_wait = (sim_event_handle){0, 0};
+  enter_first_rounds(c);
+}
+
 /* All ranks are in: sets up the run and enters round 0 everywhere. */
 static void begin(sim_collective *c) {
   c->running = 1;
   c->started = c->engine->now;
   if (c->algo == SIM_ALGO_TORUS) measure_axes(c);
+  if (c->algo == SIM_ALGO_NCCL && !c->has_nccl_system) measure_nccl_node(c);
   sim__coll_prepare(c);
   assert(c->lanes <= c->cap_lanes); /* set_torus made room */
   c->chunk_base = c->count / (size_t)c->nchunks;
@@ -437,10 +504,18 @@ static void begin(sim_collective *c) {
     for (int r = 0; r < c->p; r++)
       memcpy(c->originals + (size_t)r * c->count, c->bufs[r], c->count * sizeof(float));
   }
-  for (int v = 0; v < c->p * c->lanes; v++) {
-    c->ranks[v].round = 0;
-    enter_round(&c->ranks[v]);
+  if (c->round_delay > 0 && c->waits == NULL)
+    c->waits = base_xcalloc((size_t)c->p * (size_t)c->cap_lanes, sizeof *c->waits);
+  sim_time wait = c->start_delay + c->round_delay;
+  if (wait == 0) {
+    enter_first_rounds(c);
+    return;
   }
+  for (int v = 0; v < c->p * c->lanes; v++) { /* parked: none starts a transfer before the others */
+    c->ranks[v].round = 0;
+    c->ranks[v].flags = COLL_PARKED;
+  }
+  c->start_wait = sim_schedule(c->engine, c->engine->now + wait, start_wait_done, c);
 }
 
 /* ---- blocking callers ------------------------------------------------------------------------ */

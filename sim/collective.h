@@ -60,6 +60,23 @@
 **                        p > p', ranks 2i and 2i+1 (2i < 2(p-p')) first fold into 2i+1 and get
 **                        the result back at the end); reduce_scatter and all_gather for power-of-two
 **                        p only (chunks of p').
+**   nccl                 every op, as NCCL runs it on GPUs (sim/nccl.h): NCCL's tuning model
+**                        picks ring or tree and the protocol (LL, LL128, Simple) by size; the ring
+**                        runs the ring's plan, the tree NCCL's pipelined double binary tree
+**                        (all_reduce: the buffer in K chunks, tree t carrying half t of each, the
+**                        chunks streaming up to the root and back down, K + 2H - 1 rounds for a
+**                        heap of depth H; a rank is inner in at most one tree). On top of the
+**                        links: the model's latency (ring: base before the first round and its
+**                        hardware latency spread evenly over the rounds; tree: all of it before
+**                        the first round, the depth the chunks stream through) and the
+**                        protocol's efficiency (each transfer carries bytes x the Simple ring's
+**                        bus bandwidth / the chosen pair's: 4x for ring LL). The machine comes
+**                        from sim_collective_set_nccl, else one node whose bandwidth is the
+**                        route from rank 0 to rank 1's slowest link. NVLS (the switches
+**                        reduce) runs the ring's plan with its share. An all_reduce ring over
+**                        whole nodes runs NCCL's channels: ranks_per_node rings, each with a
+**                        share of the data, ring l entering every node at its rank l (so each
+**                        crosses the network through other GPUs' NICs).
 ** p == 1 is a no-op for every supported pair.
 */
 #ifndef PODSIM_COLLECTIVE_H
@@ -74,8 +91,9 @@ typedef enum {
   SIM_ALGO_TREE,              /* "tree" */
   SIM_ALGO_DOUBLE_TREE,       /* "double_binary_tree" */
   SIM_ALGO_HALVING_DOUBLING,  /* "halving_doubling" */
+  SIM_ALGO_NCCL,              /* "nccl" */
 } sim_algo;
-#define SIM_ALGO_COUNT 6
+#define SIM_ALGO_COUNT 7
 
 typedef enum {
   SIM_COLL_ALL_REDUCE = 0,    /* "all_reduce" */
@@ -135,6 +153,10 @@ int sim_collective_axis_groups(sim_collective *parent, int axis, sim_collective 
 /* The torus shape for SIM_ALGO_TORUS: ndims (1..8) axis lengths whose product is the group size,
 ** and per axis whether it wraps around (wraps NULL = none does). The routes should follow it. */
 void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, const int *wraps);
+
+/* The machine NCCL's model sees for SIM_ALGO_NCCL (sim/nccl.h; copied). */
+struct sim_nccl_system;
+void sim_collective_set_nccl(sim_collective *c, const struct sim_nccl_system *system);
 
 /* SIM_OK if `op` by `algo` can run on this group with this root and count, else the error code
 ** sim_collective_run or _start would return (for scenario validation). */

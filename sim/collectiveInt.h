@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "sim/collective.h"
+#include "sim/nccl.h"
 
 /* Transfers a rank starts, or receives, in one round at most (a double-tree node: two trees,
 ** two children each). */
@@ -152,16 +153,28 @@ struct sim_collective {
   void *done_arg;            /* its argument */
   sim_time started;          /* when the collective began */
   sim_time last_duration;    /* of the last completed collective */
+  /* SIM_ALGO_NCCL (sim/nccl.h); the other algorithms leave wire 1 and both delays 0. */
+  sim_nccl_system nccl_system; /* the machine NCCL's model sees (sim_collective_set_nccl) */
+  int has_nccl_system;       /* 0: begin() measures one node off the route 0 -> 1 */
+  sim_nccl_choice nccl;      /* the run's choice of algorithm and protocol */
+  int pipelined;             /* the run is NCCL's pipelined double tree (else a ring plan) */
+  double wire;               /* bytes on the wire per byte of data (the protocol's share) */
+  sim_time start_delay;      /* waited before round 0 (besides round_delay) */
+  sim_time round_delay;      /* waited by each rank before each round it enters */
+  sim_event_handle *waits;   /* per virtual rank: its pending round delay (cancelled by reset);
+                                allocated on the first run with round delays */
+  sim_event_handle start_wait; /* the pending start delay */
 };
 
 /* collective_plan.c */
 /* SIM_OK, or why `op` by `algo` cannot run on c (root and count included). */
 int  sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int root,
                      size_t count);
-/* The most lanes `algo` runs on c: the torus's axes longer than 1 (at least 1), else 1. */
+/* The most lanes `algo` runs on c: the torus's axes longer than 1 (at least 1); NCCL's channels
+** across nodes (ranks_per_node of them when the group is whole nodes, more than one), else 1. */
 int  sim__coll_lanes(const sim_collective *c, sim_algo algo);
 /* Fixes c->nchunks, c->lanes and c->rounds for c->op, c->algo (already checked; a torus run's
-** alpha and beta set). */
+** alpha and beta set), and for SIM_ALGO_NCCL the choice, wire and delays (nccl_system set). */
 void sim__coll_prepare(sim_collective *c);
 /* What virtual rank v (lane v / p of rank v % p) moves in `round` of the run c is set up for. */
 void sim__coll_plan(const sim_collective *c, int v, int round, coll_plan *out);

@@ -111,8 +111,10 @@ static void line_step(coll_plan *pl, const axis *ax, int reduce, int k) {
   }
 }
 
-static axis whole_group(const sim_collective *c, int rank) {
-  return (axis){c->p, rank, 0, 1, 0, 1, c->p, 1, c->p, 1, 0};
+/* All p ranks of virtual rank v's lane, in order. */
+static axis whole_group(const sim_collective *c, int v) {
+  int lane = v / c->p;
+  return (axis){c->p, v - lane * c->p, lane * c->p, 1, 0, 1, c->p, 1, c->p, 1, lane};
 }
 
 /* ---- torus: one lane per axis, each over every axis in its own order ------------------------
@@ -298,6 +300,76 @@ static void tree_step(const sim_collective *c, const tree *tr, int rank, int rou
       add_send(pl, tree_rank(c, tr, ch), 2 * tr->t + (ch % 2 == 0), tr->seg);
 }
 
+/* ---- NCCL's pipelined double binary tree ------------------------------------------------
+**
+** The buffer is K chunks (c->nchunks); tree t (0, or 1 the mirror image v -> p-1-v, as the
+** double tree above) carries half t of each. Chunks stream through the heap: a node at depth d
+** (the root 0, the deepest H) sends chunk k to its parent in round k + H - d, having added its
+** children's partial sums of it at the end of the round before (both arrive in one round:
+** COLL_REDUCE_AT_END, in plan order); the root sends chunk k down in round k + H and a node at
+** depth d passes it on in round k + H + d, so chunk K-1 reaches the deepest nodes in round
+** K + 2H - 2. In one round a node moves different chunks up and down (they differ by 2d - 1),
+** and each chunk it sends up was reduced the round before. Tags: up t, down 2 + (the child is a
+** right child): a rank is an inner node of one tree at most, so it uses at most 4. */
+static void pipelined_tree_step(const sim_collective *c, int t, int rank, int round, coll_plan *pl) {
+  int p = c->p, H = floor_log2(p), K = c->nchunks;
+  int v = t ? p - 1 - rank : rank, d = floor_log2(v + 1);
+  tree tr = {t, 0, t, chunks(0, 1, 1, 1 + t)};
+  int up = round - (H - d), from_children = up + 1, down = round - H - d;
+  if (d >= 1 && up >= 0 && up < K)
+    add_send(pl, tree_rank(c, &tr, (v - 1) / 2), t, chunks(up, 1, 1, 1 + t));
+  if (from_children >= 0 && from_children < K)
+    for (int ch = 2 * v + 1; ch <= 2 * v + 2 && ch < p; ch++)
+      add_recv(pl, tree_rank(c, &tr, ch), t, COLL_REDUCE_AT_END, chunks(from_children, 1, 1, 1 + t));
+  if (d >= 1 && down + 1 >= 0 && down + 1 < K)
+    add_recv(pl, tree_rank(c, &tr, (v - 1) / 2), 2 + (v % 2 == 0), COLL_COPY, chunks(down + 1, 1, 1, 1 + t));
+  if (down >= 0 && down < K)
+    for (int ch = 2 * v + 1; ch <= 2 * v + 2 && ch < p; ch++)
+      add_send(pl, tree_rank(c, &tr, ch), 2 + (ch % 2 == 0), chunks(down, 1, 1, 1 + t));
+}
+
+/* Chunks of the pipelined tree: at least 64 KiB each, at most 256, never more than floats. */
+#define NCCL_TREE_CHUNK_BYTES 65536.0
+#define NCCL_TREE_MAX_CHUNKS 256
+
+/* NCCL's choice for the run (sim/nccl.h) and what it charges on top of the links: the wire
+** bytes of its protocol, its latency before the first round (the tree's whole, the ring's base)
+** and the ring's hardware latency spread over its rounds (the remainder, a few ps, goes before
+** the first round so the total is the model's to the picosecond).
+** An all_reduce ring across nodes runs as NCCL's channels: one lane per GPU of a node, each
+** with its share of every chunk, lane l's ring with each node's ranks turned by l (rank_of in
+** collective.c), so it leaves a node from its rank l - 1 and enters the next at its rank l: the
+** lanes cross the network on different GPUs' NICs, as NCCL's rings each use a NIC of their own.
+** One ring would put the whole buffer through one NIC of each node. The runs that stay one
+** lane across nodes (the tree, the other ops' rings: NCCL spreads them over its channels too)
+** cross each node through one NIC, so their protocol's share is taken against one NIC's part
+** of the network (net_busbw / ranks_per_node): on those links they move at the model's busbw. */
+static void nccl_prepare(sim_collective *c, int phases) {
+  int p = c->p, ppn = c->nccl_system.ranks_per_node;
+  double bytes = 4.0 * (double)c->count;
+  sim_nccl_choice simple;
+  sim_nccl_choose(&c->nccl_system, c->op, p, bytes, &c->nccl);
+  sim_nccl_model(&c->nccl_system, c->op, p, bytes, SIM_NCCL_RING, SIM_NCCL_SIMPLE, &simple);
+  c->pipelined = c->nccl.algo == SIM_NCCL_TREE;
+  if (!c->pipelined && c->op == SIM_COLL_ALL_REDUCE) c->lanes = sim__coll_lanes(c, SIM_ALGO_NCCL);
+  double one_nic = c->nccl_system.net_busbw / ppn;
+  int one_lane_across = c->lanes == 1 && ppn < p;
+  c->wire = (one_lane_across && one_nic < simple.busbw ? one_nic : simple.busbw) / c->nccl.busbw;
+  sim_time latency = sim_time_from_s(c->nccl.latency_s);
+  if (c->pipelined) {
+    double k = bytes / NCCL_TREE_CHUNK_BYTES;
+    c->nchunks = k < 1 ? 1 : k > NCCL_TREE_MAX_CHUNKS ? NCCL_TREE_MAX_CHUNKS : (int)k;
+    if ((size_t)c->nchunks > c->count) c->nchunks = c->count > 0 ? (int)c->count : 1;
+    c->rounds = c->nchunks + 2 * floor_log2(p) - 1;
+    c->start_delay = latency;
+    return;
+  }
+  c->rounds = c->op == SIM_COLL_BROADCAST ? 2 * p - 2 : phases * (p - 1);
+  sim_time base = sim_time_from_s(c->nccl.base_s);
+  c->round_delay = (latency - base) / c->rounds;
+  c->start_delay = latency - c->round_delay * c->rounds;
+}
+
 /* ---- halving-doubling -------------------------------------------------------------------- */
 
 /* Rabenseifner over the p' = 2^floor(lg p) "core" ranks; see collective.h for the fold. */
@@ -344,7 +416,8 @@ int sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int 
   if (op == SIM_COLL_PPERMUTE) return SIM_OK;  /* direct transfers, whatever the algorithm */
   int ok = 0;
   switch (algo) {
-  case SIM_ALGO_RING: ok = 1; break;
+  case SIM_ALGO_RING:
+  case SIM_ALGO_NCCL: ok = 1; break;
   case SIM_ALGO_BIDI_RING:
   case SIM_ALGO_TORUS: ok = op == SIM_COLL_ALL_REDUCE || scatter_gather; break;
   case SIM_ALGO_TREE: ok = op == SIM_COLL_ALL_REDUCE || op == SIM_COLL_BROADCAST; break;
@@ -364,6 +437,8 @@ int sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int 
 }
 
 int sim__coll_lanes(const sim_collective *c, sim_algo algo) {
+  int ppn = c->nccl_system.ranks_per_node;
+  if (algo == SIM_ALGO_NCCL) return c->has_nccl_system && ppn > 1 && ppn < c->p && c->p % ppn == 0 ? ppn : 1;
   int lanes = 0;
   for (int a = 0; algo == SIM_ALGO_TORUS && a < c->ndims; a++) lanes += c->dims[a] > 1;
   return lanes > 0 ? lanes : 1;
@@ -374,6 +449,9 @@ void sim__coll_prepare(sim_collective *c) {
   int phases = c->op == SIM_COLL_ALL_REDUCE ? 2 : 1;
   c->nchunks = p;
   c->lanes = 1;
+  c->wire = 1;
+  c->pipelined = 0;
+  c->start_delay = c->round_delay = 0;
   if (c->op == SIM_COLL_PPERMUTE) {
     c->nchunks = 1;
     c->rounds = p > 1;
@@ -394,6 +472,9 @@ void sim__coll_prepare(sim_collective *c) {
     c->nchunks = 1 << L;
     c->rounds = phases * L + (p > c->nchunks ? 2 : 0);
     break;
+  case SIM_ALGO_NCCL:
+    if (p > 1) nccl_prepare(c, phases);
+    break;
   }
   if (p == 1) c->rounds = 0;
 }
@@ -412,8 +493,13 @@ void sim__coll_plan(const sim_collective *c, int rank, int round, coll_plan *pl)
     ppermute_plan(c, rank, pl);
     return;
   }
+  if (c->pipelined) {
+    for (int t = 0; t < 2; t++) pipelined_tree_step(c, t, rank, round, pl);
+    return;
+  }
   switch (c->algo) {
-  case SIM_ALGO_RING: {
+  case SIM_ALGO_RING:
+  case SIM_ALGO_NCCL: {
     axis ax = whole_group(c, rank);
     if (c->op == SIM_COLL_BROADCAST) {
       int v = mod(rank - c->root, p), t = round;

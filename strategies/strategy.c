@@ -6,6 +6,17 @@
 ** ("/job:worker/replica:0/task:T/device:GPU:K"), or per worker CPU ("...device:CPU:0"). Workers
 ** are joined by the fabric; an accelerator reaches everything through its link to its VM, so a
 ** transfer between replicas crosses [accelerator up] [fabric route between VMs] [accelerator down].
+**
+** GPU systems (ds_accelerators.nvlink_bytes_per_s > 0, the dgx-* catalogue entries) are wired
+** as NVIDIA builds them: the GPUs of a VM share its NVSwitches, and GPU k of every VM has a NIC
+** on rail k (one non-blocking switch per GPU index, the DGX SuperPOD's rail-optimised network).
+** Routes between their replicas, none of them through `link` or the fabric:
+**   same VM:                     [copy_i, nvl.up_i, nvl.down_j]
+**   other VM, same GPU index:    [nic.out_i, nic.in_j]
+**   other VM, other index k:     [copy_i, nvl.up_i, nvl.down_k, nic.out_k, nic.in_j] (NCCL's PXN:
+**                                through the VM's GPU on the receiver's rail)
+** copy is the rate a GPU's kernels push through NVLink (NCCL's Simple ceiling, below line rate);
+** NVLink, copy and NICs have no latency of their own: NCCL's model charges the steps'.
 */
 #include "strategies/strategy.h"
 
@@ -15,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sim/nccl.h"
 #include "strategies/input.h"
 #include "strategies/sharding.h"
 #include "strategies/distribute.h"
@@ -29,6 +41,13 @@ typedef struct ds_replica {
   double workspace;       /* runtime scratch reserved on the device */
   sim_link *up;           /* accelerator -> VM, NULL for a CPU replica */
   sim_link *down;         /* VM -> accelerator, NULL for a CPU replica */
+  int gpu;                /* GPU system: its index in the VM (its rail); -1 for another
+                             accelerator, unused on a CPU */
+  sim_link *copy;         /* GPU system: its kernels' NVLink rate (NULL otherwise) */
+  sim_link *nvl_up;       /* ... its NVLink to the switches */
+  sim_link *nvl_down;     /* ... and from them */
+  sim_link *nic_out;      /* ... its NIC's egress */
+  sim_link *nic_in;       /* ... and ingress */
 } ds_replica;
 
 struct ds_strategy {
@@ -85,10 +104,35 @@ static size_t put_link(sim_link **out, size_t max, size_t n, sim_link *l) {
   return n + 1;
 }
 
+/* Replica r's VM's GPU k (the replicas of a VM are its GPUs in order, see gpu_route). */
+static const ds_replica *gpu_of(const ds_strategy *s, const ds_replica *r, int k) {
+  const ds_replica *g = r + (k - r->gpu);
+  assert(g >= s->replicas && g < s->replicas + s->nreplicas && g->worker == r->worker && g->gpu == k);
+  return g;
+}
+
+/* Between GPUs of a GPU system (strategy.c's top). */
+static size_t gpu_route(const ds_strategy *s, const ds_replica *a, const ds_replica *b, sim_link **out,
+                        size_t max) {
+  size_t n = 0;
+  const ds_replica *rail = b->worker == a->worker ? b : gpu_of(s, a, b->gpu);
+  if (rail != a) {
+    n = put_link(out, max, n, a->copy);
+    n = put_link(out, max, n, a->nvl_up);
+    n = put_link(out, max, n, rail->nvl_down);
+  }
+  if (b->worker != a->worker) {
+    n = put_link(out, max, n, rail->nic_out);
+    n = put_link(out, max, n, b->nic_in);
+  }
+  return n;
+}
+
 /* A route between replicas, as sim/collective.h asks for one. */
 static size_t replica_route(void *ctx, int from, int to, sim_link **out, size_t max) {
   const ds_strategy *s = ctx;
   const ds_replica *a = &s->replicas[from], *b = &s->replicas[to];
+  if (a->copy != NULL && b->copy != NULL) return gpu_route(s, a, b, out, max);
   size_t n = 0;
   if (a->up) n = put_link(out, max, n, a->up);
   if (a->worker != b->worker) {
@@ -135,7 +179,7 @@ static void make_cpu_replica(sim_engine *e, ds_replica *rep, const char *job, in
 }
 
 static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, int worker, int k,
-                               const ds_accelerators *a) {
+                               const ds_accelerators *a, const ds_replica *nic_owner) {
   char name[64];
   snprintf(rep->device, sizeof rep->device, "/job:%s/replica:0/task:%d/device:GPU:%d", job, worker, k);
   double rate = a->peak_flops * a->efficiency;
@@ -149,6 +193,34 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   rep->up = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
   snprintf(name, sizeof name, "worker%d.gpu%d.down", worker, k);
   rep->down = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
+  rep->gpu = -1;
+  if (!(a->nvlink_bytes_per_s > 0)) return;
+  static const char *const GPU_LINKS[] = {"copy", "nvl.up", "nvl.down", "nic.out", "nic.in"};
+  sim_link **links[] = {&rep->copy, &rep->nvl_up, &rep->nvl_down, &rep->nic_out, &rep->nic_in};
+  double rates[] = {a->copy_bytes_per_s, a->nvlink_bytes_per_s, a->nvlink_bytes_per_s,
+                    a->nic_bytes_per_s, a->nic_bytes_per_s};
+  rep->gpu = k;
+  for (int i = 0; i < (nic_owner != NULL ? 3 : 5); i++) { /* NICs: fabric:N faults hit them */
+    snprintf(name, sizeof name, i < 3 ? "worker%d.gpu%d.%s" : "fabric.w%d.gpu%d.%s", worker, k, GPU_LINKS[i]);
+    *links[i] = sim_link_new(e, name, rates[i], 0);
+  }
+  if (nic_owner != NULL) { /* the NIC it shares with the VM's GPU before it (nics: M) */
+    rep->nic_out = nic_owner->nic_out;
+    rep->nic_in = nic_owner->nic_in;
+  }
+}
+
+/* Consecutive GPUs of a VM on one NIC (0, as a machine without GPU figures leaves it: 1). */
+static int gpus_per_nic(const ds_accelerators *a) { return a->gpus_per_nic > 1 ? a->gpus_per_nic : 1; }
+
+/* NCCL's view of a GPU system's group (sim/nccl.h): `per_worker` ranks a VM, its figures; between
+** VMs its channels share the NICs of the VM's GPUs in the group. */
+static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
+  if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
+  int nics = (per_worker + gpus_per_nic(a) - 1) / gpus_per_nic(a);
+  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * nics, 1, a->nccl_launch_s,
+                         a->nvls_bytes_per_s};
+  sim_collective_set_nccl(s->group, &sys);
 }
 
 /* The CPU of worker w, whose replicas are replicas[first, first + n): where its input pipeline
@@ -188,7 +260,9 @@ ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *clus
     for (int k = 0; k < per_worker; k++) {
       ds_replica *rep = &s->replicas[w * per_worker + k];
       rep->worker = w;
-      if (m->accel.count > 0) make_accel_replica(e, rep, job, w, k, &m->accel);
+      int shared = k % gpus_per_nic(&m->accel);
+      const ds_replica *nic_owner = shared ? rep - shared : NULL;
+      if (m->accel.count > 0) make_accel_replica(e, rep, job, w, k, &m->accel, nic_owner);
       else make_cpu_replica(e, rep, job, w, m);
     }
     s->hosts[w] = host_cpu(e, s, w * per_worker, per_worker, w, m);
@@ -202,6 +276,7 @@ ds_strategy *ds_strategy_new(sim_engine *e, ds_kind kind, const ds_cluster *clus
   }
   make_group(s, replica_route, s);
   if (s->group && algo == SIM_ALGO_TORUS) set_torus(s, per_worker);
+  if (m->accel.count > 0) set_nccl(s, &m->accel, per_worker);
   return s;
 }
 
@@ -245,12 +320,15 @@ ds_strategy *ds_mirrored_new(sim_engine *e, const ds_cluster *cluster, const cha
   }
   ds_strategy *s = strategy_alloc(e, DS_MIRRORED, ndevices, 1, 1, algo, "localhost");
   for (int i = 0; i < ndevices; i++) {
-    if (gpu[i]) make_accel_replica(e, &s->replicas[i], "localhost", 0, index[i], &m->accel);
+    if (gpu[i]) make_accel_replica(e, &s->replicas[i], "localhost", 0, index[i], &m->accel, NULL);
     else make_cpu_replica(e, &s->replicas[i], "localhost", 0, m);
   }
   s->hosts[0] = host_cpu(e, s, 0, ndevices, 0, m);
   make_group(s, replica_route, s);
   if (s->group && algo == SIM_ALGO_TORUS) set_torus(s, ndevices);
+  int gpus = 0;
+  for (int i = 0; i < ndevices; i++) gpus += gpu[i];
+  if (gpus == ndevices) set_nccl(s, &m->accel, ndevices);
   free(gpu);
   free(index);
   return s;
@@ -369,11 +447,20 @@ sim_algo ds_all_reduce_algorithm(const ds_strategy *s) { return s->algo; }
 
 size_t ds_links(const ds_strategy *s, sim_link **out, size_t max) {
   size_t n = s->fabric ? sim_fabric_links(s->fabric, out, max) : 0;
-  for (int r = 0; r < s->nreplicas * s->cores; r++)
-    if (s->replicas[r].up) {
-      n = put_link(out, max, n, s->replicas[r].up);
-      n = put_link(out, max, n, s->replicas[r].down);
+  for (int r = 0; r < s->nreplicas * s->cores; r++) {
+    const ds_replica *rep = &s->replicas[r];
+    if (rep->up) {
+      n = put_link(out, max, n, rep->up);
+      n = put_link(out, max, n, rep->down);
     }
+    if (rep->copy == NULL) continue;
+    n = put_link(out, max, n, rep->copy);
+    n = put_link(out, max, n, rep->nvl_up);
+    n = put_link(out, max, n, rep->nvl_down);
+    if (r > 0 && rep[-1].nic_out == rep->nic_out) continue; /* a NIC shared with the GPU before */
+    n = put_link(out, max, n, rep->nic_out);
+    n = put_link(out, max, n, rep->nic_in);
+  }
   return n;
 }
 

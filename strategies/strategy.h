@@ -28,6 +28,16 @@ typedef struct ds_accelerators {
   double link_bytes_per_s;/* its link to the VM, through which it reaches every other device */
   sim_time link_latency;  /* that link's latency */
   double workspace_bytes; /* scratch its runtime reserves (cuBLAS/XLA workspace) */
+  /* A GPU system (nvlink_bytes_per_s > 0: dgx-a100, dgx-h100): the VM's GPUs share NVSwitches
+  ** and each has a NIC of its own to the other VMs' GPUs of its index (rail-optimised), which
+  ** the replicas' collectives use instead of `link` and the fabric (strategy.c). */
+  double nvlink_bytes_per_s; /* a GPU's NVLink to the switches, one way; 0: generic */
+  double copy_bytes_per_s;   /* what its kernels move over NVLink at most (NCCL's Simple ring
+                             ceiling): the cap on everything it sends there */
+  double nic_bytes_per_s;    /* its NIC, one way */
+  double nccl_launch_s;      /* an NCCL collective's launch and completion (sim/nccl.h) */
+  int gpus_per_nic;          /* consecutive GPUs sharing a NIC (1: a NIC each) */
+  double nvls_bytes_per_s;   /* NCCL's NVLS busBw where the NVSwitches reduce (H100); 0: none */
 } ds_accelerators;
 
 typedef struct ds_machine {
@@ -116,8 +126,9 @@ sim_cpu     *ds_worker_cpu(const ds_strategy *s, int worker);
 int          ds_replica_worker(const ds_strategy *s, int replica);
 sim_link    *ds_replica_infeed(const ds_strategy *s, int replica);
 sim_algo     ds_all_reduce_algorithm(const ds_strategy *s);
-/* Every link between replicas: the fabric's, then each accelerator's up and down link. Writes
-** what fits in out[0..max) and returns the full count. */
+/* Every link between replicas: the fabric's, then each accelerator's up and down link (a GPU
+** system's: also its copy, NVLink and NIC links, a shared NIC once). Writes what fits in
+** out[0..max) and returns the full count. */
 size_t       ds_links(const ds_strategy *s, sim_link **out, size_t max);
 
 /* The replicas' collective group (NULL for a single replica), for collective workloads. */

@@ -3,6 +3,7 @@
 */
 #include "scenarios/config/configInt.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "scenarios/config/machines.h"
@@ -29,12 +30,59 @@ static const key_spec MACHINE_KEYS[] = {
   {.key = "accelerators", .type = V_MAP, .sub = ACCEL_KEYS},
   END};
 
-/* machine: a catalogue name or {cpus, flops, ram, nic, accelerators}. */
+/* A GPU system's count key (gpus, nics) as an integer from 1 to hi that divides `divides` (0: any);
+** 0 with *out set, or -1 with the error reported. */
+static int gpu_count(cfg_ctx *c, const yt_node *v, const char *path, const scn_machine *m, const char *key,
+                     int hi, int divides, int *out) {
+  char sub[256], fb[80];
+  cfg_join(sub, sizeof sub, path, key);
+  char *end = NULL;
+  long n = v->kind == YT_SCALAR ? strtol(v->text, &end, 10) : 0;
+  if (!(m->accel_nvlink_bytes_per_s > 0))
+    return cfg_fail(c, v, sub, "%s has no GPUs; %s is for a GPU system (dgx-a100, dgx-h100)", m->type, key);
+  if (end == NULL || end == v->text || *end != 0 || n < 1 || n > hi || (divides > 0 && divides % n != 0))
+    return cfg_fail(c, v, sub, divides > 0 ? "expected a divisor of %d (the GPUs of a %s), found %s"
+                                           : "expected an integer from 1 to %d (the GPUs of a %s), found %s",
+                    hi, m->type, cfg_found(v, fb, sizeof fb));
+  *out = (int)n;
+  return 0;
+}
+
+/* machine: {type: NAME} or, for a GPU system, {type: NAME, gpus: N, nics: M}: the first N of its
+** GPUs (CUDA_VISIBLE_DEVICES, as a benchmark on part of a node runs), and M NICs where it has
+** one per GPU (an HGX board with fewer: GPU k on NIC k / (8 / M)). */
+static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_machine *m) {
+  const yt_node *t = yt_get(v, "type"), *g = yt_get(v, "gpus"), *n = yt_get(v, "nics");
+  char sub[256], fb[80];
+  cfg_join(sub, sizeof sub, path, "type");
+  if (t->kind != YT_SCALAR || yt_is_null(t))
+    return cfg_fail(c, t, sub, "expected a catalogue machine type such as dgx-a100, found %s", cfg_found(t, fb, sizeof fb));
+  for (int i = 0; i < v->n; i++)
+    if (strcmp(v->keys[i]->text, "type") && strcmp(v->keys[i]->text, "gpus") && strcmp(v->keys[i]->text, "nics")) {
+      cfg_join(sub, sizeof sub, path, v->keys[i]->text);
+      return cfg_fail(c, v->keys[i], sub, "a catalogue machine takes type and, on a GPU system, gpus and nics; found %s",
+                      v->keys[i]->text);
+    }
+  if (machines_lookup(t->text, m)) {
+    char list[400];
+    machines_list(list, sizeof list);
+    return cfg_fail(c, t, sub, "unknown machine type \"%s\" (known: %s)", t->text, list);
+  }
+  int all = m->accelerators, nics = all;
+  if (g != NULL && gpu_count(c, g, path, m, "gpus", all, 0, &m->accelerators)) return -1;
+  if (n != NULL && gpu_count(c, n, path, m, "nics", all, all, &nics)) return -1;
+  m->accel_gpus_per_nic = all / nics;
+  return 0;
+}
+
+/* machine: a catalogue name, {type: NAME}, or {cpus, flops, ram, nic, accelerators}. */
 static int machine_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   scn_machine m;
   char fb[80];
   memset(&m, 0, sizeof m);
-  if (v->kind == YT_MAP) {
+  if (v->kind == YT_MAP && yt_get(v, "type") != NULL) {
+    if (machine_type(c, v, path, &m)) return -1;
+  } else if (v->kind == YT_MAP) {
     m.ram_bytes = m.nic_bytes_per_s = m.mem_bytes_per_s = -1;
     m.accel_efficiency = m.accel_link_latency_s = m.accel_workspace_bytes = -1;
     if (cfg_walk_map(c, v, path, MACHINE_KEYS, &m)) return -1;
@@ -203,7 +251,7 @@ static int tf_config_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const c
   return rc;
 }
 
-#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^n[12]-standard-[0-9]+$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8, or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
+#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system (dgx-a100, dgx-h100), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
 static const key_spec WORKER_KEYS[] = {
   {.key = "count", .type = V_INT, .st = S_INT, OFF(scenario, workers), .lo = 1, .hi = 100000},
   {.key = "machine", .type = V_FN, .fn = machine_fn, .map = MACHINE_KEYS, .schema = MACHINE_SCHEMA, .st = S_CHARS, OFF(scenario, worker_machine)},

@@ -11,9 +11,10 @@ const char *const CFG_STRATEGIES[] = {"default", "one_device", "mirrored", "mult
 /* Indexed by scenario.split_variables. */
 static const char *const CFG_SPLITS[] = {"none", "megatron", NULL};
 
-/* Indexed by scn_allreduce. tree is binary; double_binary_tree is NCCL's pair of trees. */
+/* Indexed by scn_allreduce. tree is binary; double_binary_tree is NCCL's pair of trees; nccl is
+** NCCL's own choice of ring or tree and protocol (sim/nccl.h), auto's on a GPU system. */
 const char *const CFG_ALGORITHMS[] = {"auto", "ring", "bidirectional_ring", "torus", "tree",
-                                         "halving_doubling", "double_binary_tree", NULL};
+                                         "halving_doubling", "double_binary_tree", "nccl", NULL};
 
 /* A sequence of exactly 4 integers >= 1 (device_assignment shapes), stored as int[4] at k->off. */
 static int int4_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {

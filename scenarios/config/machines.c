@@ -20,6 +20,56 @@ static const struct family {
   {"n2-standard-", N2_SIZES, 4.0 * GIB, MACHINE_N2_FLOPS_PER_VCPU},
 };
 
+/* GPU systems: per GPU but the host's cpus, ram and nic (the host's own NICs, storage and
+** management, not the GPUs' compute fabric). Sources in docs/machine.md. */
+static const struct gpu_system {
+  const char *name;
+  int cpus;               /* host cores */
+  double ram_bytes;       /* host memory */
+  double peak;            /* bf16 dense FLOP/s per GPU */
+  double hbm, hbm_bw;     /* per GPU: bytes, bytes/s */
+  double pcie;            /* per GPU to the host, one way */
+  double nvlink;          /* per GPU one way */
+  double nccl;            /* NCCL's Simple ring ceiling per GPU */
+  double nic;             /* per GPU one way */
+  double launch;          /* an NCCL collective's launch and completion, seconds */
+  double nvls;            /* NCCL's NVLS busBw (NVLink SHARP), 0: none */
+} GPU_SYSTEMS[] = {
+  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6, 0},
+  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9},
+};
+#define GPUS_PER_SYSTEM 8
+
+static int gpu_system_lookup(const char *name, scn_machine *m) {
+  for (size_t i = 0; i < sizeof GPU_SYSTEMS / sizeof GPU_SYSTEMS[0]; i++) {
+    const struct gpu_system *g = &GPU_SYSTEMS[i];
+    if (strcmp(name, g->name)) continue;
+    memset(m, 0, sizeof *m);
+    snprintf(m->type, sizeof m->type, "%s", name);
+    m->cpus = g->cpus;
+    m->flops = MACHINE_N2_FLOPS_PER_VCPU * g->cpus;
+    m->ram_bytes = g->ram_bytes;
+    m->nic_bytes_per_s = machines_default_nic(g->cpus);
+    m->mem_bytes_per_s = MACHINE_MEM_BYTES_PER_VCPU * g->cpus;
+    m->accelerators = GPUS_PER_SYSTEM;
+    m->accel_peak_flops = g->peak;
+    m->accel_hbm_bytes = g->hbm;
+    m->accel_hbm_bytes_per_s = g->hbm_bw;
+    m->accel_link_bytes_per_s = g->pcie;
+    m->accel_link_latency_s = MACHINE_ACCEL_LINK_LATENCY_S;
+    m->accel_efficiency = MACHINE_ACCEL_EFFICIENCY;
+    m->accel_workspace_bytes = MACHINE_ACCEL_WORKSPACE_BYTES;
+    m->accel_nvlink_bytes_per_s = g->nvlink;
+    m->accel_nccl_bytes_per_s = g->nccl;
+    m->accel_nic_bytes_per_s = g->nic;
+    m->accel_nccl_launch_s = g->launch;
+    m->accel_gpus_per_nic = 1;
+    m->accel_nvls_bytes_per_s = g->nvls;
+    return 0;
+  }
+  return -1;
+}
+
 double machines_default_nic(int cpus) {
   double gbps = 2.0 * cpus;
   if (gbps > 32.0) gbps = 32.0;
@@ -27,6 +77,7 @@ double machines_default_nic(int cpus) {
 }
 
 int machines_lookup(const char *name, scn_machine *m) {
+  if (gpu_system_lookup(name, m) == 0) return 0;
   for (size_t f = 0; f < sizeof FAMILIES / sizeof FAMILIES[0]; f++) {
     const struct family *fa = &FAMILIES[f];
     size_t pl = strlen(fa->prefix);
@@ -81,6 +132,11 @@ void machines_list(char *buf, size_t len) {
       used += (size_t)w;
     }
     w = snprintf(buf + used, len - used, "}");
+    if (w < 0 || (size_t)w >= len - used) return;
+    used += (size_t)w;
+  }
+  for (size_t i = 0; i < sizeof GPU_SYSTEMS / sizeof GPU_SYSTEMS[0]; i++) {
+    int w = snprintf(buf + used, len - used, ", %s", GPU_SYSTEMS[i].name);
     if (w < 0 || (size_t)w >= len - used) return;
     used += (size_t)w;
   }

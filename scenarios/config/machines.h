@@ -6,6 +6,15 @@
 ** NIC egress min(2 Gbps * N, 32 Gbps) and memory bandwidth 4 GB/s per vCPU for both.
 ** Generic accelerators of a custom machine default to 50% of peak, a 1 us link to the VM and a
 ** 256 MiB runtime workspace in their HBM.
+** GPU systems (docs/machine.md, "GPU systems", gives each figure's source), 8 GPUs a node on
+** NVSwitches, a NIC per GPU:
+**   dgx-a100: A100 SXM4 40 GB, 312 TFLOP/s bf16, 1555 GB/s HBM, NVLink 300 GB/s one way,
+**             PCIe Gen4 x16 to the host, 8 x 200 Gb/s HDR; NCCL's ring at most 235 GB/s;
+**             2 x EPYC 7742 (128 cores), 1 TiB
+**   dgx-h100: H100 SXM5 80 GB, 989 TFLOP/s bf16, 3350 GB/s HBM, NVLink 450 GB/s one way,
+**             PCIe Gen5 x16, 8 x 400 Gb/s NDR; NCCL's ring at most 370 GB/s, NVLS 330
+**             (algbw 275, NCCL's developer's figure);
+**             2 x Xeon 8480C (112 cores), 2 TiB
 */
 #ifndef PODSIM_MACHINES_H
 #define PODSIM_MACHINES_H
@@ -28,9 +37,9 @@ int  machines_tpu_host_vcpus(const char *generation);
 ** steps_per_run steps) and the fetch of its outputs. An estimate; strategy.host_round_trip. */
 #define MACHINE_TPU_HOST_ROUND_TRIP_S 100e-6
 
-/* Fills *m for a catalogue NAME; -1 when NAME is not in the catalogue. */
+/* Fills *m for a catalogue NAME (CPU VMs and GPU systems); -1 when NAME is not in it. */
 int  machines_lookup(const char *name, scn_machine *m);
-/* Writes "n1-standard-{1,2,...}, n2-standard-{...}" into BUF. */
+/* Writes "n1-standard-{1,2,...}, n2-standard-{...}, dgx-a100, dgx-h100" into BUF. */
 void machines_list(char *buf, size_t len);
 /* Fills the defaults of keys a custom machine's mapping left out (marked negative). */
 void machines_fill_defaults(scn_machine *m);

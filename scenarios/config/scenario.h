@@ -42,7 +42,7 @@ typedef enum { SCN_FABRIC_STAR = 0, SCN_FABRIC_RING, SCN_FABRIC_TORUS2D, SCN_FAB
                SCN_FABRIC_FAT_TREE } scn_fabric_topology;
 typedef enum { SCN_ALLREDUCE_AUTO = 0, SCN_ALLREDUCE_RING, SCN_ALLREDUCE_BIDIRECTIONAL_RING,
                SCN_ALLREDUCE_TORUS, SCN_ALLREDUCE_TREE, SCN_ALLREDUCE_HALVING_DOUBLING,
-               SCN_ALLREDUCE_DOUBLE_BINARY_TREE } scn_allreduce;
+               SCN_ALLREDUCE_DOUBLE_BINARY_TREE, SCN_ALLREDUCE_NCCL } scn_allreduce;
 typedef enum { SCN_GROUP_WORKERS = 0, SCN_GROUP_TPU } scn_group;
 typedef enum { SCN_FORMAT_PNG = 0, SCN_FORMAT_SVG, SCN_FORMAT_PDF } scn_plot_format;
 
@@ -62,6 +62,15 @@ typedef struct scn_machine {
   double accel_efficiency;       /* fraction of peak its ops sustain (default 0.5) */
   double accel_workspace_bytes;  /* scratch its runtime reserves in HBM (default 256 MiB) */
   double mem_bytes_per_s;        /* host memory bandwidth (default 4 GB/s per vCPU) */
+  /* GPU systems of the catalogue (dgx-a100, dgx-h100); 0 on every other machine. */
+  double accel_nvlink_bytes_per_s; /* a GPU's NVLink bandwidth one way, through the NVSwitches */
+  double accel_nccl_bytes_per_s; /* what NCCL's Simple ring moves per GPU inside the node (its
+                                    busbw ceiling, docs/machine.md) */
+  double accel_nic_bytes_per_s;  /* the GPU's own NIC, one way (a rail per GPU index) */
+  double accel_nccl_launch_s;    /* an NCCL collective's launch and completion (sim/nccl.h) */
+  int    accel_gpus_per_nic;     /* consecutive GPUs sharing a NIC: 1 (the default), or 8 / M for
+                                    {type: dgx-a100, nics: M} */
+  double accel_nvls_bytes_per_s; /* NCCL's NVLS busBw on its NVSwitches (dgx-h100); 0: none */
 } scn_machine;
 
 /* One faults entry as written; scenarios/programs/faults.h resolves its target against the run. */

@@ -262,8 +262,14 @@ sim_algo train_algorithm(scn_allreduce a, int on_tpu) {
     case SCN_ALLREDUCE_TREE: return SIM_ALGO_TREE;
     case SCN_ALLREDUCE_HALVING_DOUBLING: return SIM_ALGO_HALVING_DOUBLING;
     case SCN_ALLREDUCE_DOUBLE_BINARY_TREE: return SIM_ALGO_DOUBLE_TREE;
+    case SCN_ALLREDUCE_NCCL: return SIM_ALGO_NCCL;
   }
   return SIM_ALGO_RING;
+}
+
+sim_algo train_workers_algorithm(const scenario *s, scn_allreduce a) {
+  int gpu_system = s->worker_machine.accel_nvlink_bytes_per_s > 0;
+  return a == SCN_ALLREDUCE_AUTO && gpu_system ? SIM_ALGO_NCCL : train_algorithm(a, 0);
 }
 
 ds_machine train_machine(const scn_machine *m) {
@@ -273,7 +279,11 @@ ds_machine train_machine(const scn_machine *m) {
   d.accel = (ds_accelerators){ m->accelerators, m->accel_peak_flops, m->accel_efficiency,
                                m->accel_hbm_bytes, m->accel_hbm_bytes_per_s,
                                m->accel_link_bytes_per_s, sim_time_from_s(m->accel_link_latency_s),
-                               m->accel_workspace_bytes };
+                               m->accel_workspace_bytes, m->accel_nvlink_bytes_per_s,
+                               m->accel_nccl_bytes_per_s, m->accel_nic_bytes_per_s,
+                               m->accel_nccl_launch_s,
+                               m->accel_gpus_per_nic > 0 ? m->accel_gpus_per_nic : 1,
+                               m->accel_nvls_bytes_per_s };
   d.ram_bytes = m->ram_bytes;
   d.nic_bytes_per_s = m->nic_bytes_per_s;
   return d;

@@ -519,11 +519,13 @@ static void past_horizon(const trainer *t, run_summary *sum) {
 ** was never scheduled), or a podsim bug. Either way the run is reported, not aborted. */
 static void stalled(const trainer *t, run_summary *sum) {
   const char *names[8];
-  size_t n = sim_deadlocked_actors(t->engine, names, 8);
+  size_t n = sim_deadlocked_actors(t->engine, names, 8); /* all of them: names holds the first 8 */
   char msg[512];
   int at = snprintf(msg, sizeof msg, "the simulation stalled after step %ld with", t->completed - 1);
-  for (size_t i = 0; i < n && at > 0 && (size_t)at < sizeof msg; i++)
+  for (size_t i = 0; i < n && i < 8 && at > 0 && (size_t)at < sizeof msg; i++)
     at += snprintf(msg + at, sizeof msg - (size_t)at, " %s", names[i]);
+  if (n > 8 && at > 0 && (size_t)at < sizeof msg)
+    at += snprintf(msg + at, sizeof msg - (size_t)at, " and %zu more", n - 8);
   if (at > 0 && (size_t)at < sizeof msg)
     snprintf(msg + at, sizeof msg - (size_t)at, " blocked: %s", t->faults != NULL
              ? "a link_down or a straggler without duration stopped them for good (TF's collectives have "
@@ -669,10 +671,10 @@ void train__build_strategy(trainer *t) {
     const char *devices[SCN_MAX_DEVICES];
     for (int i = 0; i < s->ndevices; i++) devices[i] = s->devices[i];
     t->strategy = ds_mirrored_new(t->engine, &cluster, devices, s->ndevices,
-                                  train_algorithm(s->all_reduce, 0), NULL);
+                                  train_workers_algorithm(s, s->all_reduce), NULL);
     assert(t->strategy != NULL);  /* the loader checked the devices against the machine */
   } else {
-    t->strategy = ds_strategy_new(t->engine, strategy_kind(s), &cluster, train_algorithm(s->all_reduce, 0));
+    t->strategy = ds_strategy_new(t->engine, strategy_kind(s), &cluster, train_workers_algorithm(s, s->all_reduce));
   }
   t->cores = ds_cores_per_replica(t->strategy);
   t->spmd = s->spmd && t->cores > 1;

@@ -31,6 +31,9 @@ int train_error(scn_error *err, const char *file, int line, int col, const char 
 /* The algorithm a scenario's all_reduce names; auto is what XLA / TF's collective ops pick:
 ** the torus on a TPU slice, the ring on CPU workers (with or without accelerators). */
 sim_algo train_algorithm(scn_allreduce a, int on_tpu);
+/* The algorithm of the workers' replicas: auto is nccl on a GPU system (dgx-*: TF's
+** MirroredStrategy reduces with NcclAllReduce there), ring elsewhere; the rest as named. */
+sim_algo train_workers_algorithm(const scenario *s, scn_allreduce a);
 /* The CPU workers of the scenario as the strategies see them. */
 ds_cluster train_cluster(const scenario *s);
 

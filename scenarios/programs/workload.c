@@ -241,7 +241,9 @@ int workload_run(const scenario *s, const char *out_dir, workload_summary *w, sc
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   memset(w, 0, sizeof *w);
-  bench b = { .s = s, .op = (sim_coll_op)s->workload_op, .algo = train_algorithm(s->workload_algorithm, s->workload_group == SCN_GROUP_TPU),
+  int tpu = s->workload_group == SCN_GROUP_TPU;
+  bench b = { .s = s, .op = (sim_coll_op)s->workload_op,
+              .algo = tpu ? train_algorithm(s->workload_algorithm, 1) : train_workers_algorithm(s, s->workload_algorithm),
               .root = s->workload_op == SIM_COLL_PPERMUTE ? s->workload_shift : 0 };
   b.count = (size_t)(s->workload_size_bytes / 4);
   b.engine = train_engine_new(s->trace);

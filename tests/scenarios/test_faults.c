@@ -294,6 +294,32 @@ static void worker_lost_in_multi_worker_mirrored(void **state) {
   assert_true(fabs(r.sum.downtime_s - 90.0) < 1e-3);
 }
 
+/* On GPU systems the fabric is the GPUs' NICs: fabric:1 at a tenth of its rate from the start
+** slows 2 DGX A100's gradient all-reduces (their ring crosses worker 1's NICs) and leaves the
+** weights as they were; fabric:* at full rate (factor 1) changes nothing; fabric:1 down for good
+** stalls the job (exit 3), its 20 blocked actors (4 input, 16 replicas) named 8 and "12 more"
+** (the names were read past their array of 8 before). */
+static void link_degrade_reaches_gpu_nics(void **state) {
+  (void)state;
+  static run base, slow, same, down;
+  const char *dgx[] = {"strategy.kind=multi_worker_mirrored", "cluster.workers.count=2",
+                       "cluster.workers.machine={type: dgx-a100}", "dataset.global_batch=32",
+                       "faults=[{kind: link_degrade, target: \"fabric:1\", factor: 0.1, at: 0s}]",
+                       "faults=[{kind: link_degrade, target: \"fabric:*\", factor: 1, at: 0s}]",
+                       "faults=[{kind: link_down, target: \"fabric:1\", at: 0.1ms}]"};
+  run_file(&base, "tests/data/train/base.yaml", dgx, 4);
+  run_file(&slow, "tests/data/train/base.yaml", (const char *const[]){dgx[0], dgx[1], dgx[2], dgx[3], dgx[4]}, 5);
+  run_file(&same, "tests/data/train/base.yaml", (const char *const[]){dgx[0], dgx[1], dgx[2], dgx[3], dgx[5]}, 5);
+  assert_int_equal(slow.rc, TR_EXIT_OK);
+  assert_true(slow.comm[5] > base.comm[5]);
+  assert_true(same.comm[5] == base.comm[5]);
+  assert_string_equal(slow.weights, base.weights);
+  run_file(&down, "tests/data/train/base.yaml", (const char *const[]){dgx[0], dgx[1], dgx[2], dgx[3], dgx[6]}, 5);
+  assert_int_equal(down.rc, TR_EXIT_JOB_FAILED);
+  assert_string_equal(down.sum.error.kind, "SimulationStalled");
+  assert_non_null(strstr(down.sum.error.message, " and 12 more blocked"));
+}
+
 /* Targets the run does not have are scenario errors at the target's position. */
 static void missing_targets_are_input_errors(void **state) {
   (void)state;
@@ -385,6 +411,7 @@ int main(void) {
     cmocka_unit_test(no_restart_fails_the_job),
     cmocka_unit_test(link_down_stalls_the_all_reduce),
     cmocka_unit_test(link_degrade_doubles_the_byte_time),
+    cmocka_unit_test(link_degrade_reaches_gpu_nics),
     cmocka_unit_test(straggler_host_makes_others_wait),
     cmocka_unit_test(preemption_storm),
     cmocka_unit_test(faults_from_a_trace_file),

@@ -152,7 +152,7 @@ static int supported(sim_coll_op op, sim_algo algo, int p) {
   int sg = op == SIM_COLL_REDUCE_SCATTER || op == SIM_COLL_ALL_GATHER, ar = op == SIM_COLL_ALL_REDUCE;
   if (op == SIM_COLL_PPERMUTE) return 1;
   switch (algo) {
-  case SIM_ALGO_RING: return 1;
+  case SIM_ALGO_RING: case SIM_ALGO_NCCL: return 1;
   case SIM_ALGO_BIDI_RING: case SIM_ALGO_TORUS: return ar || sg;
   case SIM_ALGO_TREE: return ar || op == SIM_COLL_BROADCAST;
   case SIM_ALGO_DOUBLE_TREE: return ar;

@@ -1,0 +1,122 @@
+/*
+** nccl.c: NCCL's tuning model (sim_nccl_). The tables are NCCL's (src/graph/tuning.cc at
+** 01afd20a), in microseconds as NCCL writes them, indexed [algorithm][protocol] in NCCL's order
+** (tree, ring; LL, LL128, Simple). NVLS came later: its figures are from tuning.cc at b6475625
+** (Simple only, all_reduce on one node: latency hwLat[NVLINK][NVLS] = 23 us and no base,
+** algbw = 5/6 of its busBw).
+**
+** Invariants:
+**   1. sim_nccl_choose returns the pair of least predicted time, ties to the first in NCCL's
+**      order, so its time is the minimum of increasing functions of the size: it never falls
+**      as the message grows (tests/sim/test_nccl.c).
+**   2. A larger busbw, net_busbw or nvls_busbw never gives a longer predicted time (every
+**      bandwidth term is nondecreasing in them and the latencies do not depend on them; a
+**      positive nvls_busbw only adds a candidate).
+*/
+#include "sim/nccl.h"
+
+#include <assert.h>
+
+#define US 1e-6
+#define GBPS 1e9
+
+/* baseLat: per collective, whatever the steps. */
+static const double BASE_LAT[2][SIM_NCCL_PROTO_COUNT] = {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}};
+/* hwLat per step, NVLink and network ("Tree/Simple is the latency of a 256kB chunk"). */
+static const double NVLINK_LAT[2][SIM_NCCL_PROTO_COUNT] = {{.52, 1.2, 28}, {.47, 1.9, 3.4}};
+static const double NET_LAT[2][SIM_NCCL_PROTO_COUNT] = {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}};
+/* Trees fall short of the model for medium sizes: NCCL's static correction of their bandwidth,
+** by log2(bytes / 64) for 64 B to 128 MiB. */
+static const double TREE_CORRECTION[SIM_NCCL_PROTO_COUNT][22] = {
+  {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+  {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
+  {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+
+/* NVLS: its one latency, and its algbw per unit of the system's nvls_busbw. */
+#define NVLS_LAT 23.0
+#define NVLS_RATIO (5.0 / 6.0)
+
+static int log2i(double x) {
+  int l = 0;
+  for (double v = x; v >= 2; v /= 2) l++;
+  return l;
+}
+
+const char *sim_nccl_proto_name(sim_nccl_proto proto) {
+  static const char *const NAMES[] = {"LL", "LL128", "Simple"};
+  return (unsigned)proto < SIM_NCCL_PROTO_COUNT ? NAMES[proto] : "unknown";
+}
+
+const char *sim_nccl_algo_name(sim_nccl_algo algo) {
+  static const char *const NAMES[] = {"tree", "ring", "nvls"};
+  return (unsigned)algo <= SIM_NCCL_NVLS ? NAMES[algo] : "unknown";
+}
+
+int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
+                   sim_nccl_algo algo, sim_nccl_proto proto, sim_nccl_choice *out) {
+  int ar = op == SIM_COLL_ALL_REDUCE, ring = algo == SIM_NCCL_RING;
+  if (p < 2 || (!ring && !ar) || (proto == SIM_NCCL_LL128 && !s->ll128)) return -1;
+  int ppn = s->ranks_per_node < p ? s->ranks_per_node : p, nodes = (p + ppn - 1) / ppn;
+  assert(ppn >= 1);
+  if (algo == SIM_NCCL_NVLS) {
+    if (nodes > 1 || proto != SIM_NCCL_SIMPLE || !(s->nvls_busbw > 0)) return -1;
+    *out = (sim_nccl_choice){algo, proto, s->launch_s + NVLS_LAT * US, s->launch_s, 0, s->nvls_busbw * NVLS_RATIO, 0};
+    out->busbw = out->algbw * 2 * (p - 1) / p;
+    out->time_s = out->latency_s + bytes / out->algbw;
+    return 0;
+  }
+  int scatter = op == SIM_COLL_REDUCE_SCATTER || op == SIM_COLL_ALL_GATHER;
+  int steps = ar ? 2 * (p - 1) : scatter ? p - 1 : p;
+  int inter = ar ? 2 * (nodes - 1) : scatter ? nodes - 1 : nodes;
+  double bw = nodes == 1 || s->net_busbw > s->busbw ? s->busbw : s->net_busbw;
+  if (ring && proto == SIM_NCCL_LL) bw *= nodes > 1 || ar ? 1.0 / 4.0 : 1.0 / 3.0;
+  if (ring && proto == SIM_NCCL_LL128) bw *= ppn < 2 ? 0.7 : 0.92;
+  if (!ring) {
+    double max_tree = (nodes > 2 ? (s->ll128 && proto == SIM_NCCL_LL128 ? 105.0 : 80.0)
+                                 : (s->ll128 && proto == SIM_NCCL_LL128 ? 130.0 : 110.0)) * GBPS;
+    bw = bw * .9 < max_tree ? bw * .9 : max_tree;
+    if (proto == SIM_NCCL_LL) bw *= 1.0 / 3.8;
+    if (proto == SIM_NCCL_LL128) bw *= nodes == 1 ? 7.0 / 9.0 : 0.915;
+    int log_size = log2i(bytes / 64);
+    if (log_size < 22) bw *= TREE_CORRECTION[proto][log_size];
+  }
+  double intra = NVLINK_LAT[algo][proto] * US, net = NET_LAT[algo][proto] * US;
+  if (nodes > 1 && proto == SIM_NCCL_LL) intra *= 1.8;
+  double base = BASE_LAT[algo][proto] * US, steps_lat;
+  if (ring && (op == SIM_COLL_BROADCAST || op == SIM_COLL_ALL_TO_ALL)) {
+    /* One pipeline through the ranks; Simple adds a chunk's latency (tree's) per step. */
+    int a = proto == SIM_NCCL_SIMPLE ? SIM_NCCL_TREE : SIM_NCCL_RING;
+    steps_lat = steps * (nodes == 1 ? NVLINK_LAT[a][proto] : NET_LAT[a][proto]) * US;
+  } else if (ring) {
+    steps_lat = (steps - inter) * intra + inter * net;
+    if (proto == SIM_NCCL_SIMPLE && nodes > 1 && ar && bytes >= p / 16.0 * 65536) {
+      base *= 1.9;
+      steps_lat *= 1.9;
+    }
+  } else {
+    steps_lat = 2 * ((ppn - 1) * intra + log2i(nodes) * net);
+  }
+  base += s->launch_s;
+  double lat = base + steps_lat;
+  out->algo = algo;
+  out->proto = proto;
+  out->latency_s = lat;
+  out->base_s = base;
+  out->busbw = bw;
+  out->algbw = bw * (ring ? (double)p / steps : 0.5);
+  out->time_s = lat + bytes / out->algbw;
+  return 0;
+}
+
+void sim_nccl_choose(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
+                     sim_nccl_choice *out) {
+  int found = 0;
+  for (int a = SIM_NCCL_TREE; a <= SIM_NCCL_NVLS; a++)
+    for (int pr = 0; pr < SIM_NCCL_PROTO_COUNT; pr++) {
+      sim_nccl_choice c;
+      if (sim_nccl_model(s, op, p, bytes, (sim_nccl_algo)a, (sim_nccl_proto)pr, &c) != 0) continue;
+      if (!found || c.time_s < out->time_s) *out = c;
+      found = 1;
+    }
+  assert(found); /* ring Simple always runs */
+}

@@ -1,0 +1,73 @@
+/*
+** nccl.h: NCCL's choice of algorithm and protocol for a collective and what that choice costs,
+** as NCCL's tuning model has them (src/graph/tuning.cc of NVIDIA/nccl, read at commit 01afd20a:
+** ncclTopoTuneModel and ncclTopoGetAlgoTime; docs/machine.md, "GPU collectives as NCCL runs
+** them"). The collective engine (collective.h, algorithm "nccl") runs the chosen algorithm over
+** the links and charges the model's latency and protocol efficiency on top; this module is pure
+** arithmetic on doubles, the same bits everywhere (no fma, no fast-math).
+**
+** The model, for p ranks on N = p / ranks_per_node nodes and n bytes, per (algorithm, protocol):
+**   time = latency + n / algbw
+**   latency = launch + baseLat + ring: (steps - interSteps) x hwLat(intra) + interSteps x hwLat(NET)
+**                       tree: 2 x ((ppn - 1) x hwLat(intra) + log2(N) x hwLat(NET))
+**   algbw = busBw x (ring: p / steps, tree: 1/2), busBw = the system's Simple bus bandwidth
+**   (inside a node with N == 1, else the smaller of that and the network's) times the
+**   protocol's share: ring LL 1/4 (1/3 for one-node all_gather, reduce_scatter, broadcast),
+**   LL128 0.92 (0.7 with one rank a node); tree min(0.9 busBw, maxTreeBw) and then LL 1/3.8,
+**   LL128 7/9 on one node or 0.915; tree bandwidth times NCCL's size correction for medium
+**   messages; the ring's Simple latency x 1.9 across nodes for all_reduce from p/16 x 64 KiB
+**   up (its "plateau"). Tree only for all_reduce. NVLS (NCCL 2.17+, tuning.cc at b6475625:
+**   all_reduce, Simple, one node, where the system has nvls_busbw): time = launch + 23 us +
+**   n / (5/6 nvls_busbw). The fastest pair wins; ties go to the first in NCCL's order (tree,
+**   ring, NVLS; LL, LL128, Simple).
+** Left out: NCCL's per-channel caps (ll128MaxBwPerCh x nChannels: podsim has no channels, the
+** system's busbw is nChannels x speed already), CollNet, NVLS across nodes (NVLS tree).
+*/
+#ifndef PODSIM_NCCL_H
+#define PODSIM_NCCL_H
+
+#include "sim/collective.h"
+
+typedef enum { SIM_NCCL_TREE = 0, SIM_NCCL_RING, SIM_NCCL_NVLS } sim_nccl_algo; /* NCCL's order */
+typedef enum { SIM_NCCL_LL = 0, SIM_NCCL_LL128, SIM_NCCL_SIMPLE } sim_nccl_proto; /* likewise */
+#define SIM_NCCL_PROTO_COUNT 3
+
+/* What NCCL's model knows of the machine. */
+typedef struct sim_nccl_system {
+  int ranks_per_node;     /* GPUs of one node in the group (every node the same); >= p: one node */
+  double busbw;           /* Simple ring bus bandwidth inside a node, bytes/s: NCCL's nChannels x
+                             speedIntra with its architecture cap (A100: 235 GB/s) */
+  double net_busbw;       /* the same between nodes: NCCL's nChannels x bwInter, the NICs a
+                             node's channels use (DGX: a NIC per GPU, 8 x 25 GB/s on A100) */
+  int ll128;              /* LL128 enabled (NCCL: NVLink on Volta, Ampere, Hopper) */
+  double launch_s;        /* what a collective costs beyond the model, whatever its size: the
+                             kernel's launch and completion as nccl-tests times them (a
+                             calibration, docs/machine.md); part of every pair's latency */
+  double nvls_busbw;      /* NVLink SHARP (H100's NVSwitches reduce): NCCL's NVLS busBw, whose
+                             5/6 is its algbw; 0: none */
+} sim_nccl_system;
+
+typedef struct sim_nccl_choice {
+  sim_nccl_algo algo;     /* ring or tree */
+  sim_nccl_proto proto;   /* LL, LL128 or Simple */
+  double latency_s;       /* base latency plus the steps' hardware latency, seconds */
+  double base_s;          /* of it, what does not depend on the steps (baseLat, with the ring's
+                             plateau factor) */
+  double busbw;           /* the pair's bus bandwidth, bytes/s (after protocol and correction;
+                             NVLS: its algbw x 2(p-1)/p, as nccl-tests counts it) */
+  double algbw;           /* busbw x the algorithm's ratio: bytes of the message per second */
+  double time_s;          /* latency_s + bytes / algbw: NCCL's predicted time */
+} sim_nccl_choice;
+
+/* The model of one (algo, proto) pair; returns 0, or -1 when NCCL would not run it (tree for
+** an op other than all_reduce, LL128 disabled, p < 2). */
+int  sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
+                    sim_nccl_algo algo, sim_nccl_proto proto, sim_nccl_choice *out);
+/* The pair NCCL picks: the least predicted time (see above). p >= 2. */
+void sim_nccl_choose(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
+                     sim_nccl_choice *out);
+/* "LL", "LL128", "Simple"; "ring", "tree". */
+const char *sim_nccl_proto_name(sim_nccl_proto proto);
+const char *sim_nccl_algo_name(sim_nccl_algo algo);
+
+#endif
