@@ -48,8 +48,10 @@
 **   (6) every event older than the period (a random fault, a fault's end, an async checkpoint
 **       write, a restart) is due after the landing, and every resource, actor and pool is as it
 **       was: sim_snapshot_periods, or no skip;
-**   (7) runs that compute values (numerics full), loop on the device (tpu_v1, steps_per_run > 1)
-**       or trace (each step adds spans: the words differ) never skip; training.fast_forward:
+**   (7) runs that compute values (numerics full) or loop on the device (tpu_v1, steps_per_run
+**       > 1) never skip; a traced run skips only once its trace is full (before, each step
+**       stores spans and the words differ; after, spans are only counted, and the count moves
+**       k periods on with the skip); training.fast_forward:
 **       false turns it off, and both ways write the same bytes (tests/scenarios/
 **       test_fastforward.c).
 */
