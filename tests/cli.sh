@@ -272,9 +272,10 @@ stop_run TERM "$tmp/stopw" run scenarios/examples/allreduce_v4.yaml --set worklo
 [ $stop_rc -eq 143 ] && [ $stop_s -le 5 ] && [ ! -e "$tmp/stopw" ] && [ -z "$(ls "$tmp" | grep partial)" ] \
   && ok || bad "SIGTERM on a workload: exit $stop_rc after ${stop_s}s, $(cat "$tmp/stop.err")"
 stop_run TERM "$tmp/stopp" plan tests/data/plan/tiny.yaml -j 2 --set training.steps=10000000
-sleep 0.5  # the points' processes are the plan's children: none may outlive it
+sleep 0.5  # the points' processes are the plan's children: none may outlive it (matched by this
+           # test's own output path: another checkout's tests may be running the same plan)
 [ $stop_rc -eq 143 ] && [ $stop_s -le 5 ] && [ ! -e "$tmp/stopp" ] && [ -z "$(ls "$tmp" | grep partial)" ] \
-  && ! pgrep -f "podsim plan tests/data/plan/tiny.yaml -j 2" >/dev/null \
+  && ! pgrep -f -- "-o $tmp/stopp --quiet" >/dev/null \
   && ok || bad "SIGTERM on a plan: exit $stop_rc after ${stop_s}s, $(ls -A "$tmp"), $(cat "$tmp/stop.err")"
 # An outputs.dir that cannot be created or is not a directory: exit 2 before the run, naming the
 # path and the reason (root ignores permissions, so a path under a regular file).
