@@ -30,7 +30,11 @@ typedef enum { MD_LAYER_DENSE = 0, MD_LAYER_EMBEDDING, MD_LAYER_CONV2D, MD_LAYER
                MD_LAYER_RESHAPE, MD_LAYER_DROPOUT, MD_LAYER_LAYER_NORMALIZATION, MD_LAYER_ACTIVATION,
                MD_LAYER_MULTI_HEAD_ATTENTION, MD_LAYER_BATCH_NORMALIZATION, MD_LAYER_DEPTHWISE_CONV2D,
                MD_LAYER_SOFTMAX, MD_LAYER_TOKEN_AND_POSITION_EMBEDDING, MD_LAYER_ADD, MD_LAYER_CONCATENATE,
-               MD_LAYER_KIND_COUNT } md_layer_kind;
+               MD_LAYER_GRAPH_NODE_FEATURES, MD_LAYER_GRAPH_SAGE, MD_LAYER_UNIT_NORMALIZATION,
+               MD_LAYER_READOUT_FIRST_NODE, MD_LAYER_KIND_COUNT } md_layer_kind;
+/* How graph_sage joins a node's own transformed state and its pooled neighbours' (TF-GNN's
+** GraphSAGENextState combine_type): their sum, or the two side by side (own first). */
+typedef enum { MD_COMBINE_SUM = 0, MD_COMBINE_CONCAT } md_combine_type;
 /* mean and sum combine an example's ids into one row (tf.nn.embedding_lookup_sparse); none keeps
 ** a row per id, [ids, dim], as Keras's Embedding layer does on a sequence. */
 typedef enum { MD_COMBINER_MEAN = 0, MD_COMBINER_SUM, MD_COMBINER_NONE } md_combiner;
@@ -69,7 +73,13 @@ typedef struct md_layer_spec {
   int dim;                /* embedding, token_and_position_embedding: columns */
   int sequence_length;    /* token_and_position_embedding: rows of the position table (0: the
                           ** input's ids) */
-  md_combiner combiner;   /* embedding: how the ids of one example combine */
+  md_combiner combiner;   /* embedding: how the ids of one example combine; graph_sage: how the
+                          ** neighbours' states pool at a node (mean or sum, TF-GNN's reduce_type) */
+  int graph_nodes;        /* graph_node_features: nodes per example of the packed graph input
+                          ** (layers/graph.c), padding included */
+  int graph_edges;        /* graph_node_features, graph_sage: edges per example of the packed graph
+                          ** input, padding included */
+  md_combine_type combine_type; /* graph_sage: sum (0, TF-GNN's default) or concat */
   int filters;            /* conv2d: output channels */
   int depth_multiplier;   /* depthwise_conv2d: filters per input channel (0: 1) */
   int kernel_size[2];     /* conv2d, depthwise_conv2d: kernel height and width */

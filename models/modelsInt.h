@@ -126,6 +126,18 @@ extern const md_layer_ops md_dense_ops, md_embedding_ops, md_conv2d_ops, md_max_
     md_dropout_ops, md_layer_normalization_ops, md_activation_layer_ops, md_multi_head_attention_ops,
     md_batch_normalization_ops, md_depthwise_conv2d_ops, md_softmax_ops,
     md_token_and_position_embedding_ops, md_add_ops, md_concatenate_ops;
+/* The graph kinds (layers/graph.c, graph_sage.c, unit_normalization.c, readout_first_node.c). */
+extern const md_layer_ops md_graph_node_features_ops, md_graph_sage_ops, md_unit_normalization_ops,
+    md_readout_first_node_ops;
+
+/* ---- layers/graph.c (md_graph_): the packed graph input. One example is a sampled subgraph
+** padded to graph_nodes nodes and graph_edges edges: its node features [nodes, F] row-major, then
+** the edges' source nodes, then their target nodes (graph_edges floats each, node indices local to
+** the example, -1 for a padding edge), nodes * F + 2 graph_edges floats in all. ---- */
+
+/* Edge j of example row p (a packed example of `width` floats, `edges` edges): 1 with its source
+** and target when it is a real edge, 0 for a padding one. */
+int md_graph_edge(const float *p, int width, int edges, int j, int *source, int *target);
 
 /* ---- layers/embedding.c: id lookups the id-reading kinds share ---- */
 

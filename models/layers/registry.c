@@ -31,6 +31,10 @@ static const md_layer_ops *const registry[] = {
   [MD_LAYER_TOKEN_AND_POSITION_EMBEDDING] = &md_token_and_position_embedding_ops,
   [MD_LAYER_ADD] = &md_add_ops,
   [MD_LAYER_CONCATENATE] = &md_concatenate_ops,
+  [MD_LAYER_GRAPH_NODE_FEATURES] = &md_graph_node_features_ops,
+  [MD_LAYER_GRAPH_SAGE] = &md_graph_sage_ops,
+  [MD_LAYER_UNIT_NORMALIZATION] = &md_unit_normalization_ops,
+  [MD_LAYER_READOUT_FIRST_NODE] = &md_readout_first_node_ops,
 };
 _Static_assert(sizeof registry / sizeof registry[0] == MD_LAYER_KIND_COUNT,
                "every md_layer_kind has its table");

@@ -109,7 +109,14 @@ static const key_spec PIPELINE_KEYS[] = {
   {.key = "per_batch", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE,
    OFF(scenario, pipeline_per_batch_s)},
   END};
+/* dataset.graph: sampled subgraphs, one per example, in two CSV files (models/graphdata.h). */
+static const key_spec GRAPH_KEYS[] = {
+  {.key = "nodes", .doc = "CSV of graph,node,LABEL,features...: each example's nodes, its seed node 0 first", .type = V_PATH, .st = S_CHARS, OFF(scenario, graph_nodes_csv), .len = SCN_PATH_MAX, .required = 1},
+  {.key = "edges", .doc = "CSV of graph,source,target: each example's edges, by node numbers within it", .type = V_PATH, .st = S_CHARS, OFF(scenario, graph_edges_csv), .len = SCN_PATH_MAX, .required = 1},
+  END};
+
 const key_spec CFG_DATASET_KEYS[] = {
+  {.key = "graph", .type = V_MAP, .sub = GRAPH_KEYS},
   {.key = "csv", .type = V_PATH, .st = S_CHARS, OFF(scenario, csv), .len = SCN_PATH_MAX},
   {.key = "files", .type = V_FN, .fn = files_fn,
    .schema = "{\"anyOf\":[{\"type\":\"string\",\"minLength\":1},{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\",\"minLength\":1}}],\"description\":\"CSV files with the same header, read one after another: a list, or one glob pattern relative to the scenario file\"}"},
@@ -128,24 +135,24 @@ const key_spec CFG_DATASET_KEYS[] = {
   END};
 
 int cfg_dataset_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
-  static const char *const SOURCES[] = {"csv", "files", "synthetic"};
+  static const char *const SOURCES[] = {"csv", "files", "synthetic", "graph"};
   char sub[256];
   const scenario *s = base;
   int given = 0;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     if (!yt_get(map, SOURCES[i])) continue;
     for (int j = 0; j < i; j++) {
       if (!yt_get(map, SOURCES[j])) continue;
       const yt_node *k = cfg_later_key(map, SOURCES[j], SOURCES[i]);
       cfg_join(sub, sizeof sub, path, k->text);
-      return cfg_fail(c, k, sub, "give one of csv, files and synthetic, not both %s and %s",
+      return cfg_fail(c, k, sub, "give one of csv, files, synthetic and graph, not both %s and %s",
                       SOURCES[j], SOURCES[i]);
     }
     given++;
   }
   if (given == 0) {
     cfg_join(sub, sizeof sub, path, "csv");
-    return cfg_fail(c, map, sub, "missing required key \"csv\" (or \"files\" or \"synthetic\")");
+    return cfg_fail(c, map, sub, "missing required key \"csv\" (or \"files\", \"synthetic\" or \"graph\")");
   }
   for (int i = 0; i < 2; i++) {
     const char *key = i ? "labels" : "label";

@@ -53,8 +53,17 @@ static int input_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const
   return 0;
 }
 
-/* model.input: {features: N}, {shape: [h, w, c]} or {ids: N, vocab: V}. */
+/* model.input.graph: the padded sizes of one example's subgraph (models/layers/graph.c). */
+static const key_spec GRAPH_INPUT_KEYS[] = {
+  {.key = "nodes", .doc = "nodes per example, padding included (the seed node first)", .type = V_INT, .st = S_INT, OFF(scenario, graph_nodes), .lo = 1, .hi = 1e6, .required = 1},
+  {.key = "edges", .doc = "edges per example, padding included", .type = V_INT, .st = S_INT, OFF(scenario, graph_edges), .lo = 0, .hi = 1e7, .required = 1},
+  {.key = "features", .doc = "floats per node", .type = V_INT, .st = S_INT, OFF(scenario, graph_features), .lo = 1, .hi = 1e6, .required = 1},
+  END};
+
+/* model.input: {features: N}, {shape: [h, w, c]}, {ids: N, vocab: V} or {graph: {nodes, edges,
+** features}}. */
 static const key_spec INPUT_KEYS[] = {
+  {.key = "graph", .type = V_MAP, .sub = GRAPH_INPUT_KEYS},
   {.key = "features", .type = V_INT, .st = S_INT, OFF(scenario, input_features), .lo = 1, .hi = 1e8},
   {.key = "shape", .type = V_FN, .fn = input_shape_fn, .lo = 1, .hi = 1e8,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,\"items\":{\"type\":\"integer\",\"minimum\":1},\"description\":\"one example's shape, [h, w, c] for images (channels last), at most 1e8 elements\"}"},
@@ -64,9 +73,21 @@ static const key_spec INPUT_KEYS[] = {
 
 static int input_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
   const yt_node *f = yt_get_key(map, "features"), *ids = yt_get_key(map, "ids"), *vocab = yt_get_key(map, "vocab");
-  const yt_node *shape = yt_get_key(map, "shape");
+  const yt_node *shape = yt_get_key(map, "shape"), *graph = yt_get_key(map, "graph");
   char sub[256];
-  (void)base;
+  scenario *s = base;
+  if (graph && map->n > 1) {
+    cfg_join(sub, sizeof sub, path, "graph");
+    return cfg_fail(c, graph, sub, "a graph input is the only key of model.input (it packs node features and "
+                    "edges into one row)");
+  }
+  if (graph) {
+    long long width = (long long)s->graph_nodes * s->graph_features + 2LL * s->graph_edges;
+    cfg_join(sub, sizeof sub, path, "graph");
+    if (width > 1e8) return cfg_fail(c, graph, sub, "expected at most 1e8 floats per packed example, found %lld", width);
+    s->input_features = (int)width;
+    return 0;
+  }
   if (shape && (f || ids)) {
     const yt_node *later = cfg_later_key(map, "shape", f ? "features" : "ids");
     cfg_join(sub, sizeof sub, path, later->text);
@@ -227,6 +248,17 @@ static const key_spec ACTIVATION_KEYS[] = {
   .schema = "{\"type\":\"integer\",\"minimum\":-4,\"maximum\":4,\"not\":{\"const\":0},\"description\":\"Keras's axis, the batch being 0: 1..4 or -1..-4\"}"}
 static const key_spec SOFTMAX_KEYS[] = {AXIS, LOGICAL_DEVICE, END};
 static const key_spec CONCATENATE_KEYS[] = {AXIS, LOGICAL_DEVICE, END};
+/* Index = md_combiner (graph_sage pools by mean or sum only). */
+static const char *const REDUCE_TYPES[] = {"mean", "sum", NULL};
+/* Index = md_combine_type. */
+static const char *const COMBINE_TYPES[] = {"sum", "concat", NULL};
+static const key_spec GRAPH_SAGE_KEYS[] = {
+  LAYER_INT("units", units, 1, 1e7, .required = 1),
+  {.key = "reduce_type", .doc = "how neighbours' states pool at a node (TF-GNN's reduce_type; default mean)",
+   .type = V_ENUM, .names = REDUCE_TYPES, .st = S_INT, OFF(md_layer_spec, combiner)},
+  {.key = "combine_type", .doc = "own and pooled states summed (default) or concatenated (TF-GNN's combine_type)",
+   .type = V_ENUM, .names = COMBINE_TYPES, .st = S_INT, OFF(md_layer_spec, combine_type)},
+  ACTIVATION, USE_BIAS, LOGICAL_DEVICE, END};
 static const key_spec MULTI_HEAD_ATTENTION_KEYS[] = {
   LAYER_INT("num_heads", num_heads, 1, 4096, .required = 1),
   LAYER_INT("key_dim", key_dim, 1, 1e5, .required = 1),
@@ -254,6 +286,10 @@ static const key_spec LAYER_KINDS[] = {
   {.key = "token_and_position_embedding", .type = V_MAP, .sub = TOKEN_AND_POSITION_EMBEDDING_KEYS},
   {.key = "add", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   {.key = "concatenate", .type = V_MAP, .sub = CONCATENATE_KEYS},
+  {.key = "graph_node_features", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
+  {.key = "graph_sage", .type = V_MAP, .sub = GRAPH_SAGE_KEYS},
+  {.key = "unit_normalization", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
+  {.key = "readout_first_node", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   END};
 _Static_assert(sizeof LAYER_KINDS / sizeof LAYER_KINDS[0] == MD_LAYER_KIND_COUNT + 1,
                "every md_layer_kind has its keys in LAYER_KINDS");
@@ -439,6 +475,11 @@ int cfg_model_post(cfg_ctx *c, const yt_node *map, const char *path, void *base)
     if (!yt_get(map, need))
       return cfg_fail(c, map, sub, "missing required key \"%s\" (or \"keras\", a Keras model config, or \"zoo\", "
                       "a named architecture)", need);
+  }
+  /* The graph layers read the packed input's layout from their spec. */
+  for (int i = 0; i < c->s->nlayers; i++) {
+    c->s->layers[i].graph_nodes = c->s->graph_nodes;
+    c->s->layers[i].graph_edges = c->s->graph_edges;
   }
   return 0;
 }

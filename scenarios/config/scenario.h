@@ -178,6 +178,9 @@ typedef struct scenario {
   md_shape input_shape;         /* model.input.shape (rank 0: a row of input_features) */
   int    input_ids;             /* model.input.ids */
   int    input_vocab;           /* model.input.vocab */
+  int    graph_nodes;           /* model.input.graph.nodes: a packed subgraph's nodes (0: no graph) */
+  int    graph_edges;           /* model.input.graph.edges: its edges */
+  int    graph_features;        /* model.input.graph.features: floats per node */
   int    nlayers;
   int    has_zoo;               /* model.zoo names the architecture (layers built from zoo) */
   md_zoo_spec zoo;              /* model.zoo: its preset with the sizes the file overrides */
@@ -192,6 +195,8 @@ typedef struct scenario {
 
   /* dataset */
   char   csv[SCN_PATH_MAX];     /* dataset.csv resolved, "" when synthetic or files */
+  char   graph_nodes_csv[SCN_PATH_MAX]; /* dataset.graph.nodes resolved, "" without a graph */
+  char   graph_edges_csv[SCN_PATH_MAX]; /* dataset.graph.edges resolved */
   int    nfiles;                /* dataset.files: CSV files, in order (0: csv or synthetic) */
   char   files[SCN_FILES_CHARS];/* their resolved paths, each NUL-terminated, back to back */
   char   label[128];            /* dataset.label, "" = last column */

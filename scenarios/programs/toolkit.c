@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "models/graphdata.h"
 #include "models/weights.h"
 #include "sim/rng.h"
 
@@ -87,6 +88,13 @@ int train_load_data(train_input *in, const md_model *m, scn_error *err) {
       else md_dataset_free(d);
       if (appended != 0) return train_error(err, file, me.line, me.col, "dataset.files", "%s", me.msg);
     }
+  } else if (s->graph_nodes_csv[0] != '\0') {
+    int bad = 0;
+    in->data = md_graph_dataset_load(s->graph_nodes_csv, s->graph_edges_csv, s->label[0] ? s->label : NULL,
+                                     s->graph_nodes, s->graph_edges, s->graph_features, classes, &me, &bad);
+    if (in->data == NULL)
+      return train_error(err, bad ? s->graph_edges_csv : s->graph_nodes_csv, me.line, me.col,
+                         bad ? "dataset.graph.edges" : "dataset.graph.nodes", "%s", me.msg);
   } else if (s->csv[0] != '\0') {
     in->data = load_csv(s, s->csv, classes, positions, &me);
     if (in->data == NULL)
