@@ -13,6 +13,13 @@
 **   gpt: GPT-2/3's pre-layer-norm decoder: token and position embeddings, causal attention, a
 **     4 d_model gelu feed-forward layer, a final layer norm and an untied language-model head
 **     (GPT ties it to the token table: vocab x d_model more variables here).
+**   graphsage: TF-GNN's node classification of a sampled subgraph's seed node with
+**     graph_sage.GraphSAGEGraphUpdate (GraphSAGEAggregatorConv, mean pooling, concat combine,
+**     relu, l2_normalize) `layers` times, ReadoutFirstNode and a dense head. The preset is the
+**     GraphSAGE paper's supervised Reddit run as its reference code trains it (Hamilton et al.
+**     2017; williamleif/GraphSAGE supervised_train.py: K = 2, fan-outs 25 then 10, 128 units a
+**     transform, concat, 602 features, 41 classes), its subgraph padded to the fan-outs' most
+**     nodes and edges, the sizes TF-GNN's runner pads a TPU's batches to.
 ** Presets are the published sizes (GPT-3 paper table 2.1; BERT paper; Keras's ResNet50).
 */
 #include <string.h>
@@ -37,6 +44,8 @@ static const struct preset {
                 .vocab = 50257}},
   {"gpt_175b", {.family = MD_ZOO_GPT, .layers = 96, .d_model = 12288, .heads = 96, .ffn = 49152, .seq_len = 2048,
                 .vocab = 50257}},
+  {"graphsage", {.family = MD_ZOO_GRAPHSAGE, .layers = 2, .units = 128, .node_features = 602, .classes = 41,
+                 .graph_nodes = 1 + 25 + 25 * 10, .graph_edges = 25 + 25 * 10}},
 };
 enum { NPRESETS = (int)(sizeof PRESETS / sizeof PRESETS[0]) };
 
@@ -180,10 +189,31 @@ static void gpt(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
   layer(b, dense(z->vocab, MD_ACT_NONE), "lm_head");
 }
 
+static void graphsage(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
+  char n[MD_LAYER_NAME_MAX];
+  spec->input_shape = (md_shape){.rank = 1, .dim = {z->graph_nodes * z->node_features + 2 * z->graph_edges}};
+  int x = layer(b, (md_layer_spec){.kind = MD_LAYER_GRAPH_NODE_FEATURES, .graph_nodes = z->graph_nodes,
+                                   .graph_edges = z->graph_edges}, "node_features");
+  for (int i = 0; i < z->layers; i++) {
+    const int in[2] = {x, MD_INPUT_MODEL};
+    append(b, (md_layer_spec){.kind = MD_LAYER_GRAPH_SAGE, .units = z->units, .combiner = MD_COMBINER_MEAN,
+                              .combine_type = MD_COMBINE_CONCAT, .activation = MD_ACT_RELU, .use_bias = 1,
+                              .graph_edges = z->graph_edges}, base_format(n, sizeof n, "graph_sage_%d", i), 2, in);
+    x = layer(b, (md_layer_spec){.kind = MD_LAYER_UNIT_NORMALIZATION}, base_format(n, sizeof n, "l2_normalize_%d", i));
+  }
+  layer(b, (md_layer_spec){.kind = MD_LAYER_READOUT_FIRST_NODE}, "readout_first_node");
+  layer(b, dense(z->classes, MD_ACT_NONE), "logits");
+}
+
 int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_spec *spec, md_error *err) {
+  if (z->family == MD_ZOO_GRAPHSAGE &&
+      (z->layers < 1 || z->units < 1 || z->node_features < 1 || z->classes < 1 || z->graph_nodes < 1 ||
+       z->graph_edges < 0 || (double)z->graph_nodes * z->node_features + 2.0 * z->graph_edges > 1e8))
+    return md_error_set(err, 0, 0, "graphsage needs layers, units, node_features, classes and nodes >= 1, edges "
+                        ">= 0, and at most 1e8 floats per packed subgraph");
   if (z->family == MD_ZOO_RESNET50 && (z->image_size < 32 || z->classes < 1))
     return md_error_set(err, 0, 0, "resnet50 needs image_size >= 32 (five stride-2 stages) and classes >= 1");
-  if (z->family != MD_ZOO_RESNET50) {
+  if (z->family == MD_ZOO_BERT || z->family == MD_ZOO_GPT) {
     if (z->layers < 1 || z->d_model < 1 || z->heads < 1 || z->ffn < 1 || z->seq_len < 1 || z->vocab < 1)
       return md_error_set(err, 0, 0, "a transformer needs layers, d_model, heads, ffn, seq_len and vocab >= 1");
     if (z->d_model % z->heads != 0)
@@ -195,7 +225,8 @@ int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_
   memset(spec, 0, sizeof *spec);
   if (z->family == MD_ZOO_RESNET50) resnet50(&b, z, spec);
   else if (z->family == MD_ZOO_BERT) bert(&b, z, spec);
-  else gpt(&b, z, spec);
+  else if (z->family == MD_ZOO_GPT) gpt(&b, z, spec);
+  else graphsage(&b, z, spec);
   if (b.n > max) return md_error_set(err, 0, 0, "the model has %d layers, more than the %d a model may have", b.n, max);
   spec->nlayers = b.n;
   spec->layers = layers;

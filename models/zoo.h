@@ -1,7 +1,7 @@
 /*
 ** zoo.h: named architectures as layer specs (md_zoo_), the models published training runs use,
 ** so a plan can name one: ResNet-50 (Keras applications), BERT (KerasHub's BertBackbone with a
-** classifier) and a GPT-style decoder (GPT-3's family), each with its published sizes as presets
+** classifier), a GPT-style decoder (GPT-3's family) and GraphSAGE (TF-GNN's), each with its published sizes as presets
 ** and every size overridable.
 */
 #ifndef PODSIM_ZOO_H
@@ -9,7 +9,7 @@
 
 #include "models/model.h"
 
-typedef enum { MD_ZOO_RESNET50 = 0, MD_ZOO_BERT, MD_ZOO_GPT } md_zoo_family;
+typedef enum { MD_ZOO_RESNET50 = 0, MD_ZOO_BERT, MD_ZOO_GPT, MD_ZOO_GRAPHSAGE } md_zoo_family;
 
 typedef struct md_zoo_spec {
   md_zoo_family family;   /* which architecture */
@@ -21,10 +21,14 @@ typedef struct md_zoo_spec {
   int ffn;                /* bert, gpt: the feed-forward layer's width (4 d_model) */
   int seq_len;            /* bert, gpt: tokens per example */
   int vocab;              /* bert, gpt: rows of the token table */
+  int units;              /* graphsage: each transform's outputs (a concat layer's state is 2 units) */
+  int node_features;      /* graphsage: floats per input node */
+  int graph_nodes;        /* graphsage: nodes per padded subgraph (1 + 25 + 25 * 10 for fan-outs 25, 10) */
+  int graph_edges;        /* graphsage: edges per padded subgraph (25 + 25 * 10) */
 } md_zoo_spec;
 
 /* The preset called name ("resnet50", "bert_base", "bert_large", "gpt_125m", "gpt_1_3b",
-** "gpt_6_7b", "gpt_175b") into *z: 0, or -1 when no preset has that name. */
+** "gpt_6_7b", "gpt_175b", "graphsage") into *z: 0, or -1 when no preset has that name. */
 int md_zoo_preset(const char *name, md_zoo_spec *z);
 /* Preset i's name, in the order above; NULL past the last. */
 const char *md_zoo_preset_name(int i);

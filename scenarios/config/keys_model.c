@@ -415,6 +415,10 @@ static const key_spec ZOO_KEYS[] = {
   {.key = "ffn", .doc = "bert, gpt: the feed-forward width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, ffn), .lo = 1, .hi = 1e7},
   {.key = "seq_len", .doc = "bert, gpt: tokens per example", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, seq_len), .lo = 1, .hi = 1e6},
   {.key = "vocab", .doc = "bert, gpt: rows of the token table", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
+  {.key = "units", .doc = "graphsage: each transform's outputs", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, units), .lo = 1, .hi = 1e6},
+  {.key = "node_features", .doc = "graphsage: floats per node", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, node_features), .lo = 1, .hi = 1e6},
+  {.key = "nodes", .doc = "graphsage: nodes per padded subgraph", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, graph_nodes), .lo = 1, .hi = 1e6},
+  {.key = "edges", .doc = "graphsage: edges per padded subgraph", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, graph_edges), .lo = 0, .hi = 1e7},
   END};
 
 static int zoo_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
@@ -445,6 +449,11 @@ static int build_zoo(cfg_ctx *c, const yt_node *zoo, const char *path) {
   s->input_vocab = spec.input_vocab;
   s->input_shape = spec.input_shape;
   s->input_features = spec.input_ids ? 0 : (int)md_shape_size(&spec.input_shape);
+  if (s->zoo.family == MD_ZOO_GRAPHSAGE) {  /* its input is a graph: dataset.graph reads these */
+    s->graph_nodes = s->zoo.graph_nodes;
+    s->graph_edges = s->zoo.graph_edges;
+    s->graph_features = s->zoo.node_features;
+  }
   return 0;
 }
 
@@ -513,7 +522,7 @@ const key_spec CFG_MODEL_KEYS[] = {
   {.key = "layers", .type = V_FN, .fn = layers_fn, .sub = LAYER_KINDS,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":\"$one\",\"description\":\"the layers in order, each {KIND: {...}} with Keras's names (docs/layers.md)\"}"},
   {.key = "zoo", .type = V_FN, .fn = zoo_fn, .map = ZOO_KEYS,
-   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
+   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\",\"graphsage\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
   {.key = "keras", .type = V_FN, .fn = keras_fn,
    .schema = "{\"type\":\"string\",\"description\":\"a Keras model config (model.to_json()), in place of input and layers\"}"},
   {.key = "loss", .type = V_MAP, .sub = LOSS_KEYS},

@@ -101,12 +101,30 @@ static void gpt_matches_published_counts_and_6n(void **state) {
 }
 
 /* Presets and sizes: an unknown name, heads that do not divide d_model, too few layers to hold. */
+/* GraphSAGE on Reddit as the paper's reference code trains it (K = 2, 128 units a transform,
+** concat, 602 features, 41 classes), TF-GNN's layers: graph_sage_0's neighbor and self kernels
+** 602 x 128 each and its bias 256 (concat: 2 x 128), 154,368; graph_sage_1's 256 x 128 twice and
+** 256, 65,792; logits 256 x 41 + 41, 10,537: 230,697 (the reference code, without the two
+** GraphSAGE biases, 230,185). Forward FLOPs are the transforms' GEMMs over every padded node (276
+** = 1 + 25 + 250): 2 kernels x 2 x 276 x 128 x (602 + 256) = 121,233,408, plus the head and the
+** pooling's adds and divisions (275 x 602 + 276 x 602 at layer 0, ...), under 1% more. */
+static void graphsage_matches_its_count(void **state) {
+  (void)state;
+  built r = build("graphsage");
+  assert_int_equal(r.layers, 7);
+  assert_true(r.params == 230697);
+  double gemm = 2.0 * 2 * 276 * 128 * (602 + 256);
+  print_message("graphsage: %.0f params, %.4g FLOPs forward (transforms %.4g)\n", r.params, r.forward, gemm);
+  assert_true(r.forward > gemm && r.forward < 1.01 * gemm);
+}
+
 static void zoo_refuses_what_it_cannot_build(void **state) {
   (void)state;
   md_zoo_spec z;
   assert_int_equal(md_zoo_preset("gpt_2", &z), -1);
   assert_string_equal(md_zoo_preset_name(0), "resnet50");
-  assert_null(md_zoo_preset_name(7));
+  assert_string_equal(md_zoo_preset_name(7), "graphsage");
+  assert_null(md_zoo_preset_name(8));
   static md_layer_spec layers[MAX_LAYERS];
   md_model_spec spec;
   md_error err;
@@ -117,6 +135,10 @@ static void zoo_refuses_what_it_cannot_build(void **state) {
   z.heads = 16;
   assert_int_equal(md_zoo_build(&z, layers, 100, &spec, &err), -1);
   assert_non_null(strstr(err.msg, "171 layers, more than the 100"));
+  assert_int_equal(md_zoo_preset("graphsage", &z), 0);
+  z.units = 0;
+  assert_int_equal(md_zoo_build(&z, layers, MAX_LAYERS, &spec, &err), -1);
+  assert_non_null(strstr(err.msg, "graphsage needs layers, units"));
 }
 
 int main(void) {
@@ -124,6 +146,7 @@ int main(void) {
     cmocka_unit_test(resnet50_matches_keras),
     cmocka_unit_test(bert_matches_published_counts),
     cmocka_unit_test(gpt_matches_published_counts_and_6n),
+    cmocka_unit_test(graphsage_matches_its_count),
     cmocka_unit_test(zoo_refuses_what_it_cannot_build),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
