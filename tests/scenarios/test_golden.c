@@ -217,6 +217,16 @@ static void graph_golden_from_scenarios(void **state) {
   check_golden("residual/r2");
 }
 
+/* A GraphSAGE model on sampled subgraphs (tests/golden/graphsage): the subgraphs read from
+** dataset.graph's nodes and edges CSVs, padded to 5 nodes and 7 edges, mean and sum pooling,
+** concat and sum combines, l2 normalisation and the seed's readout, on one device and through
+** TF-GNN's runner on 8 TPU replicas (2 subgraphs each, their gradients all-reduced). */
+static void graphsage_golden_one_device_and_runner_tpu(void **state) {
+  (void)state;
+  check_golden("graphsage/r1");
+  check_golden("graphsage/r8");
+}
+
 /* The same graph read from tfjs-layers' model.toJSON() (model: {keras: ../model.json}): the
 ** same model (names, order, inputs), so the same run as the scenario's layers, run_hash included. */
 static void graph_golden_from_keras_config(void **state) {
@@ -287,6 +297,7 @@ int main(void) {
     cmocka_unit_test(mixed_precision_within_derived_tolerance),
     cmocka_unit_test(graph_golden_from_scenarios),
     cmocka_unit_test(graph_golden_from_keras_config),
+    cmocka_unit_test(graphsage_golden_one_device_and_runner_tpu),
     cmocka_unit_test(loss_goldens_from_scenarios),
     cmocka_unit_test(optimizer_goldens_from_scenarios),
     cmocka_unit_test(run_hash_is_stable),
