@@ -543,7 +543,13 @@ static int cross_checks(cfg_ctx *c) {
 static int dataset_checks(cfg_ctx *c, int classes) {
   const yt_node *root = c->root;
   scenario *s = c->s;
-  const yt_node *syn = yt_path(root, "dataset.synthetic");
+  const yt_node *syn = yt_path(root, "dataset.synthetic"), *graph = yt_path(root, "dataset.graph");
+  if (graph && !s->graph_nodes)
+    return cfg_fail(c, graph, "dataset.graph", "subgraphs feed a graph input: give model.input.graph (or model.zoo "
+                    "graphsage)");
+  if (s->graph_nodes && !graph && !(syn && !s->numerics_full))
+    return cfg_fail(c, yt_path(root, "dataset"), "dataset.graph", "a graph input (model.input.graph) reads its "
+                    "subgraphs from dataset.graph (or, with numerics: off, a synthetic row count)");
   if (syn) {
     /* With numerics off no row exists: synthetic data is only a row count and a width. */
     if (s->input_ids && s->numerics_full)

@@ -37,6 +37,10 @@ static const input_case cases[] = {
   { "init_unknown_var.yaml", "init_unknown_var.csv:6:1: model.init.file:", "dense_7/bias" },
   /* dense/kernel index 3 never given */
   { "init_missing.yaml", "init_missing.csv:", "dense/kernel" },
+  /* "1,0,2": graph 1 has nodes 0 and 1 only; the target field starts at column 5 of line 5 */
+  { "graph_bad_edge.yaml", "graph_edges_bad.csv:5:5: dataset.graph.edges:", "target node \"2\"" },
+  /* "0,3,...": a fourth node of a subgraph padded to 3; its node field starts at column 3 */
+  { "graph_too_many_nodes.yaml", "graph_too_many_nodes.csv:5:3: dataset.graph.nodes:", "more than model.input.graph.nodes (3)" },
 };
 
 static void load(const char *name, scenario *s) {
