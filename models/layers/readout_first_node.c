@@ -1,7 +1,7 @@
 /*
 ** readout_first_node.c: TF-GNN's tfgnn.keras.layers.ReadoutFirstNode (md_readout_first_node_ops):
 ** the state of the first node of each graph component, the seed node a sampled subgraph was grown
-** from (tensorflow_gnn/keras/layers/readout.py; the runner's node-classification task reads its
+** from (tensorflow_gnn/keras/layers/graph_ops.py; the runner's node-classification task reads its
 ** logits there). In podsim a component is an example, so [nodes, D] -> [D], node 0's row.
 **
 ** Invariants:
