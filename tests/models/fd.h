@@ -34,13 +34,14 @@ static inline md_model *fd_model(const md_layer_spec *layers, int nlayers, md_sh
   return m;
 }
 
-/* A train step on fd_image_batch counts the same FLOPs and bytes with numerics off as on (the
-** [5, 5, 2] model of layers; dropout drawing from a seeded stream). */
-static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers, int nlayers) {
+/* A train step of the model of layers on input shape `in` and batch b (its x and labels) counts
+** the same FLOPs and bytes with numerics off as on (dropout drawing from a seeded stream). */
+static inline void fd_assert_costs_mode_independent_on(const md_layer_spec *layers, int nlayers, md_shape in,
+                                                       md_batch b) {
   md_cost cost[2];
   memset(cost, 0, sizeof cost);
   for (int shapes_only = 0; shapes_only <= 1; shapes_only++) {
-    md_model_spec spec = {.input_shape = fd_hwc(5, 5, 2), .nlayers = nlayers, .layers = layers, .from_logits = 1,
+    md_model_spec spec = {.input_shape = in, .nlayers = nlayers, .layers = layers, .from_logits = 1,
                           .shapes_only = shapes_only};
     md_error err = {0};
     md_model *m = md_model_new(&spec, &err);
@@ -50,7 +51,6 @@ static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers,
     md_workspace *w = md_workspace_new(m);
     md_workspace_set_rng(w, drop);
     md_grads *g = md_grads_new(m);
-    md_batch b = fd_image_batch();
     if (shapes_only) b.x = NULL, b.labels = NULL;
     double loss;
     md_model_train_step(m, w, &b, 1.0f, g, &loss, &cost[shapes_only]);
@@ -64,6 +64,11 @@ static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers,
   assert_true(cost[0].flops == cost[1].flops);
   assert_true(cost[0].bytes_moved == cost[1].bytes_moved);
   assert_true(cost[0].bytes_resident == cost[1].bytes_resident);
+}
+
+/* The same on the [5, 5, 2] images of fd_image_batch. */
+static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers, int nlayers) {
+  fd_assert_costs_mode_independent_on(layers, nlayers, fd_hwc(5, 5, 2), fd_image_batch());
 }
 
 static void assert_close(double got, double want, double tol) {
