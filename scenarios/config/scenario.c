@@ -547,6 +547,12 @@ static int dataset_checks(cfg_ctx *c, int classes) {
   if (graph && !s->graph_nodes)
     return cfg_fail(c, graph, "dataset.graph", "subgraphs feed a graph input: give model.input.graph (or model.zoo "
                     "graphsage)");
+  /* Node numbers travel as floats in the packed row, which a mixed policy rounds (8 or 11 bits). */
+  int exact = s->dtype_policy == MD_POLICY_MIXED_BFLOAT16 ? 256 : s->dtype_policy == MD_POLICY_MIXED_FLOAT16 ? 2048 : 0;
+  if (exact && s->numerics_full && s->graph_nodes > exact)
+    return cfg_fail(c, yt_path(root, "model.dtype_policy"), "model.dtype_policy", "%s rounds the graph input's node "
+                    "numbers: at most %d nodes per subgraph with numerics, found %d", exact == 256 ? "mixed_bfloat16"
+                    : "mixed_float16", exact, s->graph_nodes);
   if (s->graph_nodes && !graph && !(syn && !s->numerics_full))
     return cfg_fail(c, yt_path(root, "dataset"), "dataset.graph", "a graph input (model.input.graph) reads its "
                     "subgraphs from dataset.graph (or, with numerics: off, a synthetic row count)");

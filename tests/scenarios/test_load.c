@@ -374,6 +374,7 @@ static const struct bad_case {
   {"graph_and_features", 5, 24, "model.input.graph", "the only key of model.input"},
   {"graph_dataset_without_graph_input", 9, 18, "dataset.graph", "give model.input.graph"},
   {"graph_input_reads_csv", 11, 10, "dataset.graph", "reads its subgraphs from dataset.graph"},
+  {"graph_bfloat16_too_many_nodes", 10, 17, "model.dtype_policy", "at most 256 nodes per subgraph"},
   {"shard_file_without_files", 10, 22, "dataset.auto_shard_policy", "give the files as dataset.files"},
   {"scalar_too_long", 4, 21, "model.input.features", "expected a scalar of at most 65536 bytes (64 KiB), found one of 65537 bytes"},
   {"collective_size_not_float32", 4, 38, "workload.collective.size", "expected a whole number of float32 elements (a multiple of 4 bytes), found 10B (10 bytes)"},
