@@ -132,7 +132,8 @@ static void test_graph_costs_mode_independent(void **state) {
 
 /* one_graph padded from 3 nodes and 4 edges to 6 nodes and 9 edges (the TPU's fixed sizes):
 ** the padding nodes hold features (anything: no edge reaches a real node from them) and the
-** loss is the same, while the step's FLOPs grow. Packed: [x 6][sources 9][targets 9]. */
+** loss is the same, while the step's FLOPs and the activations it holds grow. Packed: [x 6][sources
+** 9][targets 9]. */
 static void test_padding_costs_but_not_loss(void **state) {
   (void)state;
   float padded[6 + 18];
@@ -141,7 +142,7 @@ static void test_padding_costs_but_not_loss(void **state) {
   for (int j = 0; j < 9; j++) padded[6 + j] = padded[15 + j] = -1;
   for (int j = 0; j < 3; j++) padded[6 + j] = one_graph[3 + j], padded[15 + j] = one_graph[7 + j];
   padded[6 + 5] = 4, padded[15 + 5] = 5;  /* an edge between two padding nodes */
-  double loss[2];
+  double loss[2], held[2];
   md_cost cost[2];
   memset(cost, 0, sizeof cost);
   const int32_t y = 1;
@@ -157,12 +158,14 @@ static void test_padding_costs_but_not_loss(void **state) {
     md_grads *g = md_grads_new(m);
     md_batch b = {1, p ? padded : one_graph, NULL, &y, NULL};
     md_model_train_step(m, w, &b, 1.0f, g, &loss[p], &cost[p]);
+    held[p] = md_model_activation_bytes(m, 1);
     md_grads_free(g);
     md_workspace_free(w);
     md_model_free(m);
   }
   assert_close(loss[1], loss[0], 1e-6 * fabs(loss[0]));
   assert_true(cost[1].flops > cost[0].flops);
+  assert_true(held[1] > held[0]);
 }
 
 /* graph_sage needs [node states, the model's input]; graph_node_features a layout that fits. */
