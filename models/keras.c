@@ -370,7 +370,7 @@ static int collect(kj_ctx *c, const json_t *v, char (*names)[MD_LAYER_NAME_MAX],
     json_array_foreach(v, i, e) if (collect(c, e, names, n, input, l)) return -1;
     return 0;
   }
-  if (l->ninputs == MD_LAYER_MAX_INPUTS) return fail(c, "more than 8 inputs");
+  if (l->ninputs == MD_LAYER_MAX_INPUTS) return fail(c, "more than %d inputs", MD_LAYER_MAX_INPUTS);
   int src = tensor_source(c, v, names, n, input);
   if (src == -2) return -1;
   l->inputs[l->ninputs++] = src;
