@@ -52,6 +52,10 @@ void md_dataset_free(md_dataset *d);
 ** column that differs) otherwise. The classes become the larger of the two. */
 int  md_dataset_append(md_dataset *d, const md_dataset *more, md_error *err);
 
+/* Keeps the float feature columns named names[0..n), in that order (several model inputs' columns,
+** dataset.inputs): 0, or -1 with err naming a column the data does not have. */
+int  md_dataset_select_columns(md_dataset *d, const char (*names)[64], int n, md_error *err);
+
 /* Copies rows start, start+1, ... (wrapping at the end) into caller buffers of n rows (labels:
 ** n*labels_width; targets: n*targets_width floats, untouched when the rows have none; any buffer
 ** may be NULL). */

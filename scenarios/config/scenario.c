@@ -282,7 +282,8 @@ static int check_labels(cfg_ctx *c, int classes, int positions) {
 }
 
 md_model_spec scenario_model_spec(const scenario *s, int shapes_only) {
-  return (md_model_spec){ .input_features = s->input_features, .input_shape = s->input_shape,
+  return (md_model_spec){ .ninputs = s->ninputs, .inputs = s->inputs,
+                          .input_features = s->ninputs ? 0 : s->input_features, .input_shape = s->input_shape,
                           .input_ids = s->input_ids, .input_vocab = s->input_vocab,
                           .nlayers = s->nlayers, .layers = s->layers, .loss = s->loss,
                           .from_logits = s->from_logits, .shapes_only = shapes_only,
@@ -528,7 +529,7 @@ static int cross_checks(cfg_ctx *c) {
   if (s->input_ids && !scenario_layer_reads_ids(first->kind))
     return cfg_fail(c, layers->items[0], "model.layers[0]", "an id input (model.input.ids) needs an embedding "
                     "or token_and_position_embedding as the first layer");
-  if (s->input_features && scenario_layer_reads_ids(first->kind))
+  if (s->input_features && s->ninputs == 0 && scenario_layer_reads_ids(first->kind))
     return cfg_fail(c, layers->items[0], "model.layers[0]", "%s reads integer ids: use model.input {ids, vocab}, not features", kind);
   if (scenario_layer_reads_ids(first->kind) && first->vocab < s->input_vocab)
     return cfg_fail(c, layers->items[0], base_format(vocab_key, sizeof vocab_key, "model.layers[0].%s.vocab", kind),
@@ -544,16 +545,20 @@ static int dataset_checks(cfg_ctx *c, int classes) {
   const yt_node *root = c->root;
   scenario *s = c->s;
   const yt_node *syn = yt_path(root, "dataset.synthetic");
+  int id_inputs = 0;
+  for (int k = 0; k < s->ninputs; k++) id_inputs += s->inputs[k].ids > 0;
+  if (cfg_dataset_inputs_check(c)) return -1;
   if (syn) {
     /* With numerics off no row exists: synthetic data is only a row count and a width. */
-    if (s->input_ids && s->numerics_full)
+    if ((s->input_ids || id_inputs) && s->numerics_full)
       return cfg_fail(c, syn, "dataset.synthetic", "synthetic data gives float features; an id input needs a csv "
                       "(or numerics: off, where rows are only counted)");
     int width = s->input_ids ? s->input_ids : s->input_features;
     if (s->synthetic_features != width)
       return cfg_fail(c, yt_get(syn, "features"), "dataset.synthetic.features",
                   "expected %s (%d), found %d", s->input_ids ? "the model's ids per example"
-                  : s->input_shape.rank ? "the elements of model.input.shape" : "model.input.features", width,
+                  : s->ninputs ? "the columns of model.inputs" : s->input_shape.rank ? "the elements of model.input.shape"
+                  : "model.input.features", width,
                   s->synthetic_features);
     if (s->synthetic_classes > classes)
       return cfg_fail(c, yt_get(syn, "classes"), "dataset.synthetic.classes",
