@@ -390,7 +390,8 @@ static const key_spec ZOO_KEYS[] = {
   {.key = "heads", .doc = "bert, gpt: attention heads (dividing d_model)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, heads), .lo = 1, .hi = 4096},
   {.key = "ffn", .doc = "bert, gpt: the feed-forward width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, ffn), .lo = 1, .hi = 1e7},
   {.key = "seq_len", .doc = "bert, gpt: tokens per example", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, seq_len), .lo = 1, .hi = 1e6},
-  {.key = "vocab", .doc = "bert, gpt: rows of the token table", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
+  {.key = "vocab", .doc = "bert, gpt: rows of the token table; dlrm: the most rows a table keeps (MLPerf's max-ind-range)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
+  {.key = "embedding_dim", .doc = "dlrm: every table's width and the bottom MLP's output", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, embedding_dim), .lo = 1, .hi = 1e5},
   END};
 
 static int zoo_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
@@ -415,12 +416,14 @@ static int build_zoo(cfg_ctx *c, const yt_node *zoo, const char *path) {
   scenario *s = c->s;
   md_model_spec spec;
   md_error me = {0};
-  if (md_zoo_build(&s->zoo, s->layers, SCN_MAX_LAYERS, &spec, &me) < 0) return cfg_fail(c, zoo, path, "%s", me.msg);
+  if (md_zoo_build(&s->zoo, s->layers, SCN_MAX_LAYERS, s->inputs, &spec, &me) < 0) return cfg_fail(c, zoo, path, "%s", me.msg);
   s->nlayers = spec.nlayers;
+  s->ninputs = spec.ninputs;
+  if (spec.ninputs > 0) s->input_features = md_inputs_width(spec.inputs, spec.ninputs);
   s->input_ids = spec.input_ids;
   s->input_vocab = spec.input_vocab;
   s->input_shape = spec.input_shape;
-  s->input_features = spec.input_ids ? 0 : (int)md_shape_size(&spec.input_shape);
+  if (spec.ninputs == 0) s->input_features = spec.input_ids ? 0 : (int)md_shape_size(&spec.input_shape);
   return 0;
 }
 
@@ -492,7 +495,7 @@ const key_spec CFG_MODEL_KEYS[] = {
   {.key = "layers", .type = V_FN, .fn = layers_fn, .sub = LAYER_KINDS,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":\"$one\",\"description\":\"the layers in order, each {KIND: {...}} with Keras's names (docs/layers.md)\"}"},
   {.key = "zoo", .type = V_FN, .fn = zoo_fn, .map = ZOO_KEYS,
-   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
+   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\",\"dlrm\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
   {.key = "keras", .type = V_FN, .fn = keras_fn,
    .schema = "{\"type\":\"string\",\"description\":\"a Keras model config (model.to_json()), in place of input and layers\"}"},
   {.key = "loss", .type = V_MAP, .sub = LOSS_KEYS},
