@@ -213,7 +213,8 @@ int md_dataset_targets_to_labels(md_dataset *d, int classes, md_error *err) {
 void md_dataset_one_hot(md_dataset *d, int width) {
   d->targets = base_xrealloc(NULL, sizeof(float) * d->rows * width);
   for (size_t i = 0; i < d->rows; i++)
-    for (int k = 0; k < width; k++) d->targets[i * width + k] = d->labels[i] == k ? 1.0f : 0.0f;
+    for (int k = 0; k < width; k++)
+      d->targets[i * width + k] = width == 1 ? (float)d->labels[i] : d->labels[i] == k ? 1.0f : 0.0f;
   free(d->labels);
   d->labels = NULL;
   d->targets_width = width;

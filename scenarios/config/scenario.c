@@ -560,7 +560,8 @@ static int dataset_checks(cfg_ctx *c, int classes) {
                   : s->ninputs ? "the columns of model.inputs" : s->input_shape.rank ? "the elements of model.input.shape"
                   : "model.input.features", width,
                   s->synthetic_features);
-    if (s->synthetic_classes > classes)
+    /* One output takes two classes as its binary target (md_dataset_one_hot). */
+    if (s->synthetic_classes > (classes == 1 ? 2 : classes))
       return cfg_fail(c, yt_get(syn, "classes"), "dataset.synthetic.classes",
                   "expected at most the model's %d classes (the last layer's outputs), found %d", classes,
                   s->synthetic_classes);
