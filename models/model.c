@@ -109,8 +109,11 @@ static int check_input(const md_model_spec *spec, int i, md_error *err) {
   int last_input = MD_MODEL_INPUT(spec->ninputs > 0 ? spec->ninputs - 1 : 0);
   for (int k = 0; k < n; k++) {
     if (in[k] < last_input || in[k] >= i)
-      return md_error_set(err, 0, 0, "layer %d: input %d is layer %d: a layer reads a model input "
-                          "(%d..%d) or an earlier layer's output", i, k, in[k], MD_INPUT_MODEL, last_input);
+      return spec->ninputs > 0
+                 ? md_error_set(err, 0, 0, "layer %d: input %d is layer %d: a layer reads a model input "
+                                "(%d..%d) or an earlier layer's output", i, k, in[k], MD_INPUT_MODEL, last_input)
+                 : md_error_set(err, 0, 0, "layer %d: input %d is layer %d: a layer reads the model's input "
+                                "(%d) or an earlier layer's output", i, k, in[k], MD_INPUT_MODEL);
     reads_model |= in[k] < 0;
   }
   if (spec->ninputs > 0) return check_model_inputs(spec, i, in, n, err);

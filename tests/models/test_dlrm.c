@@ -79,28 +79,8 @@ static void test_grad_dlrm(void **state) {
 ** 128 FLOPs an example, its backward 2 F^2 d + F^2 = 144. */
 static void test_dlrm_costs_mode_independent(void **state) {
   (void)state;
-  md_cost cost[2];
-  memset(cost, 0, sizeof cost);
-  for (int shapes_only = 0; shapes_only <= 1; shapes_only++) {
-    md_error err = {0};
-    md_model *m = new_model(toy_inputs, 3, toy_layers, 5, shapes_only, &err);
-    assert_non_null(m);
-    gsl_rng *rng = sim_rng_stream(3, "init");
-    md_model_init_default(m, rng);
-    md_workspace *w = md_workspace_new(m);
-    md_grads *g = md_grads_new(m);
-    md_batch b = {4, shapes_only ? NULL : toy_x, NULL, shapes_only ? NULL : toy_labels, NULL};
-    double loss;
-    md_model_train_step(m, w, &b, 1.0f, g, &loss, &cost[shapes_only]);
-    md_grads_free(g);
-    md_workspace_free(w);
-    gsl_rng_free(rng);
-    md_model_free(m);
-  }
-  assert_true(cost[0].flops > 0);
-  assert_true(cost[0].flops == cost[1].flops);
-  assert_true(cost[0].bytes_moved == cost[1].bytes_moved);
-  assert_true(cost[0].bytes_resident == cost[1].bytes_resident);
+  md_model_spec spec = {.ninputs = 3, .inputs = toy_inputs, .nlayers = 5, .layers = toy_layers, .from_logits = 1};
+  fd_assert_spec_costs_mode_independent(spec, (md_batch){4, toy_x, NULL, toy_labels, NULL});
 
   md_cost one = {0};
   md_error err = {0};
