@@ -291,11 +291,12 @@ static void test_attention_block_r2(void **state) {
 }
 
 /* The graph on one replica and on two. */
-/* The DLRM-like model through one replica and two (mirrored copies, gradients summed). */
+/* The DLRM-like model through one replica, two and four (mirrored copies, gradients summed). */
 static void test_dlrm(void **state) {
   (void)state;
   run_variant(&dlrm, "r1", 1, 1.0f / 16);
   run_variant(&dlrm, "r2", 2, 1.0f / 16);
+  run_variant(&dlrm, "r4", 4, 1.0f / 16);
 }
 
 static void test_residual(void **state) {

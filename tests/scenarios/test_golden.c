@@ -219,12 +219,14 @@ static void graph_golden_from_scenarios(void **state) {
 
 /* The DLRM-like golden (tests/golden/dlrm): four model inputs (dense features, three id columns),
 ** an embedding table each, the dot interaction, binary cross-entropy; on one device with the
-** inputs in the CSV's column order, and on two MultiWorkerMirrored workers with the inputs listed
-** in another order and dataset.inputs mapping the columns to them. */
+** inputs in the CSV's column order, on two MultiWorkerMirrored workers with the inputs listed in
+** another order and dataset.inputs mapping the columns to them, and Mirrored over 4 GPUs (the
+** ring all-reduce's order, within the tolerance). */
 static void dlrm_golden_from_scenarios(void **state) {
   (void)state;
   check_golden("dlrm/r1");
   check_golden("dlrm/r2");
+  check_golden("dlrm/r4");
 }
 
 /* The same graph read from tfjs-layers' model.toJSON() (model: {keras: ../model.json}): the

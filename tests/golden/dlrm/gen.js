@@ -1,6 +1,6 @@
 // gen.js: the DLRM-like golden (TensorFlow.js 4.22.0, ../tfjs_golden.js). `node gen.js OUTDIR`
 // writes data.csv (f0..f3 the dense features, c0..c2 one id each for the three tables, y0 the
-// click), init.csv and, for r1 and r2, expected_loss.csv and expected_final.csv.
+// click), init.csv and, for r1, r2 and r4, expected_loss.csv and expected_final.csv.
 //
 // Model (Keras functional, four Input layers: dense [4], c0, c1, c2 [1] int ids), MLPerf DLRM's
 // shape at toy size:
@@ -12,8 +12,9 @@
 //                (MLPerf's interact_features, TF Recommenders' DotInteraction + the concat)
 //   dense_2      Dense(8, relu); dense_3 Dense(1): a logit
 // Loss binary_crossentropy from_logits (max(z,0) - z t + log1p(exp(-|z|))), SGD lr 0.05
-// momentum 0.9, G = 16, 64 rows, 20 steps. tfjs-layers has no dot interaction: the model is
-// written with core ops (tf.gather is the embedding lookup, its gradient tfjs's gather gradient).
+// momentum 0.9, G = 16, 64 rows, 20 steps; r1, r2 and r4 (1, 2, 4 replicas). tfjs-layers has
+// no dot interaction: the model is written with core ops (tf.gather is the embedding lookup, its
+// gradient tfjs's gather gradient).
 const { tf, rng, stored, makeInit, train } = require('../tfjs_golden.js');
 
 const out = process.argv[2] || '.';
@@ -58,7 +59,7 @@ function logits(p, xb) {
 const c = { rows: ROWS, features: COLS, inputShape: [COLS], G: 16, steps: 20, x, init, targetWidth: 1, targets,
             lossSum: (p, xb, yb) => { const z = logits(p, xb);
               return tf.sum(tf.add(tf.sub(tf.relu(z), tf.mul(z, yb)), tf.log1p(tf.exp(tf.neg(tf.abs(z)))))); } };
-train(out, c, [1, 2]);
+train(out, c, [1, 2, 4]);
 
 // The id columns by their tables' names (writeData names every column f0, f1, ...).
 const fs = require('fs');
