@@ -157,6 +157,34 @@ static void test_check_ids(void **state) {
   assert_int_equal(md_inputs_find(toy_inputs, 3, "c2"), -1);
 }
 
+/* Under mixed_bfloat16 an id input is not rounded (invariant 2 of inputs.c): id 257, which
+** bfloat16 would make 256, reads row 257 = [2, 2], not row 256 = [1, 1]: with x = [1, 3],
+** out = [1, 3, 1*2 + 3*2] = [1, 3, 8] (row 256 would give 4). */
+static void test_mixed_policy_keeps_ids_exact(void **state) {
+  (void)state;
+  const md_model_input in[2] = {{"x", 2, 0, 0}, {"c", 0, 1, 300}};
+  const md_layer_spec l[2] = {
+    {.kind = MD_LAYER_EMBEDDING, .vocab = 300, .dim = 2, .combiner = MD_COMBINER_SUM, .ninputs = 1,
+     .inputs = {MD_MODEL_INPUT(1)}},
+    {.kind = MD_LAYER_DOT_INTERACTION, .ninputs = 2, .inputs = {MD_MODEL_INPUT(0), 0}},
+  };
+  md_model_spec spec = {.ninputs = 2, .inputs = in, .nlayers = 2, .layers = l, .from_logits = 1,
+                        .dtype_policy = MD_POLICY_MIXED_BFLOAT16};
+  md_error err = {0};
+  md_model *m = md_model_new(&spec, &err);
+  if (m == NULL) fail_msg("%s", err.msg);
+  md_var *table = md_model_var(m, 0);
+  table->data[256 * 2] = table->data[256 * 2 + 1] = 1;
+  table->data[257 * 2] = table->data[257 * 2 + 1] = 2;
+  const float x[3] = {1, 3, 257};
+  md_workspace *w = md_workspace_new(m);
+  md_batch b = {1, x, NULL, NULL, NULL};
+  const float *out = md_model_forward(m, w, &b, NULL);
+  assert_true(out[0] == 1 && out[1] == 3 && out[2] == 8);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dot_interaction_forward),
@@ -164,6 +192,7 @@ int main(void) {
       cmocka_unit_test(test_dlrm_costs_mode_independent),
       cmocka_unit_test(test_model_input_errors),
       cmocka_unit_test(test_check_ids),
+      cmocka_unit_test(test_mixed_policy_keeps_ids_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
