@@ -5,7 +5,9 @@
 ** pass runs the layers in order and keeps every layer's z and a (and what a layer saves for its
 ** backward) in the workspace, so any later reader finds them; the backward pass walks the layers
 ** in reverse, each writing its inputs' gradients into their layers' g buffers. Every layer is run
-** through its kind's md_layer_ops (layers/registry.c).
+** through its kind's md_layer_ops (layers/registry.c). A model of several inputs (Keras's Input
+** layers) splits each batch into one buffer per input first (inputs.c); a layer reading model
+** input k names MD_MODEL_INPUT(k), and no gradient flows into a model input.
 **
 ** Invariants:
 **   1. No code here depends on a layer's kind: what differs lives in the kind's ops table.
@@ -90,8 +92,9 @@ static int check_model_inputs(const md_model_spec *spec, int i, const int *in, i
 }
 
 /* Checks what feeds layer i against its kind: as many inputs as it reads, each an earlier layer
-** or the model's input; an id input only into the first layer that reads ids, a float input into
-** any other. Fills err and returns -1 when it cannot follow. */
+** or a model input; with one model input, an id input only into the first layer that reads ids, a
+** float input into any other (several: check_model_inputs). Fills err and returns -1 when it
+** cannot follow. */
 static int check_input(const md_model_spec *spec, int i, md_error *err) {
   const md_layer_spec *ls = &spec->layers[i];
   if (ls->kind < 0 || ls->kind >= MD_LAYER_KIND_COUNT)
