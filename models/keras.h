@@ -17,6 +17,10 @@ typedef struct md_keras_model {
                           ** without the batch */
   int input_ids;          /* 1: the input is one integer id per example (an Embedding first, vocab
                           ** its input_dim); 0: float input_shape */
+  int ninputs;            /* InputLayers read; above 1, the model's several inputs below */
+  md_model_input inputs[MD_MAX_MODEL_INPUTS]; /* several InputLayers: Keras's model.inputs in
+                          ** config.input_layers' order, each ids (an Embedding reads it: one id,
+                          ** vocab its input_dim) or features (a float vector) */
   int nlayers;            /* entries in layers, line and col */
   md_layer_spec *layers;  /* owned; each with its Keras name and, in a Functional model, inputs */
   int *line, *col;        /* owned: where each layer's object starts in the JSON text (1-based) */

@@ -375,6 +375,13 @@ static int keras_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char 
     s->input_vocab = km.input_ids ? km.layers[0].vocab : 0;
     s->input_shape = km.input_ids ? (md_shape){0} : km.input_shape;
     s->input_features = km.input_ids ? 0 : (int)md_shape_size(&km.input_shape);
+    /* Several InputLayers: the model's inputs, a batch row holding their columns in order. */
+    s->ninputs = km.ninputs > 1 ? km.ninputs : 0;
+    memcpy(s->inputs, km.inputs, sizeof km.inputs);
+    if (s->ninputs > 0) {
+      s->input_shape = (md_shape){0};
+      s->input_features = md_inputs_width(s->inputs, s->ninputs);
+    }
   }
   md_keras_free(&km);
   return rc;
