@@ -438,12 +438,18 @@ static const kj_class *class_of(const char *name) {
   return NULL;
 }
 
+md_model_spec md_keras_model_spec(const md_keras_model *k) {
+  if (k->ninputs > 1) return (md_model_spec){.ninputs = k->ninputs, .inputs = k->inputs, .nlayers = k->nlayers,
+                                             .layers = k->layers};
+  return (md_model_spec){.input_shape = k->input_ids ? (md_shape){0} : k->input_shape, .input_ids = k->input_ids,
+                         .input_vocab = k->input_ids ? k->layers[0].vocab : 0, .nlayers = k->nlayers,
+                         .layers = k->layers};
+}
+
 /* Builds the model on shapes a layer at a time (invariant 2). */
 static int check_shapes(const md_keras_model *k, md_error *err) {
-  md_model_spec spec = {.input_shape = k->input_ids ? (md_shape){0} : k->input_shape, .input_ids = k->input_ids,
-                        .input_vocab = k->input_ids ? k->layers[0].vocab : 0, .layers = k->layers, .shapes_only = 1};
-  if (k->ninputs > 1) spec = (md_model_spec){.ninputs = k->ninputs, .inputs = k->inputs, .layers = k->layers,
-                                             .shapes_only = 1};
+  md_model_spec spec = md_keras_model_spec(k);
+  spec.shapes_only = 1;
   for (int n = 1; n <= k->nlayers; n++) {
     spec.nlayers = n;
     md_error me = {0};

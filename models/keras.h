@@ -31,6 +31,9 @@ typedef struct md_keras_model {
 ** with err's line and column at the offending layer's object (or the JSON error) and a message
 ** naming the layer and its class_name; *out is then empty. */
 int  md_keras_parse(const char *text, size_t len, md_keras_model *out, md_error *err);
+/* The model spec k describes (its layers, its input or inputs, pointing into k), shapes only off;
+** the caller sets the loss and the rest. */
+md_model_spec md_keras_model_spec(const md_keras_model *k);
 /* The same from a file. */
 int  md_keras_read(const char *path, md_keras_model *out, md_error *err);
 void md_keras_free(md_keras_model *k);

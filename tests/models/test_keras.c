@@ -34,12 +34,8 @@ static int read_numbers(const char *rel, double *v) {
 }
 
 static md_model *build(const md_keras_model *k) {
-  md_model_spec spec = {.input_shape = k->input_ids ? (md_shape){0} : k->input_shape, .input_ids = k->input_ids,
-                        .input_vocab = k->input_ids ? k->layers[0].vocab : 0, .nlayers = k->nlayers,
-                        .layers = k->layers, .from_logits = 1};
-  if (k->ninputs > 1)
-    spec = (md_model_spec){.ninputs = k->ninputs, .inputs = k->inputs, .nlayers = k->nlayers, .layers = k->layers,
-                           .from_logits = 1};
+  md_model_spec spec = md_keras_model_spec(k);
+  spec.from_logits = 1;
   md_error err = {0};
   md_model *m = md_model_new(&spec, &err);
   if (m == NULL) fail_msg("%s", err.msg);
