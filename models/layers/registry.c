@@ -31,6 +31,7 @@ static const md_layer_ops *const registry[] = {
   [MD_LAYER_TOKEN_AND_POSITION_EMBEDDING] = &md_token_and_position_embedding_ops,
   [MD_LAYER_ADD] = &md_add_ops,
   [MD_LAYER_CONCATENATE] = &md_concatenate_ops,
+  [MD_LAYER_DOT_INTERACTION] = &md_dot_interaction_ops,
   [MD_LAYER_GRAPH_NODE_FEATURES] = &md_graph_node_features_ops,
   [MD_LAYER_GRAPH_SAGE] = &md_graph_sage_ops,
   [MD_LAYER_UNIT_NORMALIZATION] = &md_unit_normalization_ops,

@@ -127,7 +127,8 @@ static void test_graph_costs_mode_independent(void **state) {
   md_layer_spec l[4];
   sage_layers(l, FD_NODES, FD_EDGES, MD_COMBINER_MEAN, MD_COMBINE_SUM, 5, MD_ACT_RELU);
   l[3] = (md_layer_spec){.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1};
-  fd_assert_costs_mode_independent_on(l, 4, (md_shape){.rank = 1, .dim = {FD_WIDTH}}, fd_graph_batch());
+  md_model_spec spec = {.input_shape = {.rank = 1, .dim = {FD_WIDTH}}, .nlayers = 4, .layers = l, .from_logits = 1};
+  fd_assert_spec_costs_mode_independent(spec, fd_graph_batch());
 }
 
 /* one_graph padded from 3 nodes and 4 edges to 6 nodes and 9 edges (the TPU's fixed sizes):
