@@ -485,10 +485,9 @@ static void start_wait_done(sim_engine *e, void *arg) {
   enter_first_rounds(c);
 }
 
-/* All ranks are in: sets up the run and enters round 0 everywhere. */
-static void begin(sim_collective *c) {
-  c->running = 1;
-  c->started = c->engine->now;
+/* The run's plan and its chunk split for c->op, c->algo and c->count (all ranks' buffers in
+** c->bufs), and the originals all_to_all and ppermute read. */
+static void setup(sim_collective *c) {
   if (c->algo == SIM_ALGO_TORUS) measure_axes(c);
   if (c->algo == SIM_ALGO_NCCL && !c->has_nccl_system) measure_nccl_node(c);
   sim__coll_prepare(c);
@@ -504,6 +503,13 @@ static void begin(sim_collective *c) {
     for (int r = 0; r < c->p; r++)
       memcpy(c->originals + (size_t)r * c->count, c->bufs[r], c->count * sizeof(float));
   }
+}
+
+/* All ranks are in: sets up the run and enters round 0 everywhere. */
+static void begin(sim_collective *c) {
+  c->running = 1;
+  c->started = c->engine->now;
+  setup(c);
   if (c->round_delay > 0 && c->waits == NULL)
     c->waits = base_xcalloc((size_t)c->p * (size_t)c->cap_lanes, sizeof *c->waits);
   sim_time wait = c->start_delay + c->round_delay;
@@ -596,5 +602,36 @@ int sim_collective_start(sim_collective *c, sim_coll_op op, sim_algo algo, int r
     return SIM_OK;
   }
   begin(c);
+  return SIM_OK;
+}
+
+/* ---- values without time ---------------------------------------------------------------------- */
+
+/* The run's rounds one after another, every virtual rank's receives of a round applied as the
+** executor applies them: on arrival in plan order, then the COLL_REDUCE_AT_END ones at the round's
+** end. The executor's result cannot depend on when within a round a transfer lands (a sender's
+** segment is not written in the round it is read: the plans keep it so, collective.h), so this
+** order gives its bits. */
+int sim_collective_compute(sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                           float *const *bufs, size_t count) {
+  int rc = sim__coll_check(c, op, algo, root, count);
+  if (rc != SIM_OK) return rc;
+  if (c->running || c->arrived > 0) return SIM_COLL_EBUSY;
+  if (c->p == 1) return SIM_OK;
+  c->op = op;
+  c->algo = algo;
+  c->root = root;
+  c->count = count;
+  for (int r = 0; r < c->p; r++) c->bufs[r] = bufs[r];
+  setup(c);
+  coll_plan pl;
+  for (int round = 0; round < c->rounds; round++)
+    for (int at_end = 0; at_end < 2; at_end++)
+      for (int v = 0; v < c->p * c->lanes; v++) {
+        sim__coll_plan(c, v, round, &pl);
+        for (int i = 0; i < pl.nrecv; i++)
+          if ((pl.recv[i].mode == COLL_REDUCE_AT_END) == at_end) apply(c, pl.recv[i].peer, v, &pl.recv[i]);
+      }
+  for (int r = 0; r < c->p; r++) c->bufs[r] = NULL;
   return SIM_OK;
 }
