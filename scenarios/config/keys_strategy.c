@@ -117,6 +117,10 @@ const key_spec CFG_STRATEGY_KEYS[] = {
    .schema = "{\"type\":\"array\",\"minItems\":1,\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"pattern\":\"^(CPU|GPU|TPU):[0-9]+$\"},\"description\":\"mirrored: local devices of the first worker such as [GPU:0, GPU:1]\"}"},
   {.key = "all_reduce", .type = V_ENUM, .names = CFG_ALGORITHMS, .st = S_INT,
    OFF(scenario, all_reduce)},
+  {.key = "xla_combine_threshold", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scenario, xla_combine_bytes),
+   .doc = "tpu: XLA's all-reduce combiner threshold; the gradients' all-reduces are combined in the backward's "
+          "order while within it, and each runs asynchronously beside the rest of the backward pass (absent: one "
+          "all-reduce once the backward pass is done)"},
   {.key = "communication", .type = V_MAP, .sub = COMMUNICATION_KEYS,
    .doc = "mirrored, multi_worker_mirrored: tf.distribute.experimental.CommunicationOptions"},
   END};

@@ -37,12 +37,17 @@ struct ovl_run {
   sim_cond *cv;           /* replicas waiting for their step's last pack */
 };
 
-int ovl_group_by_size(const size_t *floats, int nvars, double bytes_per_pack, ovl_pack *out) {
+/* Whether a gradient of `bytes` starts a new pack after an open one of `open` bytes. */
+static int starts_pack(ovl_rule rule, double limit, double open, double bytes) {
+  if (rule == OVL_GROUP_BY_SIZE) return limit > 0 && open > limit;  /* it already passed */
+  return open + bytes > limit;                                      /* it would pass */
+}
+
+int ovl_group(const size_t *floats, int nvars, double bytes, ovl_rule rule, ovl_pack *out) {
   int n = 0;
   double last_bytes = 0;
   for (int v = nvars - 1; v >= 0; v--) {
-    /* A new pack when none is open or the open one already passed bytes_per_pack (0: never). */
-    if (n == 0 || (bytes_per_pack > 0 && last_bytes > bytes_per_pack)) {
+    if (n == 0 || starts_pack(rule, bytes, last_bytes, 4.0 * (double)floats[v])) {
       out[n++] = (ovl_pack){ .last_var = v };
       last_bytes = 0;
     }

@@ -9,6 +9,9 @@
 ** bytes_per_pack, the one that crosses it included; 0 makes one pack of everything. A pack's
 ** all-reduce starts once every replica's backward has produced its gradients and the pack before
 ** it is reduced (TF 2 orders a group's collective launches), and runs while the backward goes on.
+** On a TPU XLA does the same with its own packing: the combiner merges the gradients' all-reduces
+** in the backward's order up to a threshold, and the latency-hiding scheduler runs each combined
+** all-reduce asynchronously beside the rest of the backward (strategy.xla_combine_threshold).
 **
 ** Numerics: packs are timed on shapes alone; after the last, the whole buffer's values come from
 ** the strategy's all-reduce computed at once (ds_all_reduce_values), so each element is summed in
@@ -33,10 +36,20 @@ typedef struct ovl_pack {
   int last_var;           /* its highest */
 } ovl_pack;
 
-/* Groups variables of floats[0..nvars) floats (4 bytes each) into packs, reduce order first (the
-** last variables first), as group_by_size does: out needs nvars entries. Returns the packs' count
-** (0 when nvars is 0). */
-int ovl_group_by_size(const size_t *floats, int nvars, double bytes_per_pack, ovl_pack *out);
+/* How consecutive gradients join a pack. */
+typedef enum {
+  OVL_GROUP_BY_SIZE,      /* TF's group_by_size (cross_device_utils.py): a pack closes once its
+                          ** bytes exceed the size, the gradient that crosses it included; size 0:
+                          ** one pack of everything */
+  OVL_XLA_COMBINER,       /* XLA's AllReduceCombiner (collective_combiner_utils.h): a gradient
+                          ** joins the open pack while their bytes stay within the threshold, else
+                          ** starts the next (one bigger than the threshold stays alone) */
+} ovl_rule;
+
+/* Groups variables of floats[0..nvars) floats (4 bytes each) into packs by `rule` with `bytes`,
+** reduce order first (the last variables first: the backward's order): out needs nvars entries.
+** Returns the packs' count (0 when nvars is 0). */
+int ovl_group(const size_t *floats, int nvars, double bytes, ovl_rule rule, ovl_pack *out);
 
 typedef struct ovl_run ovl_run;
 

@@ -467,16 +467,19 @@ static int layer_of_var(const md_model *m, int v) {
   return l;
 }
 
-/* strategy.communication.bytes_per_pack above 0 on two replicas or more: the packs (overlap.h),
-** each completed by the backward of its lowest variable's layer. */
+/* strategy.communication.bytes_per_pack above 0, or on a TPU strategy.xla_combine_threshold, on
+** two replicas or more: the packs (overlap.h), each completed by the backward of its lowest
+** variable's layer. */
 static void make_packs(trainer *t) {
+  const scenario *s = t->in.s;
   const md_model *m = t->replicas[0].model;
-  int nvars = md_model_num_vars(m);
-  if (t->in.s->comm_bytes_per_pack <= 0 || t->nreplicas < 2 || nvars == 0) return;
+  int nvars = md_model_num_vars(m), xla = s->xla_combine_bytes >= 0;
+  double bytes = xla ? s->xla_combine_bytes : s->comm_bytes_per_pack;
+  if ((!xla && bytes <= 0) || t->nreplicas < 2 || nvars == 0) return;
   size_t *floats = base_xcalloc((size_t)nvars, sizeof *floats);
   for (int v = 0; v < nvars; v++) floats[v] = md_model_var_const(m, v)->size;
   ovl_pack *packs = base_xcalloc((size_t)nvars, sizeof *packs);
-  t->npacks = ovl_group_by_size(floats, nvars, t->in.s->comm_bytes_per_pack, packs);
+  t->npacks = ovl_group(floats, nvars, bytes, xla ? OVL_XLA_COMBINER : OVL_GROUP_BY_SIZE, packs);
   t->pack_layer = base_xcalloc((size_t)t->npacks, sizeof *t->pack_layer);
   for (int j = 0; j < t->npacks; j++) t->pack_layer[j] = layer_of_var(m, packs[j].first_var);
   float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);

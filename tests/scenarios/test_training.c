@@ -151,28 +151,41 @@ static void all_reduce_time_is_the_ring_closed_form(void **state) {
 
 /* CollectiveAllReduce's group_by_size over the reversed variables of tests/data/train/
 ** overlap.yaml (kernel 0: 128 floats, bias 0: 16, kernel 1: 64, bias 1: 4): a pack closes once its
-** bytes EXCEED bytes_per_pack, the variable that crosses it included; 0 is one pack. */
+** bytes EXCEED bytes_per_pack, the variable that crosses it included; 0 is one pack. XLA's
+** combiner (the TPU's packs) instead keeps every pack within its threshold. */
 static void packs_follow_group_by_size(void **state) {
   (void)state;
   static const size_t floats[] = {128, 16, 64, 4};
   ovl_pack p[4];
   /* 100 B: bias 1 (16 B) leaves the pack open, kernel 1 takes it to 272 > 100: closed; bias 0
   ** (64 B) opens the next, kernel 0 takes it to 576. Reduce order: layer 1's first. */
-  assert_int_equal(ovl_group_by_size(floats, 4, 100, p), 2);
+  assert_int_equal(ovl_group(floats, 4, 100, OVL_GROUP_BY_SIZE, p), 2);
   assert_true(p[0].first_var == 2 && p[0].last_var == 3 && p[0].off == 144 && p[0].count == 68);
   assert_true(p[1].first_var == 0 && p[1].last_var == 1 && p[1].off == 0 && p[1].count == 144);
   /* 16 B: bias 1 is exactly 16, not more, so kernel 1 joins it; bias 0 (64) and kernel 0 alone. */
-  assert_int_equal(ovl_group_by_size(floats, 4, 16, p), 3);
+  assert_int_equal(ovl_group(floats, 4, 16, OVL_GROUP_BY_SIZE, p), 3);
   assert_true(p[0].first_var == 2 && p[0].count == 68 && p[1].first_var == 1 && p[1].last_var == 1 &&
               p[1].off == 128 && p[2].first_var == 0 && p[2].last_var == 0 && p[2].count == 128);
   /* 15 B: every variable passes it alone. */
-  assert_int_equal(ovl_group_by_size(floats, 4, 15, p), 4);
+  assert_int_equal(ovl_group(floats, 4, 15, OVL_GROUP_BY_SIZE, p), 4);
   for (int j = 0; j < 4; j++) assert_true(p[j].first_var == 3 - j && p[j].last_var == 3 - j);
   /* 0 (TF's default) and a size beyond the model: one pack of all 212 floats. */
   for (int k = 0; k < 2; k++) {
-    assert_int_equal(ovl_group_by_size(floats, 4, k ? 1e9 : 0, p), 1);
+    assert_int_equal(ovl_group(floats, 4, k ? 1e9 : 0, OVL_GROUP_BY_SIZE, p), 1);
     assert_true(p[0].first_var == 0 && p[0].last_var == 3 && p[0].off == 0 && p[0].count == 212);
   }
+  /* XLA's combiner never passes its threshold. 300 B: bias 1 + kernel 1 = 272 fit; bias 0 would
+  ** make 336, so it opens the next, and kernel 0 (512 > 300) stays alone. */
+  assert_int_equal(ovl_group(floats, 4, 300, OVL_XLA_COMBINER, p), 3);
+  assert_true(p[0].first_var == 2 && p[0].last_var == 3 && p[0].count == 68 && p[1].first_var == 1 &&
+              p[1].last_var == 1 && p[2].first_var == 0 && p[2].last_var == 0);
+  /* 100 B: kernel 1 (256 B) cannot join bias 1 (16 B): every all-reduce alone; 0 likewise. */
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(ovl_group(floats, 4, k ? 100 : 0, OVL_XLA_COMBINER, p), 4);
+    for (int j = 0; j < 4; j++) assert_true(p[j].first_var == 3 - j && p[j].last_var == 3 - j);
+  }
+  /* Exactly the model's 848 B: one combined all-reduce. */
+  assert_int_equal(ovl_group(floats, 4, 848, OVL_XLA_COMBINER, p), 1);
 }
 
 /* tests/data/train/overlap.yaml, two workers of 100 MFLOP/s on a star (links 5 us, NICs 16 Gbps =
