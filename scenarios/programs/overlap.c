@@ -30,9 +30,8 @@ struct ovl_run {
   long *waited;           /* per replica: steps it has waited for (this one included) */
   int next;               /* the pack to start next */
   int running;            /* pack `next` is being all-reduced */
-  sim_time started;       /* when it started */
-  sim_time busy;          /* this step's pack time so far */
-  sim_time last_busy;     /* the last completed step's */
+  sim_time *span;         /* per pack: [2j] its start, [2j + 1] its end, this step's (then, once
+                          ** all are through, the last completed step's) */
   long completed;         /* steps whose packs are all reduced */
   sim_cond *cv;           /* replicas waiting for their step's last pack */
 };
@@ -85,6 +84,7 @@ ovl_run *ovl_new(sim_engine *e, ds_strategy *s, const ovl_pack *packs, int npack
     memcpy(o->tracks, tracks, (size_t)nreplicas * sizeof *tracks);
   }
   o->ready = base_xcalloc((size_t)npacks, sizeof *o->ready);
+  o->span = base_xcalloc(2 * (size_t)npacks, sizeof *o->span);
   o->waited = base_xcalloc((size_t)nreplicas, sizeof *o->waited);
   o->cv = sim_cond_new();
   return o;
@@ -97,6 +97,7 @@ void ovl_free(ovl_run *o) {
   free(o->bufs);
   free(o->tracks);
   free(o->ready);
+  free(o->span);
   free(o->waited);
   free(o);
 }
@@ -112,9 +113,9 @@ static void pack_done(sim_engine *e, sim_collective *c, void *arg) {
   if (o->tracks != NULL) {
     char name[48];
     snprintf(name, sizeof name, "all-reduce pack %d/%d", o->next + 1, o->npacks);
-    for (int r = 0; r < o->nreplicas; r++) sim_trace_span(e, o->tracks[r], name, "all_reduce", o->started, now);
+    for (int r = 0; r < o->nreplicas; r++) sim_trace_span(e, o->tracks[r], name, "all_reduce", o->span[2 * o->next], now);
   }
-  o->busy += now - o->started;
+  o->span[2 * o->next + 1] = now;
   o->running = 0;
   if (++o->next < o->npacks) {
     try_start(o);
@@ -125,8 +126,6 @@ static void pack_done(sim_engine *e, sim_collective *c, void *arg) {
     assert(rc == SIM_OK);  /* the group is idle and the packs ran the same op and algorithm */
     (void)rc;
   }
-  o->last_busy = o->busy;
-  o->busy = 0;
   o->next = 0;
   memset(o->ready, 0, (size_t)o->npacks * sizeof *o->ready);
   o->completed++;
@@ -137,7 +136,7 @@ static void pack_done(sim_engine *e, sim_collective *c, void *arg) {
 static void try_start(ovl_run *o) {
   if (o->running || o->next == o->npacks || o->ready[o->next] < o->nreplicas) return;
   o->running = 1;
-  o->started = sim_now(o->engine);
+  o->span[2 * o->next] = sim_now(o->engine);
   int rc = ds_all_reduce_pack(o->strategy, o->packs[o->next].count, pack_done, o);
   assert(rc == SIM_OK);  /* every replica is past its step's other collectives */
   (void)rc;
@@ -155,4 +154,11 @@ int ovl_wait(ovl_run *o, sim_actor *self, int replica) {
   return SIM_OK;
 }
 
-sim_time ovl_last_busy(const ovl_run *o) { return o->last_busy; }
+sim_time ovl_hidden(const ovl_run *o, sim_time until) {
+  sim_time hidden = 0;
+  for (int j = 0; j < o->npacks; j++) {
+    sim_time end = o->span[2 * j + 1] < until ? o->span[2 * j + 1] : until;
+    if (end > o->span[2 * j]) hidden += end - o->span[2 * j];
+  }
+  return hidden;
+}

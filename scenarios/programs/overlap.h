@@ -64,8 +64,8 @@ void     ovl_ready(ovl_run *o, int pack);
 /* Blocks replica r's actor until its step's last pack is reduced; the buffers then hold the sums.
 ** SIM_OK (a killed actor never returns). */
 int      ovl_wait(ovl_run *o, sim_actor *self, int replica);
-/* The packs' all-reduce time of the last step whose packs are all reduced, first start to last end
-** summed pack by pack (what the packs took, hidden or not). */
-sim_time ovl_last_busy(const ovl_run *o);
+/* Of the last step whose packs are all reduced, the packs' all-reduce time before `until` (each
+** pack's span cut at it, summed): with until the end of a replica's backward, what it hid. */
+sim_time ovl_hidden(const ovl_run *o, sim_time until);
 
 #endif

@@ -146,6 +146,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
   rec->comm_ps = comm + m->sync_comm;
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start) + (now - m->updated);
+  rec->hidden_ps = t->ovl ? ovl_hidden(t->ovl, m->computed) : 0;
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
 }
@@ -750,6 +751,7 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->replicas = t->nreplicas;
   sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
   sum->slices = s->tpu_slices;
+  sum->all_reduce_packs = t->ovl ? t->npacks : 0;
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
@@ -771,6 +773,7 @@ static void summarise(trainer *t, run_summary *sum) {
     m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
     m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
     m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->completed;
+    m->comm_hidden_s += sim_time_to_s(r->hidden_ps) / (double)t->completed;
   }
   free(kept);
   if (t->rec) rec_summarise(t->rec, t->records, t->completed, sim_now(t->engine), sum);

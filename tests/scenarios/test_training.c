@@ -223,6 +223,11 @@ static void packs_overlap_the_backward_pass(void **state) {
       fail_msg("step %d compute_s %.12g with packs, %.12g without", i, packs.compute[i], none.compute[i]);
     assert_true(packs.step[i] < none.step[i]);
   }
+  /* summary.json's hidden part: all of pack 1, 2 (10 us + 136 B / 2e9 B/s) plus its 34 additions
+  ** at half the CPU (the backward has the other half): 20.136 us + 0.68 us = 20.816 us, every step. */
+  assert_int_equal(packs.sum.all_reduce_packs, 2);
+  assert_int_equal(none.sum.all_reduce_packs, 0);
+  if (fabs(packs.sum.means.comm_hidden_s - 20.816e-6) > 1e-12) fail_msg("hidden %.12g s", packs.sum.means.comm_hidden_s);
   /* Two packs a step on each replica's track; none without packs. */
   assert_int_equal(packs.pack_spans, 6 * 2 * 2);
   assert_int_equal(none.pack_spans, 0);
