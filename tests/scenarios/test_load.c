@@ -236,6 +236,25 @@ static void test_defaults(void **state) {
   assert_true(S.optimizer.initial_accumulator_value == 0.1f);
 }
 
+/* CommunicationOptions: bytes_per_pack as given (default 0, TF's), implementation ring or nccl as
+** the all-reduce's algorithm, nccl only where there are accelerators (TF falls back to RING on
+** CPUs); strategy.xla_combine_threshold absent is -1 (no packs). */
+static void test_communication_options(void **state) {
+  (void)state;
+  load_ok("tests/data/train/overlap.yaml", NULL, 0);
+  assert_true(S.comm_bytes_per_pack == 0 && S.comm_implementation == 0 && S.xla_combine_bytes == -1);
+  const char *cpu_nccl[] = {"strategy.all_reduce=auto", "strategy.communication={bytes_per_pack: 25MiB, implementation: nccl}"};
+  load_ok("tests/data/train/overlap.yaml", cpu_nccl, 2);
+  assert_true(S.comm_bytes_per_pack == 25.0 * 1024 * 1024);
+  assert_int_equal(S.all_reduce, SCN_ALLREDUCE_RING);
+  const char *gpu_nccl[] = {"strategy.all_reduce=auto", "strategy.communication.implementation=nccl"};
+  load_ok("scenarios/examples/mirrored_gpus.yaml", gpu_nccl, 2);
+  assert_int_equal(S.all_reduce, SCN_ALLREDUCE_NCCL);
+  const char *tpu[] = {"strategy.xla_combine_threshold=0B"};
+  load_ok("scenarios/examples/cnn_tpu.yaml", tpu, 1);
+  assert_true(S.xla_combine_bytes == 0);
+}
+
 static void test_overrides(void **state) {
   (void)state;
   const char *existing[] = {"training.steps=5", "cluster.workers.count=3", "model.layers.0.dense.units=7",
@@ -521,7 +540,7 @@ int main(void) {
     cmocka_unit_test(test_zoo_keys),
     cmocka_unit_test(test_good_custom_machine_and_ids),
     cmocka_unit_test(test_defaults),
-    cmocka_unit_test(test_overrides),
+    cmocka_unit_test(test_communication_options), cmocka_unit_test(test_overrides),
     cmocka_unit_test(test_missing_file),
     cmocka_unit_test(test_tf_config_file),
     cmocka_unit_test(test_bad_catalogue),
