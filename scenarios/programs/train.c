@@ -11,7 +11,10 @@
 **      forward and backward pass (models/), scaled by the loss reduction;
 **   2. charge the pass's FLOPs on the replica's cpu (sim_exec);
 **   3. SUM the gradients over replicas through the simulated all-reduce, which reduces the
-**      actual buffers in the algorithm's order;
+**      actual buffers in the algorithm's order (with packs, strategy.communication.bytes_per_pack
+**      or strategy.xla_combine_threshold, steps 2 and 3 overlap: the pass is charged as one exec
+**      per pack boundary and each pack's all-reduce starts once every replica has passed it;
+**      overlap.h);
 **   4. apply the optimizer to the replica's own mirrored copy and charge its FLOPs.
 ** Replica 0 then records the step's metrics; a due checkpoint is taken (scenarios/programs/recovery.h).
 ** Faults that stop the job kill every replica actor and the input pipeline (attempt_stop); a
@@ -48,8 +51,9 @@
 **   (6) every event older than the period (a random fault, a fault's end, an async checkpoint
 **       write, a restart) is due after the landing, and every resource, actor and pool is as it
 **       was: sim_snapshot_periods, or no skip;
-**   (7) runs that compute values (numerics full) or loop on the device (tpu_v1, steps_per_run
-**       > 1) never skip; a traced run skips only once its trace is full (before, each step
+**   (7) runs that compute values (numerics full), loop on the device (tpu_v1, steps_per_run
+**       > 1) or pack the gradient all-reduce (the packs' counters are not in the snapshot) never
+**       skip; a traced run skips only once its trace is full (before, each step
 **       stores spans and the words differ; after, spans are only counted, and the count moves
 **       k periods on with the skip); training.fast_forward:
 **       false turns it off, and both ways write the same bytes (tests/scenarios/
