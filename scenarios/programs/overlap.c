@@ -154,6 +154,13 @@ int ovl_wait(ovl_run *o, sim_actor *self, int replica) {
   return SIM_OK;
 }
 
+void ovl_snapshot(const ovl_run *o, sim_snapshot *snap) {
+  sim_snapshot_word(snap, (uint64_t)o->next);
+  sim_snapshot_word(snap, (uint64_t)o->running);
+  for (int j = 0; j < o->npacks; j++) sim_snapshot_word(snap, (uint64_t)o->ready[j]);
+  for (int r = 0; r < o->nreplicas; r++) sim_snapshot_word(snap, (uint64_t)(o->waited[r] - o->completed));
+}
+
 sim_time ovl_hidden(const ovl_run *o, sim_time until) {
   sim_time hidden = 0;
   for (int j = 0; j < o->npacks; j++) {

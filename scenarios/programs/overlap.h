@@ -64,6 +64,11 @@ void     ovl_ready(ovl_run *o, int pack);
 /* Blocks replica r's actor until its step's last pack is reduced; the buffers then hold the sums.
 ** SIM_OK (a killed actor never returns). */
 int      ovl_wait(ovl_run *o, sim_actor *self, int replica);
+/* The words of its state a fast-forward snapshot needs (scenarios/programs/train.c, invariant 4):
+** which packs each step has ready, the next one and whether it runs, each replica's waits
+** relative to the completed steps. Absolute times (the spans) are left out: a skip lands in the
+** step the snapshot was in, where each pack done before it ended before the backward did. */
+void     ovl_snapshot(const ovl_run *o, sim_snapshot *snap);
 /* Of the last step whose packs are all reduced, the packs' all-reduce time before `until` (each
 ** pack's span cut at it, summed): with until the end of a replica's backward, what it hid. */
 sim_time ovl_hidden(const ovl_run *o, sim_time until);

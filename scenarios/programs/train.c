@@ -51,9 +51,9 @@
 **   (6) every event older than the period (a random fault, a fault's end, an async checkpoint
 **       write, a restart) is due after the landing, and every resource, actor and pool is as it
 **       was: sim_snapshot_periods, or no skip;
-**   (7) runs that compute values (numerics full), loop on the device (tpu_v1, steps_per_run
-**       > 1) or pack the gradient all-reduce (the packs' counters are not in the snapshot) never
-**       skip; a traced run skips only once its trace is full (before, each step
+**   (7) runs that compute values (numerics full) or loop on the device (tpu_v1, steps_per_run
+**       > 1) never skip (with packs, their counters and each replica's place in its packed pass
+**       are in the snapshot: ovl_snapshot); a traced run skips only once its trace is full (before, each step
 **       stores spans and the words differ; after, spans are only counted, and the count moves
 **       k periods on with the skip); training.fast_forward:
 **       false turns it off, and both ways write the same bytes (tests/scenarios/
@@ -171,6 +171,7 @@ static int packed_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) 
   size_t from = 0;
   for (int j = 0; j <= t->npacks; j++) {
     size_t to = j < t->npacks ? rep->op_marks[t->pack_layer[j]] : rep->ops.n;
+    rep->pack_at = j;
     if (to > from && sim_exec(self, cpu, op_work(t, rep, from, to)) != SIM_OK) return SIM_FAILED;
     if (to > from) from = to;
     if (j < t->npacks) ovl_ready(t->ovl, j);
@@ -195,7 +196,9 @@ static void program_state(const trainer *t, long step, sim_snapshot *snap) {
     const replica *rep = &t->replicas[r];
     sim_snapshot_word(snap, (uint64_t)(rep->step - step));
     sim_snapshot_word(snap, rep->phase);
+    sim_snapshot_word(snap, (uint64_t)rep->pack_at);
   }
+  if (t->ovl) ovl_snapshot(t->ovl, snap);
   ds_pipeline_snapshot(t->input, step, snap);
 }
 
@@ -855,7 +858,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     rec_add_checkpoint_bytes(t.rec, (double)inp_plan_checkpoint_examples(t.plan) * input_spec(&t).example_bytes);
     /* Fast-forward needs steps that repeat: no values (numerics off) and no loop of several
     ** steps (tpu_v1). */
-    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.ovl == NULL;
+    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;

@@ -67,6 +67,8 @@ typedef struct replica {
   long step;              /* the step it is at (its loop's counter, here so fast-forward moves it) */
   step_marks marks;       /* that step's clock so far (here for the same reason) */
   replica_phase phase;    /* where in the step */
+  int pack_at;            /* with packs: the pack boundary its pass is charging up to (fast-forward
+                          ** sees it: two snapshots in the same exec of different passes differ) */
 } replica;
 
 struct trainer {
