@@ -613,10 +613,7 @@ static void put_variable_row(FILE *f, const md_var *v, const char *kind, const c
 /* The logical core that holds variable v of the model: its layer's logical_device (a layer's
 ** variables are consecutive, in layer order). */
 static int core_of_var(const trainer *t, int v) {
-  const md_model *m = t->replicas[0].model;
-  for (int l = 0; l < md_model_num_layers(m); l++)
-    if (v < md_model_layer_first_var(m, l) + md_model_layer_num_vars(m, l)) return t->in.s->logical_device[l];
-  return 0;
+  return t->in.s->logical_device[layer_of_var(t->replicas[0].model, v)];
 }
 
 /* A row per copy: one per replica, on the logical core of its layer; with SPMD one per logical
