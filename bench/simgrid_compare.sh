@@ -14,7 +14,8 @@ BUILD="${1:-build}"
 NS="${NS:-1024 4096}"
 SG_NS="${SG_NS:-1024}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PEER="$HERE/../../shared/peers/simgrid"
+# The peer sits in ../shared beside the main checkout; SG_PEER names it from a worktree elsewhere.
+PEER="${SG_PEER:-$HERE/../../shared/peers/simgrid}"
 RECORDED="$PEER/results-2026-11-21.csv"
 SGDIR="$BUILD/sgpeer"
 
