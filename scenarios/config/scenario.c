@@ -588,7 +588,7 @@ static void set_defaults(scenario *s) {
   s->repeat = 1;
   s->loss_reduction = SCN_LOSS_GLOBAL_BATCH;
   s->prefetch = 1;
-  s->tpu_efficiency = MACHINE_ACCEL_EFFICIENCY;
+  s->tpu_efficiency = 0;
   s->steps_per_run = 1;
   s->host_round_trip_s = MACHINE_TPU_HOST_ROUND_TRIP_S;
   s->da_num_replicas = 1;

@@ -68,12 +68,16 @@ slice_run *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo) {
   assert(r->resolver != NULL);  /* the loader resolved the same slice */
   double per_chip = f->devices_per_chip;
   double peak = s->tpu_peak_flops > 0 ? s->tpu_peak_flops : f->peak_flops;
-  ds_tpu_machine m = { f->hbm_bytes_per_s / per_chip, peak * s->tpu_efficiency / per_chip,
+  /* An efficiency given overrides the per-op model with the scalar roofline (sim/roofline.h). */
+  sim_opmodel op = s->tpu_efficiency > 0 ? (sim_opmodel){0}
+                   : machines_tpu_opmodel(f->name, f->cores_per_chip / f->devices_per_chip, peak / per_chip);
+  double efficiency = op.units > 0 ? 1.0 : s->tpu_efficiency > 0 ? s->tpu_efficiency : MACHINE_ACCEL_EFFICIENCY;
+  ds_tpu_machine m = { f->hbm_bytes_per_s / per_chip, peak * efficiency / per_chip, op,
                        MACHINE_ACCEL_WORKSPACE_BYTES,
                        machines_tpu_host_vcpus(f->name) * MACHINE_N2_FLOPS_PER_VCPU };
   if (s->strategy == SCN_STRATEGY_TPU_V1) {
     /* TF1's TPUStrategy(resolver, steps_per_run, num_cores): its towers, its loop's launch. */
-    sim_tpu_overrides ov = overrides_of(s, s->tpu_efficiency);
+    sim_tpu_overrides ov = overrides_of(s, efficiency);
     ds_tpu_v1_options o = ds_tpu_v1_options_default();
     o.steps_per_run = s->steps_per_run;
     o.num_cores = s->num_cores;
@@ -85,11 +89,11 @@ slice_run *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo) {
     return r;
   }
   if (s->tpu_slices > 1) {  /* the loader allows strategy tpu alone, without device assignment */
-    r->multi = slice_multi_new(s, e, s->tpu_efficiency);
+    r->multi = slice_multi_new(s, e, efficiency);
     r->strategy = ds_tpu_strategy_new_multislice(e, r->multi, &m);
     return r;
   }
-  r->slice = slice_new(s, e, s->tpu_efficiency);
+  r->slice = slice_new(s, e, efficiency);
   r->topology = ds_tpu_initialize_system(r->resolver);
   static const int ONES[4] = { 1, 1, 1, 1 };
   if (s->has_device_assignment)

@@ -153,7 +153,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
 ** the time is the whole work's (model parallelism without pipelining saves memory, not time). */
 static double op_work(const trainer *t, const replica *rep) {
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, rep->index), rep->ops.flops,
-                                      rep->ops.bytes, rep->ops.n);
+                                      rep->ops.bytes, rep->ops.matmul, rep->ops.n);
   return t->spmd ? work / t->cores : work;
 }
 
