@@ -144,12 +144,13 @@ int machines_tpu_host_vcpus(const char *generation) {
 static const struct { const char *gen; int mxus_per_core, side; } TPU_MXUS[] = {
   {"v2", 1, 128}, {"v3", 2, 128}, {"v4", 4, 128}, {"v5e", 4, 128}, {"v5p", 4, 128}, {"v6e", 4, 256}};
 
-/* Not fitted (no published TPU GEMM table was found): an op's fixed cost 1 us (NF), 0.9 of the
-** MXUs' peak in a full pass (NF), 0.9 of HBM bandwidth (NF), the VPU at 1/10 of the MXUs (the
-** scaling book's "about 10x"), float32 matmuls at the bf16 rate (one bf16 pass, TF's default
-** precision on TPU). */
-#define TPU_EFFICIENCY 0.9
-#define TPU_MEM_EFFICIENCY 0.9
+/* Not fitted on TPU data (no published TPU GEMM table was found): the MXUs' efficiency and the
+** share of HBM bandwidth are the H100 fit's (GPU_EFFICIENCY, GPU_MEM_EFFICIENCY: the one
+** measured matrix engine we have, NF for TPU); an op's fixed cost 1 us (NF: XLA runs a step's
+** fused ops back to back, no host launch each); the VPU at 1/10 of the MXUs (the scaling book's
+** "about 10x"); float32 matmuls at the bf16 rate (one bf16 pass, TF's default precision on TPU). */
+#define TPU_EFFICIENCY GPU_EFFICIENCY
+#define TPU_MEM_EFFICIENCY GPU_MEM_EFFICIENCY
 #define TPU_LAUNCH_S 1e-6
 #define TPU_VECTOR_RATE 0.1
 #define TPU_ROWS 8

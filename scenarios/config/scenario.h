@@ -140,6 +140,10 @@ typedef struct scenario {
   long   workload_iterations;   /* workload.collective.iterations (default 5) */
   int    workload_axis;         /* workload.collective.axis: index into SCN_AXES, -1 for none */
   int    workload_shift;        /* workload.collective.shift: ppermute's shift (default 1) */
+  int    workload_mm_m;         /* workload.matmul.m; 0: the workload is a collective */
+  int    workload_mm_n;         /* workload.matmul.n */
+  int    workload_mm_k;         /* workload.matmul.k */
+  int    workload_mm_dtype;     /* workload.matmul.dtype: 0 bfloat16, 1 float32 */
 
   /* cluster (CPU VMs) */
   int    workers;               /* cluster.workers.count (default 1) */

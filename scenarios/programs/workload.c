@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "scenarios/report/outputs.h"
+#include "scenarios/programs/matmul_bench.h"
 #include "scenarios/programs/slice.h"
 #include "sim/collective.h"
 #include "sim/multislice.h"
@@ -238,6 +239,7 @@ static int write_outputs(bench *b, const char *dir, workload_summary *w, scn_err
 }
 
 int workload_run(const scenario *s, const char *out_dir, workload_summary *w, scn_error *err) {
+  if (s->workload_mm_m > 0) return matmul_bench_run(s, out_dir, w, err);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   memset(w, 0, sizeof *w);

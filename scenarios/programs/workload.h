@@ -1,7 +1,8 @@
 /*
 ** workload.h: the collective microbenchmark of a scenario's `workload` (instead of a training
 ** run): one collective op, repeated, on the CPU workers' replicas or on a TPU slice, written to
-** collective.csv with nccl-tests' algorithm and bus bandwidths.
+** collective.csv with nccl-tests' algorithm and bus bandwidths; or workload.matmul, which
+** matmul_bench.h runs.
 */
 #ifndef PODSIM_WORKLOAD_H
 #define PODSIM_WORKLOAD_H
@@ -17,7 +18,8 @@ typedef struct workload_summary {
   int slices;             /* TPU slices joined by DCN (1 but for a multislice) */
   double dcn_time_s;      /* multislice: the mean of the all-reduce's DCN phase, else 0 */
   double mean_time_s;     /* mean simulated time of one collective */
-  double busbw_GBps;      /* bus bandwidth of that mean */
+  double busbw_GBps;      /* bus bandwidth of that mean (0 for a matmul) */
+  double tflops;          /* a matmul's 2 m n k / mean time, in TFLOP/s (0 for a collective) */
   double sim_time_s;      /* simulated end time */
   uint64_t events;        /* engine events */
   uint64_t run_hash;      /* over collective.csv, trace.json and the simulated totals */

@@ -18,8 +18,8 @@ typedef struct fidelity_row {
   double low, high;       /* the band of (podsim - published) / published */
 } fidelity_row;
 
-/* Column col of the first row of the workload's collective.csv (4 time_s, 6 busbw_GBps). */
-static double collective_figure(const char *rel, int col) {
+/* Column col of the first row of the workload's csv (collective.csv or matmul.csv). */
+static double workload_figure(const char *rel, const char *csv, int col) {
   static scenario s;
   scn_error err;
   if (scenario_load(tu_src(rel), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
@@ -27,11 +27,14 @@ static double collective_figure(const char *rel, int col) {
   workload_summary w;
   if (workload_run(&s, out, &w, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
   double figure[4];
-  snprintf(path, sizeof path, "%s/collective.csv", out);
+  snprintf(path, sizeof path, "%s/%s", out, csv);
   assert_true(tu_read_column(path, col, figure, 4, NULL) >= 1);
   tu_remove_dir(out);
   return figure[0];
 }
+
+/* Column col of the first row of the workload's collective.csv (4 time_s, 6 busbw_GBps). */
+static double collective_figure(const char *rel, int col) { return workload_figure(rel, "collective.csv", col); }
 
 /* busbw per chip of the workload's collective (collective.csv's busbw_GBps, nccl-tests' count). */
 static double collective_busbw(const char *rel) { return collective_figure(rel, 6); }
@@ -81,18 +84,62 @@ static void published_measurements_within_their_bands(void **state) {
   }
 }
 
-/* One row of its own test: runs tests/data/fidelity/SCENARIO.yaml, reads column col of its
-** collective.csv (times in us when col is 4) and keeps the error in the row's band. */
-static void check_collective_row(const fidelity_row *row, int col) {
-  char rel[256];
-  snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", row->scenario);
-  double got = collective_figure(rel, col) * (col == 4 ? 1e6 : 1);
+/* Prints the row with podsim's figure got and fails when the error leaves the row's band. */
+static void check_row(const fidelity_row *row, double got) {
   double err = (got - row->published) / row->published;
   print_message("%-24s %-22s published %-10.4g podsim %-10.4g error %+.1f%%\n", row->scenario, row->quantity,
                 row->published, got, 100 * err);
   if (err < row->low || err > row->high)
     fail_msg("%s: error %+.2f%% left its band [%+.0f%%, %+.0f%%]", row->scenario, 100 * err, 100 * row->low,
              100 * row->high);
+}
+
+/* One row of its own test: runs tests/data/fidelity/SCENARIO.yaml, reads column col of its
+** collective.csv (times in us when col is 4) and keeps the error in the row's band. */
+static void check_collective_row(const fidelity_row *row, int col) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", row->scenario);
+  check_row(row, collective_figure(rel, col) * (col == 4 ? 1e6 : 1));
+}
+
+/* The GEMM equivalent: runs tests/data/fidelity/SCENARIO.yaml (a workload.matmul) and keeps its
+** matmul.csv's TFLOP/s (column 5) in the row's band. */
+static void check_matmul_row(const fidelity_row *row) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", row->scenario);
+  check_row(row, workload_figure(rel, "matmul.csv", 5));
+}
+
+/* OpenXLA's measured bf16 GEMMs on H100 (docs/data/gemm_h100_xla.csv: the b: 1 entries of
+** xla/service/gpu/model/matmul_interpolator_data.h, tensorflow/tensorflow at 372d578b), TFLOP/s.
+** podsim's per-op model (dgx-h100: 132 SMs, 989 TFLOP/s, 0.84 of an SM's peak in a 256x128
+** tile, 0.7 of 3350 GB/s, 5.5 us a kernel; bench/fit_gemm.py fits them on all 125 shapes):
+**   4096^3: 4 waves of 512 tiles: 5.5 + 170.61 us = 176.11 us, 780.4 (measured 783.3, -0.4%)
+**   2048^3: 1 wave of 128 tiles: 5.5 + 21.33 = 26.83 us, 640.4 (632.0, +1.3%)
+**   1024^3: 128x64 tiles, 128 of them: 5.5 + 3.14 = 8.64 us, 248.7 (236.3, +5.2%)
+**   512^3: 64x64 tiles, 64: 5.5 + 0.95 = 6.45 us, 41.6 (40.7, +2.2%)
+**   256^3: 64x64, 16: 5.5 + 0.48 = 5.98 us, 5.61 (6.45, -13.0%: the launch is 92% of it and the
+**     measurement took 5.2 us in all)
+**   256 x 4096 x 4096 (skinny): memory-bound, 37.7 MB at 0.7 x 3350 GB/s = 16.10 us (128x64
+**     tiles: 12.54): 5.5 + 16.10 = 21.60 us, 397.7 (412.0, -3.5%)
+**   4096 x 4096 x 512: the 256x128 tile's 4 waves of 33.6 MFLOPs: 5.5 + 21.33 us, 640.4 (543.1,
+**     +17.9%: with a short K the output's 33.5 MB write and the operands' reads overlap less than
+**     max(compute, memory) says)
+**   256 x 256 x 4096: 16 64x64 tiles, one wave of 16 of 132 SMs: 5.5 + 7.62 us, 40.9 (84.3,
+**     -51.4%: cuBLAS splits K over the idle SMs; the model has no split-K, docs/fidelity.md) */
+static void gemm_h100_within_their_bands(void **state) {
+  (void)state;
+  static const fidelity_row ROWS[] = {
+    {"gemm_h100_4096x4096x4096", "TFLOP/s", 783.3, -0.03, 0.02},
+    {"gemm_h100_2048x2048x2048", "TFLOP/s", 632.0, -0.01, 0.04},
+    {"gemm_h100_1024x1024x1024", "TFLOP/s", 236.3, 0.02, 0.08},
+    {"gemm_h100_512x512x512", "TFLOP/s", 40.72, -0.01, 0.05},
+    {"gemm_h100_256x256x256", "TFLOP/s", 6.453, -0.16, -0.10},
+    {"gemm_h100_256x4096x4096", "TFLOP/s", 412.0, -0.07, 0.0},
+    {"gemm_h100_4096x4096x512", "TFLOP/s", 543.1, 0.15, 0.21},
+    {"gemm_h100_256x256x4096", "TFLOP/s", 84.31, -0.55, -0.48},
+  };
+  for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_matmul_row(&ROWS[i]);
 }
 
 /* NCCL's tuning model caps A100 all-reduce busBw at 235 GB/s (tuning.cc, "compCap80"), the
@@ -265,6 +312,7 @@ int main(void) {
     cmocka_unit_test(multislice_dcn_within_its_band),
     cmocka_unit_test(scaling_book_all_gather_8mb_time),
     cmocka_unit_test(scaling_book_all_gather_32kb_time),
+    cmocka_unit_test(gemm_h100_within_their_bands),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
