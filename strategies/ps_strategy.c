@@ -125,7 +125,7 @@ static ds_strategy *make_replicas(sim_engine *e, ps_state *ps, const ds_machine 
     d->cpu = sim_cpu_new(e, name, ds_accelerator_rate(a));
     snprintf(name, sizeof name, "worker0.gpu%d.hbm", k);
     d->memory = sim_mempool_new(e, name, (uint64_t)a->hbm_bytes);
-    d->roofline = (sim_roofline){ ds_accelerator_rate(a), a->hbm_bytes_per_s, a->op };
+    d->roofline = ds_accelerator_roofline(a);
     d->workspace = a->workspace_bytes;
     snprintf(name, sizeof name, "worker0.gpu%d.up", k);
     ps->gpu_links[2 * k] = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);

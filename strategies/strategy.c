@@ -187,7 +187,7 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   rep->cpu = sim_cpu_new(e, name, rate);
   snprintf(name, sizeof name, "worker%d.gpu%d.hbm", worker, k);
   rep->memory = sim_mempool_new(e, name, (uint64_t)a->hbm_bytes);
-  rep->roofline = (sim_roofline){ rate, a->hbm_bytes_per_s, a->op };
+  rep->roofline = ds_accelerator_roofline(a);
   rep->workspace = a->workspace_bytes;
   snprintf(name, sizeof name, "worker%d.gpu%d.up", worker, k);
   rep->up = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
@@ -439,6 +439,10 @@ sim_mempool *ds_replica_memory(const ds_strategy *s, int replica) { return repli
 double ds_replica_workspace(const ds_strategy *s, int replica) { return replica_at(s, replica)->workspace; }
 double ds_accelerator_rate(const ds_accelerators *a) {
   return a->op.units > 0 ? a->peak_flops : a->peak_flops * a->efficiency;
+}
+
+sim_roofline ds_accelerator_roofline(const ds_accelerators *a) {
+  return (sim_roofline){ ds_accelerator_rate(a), a->hbm_bytes_per_s, a->op };
 }
 
 const sim_roofline *ds_replica_roofline(const ds_strategy *s, int replica) {

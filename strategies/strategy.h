@@ -122,6 +122,8 @@ const sim_roofline *ds_replica_roofline(const ds_strategy *s, int replica);
 /* The rate an accelerator's cpu runs at: its peak under a per-op model (a->op.units > 0), which
 ** charges each op's own efficiency, else peak x efficiency. */
 double ds_accelerator_rate(const ds_accelerators *a);
+/* An accelerator's roofline: that rate, its HBM bandwidth and per-op model. */
+sim_roofline ds_accelerator_roofline(const ds_accelerators *a);
 /* The CPU of each VM that holds replicas (ds_strategy_num_workers of them; where
 ** its input pipeline runs: a CPU replica's own compute unit, else one beside the accelerators),
 ** which VM a replica is on, and its host-to-device link (NULL for a CPU replica, which reads

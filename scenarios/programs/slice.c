@@ -86,8 +86,8 @@ slice_run *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo) {
   assert(r->resolver != NULL);  /* the loader resolved the same slice */
   sim_roofline device = slice_device_roofline(s);
   double efficiency = slice_cpu_efficiency(s);
-  ds_tpu_machine m = { device.mem_bw, device.rate, device.op, MACHINE_ACCEL_WORKSPACE_BYTES,
-                       machines_tpu_host_vcpus(f->name) * MACHINE_N2_FLOPS_PER_VCPU };
+  ds_tpu_machine m = { device.mem_bw, device.rate, MACHINE_ACCEL_WORKSPACE_BYTES,
+                       machines_tpu_host_vcpus(f->name) * MACHINE_N2_FLOPS_PER_VCPU, device.op };
   if (s->strategy == SCN_STRATEGY_TPU_V1) {
     /* TF1's TPUStrategy(resolver, steps_per_run, num_cores): its towers, its loop's launch. */
     sim_tpu_overrides ov = overrides_of(s, efficiency);

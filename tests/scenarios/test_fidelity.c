@@ -61,15 +61,15 @@ static double training_examples_per_s(const char *rel) {
 **   Cloud TPU v5e: 51.2 TB/s per 256-chip pod = 200 GB/s per chip (198.8)
 **   Cloud TPU v6e: the page's per-pod all-reduce bandwidth per chip, 400 GB/s (395.2)
 **   Ying et al. 2018: ResNet-50 on 1024 TPU v3 chips, global batch 64K, 1.05M images/s (podsim
-**   1.28M: +22%, outside the 15% goal; the 2018 software stack is slower than podsim's roofline
-**   at 0.5 of peak, docs/fidelity.md) */
+**   1.13M: +7.7% with the per-op model, whose MXU constants are the H100 fit's, not TPU data's;
+**   +22% at the old 0.5 of peak; docs/fidelity.md) */
 static void published_measurements_within_their_bands(void **state) {
   (void)state;
   static const fidelity_row ROWS[] = {
     {"allreduce_v4_8192", "busbw GB/s per chip", 268.6, -0.03, 0.01},
     {"allreduce_v5e_256", "busbw GB/s per chip", 200.0, -0.03, 0.01},
     {"allreduce_v6e_256", "busbw GB/s per chip", 400.0, -0.03, 0.01},
-    {"resnet50_v3_2048", "images/s", 1.05e6, 0.15, 0.30},
+    {"resnet50_v3_2048", "images/s", 1.05e6, 0.04, 0.11},
   };
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) {
     char rel[256];
