@@ -57,10 +57,7 @@ static int write_csv(const char *path, const scenario *s, const run *r, double f
 }
 
 static int write_summary(const char *path, const scenario *s, const workload_summary *w) {
-  char hash[17];
-  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->run_hash);
-  json_t *o = json_object();
-  json_object_set_new(o, "scenario", json_string(s->name));
+  json_t *o = workload_json_new(s);
   json_object_set_new(o, "workload", json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:I}", "op", "matmul",
                                                "m", s->workload_mm_m, "n", s->workload_mm_n, "k", s->workload_mm_k,
                                                "dtype", s->workload_mm_dtype ? "float32" : "bfloat16",
@@ -69,11 +66,7 @@ static int write_summary(const char *path, const scenario *s, const workload_sum
   json_object_set_new(o, "sim_time_s", json_real(w->sim_time_s));
   json_object_set_new(o, "mean_time_s", json_real(w->mean_time_s));
   json_object_set_new(o, "tflops", json_real(w->tflops));
-  json_object_set_new(o, "run_hash", json_string(hash));
-  json_object_set_new(o, "wall_s", json_real(w->wall_s));
-  int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-  json_decref(o);
-  return rc;
+  return workload_json_write(o, path, w);
 }
 
 int matmul_bench_run(const scenario *s, const char *out_dir, workload_summary *w, scn_error *err) {

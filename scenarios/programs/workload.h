@@ -7,6 +7,8 @@
 #ifndef PODSIM_WORKLOAD_H
 #define PODSIM_WORKLOAD_H
 
+#include <jansson.h>
+
 #include "scenarios/config/scenario.h"
 
 typedef struct workload_summary {
@@ -30,6 +32,11 @@ typedef struct workload_summary {
 ** 0, 2 with err filled, or TR_STOPPED (train.h: train_stop_request was set); nothing is written
 ** but on 0. */
 int workload_run(const scenario *s, const char *out_dir, workload_summary *sum, scn_error *err);
+/* summary.json of a workload, shared by the collective and matmul benchmarks: a new object with
+** the scenario's name, seed and numerics; then, after the caller's fields, run_hash and wall_s
+** added, the file written and o freed (0, or -1 when it cannot be written). */
+json_t *workload_json_new(const scenario *s);
+int     workload_json_write(json_t *o, const char *path, const workload_summary *sum);
 /* The checks of a run (the collective fits its group and algorithm, buffers fit the host), for
 ** `podsim check`. Returns 0, or 2 with err filled. */
 int workload_check(const scenario *s, scn_error *err);
