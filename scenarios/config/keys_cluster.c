@@ -123,7 +123,8 @@ static const key_spec TPU_OVERRIDE_KEYS[] = {
   {.key = "ici_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .lo_open = 1, .st = S_DOUBLE,
    OFF(scenario, tpu_ici_bytes_per_s)},
   {.key = "peak_bf16", .type = V_UNIT, .unit = UNIT_FLOPS, .lo = 1e6, .st = S_DOUBLE, OFF(scenario, tpu_peak_flops)},
-  {.key = "efficiency", .type = V_NUM, .lo = 0, .lo_open = 1, .hi = 1, .st = S_DOUBLE, OFF(scenario, tpu_efficiency)},
+  {.key = "efficiency", .type = V_NUM, .lo = 0, .lo_open = 1, .hi = 1, .st = S_DOUBLE, OFF(scenario, tpu_efficiency),
+   .doc = "when given, every op runs at this fraction of peak (the scalar roofline) instead of the generation's per-op model"},
   END};
 static const key_spec TPU_KEYS[] = {
   {.key = "type", .type = V_FN, .fn = tpu_type_fn, .required = 1,

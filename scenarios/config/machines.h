@@ -15,6 +15,8 @@
 **             PCIe Gen5 x16, 8 x 400 Gb/s NDR; NCCL's ring at most 370 GB/s, NVLS 330
 **             (algbw 275, NCCL's developer's figure);
 **             2 x Xeon 8480C (112 cores), 2 TiB
+** Their GPUs (108 and 132 SMs) and every TPU device time ops by the per-op model (machines.c,
+** sim/roofline.h; docs/machine.md, "Compute").
 */
 #ifndef PODSIM_MACHINES_H
 #define PODSIM_MACHINES_H
