@@ -222,6 +222,10 @@ static void multislice_axis_and_shift_errors(void **state) {
      "workload.matmul.group: group tpu needs cluster.tpu"},
     {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"workload.matmul.k=0"},
      "workload.matmul.k"},
+    {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"cluster.workers.machine={type: dgx-h100, efficiency: 1.5}"},
+     "cluster.workers.machine.efficiency: expected a number in (0, 1], found 1.5"},
+    {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"cluster.workers.machine={type: n2-standard-8, efficiency: 0.5}"},
+     "cluster.workers.machine.efficiency: n2-standard-8 has no GPUs; efficiency is for a GPU system"},
     {"scenarios/examples/tpu_v4.yaml", {"cluster.tpu.slices=2", "strategy.all_reduce=ring"},
      "strategy.all_reduce: several slices all-reduce gradients by torus within each slice and a ring across "
      "them: expected auto, found ring"},
@@ -252,7 +256,8 @@ static void multislice_axis_and_shift_errors(void **state) {
 ** megacore: 8 MXUs of 128x128): tiles of 8 rows x 128 columns, 512 x 32 = 16384 of them, 2048
 ** waves of 2 x 8 x 128 x 4096 = 8,388,608 FLOPs at 275e12 x 0.84 / 8, plus the 1 us launch:
 ** 595.97 us (memory: 100.7 MB at 0.7 x 1200 GB/s = 119.8 us). With overrides.efficiency 0.5 the
-** scalar roofline instead: 2 x 4096^3 / 137.5e12 = 999.55 us. */
+** scalar roofline instead: 2 x 4096^3 / 137.5e12 = 999.55 us; a dgx-h100 with efficiency 0.5
+** likewise: 2 x 4096^3 / 494.5e12 = 277.94 us (memory: 100.7 MB at 3350 GB/s, 30.0 us). */
 static void matmul_workload_on_each_device_kind(void **state) {
   (void)state;
   static scenario s;
@@ -277,6 +282,12 @@ static void matmul_workload_on_each_device_kind(void **state) {
   assert_string_equal(w.algorithm, "roofline");
   want = 2.0 * 4096 * 4096 * 4096 / 137.5e12;
   if (fabs(w.mean_time_s - want) > 1e-12) fail_msg("v4 at 0.5 %.12g s, want %.12g", w.mean_time_s, want);
+  const char *gpu[] = { "cluster.workers.machine={type: dgx-h100, gpus: 1, efficiency: 0.5}" };
+  assert_int_equal(scenario_load(tu_src(file), gpu, 1, &s, &err), 0);
+  assert_int_equal(workload_run(&s, dir, &w, &err), 0);
+  assert_string_equal(w.algorithm, "roofline");
+  want = 2.0 * 4096 * 4096 * 4096 / 494.5e12;
+  if (fabs(w.mean_time_s - want) > 1e-12) fail_msg("h100 at 0.5 %.12g s, want %.12g", w.mean_time_s, want);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);
 }
