@@ -213,7 +213,8 @@ int md_dataset_targets_to_labels(md_dataset *d, int classes, md_error *err) {
 void md_dataset_one_hot(md_dataset *d, int width) {
   d->targets = base_xrealloc(NULL, sizeof(float) * d->rows * width);
   for (size_t i = 0; i < d->rows; i++)
-    for (int k = 0; k < width; k++) d->targets[i * width + k] = d->labels[i] == k ? 1.0f : 0.0f;
+    for (int k = 0; k < width; k++)
+      d->targets[i * width + k] = width == 1 ? (float)d->labels[i] : d->labels[i] == k ? 1.0f : 0.0f;
   free(d->labels);
   d->labels = NULL;
   d->targets_width = width;
@@ -315,5 +316,32 @@ int md_dataset_append(md_dataset *d, const md_dataset *more, md_error *err) {
   }
   d->rows = rows;
   if (more->classes > d->classes) d->classes = more->classes;
+  return 0;
+}
+
+int md_dataset_select_columns(md_dataset *d, const char (*names)[64], int n, md_error *err) {
+  if (d->is_ids) return md_error_set(err, 1, 1, "columns are chosen from float features, not from an id dataset");
+  int *from = base_xcalloc((size_t)n, sizeof *from);
+  for (int j = 0; j < n; j++) {
+    from[j] = -1;
+    for (int i = 0; i < d->width && d->columns != NULL; i++)
+      if (strcmp(d->columns[i], names[j]) == 0) from[j] = i;
+    if (from[j] < 0) {
+      free(from);
+      return md_error_set(err, 1, 1, "no feature column is named %s", names[j]);
+    }
+  }
+  float *x = base_xcalloc(d->rows * (size_t)n + 1, sizeof *x);
+  for (size_t r = 0; r < d->rows; r++)
+    for (int j = 0; j < n; j++) x[r * (size_t)n + (size_t)j] = d->x[r * (size_t)d->width + (size_t)from[j]];
+  char **columns = base_xcalloc((size_t)n, sizeof *columns);
+  for (int j = 0; j < n; j++) columns[j] = base_strdup(names[j]);
+  for (int i = 0; i < d->width; i++) free(d->columns[i]);
+  free(d->columns);
+  free(d->x);
+  free(from);
+  d->x = x;
+  d->columns = columns;
+  d->width = n;
   return 0;
 }

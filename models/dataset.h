@@ -41,7 +41,8 @@ size_t md_dataset_labels_per_row(const md_dataset *d);
 ** [0, classes). 0, or -1 with err (the first bad value's row and position). */
 int  md_dataset_targets_to_labels(md_dataset *d, int classes, md_error *err);
 /* Replaces d's class labels by their one-hot rows of `width` floats (labels must be below it):
-** synthetic data for a loss that reads targets. */
+** synthetic data for a loss that reads targets. Width 1 (one logit, binary cross-entropy) takes
+** classes 0 and 1 as the target itself. */
 void md_dataset_one_hot(md_dataset *d, int width);
 /* rows x features normal(0,1) draws; label = argmax_c sum_j x_j*M[j][c] with M drawn first. */
 md_dataset *md_dataset_synthetic(size_t rows, int features, int classes, gsl_rng *rng);
@@ -51,6 +52,10 @@ void md_dataset_free(md_dataset *d);
 ** dataset. Both must have the same columns in the same order: -1 with err (line 1, the first
 ** column that differs) otherwise. The classes become the larger of the two. */
 int  md_dataset_append(md_dataset *d, const md_dataset *more, md_error *err);
+
+/* Keeps the float feature columns named names[0..n), in that order (several model inputs' columns,
+** dataset.inputs): 0, or -1 with err naming a column the data does not have. */
+int  md_dataset_select_columns(md_dataset *d, const char (*names)[64], int n, md_error *err);
 
 /* Copies rows start, start+1, ... (wrapping at the end) into caller buffers of n rows (labels:
 ** n*labels_width; targets: n*targets_width floats, untouched when the rows have none; any buffer

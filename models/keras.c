@@ -17,6 +17,7 @@
 #include "models/keras.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,7 @@ typedef struct kj_ctx {
   const char *class_name; /* its class_name */
   int line, col;          /* its object's position */
   int have_input;         /* 1 once an input shape was given */
+  int functional;         /* 1: a Functional model, whose inputs are its InputLayers */
 } kj_ctx;
 
 /* An error about the current layer: returns -1. */
@@ -227,6 +229,9 @@ static int int_value(const json_t *v, int lo, int *out) {
 
 /* [null, d1, ..., dr] (r 1..4, each >= 1) into the model's input shape. */
 static int batch_shape(kj_ctx *c, const char *key, const json_t *v) {
+  /* A Functional model's layer called on a tensor keeps the shape it was made with, unused (tfjs
+  ** writes an Embedding's [null, null]): its input is the tensor's. */
+  if (c->functional && strcmp(c->class_name, "InputLayer")) return 0;
   size_t n = json_array_size(v);
   md_shape s = {.rank = (int)n - 1};
   if (!json_is_array(v) || n < 2 || n > MD_MAX_SHAPE_RANK + 1 || !json_is_null(json_array_get(v, 0)))
@@ -349,30 +354,33 @@ static int read_config(kj_ctx *c, const kj_class *cls, const json_t *config, md_
 
 /* The layer index a tensor reference names: [name, node, tensor(, kwargs)] (Keras 2, tfjs) or
 ** Keras 3's {"config": {"keras_history": [name, node, tensor]}}. -2 with an error otherwise. */
-static int tensor_source(kj_ctx *c, const json_t *ref, char (*names)[MD_LAYER_NAME_MAX], int n, const char *input) {
+/* tensor_source's error: below every MD_MODEL_INPUT(k). */
+#define KJ_NO_SOURCE INT_MIN
+
+static int tensor_source(kj_ctx *c, const json_t *ref, char (*names)[MD_LAYER_NAME_MAX], int n) {
   const json_t *h = json_is_object(ref) ? json_object_get(json_object_get(ref, "config"), "keras_history") : ref;
   const char *name = json_string_value(json_array_get(h, 0));
   if (name == NULL || json_integer_value(json_array_get(h, 1)) != 0 || json_integer_value(json_array_get(h, 2)) != 0)
     return fail(c, "an inbound tensor podsim cannot follow (a shared layer's second call, a layer with several "
-                   "outputs, or no name)"), -2;
-  if (input != NULL && !strcmp(name, input)) return MD_INPUT_MODEL;
+                   "outputs, or no name)"), KJ_NO_SOURCE;
+  for (int j = 0; j < MD_MAX_MODEL_INPUTS; j++)
+    if (!strcmp(name, c->k->inputs[j].name)) return MD_MODEL_INPUT(j);
   for (int i = n - 1; i >= 0; i--)
     if (!strcmp(names[i], name)) return i;
-  return fail(c, "reads %s, no earlier layer of the model", name), -2;
+  return fail(c, "reads %s, no earlier layer of the model", name), KJ_NO_SOURCE;
 }
 
 /* Appends the sources of every tensor in v (Keras 3's args: a tensor or a list of them). */
-static int collect(kj_ctx *c, const json_t *v, char (*names)[MD_LAYER_NAME_MAX], int n, const char *input,
-                   md_layer_spec *l) {
+static int collect(kj_ctx *c, const json_t *v, char (*names)[MD_LAYER_NAME_MAX], int n, md_layer_spec *l) {
   if (json_is_array(v) && (json_array_size(v) == 0 || !json_is_string(json_array_get(v, 0)))) {
     size_t i;
     const json_t *e;
-    json_array_foreach(v, i, e) if (collect(c, e, names, n, input, l)) return -1;
+    json_array_foreach(v, i, e) if (collect(c, e, names, n, l)) return -1;
     return 0;
   }
-  if (l->ninputs == MD_LAYER_MAX_INPUTS) return fail(c, "more than 8 inputs");
-  int src = tensor_source(c, v, names, n, input);
-  if (src == -2) return -1;
+  if (l->ninputs == MD_LAYER_MAX_INPUTS) return fail(c, "more than %d inputs", MD_LAYER_MAX_INPUTS);
+  int src = tensor_source(c, v, names, n);
+  if (src == KJ_NO_SOURCE) return -1;
   l->inputs[l->ninputs++] = src;
   return 0;
 }
@@ -380,13 +388,13 @@ static int collect(kj_ctx *c, const json_t *v, char (*names)[MD_LAYER_NAME_MAX],
 /* The call's keyword arguments: multi-head attention's value and key (its self-attention: the
 ** query's tensor again) and use_causal_mask; any other must be null. */
 static int call_kwargs(kj_ctx *c, const json_t *kwargs, char (*names)[MD_LAYER_NAME_MAX], int n,
-                       const char *input, md_layer_spec *l) {
+                       md_layer_spec *l) {
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)kwargs, key, v) {
     int attention = l->kind == MD_LAYER_MULTI_HEAD_ATTENTION;
     if (attention && (!strcmp(key, "value") || !strcmp(key, "key"))) {
-      if (collect(c, v, names, n, input, l)) return -1;
+      if (collect(c, v, names, n, l)) return -1;
     } else if (attention && !strcmp(key, "use_causal_mask") && json_is_boolean(v)) {
       l->use_causal_mask = json_is_true(v);
     } else if (!json_is_null(v) && !(json_is_false(v) && !strcmp(key, "training"))) {
@@ -397,21 +405,20 @@ static int call_kwargs(kj_ctx *c, const json_t *kwargs, char (*names)[MD_LAYER_N
 }
 
 /* A Functional layer's one inbound node into l's inputs. */
-static int inbound(kj_ctx *c, const json_t *nodes, char (*names)[MD_LAYER_NAME_MAX], int n, const char *input,
-                   md_layer_spec *l) {
+static int inbound(kj_ctx *c, const json_t *nodes, char (*names)[MD_LAYER_NAME_MAX], int n, md_layer_spec *l) {
   if (json_array_size(nodes) != 1)
     return fail(c, "expected one inbound node (podsim does not share a layer between calls), found %s",
                 json_array_size(nodes) ? "several" : "none");
   const json_t *node = json_array_get(nodes, 0);
   if (json_is_object(node)) {  /* Keras 3: {"args": [...], "kwargs": {...}} */
-    if (collect(c, json_object_get(node, "args"), names, n, input, l)) return -1;
-    if (call_kwargs(c, json_object_get(node, "kwargs"), names, n, input, l)) return -1;
+    if (collect(c, json_object_get(node, "args"), names, n, l)) return -1;
+    if (call_kwargs(c, json_object_get(node, "kwargs"), names, n, l)) return -1;
   } else {
     size_t i;
     const json_t *ref;
     json_array_foreach(node, i, ref) {
-      if (collect(c, ref, names, n, input, l)) return -1;
-      if (call_kwargs(c, json_array_get(ref, 3), names, n, input, l)) return -1;
+      if (collect(c, ref, names, n, l)) return -1;
+      if (call_kwargs(c, json_array_get(ref, 3), names, n, l)) return -1;
     }
   }
   if (l->kind == MD_LAYER_MULTI_HEAD_ATTENTION) {  /* query, value (and key): one tensor */
@@ -431,10 +438,18 @@ static const kj_class *class_of(const char *name) {
   return NULL;
 }
 
+md_model_spec md_keras_model_spec(const md_keras_model *k) {
+  if (k->ninputs > 1) return (md_model_spec){.ninputs = k->ninputs, .inputs = k->inputs, .nlayers = k->nlayers,
+                                             .layers = k->layers};
+  return (md_model_spec){.input_shape = k->input_ids ? (md_shape){0} : k->input_shape, .input_ids = k->input_ids,
+                         .input_vocab = k->input_ids ? k->layers[0].vocab : 0, .nlayers = k->nlayers,
+                         .layers = k->layers};
+}
+
 /* Builds the model on shapes a layer at a time (invariant 2). */
 static int check_shapes(const md_keras_model *k, md_error *err) {
-  md_model_spec spec = {.input_shape = k->input_ids ? (md_shape){0} : k->input_shape, .input_ids = k->input_ids,
-                        .input_vocab = k->input_ids ? k->layers[0].vocab : 0, .layers = k->layers, .shapes_only = 1};
+  md_model_spec spec = md_keras_model_spec(k);
+  spec.shapes_only = 1;
   for (int n = 1; n <= k->nlayers; n++) {
     spec.nlayers = n;
     md_error me = {0};
@@ -443,6 +458,35 @@ static int check_shapes(const md_keras_model *k, md_error *err) {
       return md_error_set(err, k->line[n - 1], k->col[n - 1], "layer %s (the model's layer %d without its "
                           "InputLayer): %s", k->layers[n - 1].name, n - 1, me.msg);
     md_model_free(m);
+  }
+  return 0;
+}
+
+/* Where the InputLayer `name` stands in config.input_layers (Keras's model.inputs): its index, or
+** `next` when the config lists none (a Sequential model's one input); -1 when it is not listed. */
+static int input_slot(const json_t *input_layers, const char *name, int next) {
+  if (!json_is_array(input_layers)) return next;
+  for (size_t i = 0; i < json_array_size(input_layers) && i < MD_MAX_MODEL_INPUTS; i++) {
+    const char *listed = json_string_value(json_array_get(json_array_get(input_layers, i), 0));
+    if (listed != NULL && !strcmp(name, listed)) return (int)i;
+  }
+  return -1;
+}
+
+/* Several InputLayers: each a vector, ids when an Embedding reads it (one id: podsim's embedding
+** gives the [1, output_dim] row Keras's does, flattened; vocab its input_dim), else features. */
+static int type_inputs(md_keras_model *k, const md_shape *shapes, md_error *err) {
+  for (int j = 0; j < k->ninputs; j++) {
+    md_model_input *in = &k->inputs[j];
+    if (in->name[0] == '\0') return md_error_set(err, 1, 1, "config.input_layers lists an input no InputLayer has");
+    int reader = -1;
+    for (int l = 0; l < k->nlayers && reader < 0; l++)
+      if (k->layers[l].kind == MD_LAYER_EMBEDDING && k->layers[l].inputs[0] == MD_MODEL_INPUT(j)) reader = l;
+    if (shapes[j].rank != 1 || (reader >= 0 && shapes[j].dim[0] != 1))
+      return md_error_set(err, 1, 1, "input %s: with several inputs each is a vector, one id for an Embedding", in->name);
+    in->ids = reader >= 0 ? 1 : 0;
+    in->vocab = reader >= 0 ? k->layers[reader].vocab : 0;
+    in->features = reader >= 0 ? 0 : shapes[j].dim[0];
   }
   return 0;
 }
@@ -464,8 +508,9 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
   k->line = base_xcalloc(total, sizeof *k->line);
   k->col = base_xcalloc(total, sizeof *k->col);
   char (*names)[MD_LAYER_NAME_MAX] = base_xcalloc(total, sizeof *names);
-  const char *input = NULL;
-  kj_ctx c = {.k = k, .err = err};
+  const json_t *input_layers = functional ? json_object_get(config, "input_layers") : NULL;
+  md_shape shapes[MD_MAX_MODEL_INPUTS], first = {0};
+  kj_ctx c = {.k = k, .err = err, .functional = functional};
   size_t i;
   const json_t *layer;
   int rc = 0;
@@ -495,25 +540,35 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
     /* An InputLayer reads its options into this slot too, then gives it back to the next layer. */
     l->kind = kc->kind < 0 ? MD_LAYER_DENSE : (md_layer_kind)kc->kind;
     l->use_bias = 1;  /* Keras's default when a config leaves use_bias out */
+    if (kc->kind < 0 && k->ninputs > 0) c.have_input = 0;  /* another InputLayer: its own shape */
     if ((rc = read_config(&c, kc, lc, l)) != 0) break;
-    if (kc->kind < 0) {  /* the InputLayer: the input's name and shape, no layer */
-      if (input != NULL || !c.have_input) {
-        rc = fail(&c, "%s", input ? "a second input: podsim models have one" : "an input without batch_input_shape");
+    if (kc->kind < 0) {  /* an InputLayer: the input's name and shape, no layer */
+      int slot = input_slot(input_layers, c.name, k->ninputs);
+      if (!c.have_input || slot < 0 || k->inputs[slot].name[0]) {
+        rc = fail(&c, "%s", !c.have_input ? "an input without batch_input_shape"
+                            : "an input config.input_layers does not list once (podsim reads Keras's model.inputs)");
         break;
       }
-      input = c.name;
+      snprintf(k->inputs[slot].name, sizeof k->inputs[slot].name, "%s", c.name);
+      shapes[slot] = k->input_shape;
+      if (k->ninputs++ == 0) first = k->input_shape;
+      k->input_shape = first;
       continue;
     }
     snprintf(l->name, sizeof l->name, "%s", c.name);
     snprintf(names[k->nlayers], MD_LAYER_NAME_MAX, "%s", c.name);
-    if (functional && (rc = inbound(&c, json_object_get(layer, "inbound_nodes"), names, k->nlayers, input, l)) != 0)
+    if (functional && (rc = inbound(&c, json_object_get(layer, "inbound_nodes"), names, k->nlayers, l)) != 0)
       break;
     k->line[k->nlayers] = c.line;
     k->col[k->nlayers] = c.col;
     k->nlayers++;
   }
   free(names);
-  k->input_ids = k->nlayers > 0 && k->layers[0].kind == MD_LAYER_EMBEDDING;
+  if (rc == 0 && json_is_array(input_layers) && json_array_size(input_layers) != (size_t)k->ninputs)
+    rc = md_error_set(err, 1, 1, "config.input_layers lists %zu inputs, the config has %d InputLayers",
+                      json_array_size(input_layers), k->ninputs);
+  if (rc == 0 && k->ninputs > 1) rc = type_inputs(k, shapes, err);
+  k->input_ids = k->ninputs <= 1 && k->nlayers > 0 && k->layers[0].kind == MD_LAYER_EMBEDDING;
   /* Keras's Embedding keeps [input_length, output_dim]; podsim's combines an example's ids into
   ** one row, the same values only for one id per example. */
   if (rc == 0 && k->input_ids && c.have_input && (k->input_shape.rank != 1 || k->input_shape.dim[0] != 1))

@@ -17,6 +17,10 @@ typedef struct md_keras_model {
                           ** without the batch */
   int input_ids;          /* 1: the input is one integer id per example (an Embedding first, vocab
                           ** its input_dim); 0: float input_shape */
+  int ninputs;            /* InputLayers read; above 1, the model's several inputs below */
+  md_model_input inputs[MD_MAX_MODEL_INPUTS]; /* several InputLayers: Keras's model.inputs in
+                          ** config.input_layers' order, each ids (an Embedding reads it: one id,
+                          ** vocab its input_dim) or features (a float vector) */
   int nlayers;            /* entries in layers, line and col */
   md_layer_spec *layers;  /* owned; each with its Keras name and, in a Functional model, inputs */
   int *line, *col;        /* owned: where each layer's object starts in the JSON text (1-based) */
@@ -27,6 +31,9 @@ typedef struct md_keras_model {
 ** with err's line and column at the offending layer's object (or the JSON error) and a message
 ** naming the layer and its class_name; *out is then empty. */
 int  md_keras_parse(const char *text, size_t len, md_keras_model *out, md_error *err);
+/* The model spec k describes (its layers, its input or inputs, pointing into k), shapes only off;
+** the caller sets the loss and the rest. */
+md_model_spec md_keras_model_spec(const md_keras_model *k);
 /* The same from a file. */
 int  md_keras_read(const char *path, md_keras_model *out, md_error *err);
 void md_keras_free(md_keras_model *k);

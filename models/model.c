@@ -5,7 +5,9 @@
 ** pass runs the layers in order and keeps every layer's z and a (and what a layer saves for its
 ** backward) in the workspace, so any later reader finds them; the backward pass walks the layers
 ** in reverse, each writing its inputs' gradients into their layers' g buffers. Every layer is run
-** through its kind's md_layer_ops (layers/registry.c).
+** through its kind's md_layer_ops (layers/registry.c). A model of several inputs (Keras's Input
+** layers) splits each batch into one buffer per input first (inputs.c); a layer reading model
+** input k names MD_MODEL_INPUT(k), and no gradient flows into a model input.
 **
 ** Invariants:
 **   1. No code here depends on a layer's kind: what differs lives in the kind's ops table.
@@ -68,9 +70,31 @@ static int inputs_of(const md_layer_spec *ls, int i, int *in) {
   return ls->ninputs;
 }
 
+/* check_input for a model of several inputs: an id-reading layer reads one id input alone (any
+** layer may), every other kind reads float inputs only. */
+static int check_model_inputs(const md_model_spec *spec, int i, const int *in, int n, md_error *err) {
+  const md_layer_spec *ls = &spec->layers[i];
+  const md_layer_ops *ops = md_layer_ops_of(ls->kind);
+  if (ops->reads_ids) {
+    const md_model_input *mi = in[0] < 0 ? &spec->inputs[MD_MODEL_INPUT(in[0])] : NULL;
+    if (n != 1 || mi == NULL || mi->ids == 0)
+      return md_error_set(err, 0, 0, "layer %d: an %s reads one id input of the model alone", i, ops->keras_name);
+    if (mi->vocab > ls->vocab)
+      return md_error_set(err, 0, 0, "layer %d: its input %s has ids below %d, more than its vocab %d", i,
+                          mi->name, mi->vocab, ls->vocab);
+    return 0;
+  }
+  for (int k = 0; k < n; k++)
+    if (in[k] < 0 && spec->inputs[MD_MODEL_INPUT(in[k])].ids > 0)
+      return md_error_set(err, 0, 0, "layer %d: a %s reads float features, but input %s holds ids", i,
+                          ops->keras_name, spec->inputs[MD_MODEL_INPUT(in[k])].name);
+  return 0;
+}
+
 /* Checks what feeds layer i against its kind: as many inputs as it reads, each an earlier layer
-** or the model's input; an id input only into the first layer that reads ids, a float input into
-** any other. Fills err and returns -1 when it cannot follow. */
+** or a model input; with one model input, an id input only into the first layer that reads ids, a
+** float input into any other (several: check_model_inputs). Fills err and returns -1 when it
+** cannot follow. */
 static int check_input(const md_model_spec *spec, int i, md_error *err) {
   const md_layer_spec *ls = &spec->layers[i];
   if (ls->kind < 0 || ls->kind >= MD_LAYER_KIND_COUNT)
@@ -80,15 +104,22 @@ static int check_input(const md_model_spec *spec, int i, md_error *err) {
     return md_error_set(err, 0, 0, "layer %d: unknown activation %d", i, (int)ls->activation);
   if (ls->ninputs < 0 || ls->ninputs > MD_LAYER_MAX_INPUTS || (ops->multi_input && ls->ninputs < 2) ||
       (!ops->multi_input && ls->ninputs > 1))
-    return md_error_set(err, 0, 0, "layer %d (%s): expected %s, found %d", i, ops->keras_name,
-                        ops->multi_input ? "2 to 8 inputs" : "one input", ls->ninputs);
+    return ops->multi_input ? md_error_set(err, 0, 0, "layer %d (%s): expected 2 to %d inputs, found %d", i,
+                                           ops->keras_name, MD_LAYER_MAX_INPUTS, ls->ninputs)
+                            : md_error_set(err, 0, 0, "layer %d (%s): expected one input, found %d", i,
+                                           ops->keras_name, ls->ninputs);
   int in[MD_LAYER_MAX_INPUTS], n = inputs_of(ls, i, in), reads_model = 0;
+  int last_input = MD_MODEL_INPUT(spec->ninputs > 0 ? spec->ninputs - 1 : 0);
   for (int k = 0; k < n; k++) {
-    if (in[k] < MD_INPUT_MODEL || in[k] >= i)
-      return md_error_set(err, 0, 0, "layer %d: input %d is layer %d: a layer reads the model's input "
-                          "(%d) or an earlier layer's output", i, k, in[k], MD_INPUT_MODEL);
-    reads_model |= in[k] == MD_INPUT_MODEL;
+    if (in[k] < last_input || in[k] >= i)
+      return spec->ninputs > 0
+                 ? md_error_set(err, 0, 0, "layer %d: input %d is layer %d: a layer reads a model input "
+                                "(%d..%d) or an earlier layer's output", i, k, in[k], MD_INPUT_MODEL, last_input)
+                 : md_error_set(err, 0, 0, "layer %d: input %d is layer %d: a layer reads the model's input "
+                                "(%d) or an earlier layer's output", i, k, in[k], MD_INPUT_MODEL);
+    reads_model |= in[k] < 0;
   }
+  if (spec->ninputs > 0) return check_model_inputs(spec, i, in, n, err);
   int float_input = spec->input_features > 0 || spec->input_shape.rank > 0;
   if (ops->reads_ids) {
     if (i != 0)
@@ -146,7 +177,7 @@ int md_model_add_var(md_model *m, const char *layer, const char *what, int rank,
 
 /* Builds layer i of m (the layers before it built, in the model's input shape) with the given
 ** name: inputs and their shapes, defaults, output shape, variables. */
-static int build_layer(md_model *m, const md_model_spec *spec, int i, md_shape input, const char *name,
+static int build_layer(md_model *m, const md_model_spec *spec, int i, const md_shape *input, const char *name,
                        md_error *err) {
   md_layer *l = &m->layers[i];
   memset(l, 0, sizeof *l);
@@ -159,7 +190,7 @@ static int build_layer(md_model *m, const md_model_spec *spec, int i, md_shape i
       return md_error_set(err, 0, 0, "layer %d: the name %s is layer %d's already", i, l->name, j);
   l->ninputs = inputs_of(&l->spec, i, l->input);
   for (int k = 0; k < l->ninputs; k++) {
-    l->in_shapes[k] = l->input[k] == MD_INPUT_MODEL ? input : m->layers[l->input[k]].out_shape;
+    l->in_shapes[k] = l->input[k] < 0 ? input[MD_MODEL_INPUT(l->input[k])] : m->layers[l->input[k]].out_shape;
     int elements = (int)md_shape_size(&l->in_shapes[k]);
     if (elements > m->widest) m->widest = elements;
   }
@@ -187,7 +218,7 @@ static void plan_backward(md_model *m) {
     int adds = 0;
     for (int k = 0; k < ly->ninputs; k++) {
       int src = ly->input[k];
-      if (src == MD_INPUT_MODEL) continue;
+      if (src < 0) continue;
       m->layers[src].live = 1;
       ly->dx_adds[k] = m->layers[src].readers > 0;
       adds += ly->dx_adds[k];
@@ -202,9 +233,10 @@ md_model *md_model_new(const md_model_spec *spec, md_error *err) {
     md_error_set(err, 0, 0, "a model needs at least one layer");
     return NULL;
   }
+  if (md_inputs_check(spec, err) != 0) return NULL;
   for (int i = 0; i < spec->nlayers; i++)
     if (check_input(spec, i, err) != 0) return NULL;
-  md_shape in = input_shape_of(spec);
+  md_shape in = spec->ninputs > 0 ? md_inputs_shape(&spec->inputs[0]) : input_shape_of(spec);
   if (in.rank == 0) {
     md_error_set(err, 0, 0, "input_shape needs rank 1..%d and every dimension > 0", MD_MAX_SHAPE_RANK);
     return NULL;
@@ -219,6 +251,13 @@ md_model *md_model_new(const md_model_spec *spec, md_error *err) {
   memset(m, 0, sizeof *m);
   m->input_shape = in;
   m->input_features = spec->input_ids > 0 ? 0 : (int)md_shape_size(&in);
+  md_shape inputs[MD_MAX_MODEL_INPUTS] = {in};
+  m->ninputs = spec->ninputs;
+  for (int k = 0; k < spec->ninputs; k++) {
+    m->inputs[k] = spec->inputs[k];
+    inputs[k] = md_inputs_shape(&spec->inputs[k]);
+  }
+  if (spec->ninputs > 0) m->input_features = md_inputs_width(spec->inputs, spec->ninputs);
   m->input_ids = spec->input_ids;
   m->input_vocab = spec->input_vocab;
   m->loss = spec->loss;
@@ -232,7 +271,7 @@ md_model *md_model_new(const md_model_spec *spec, md_error *err) {
   char (*names)[MD_LAYER_NAME_MAX] = base_xrealloc(NULL, sizeof *names * (size_t)spec->nlayers);
   md_layer_names(spec->layers, spec->nlayers, names);
   for (int i = 0; i < spec->nlayers; i++) {
-    if (build_layer(m, spec, i, in, names[i], err) != 0) {
+    if (build_layer(m, spec, i, inputs, names[i], err) != 0) {
       free(names);
       m->nlayers = i;
       md_model_free(m);
@@ -389,6 +428,10 @@ void md_workspace_free(md_workspace *w) {
   free(w->a);
   free(w->g);
   for (int i = 0; i < MD_LAYER_MAX_INPUTS; i++) free(w->scratch[i]);
+  for (int k = 0; k < MD_MAX_MODEL_INPUTS; k++) {
+    free(w->in_x[k]);
+    free(w->in_ids[k]);
+  }
   free(w->x16);
   for (int i = 0; w->vars16 && i < w->nvars16; i++) free(w->vars16[i].data);
   free(w->vars16);
@@ -411,6 +454,7 @@ static void workspace_reserve(md_workspace *w, const md_model *m, int n) {
   }
   for (int i = 0; i < m->nscratch; i++)
     w->scratch[i] = base_xrealloc(w->scratch[i], sizeof(float) * (size_t)n * m->widest);
+  md_inputs_reserve(m, w, n);
   if (m->policy != MD_POLICY_FLOAT32) w->x16 = base_xrealloc(w->x16, sizeof(float) * (size_t)n * (m->input_features + 1));
   w->cap = n;
 }
@@ -439,6 +483,13 @@ static int activation_rows(const md_layer *ly, int n) {
   return n * (ly->out / ly->out_shape.dim[ly->out_shape.rank - 1]);
 }
 
+/* What layer ly's input k reads of the model's inputs (several of them: md_inputs_split's buffers;
+** one: x0 or the batch's ids). */
+static const float *model_input_x(const md_model *m, const md_workspace *w, const md_layer *ly, int k,
+                                  const float *x0) {
+  return m->ninputs > 0 && !m->shapes_only ? w->in_x[MD_MODEL_INPUT(ly->input[k])] : x0;
+}
+
 /* Layer l's run over batch b: each input is the batch or an earlier layer's a. */
 static md_layer_run layer_run(md_model *m, md_workspace *w, const md_batch *b, int l, int training) {
   const md_layer *ly = &m->layers[l];
@@ -446,19 +497,21 @@ static md_layer_run layer_run(md_model *m, md_workspace *w, const md_batch *b, i
   const float *x0 = rounds(m) && b->x != NULL ? w->x16 : b->x;
   md_layer_run r = {.n = b->n, .vars = autocast ? w->vars16 : m->vars, .state = training ? m->vars : NULL,
                     .ids = b->ids, .z = w->z[l], .saved = w->saved[l], .training = training, .rng = w->rng,
-                    .has_dx = ly->input[0] != MD_INPUT_MODEL, .act_bytes = m->act_bytes, .kept = w->kept[l],
+                    .has_dx = ly->input[0] >= 0, .act_bytes = m->act_bytes, .kept = w->kept[l],
                     .shapes_only = m->shapes_only,
                     .all_reduce = training ? w->all_reduce : NULL, .all_reduce_ctx = w->all_reduce_ctx};
-  for (int k = 0; k < ly->ninputs; k++) r.xs[k] = ly->input[k] == MD_INPUT_MODEL ? x0 : w->a[ly->input[k]];
+  for (int k = 0; k < ly->ninputs; k++) r.xs[k] = ly->input[k] < 0 ? model_input_x(m, w, ly, k, x0) : w->a[ly->input[k]];
   r.x = r.xs[0];
+  if (m->ninputs > 0 && ly->ops->reads_ids && !m->shapes_only) r.ids = w->in_ids[MD_MODEL_INPUT(ly->input[0])];
   return r;
 }
 
 static void forward(md_model *m, md_workspace *w, const md_batch *b, int training, md_cost *cost) {
   workspace_reserve(w, m, b->n);
+  if (m->ninputs > 0 && !m->shapes_only) md_inputs_split(m, w, b);
   if (rounds(m)) {
     refresh_vars16(w, m);
-    if (b->x != NULL) {
+    if (b->x != NULL && m->ninputs == 0) {
       size_t inputs = (size_t)b->n * m->input_features;
       memcpy(w->x16, b->x, sizeof(float) * inputs);
       md_round_to_policy(m->policy, w->x16, inputs);
@@ -619,7 +672,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     if (ly->nvars > 0 && MD_LAYER_KERNEL(ly) == grads->slices_var) grow_slices(m, grads, b->n, ly);
     r.dz = w->g[l];
     for (int k = 0, s = 0; k < ly->ninputs; k++)
-      if (ly->input[k] != MD_INPUT_MODEL) r.dxs[k] = ly->dx_adds[k] ? w->scratch[s++] : w->g[ly->input[k]];
+      if (ly->input[k] >= 0) r.dxs[k] = ly->dx_adds[k] ? w->scratch[s++] : w->g[ly->input[k]];
     r.dx = r.dxs[0];
     r.grads = grads;
     if (rounds(m)) round_gradients_in(m, w, b->n, l);
@@ -684,7 +737,7 @@ void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel
     }
     if (bits == 0) continue;
     tp->split_layers++;
-    int has_dx = ly->input[0] != MD_INPUT_MODEL, last = l == m->nlayers - 1;
+    int has_dx = ly->input[0] >= 0, last = l == m->nlayers - 1;
     double in = ly->in, out = ly->out, ab = m->act_bytes;
     int *ar = tp->all_reduces, *ag = tp->all_gathers;
     double *arb = tp->all_reduce_bytes, *agb = tp->all_gather_bytes;
@@ -727,7 +780,8 @@ static md_grads *grads_new(const md_model *m, int slices_only) {
   md_grads *g = base_xrealloc(NULL, sizeof *g);
   g->nvars = m->nvars;
   g->g = base_xrealloc(NULL, sizeof(float *) * m->nvars);
-  g->slices_var = m->layers[0].ops->reads_ids ? MD_LAYER_KERNEL(&m->layers[0]) : -1;
+  /* Several tables (several model inputs) keep their dense gradients. */
+  g->slices_var = m->ninputs == 0 && m->layers[0].ops->reads_ids ? MD_LAYER_KERNEL(&m->layers[0]) : -1;
   g->slices_only = slices_only && g->slices_var >= 0;
   g->slices = NULL;
   g->slices_cap = 0;

@@ -30,7 +30,7 @@ typedef enum { MD_LAYER_DENSE = 0, MD_LAYER_EMBEDDING, MD_LAYER_CONV2D, MD_LAYER
                MD_LAYER_RESHAPE, MD_LAYER_DROPOUT, MD_LAYER_LAYER_NORMALIZATION, MD_LAYER_ACTIVATION,
                MD_LAYER_MULTI_HEAD_ATTENTION, MD_LAYER_BATCH_NORMALIZATION, MD_LAYER_DEPTHWISE_CONV2D,
                MD_LAYER_SOFTMAX, MD_LAYER_TOKEN_AND_POSITION_EMBEDDING, MD_LAYER_ADD, MD_LAYER_CONCATENATE,
-               MD_LAYER_KIND_COUNT } md_layer_kind;
+               MD_LAYER_DOT_INTERACTION, MD_LAYER_KIND_COUNT } md_layer_kind;
 /* mean and sum combine an example's ids into one row (tf.nn.embedding_lookup_sparse); none keeps
 ** a row per id, [ids, dim], as Keras's Embedding layer does on a sequence. */
 typedef enum { MD_COMBINER_MEAN = 0, MD_COMBINER_SUM, MD_COMBINER_NONE } md_combiner;
@@ -46,12 +46,17 @@ typedef enum { MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 0, MD_LOSS_CATEGORICAL_
 typedef enum { MD_PADDING_VALID = 0, MD_PADDING_SAME } md_padding;
 
 #define MD_MAX_SHAPE_RANK 4
-/* Inputs one layer can read (add, concatenate); every other kind reads one. */
-#define MD_LAYER_MAX_INPUTS 8
+/* Inputs one layer can read (add, concatenate, dot_interaction: DLRM's bottom MLP and its 26
+** Criteo tables are 27); every other kind reads one. */
+#define MD_LAYER_MAX_INPUTS 32
 /* A layer's name with its terminating zero: Keras's names, and explicit ones, are shorter. */
 #define MD_LAYER_NAME_MAX 48
-/* md_layer_spec.inputs: the model's input rather than a layer's output. */
+/* md_layer_spec.inputs: the model's input rather than a layer's output; with several model inputs
+** (md_model_spec.inputs), MD_MODEL_INPUT(k) is input k (MD_INPUT_MODEL is input 0). */
 #define MD_INPUT_MODEL (-1)
+#define MD_MODEL_INPUT(k) (-1 - (k))
+/* Model inputs one model can have (Keras's functional API with several Input layers). */
+#define MD_MAX_MODEL_INPUTS 64
 
 /* One example's shape (the batch dimension left out). */
 typedef struct md_shape {
@@ -116,7 +121,21 @@ void        md_layer_names(const md_layer_spec *layers, int nlayers, char (*name
 ** bytes moved) while variables, their gradients' reduction and optimizer slots stay float32. */
 typedef enum { MD_POLICY_FLOAT32 = 0, MD_POLICY_MIXED_BFLOAT16, MD_POLICY_MIXED_FLOAT16 } md_dtype_policy;
 
+/* One of several model inputs (Keras's Input layer): float features, or integer ids an
+** id-reading layer (embedding) looks up. */
+typedef struct md_model_input {
+  char name[MD_LAYER_NAME_MAX]; /* the Input's name: what layers' inputs and the dataset call it */
+  int features;           /* float columns per example; 0 for an id input */
+  int ids;                /* ids per example; 0 for a float input */
+  int vocab;              /* an id input's ids are in [0, vocab) */
+} md_model_input;
+
 typedef struct md_model_spec {
+  int ninputs;            /* entries in inputs; 0: one input, given by the four fields below */
+  const md_model_input *inputs; /* several model inputs, in the batch's column order (models/inputs.c):
+                          ** a batch's x holds every input's columns of an example side by side,
+                          ** an id input's ids as float values, as Keras's Embedding casts a float
+                          ** input to int32 (exact below 2^24) */
   int input_features;     /* width of a float input row; 0 when the input is ids or input_shape */
   md_shape input_shape;   /* one example's float input of any rank (images [h, w, c]); rank 0:
                           ** [input_features] */
@@ -149,6 +168,21 @@ typedef struct md_var {
 const char *md_var_shape_str(const md_var *v, char *buf, size_t len);
 
 typedef struct md_model md_model;
+
+/* Several model inputs (models/inputs.c). The columns a batch row holds for them all. */
+int md_inputs_width(const md_model_input *in, int n);
+/* The index of the input named `name`, -1 when none is. */
+int md_inputs_find(const md_model_input *in, int n, const char *name);
+/* Where md_inputs_check_ids found a value that is no id of its input. */
+typedef struct md_inputs_bad {
+  size_t row;             /* the row, 0-based */
+  int column;             /* the column of the row, 0-based */
+  int input;              /* the input the column belongs to */
+  double value;           /* what it holds */
+} md_inputs_bad;
+/* Every id column of rows x (md_inputs_width columns each) holds an integer in [0, vocab) below
+** 2^24: 0, else -1 with *bad the first that does not. */
+int md_inputs_check_ids(const md_model_input *in, int n, const float *x, size_t rows, md_inputs_bad *bad);
 
 /* Validates the spec (NULL and err->msg when a layer cannot follow the previous one).
 ** A layer reads the outputs its spec's inputs name (earlier layers only, so the layer order is

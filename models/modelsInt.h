@@ -125,7 +125,7 @@ extern const md_layer_ops md_dense_ops, md_embedding_ops, md_conv2d_ops, md_max_
     md_average_pooling2d_ops, md_global_average_pooling2d_ops, md_flatten_ops, md_reshape_ops,
     md_dropout_ops, md_layer_normalization_ops, md_activation_layer_ops, md_multi_head_attention_ops,
     md_batch_normalization_ops, md_depthwise_conv2d_ops, md_softmax_ops,
-    md_token_and_position_embedding_ops, md_add_ops, md_concatenate_ops;
+    md_token_and_position_embedding_ops, md_add_ops, md_concatenate_ops, md_dot_interaction_ops;
 
 /* ---- layers/embedding.c: id lookups the id-reading kinds share ---- */
 
@@ -289,6 +289,18 @@ md_activation md_loss_logits_activation(md_loss_kind kind);
 /* The loss op over n examples of c outputs (grad: with its gradient), added to cost. */
 void md_loss_cost(md_loss_kind kind, double n, double c, int grad, md_cost *cost);
 
+/* ---- inputs.c (md_inputs_): several model inputs ---- */
+
+/* Fills err and returns -1 unless spec's inputs (when it has several) are well formed. */
+int md_inputs_check(const md_model_spec *spec, md_error *err);
+/* One example of input in: [features] or [ids]. */
+md_shape md_inputs_shape(const md_model_input *in);
+/* Grows w's per-input buffers to n examples. */
+void md_inputs_reserve(const md_model *m, md_workspace *w, int n);
+/* Splits batch b's rows into w's per-input buffers (ids converted, float inputs rounded under a
+** mixed policy). */
+void md_inputs_split(const md_model *m, md_workspace *w, const md_batch *b);
+
 /* ---- model.c ---- */
 
 /* Appends variable LAYER/WHAT of the given shape (zeros; no data when shapes only) to m and
@@ -300,7 +312,9 @@ void md_fill_uniform(md_var *v, double limit, gsl_rng *rng);
 void md_fill_glorot(md_var *v, double fan_in, double fan_out, gsl_rng *rng);
 
 struct md_model {
-  int input_features;     /* as md_model_spec */
+  int ninputs;            /* as md_model_spec: 0, one input (the fields below) */
+  md_model_input inputs[MD_MAX_MODEL_INPUTS]; /* as md_model_spec's, copied */
+  int input_features;     /* as md_model_spec; with several inputs, the batch's columns */
   int input_ids;          /* as md_model_spec */
   int input_vocab;        /* as md_model_spec */
   md_loss_kind loss;      /* as md_model_spec */
@@ -336,6 +350,8 @@ struct md_workspace {
   float *scratch[MD_LAYER_MAX_INPUTS]; /* [0, model's nscratch): a reader's dx before it is added
                           ** into g, cap*widest floats each */
   float *x16;             /* mixed policies: the input batch in the compute dtype, cap*features */
+  float *in_x[MD_MAX_MODEL_INPUTS]; /* several inputs: float input k, cap*features (md_inputs_split) */
+  int32_t *in_ids[MD_MAX_MODEL_INPUTS]; /* several inputs: id input k, cap*ids */
   md_var *vars16;         /* mixed policies: every variable as a layer reads it (rounded to the
                           ** compute dtype), refreshed at each pass; NULL under float32 */
   int nvars16;            /* entries in vars16 */

@@ -13,7 +13,14 @@
 **   gpt: GPT-2/3's pre-layer-norm decoder: token and position embeddings, causal attention, a
 **     4 d_model gelu feed-forward layer, a final layer norm and an untied language-model head
 **     (GPT ties it to the token table: vocab x d_model more variables here).
-** Presets are the published sizes (GPT-3 paper table 2.1; BERT paper; Keras's ResNet50).
+**   dlrm: MLPerf's reference DLRM for Criteo 1TB (facebookresearch/dlrm, --max-ind-range
+**     40000000): 13 dense features through the bottom MLP 512-256-128 (relu), 26 categorical
+**     features each an Embedding of its table (one id, 128 wide), the dot interaction of the 27
+**     vectors with the bottom MLP's output in front (128 + 351 = 479), the top MLP
+**     1024-1024-512-256 (relu) and a logit; trained with binary cross-entropy. Keras's
+**     functional form: an Input per feature (dense_features, cat_0 .. cat_25).
+** Presets are the published sizes (GPT-3 paper table 2.1; BERT paper; Keras's ResNet50; MLPerf's
+** DLRM reference, its table rows after the 40M cap).
 */
 #include <string.h>
 
@@ -37,6 +44,7 @@ static const struct preset {
                 .vocab = 50257}},
   {"gpt_175b", {.family = MD_ZOO_GPT, .layers = 96, .d_model = 12288, .heads = 96, .ffn = 49152, .seq_len = 2048,
                 .vocab = 50257}},
+  {"dlrm", {.family = MD_ZOO_DLRM, .vocab = 40000000, .embedding_dim = 128}},
 };
 enum { NPRESETS = (int)(sizeof PRESETS / sizeof PRESETS[0]) };
 
@@ -180,10 +188,42 @@ static void gpt(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
   layer(b, dense(z->vocab, MD_ACT_NONE), "lm_head");
 }
 
-int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_spec *spec, md_error *err) {
+/* MLPerf's Criteo 1TB tables: rows of each of the 26 categorical features after the reference's
+** --max-ind-range=40000000 (dlrm_s_pytorch.py, ln_emb for the terabyte set). */
+static const int DLRM_ROWS[26] = {39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,
+                                  2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36};
+enum { DLRM_DENSE = 13, DLRM_TABLES = 26 };
+
+static void dlrm(builder *b, const md_zoo_spec *z, md_model_input *inputs, md_model_spec *spec) {
+  static const int BOTTOM[2] = {512, 256}, TOP[4] = {1024, 1024, 512, 256};
+  char n[MD_LAYER_NAME_MAX];
+  inputs[0] = (md_model_input){.name = "dense_features", .features = DLRM_DENSE};
+  for (int t = 0; t < DLRM_TABLES; t++) {
+    inputs[1 + t] = (md_model_input){.ids = 1, .vocab = DLRM_ROWS[t] < z->vocab ? DLRM_ROWS[t] : z->vocab};
+    base_format(inputs[1 + t].name, sizeof inputs[1 + t].name, "cat_%d", t);
+  }
+  spec->ninputs = 1 + DLRM_TABLES;
+  spec->inputs = inputs;
+  int features[1 + DLRM_TABLES];
+  layer_on(b, dense(BOTTOM[0], MD_ACT_RELU), "bottom_mlp_0", MD_MODEL_INPUT(0));
+  layer(b, dense(BOTTOM[1], MD_ACT_RELU), "bottom_mlp_1");
+  features[0] = layer(b, dense(z->embedding_dim, MD_ACT_RELU), "bottom_mlp_2");
+  for (int t = 0; t < DLRM_TABLES; t++)
+    features[1 + t] = layer_on(b, (md_layer_spec){.kind = MD_LAYER_EMBEDDING, .vocab = inputs[1 + t].vocab,
+                                                  .dim = z->embedding_dim, .combiner = MD_COMBINER_SUM},
+                               base_format(n, sizeof n, "embedding_%d", t), MD_MODEL_INPUT(1 + t));
+  append(b, (md_layer_spec){.kind = MD_LAYER_DOT_INTERACTION}, "interaction", 1 + DLRM_TABLES, features);
+  for (int i = 0; i < 4; i++) layer(b, dense(TOP[i], MD_ACT_RELU), base_format(n, sizeof n, "top_mlp_%d", i));
+  layer(b, dense(1, MD_ACT_NONE), "logit");
+}
+
+int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_input *inputs, md_model_spec *spec,
+                 md_error *err) {
   if (z->family == MD_ZOO_RESNET50 && (z->image_size < 32 || z->classes < 1))
     return md_error_set(err, 0, 0, "resnet50 needs image_size >= 32 (five stride-2 stages) and classes >= 1");
-  if (z->family != MD_ZOO_RESNET50) {
+  if (z->family == MD_ZOO_DLRM && (z->vocab < 1 || z->embedding_dim < 1))
+    return md_error_set(err, 0, 0, "dlrm needs vocab (the most rows a table keeps) and embedding_dim >= 1");
+  if (z->family != MD_ZOO_RESNET50 && z->family != MD_ZOO_DLRM) {
     if (z->layers < 1 || z->d_model < 1 || z->heads < 1 || z->ffn < 1 || z->seq_len < 1 || z->vocab < 1)
       return md_error_set(err, 0, 0, "a transformer needs layers, d_model, heads, ffn, seq_len and vocab >= 1");
     if (z->d_model % z->heads != 0)
@@ -195,6 +235,7 @@ int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_
   memset(spec, 0, sizeof *spec);
   if (z->family == MD_ZOO_RESNET50) resnet50(&b, z, spec);
   else if (z->family == MD_ZOO_BERT) bert(&b, z, spec);
+  else if (z->family == MD_ZOO_DLRM) dlrm(&b, z, inputs, spec);
   else gpt(&b, z, spec);
   if (b.n > max) return md_error_set(err, 0, 0, "the model has %d layers, more than the %d a model may have", b.n, max);
   spec->nlayers = b.n;

@@ -9,7 +9,7 @@
 
 #include "models/model.h"
 
-typedef enum { MD_ZOO_RESNET50 = 0, MD_ZOO_BERT, MD_ZOO_GPT } md_zoo_family;
+typedef enum { MD_ZOO_RESNET50 = 0, MD_ZOO_BERT, MD_ZOO_GPT, MD_ZOO_DLRM } md_zoo_family;
 
 typedef struct md_zoo_spec {
   md_zoo_family family;   /* which architecture */
@@ -20,17 +20,21 @@ typedef struct md_zoo_spec {
   int heads;              /* bert, gpt: attention heads, each d_model / heads wide */
   int ffn;                /* bert, gpt: the feed-forward layer's width (4 d_model) */
   int seq_len;            /* bert, gpt: tokens per example */
-  int vocab;              /* bert, gpt: rows of the token table */
+  int vocab;              /* bert, gpt: rows of the token table; dlrm: the most rows a table keeps
+                          ** (MLPerf's --max-ind-range, 40,000,000) */
+  int embedding_dim;      /* dlrm: every table's width and the bottom MLP's last (128) */
 } md_zoo_spec;
 
 /* The preset called name ("resnet50", "bert_base", "bert_large", "gpt_125m", "gpt_1_3b",
-** "gpt_6_7b", "gpt_175b") into *z: 0, or -1 when no preset has that name. */
+** "gpt_6_7b", "gpt_175b", "dlrm") into *z: 0, or -1 when no preset has that name. */
 int md_zoo_preset(const char *name, md_zoo_spec *z);
 /* Preset i's name, in the order above; NULL past the last. */
 const char *md_zoo_preset_name(int i);
-/* The architecture's layers (Keras's names) into layers[0..max), and its input into *spec (its
-** layers pointing at them): the layer count, or -1 with err filled when a size is out of range or
-** max is too small. */
-int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_spec *spec, md_error *err);
+/* The architecture's layers (Keras's names) into layers[0..max), its model inputs, when it has
+** several (dlrm), into inputs[0..MD_MAX_MODEL_INPUTS) (NULL will do for the others), and its input into *spec (pointing at
+** layers and inputs): the layer count, or -1 with err filled when a size is out of range or max
+** is too small. */
+int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_input *inputs, md_model_spec *spec,
+                 md_error *err);
 
 #endif

@@ -29,6 +29,8 @@ unset PODSIM_HOST_MEMORY
 
 expect_error tests/data/inputs/bad_number.yaml \
   'tests/data/inputs/bad_number.csv:3:6: dataset.csv: "x2.0" is not a finite number'
+expect_error tests/data/inputs/bad_id.yaml \
+  'tests/data/inputs/bad_id.csv:4:1: dataset: row 3, column c0: expected an id of model input c0, an integer in [0, 5), found 5'
 expect_error tests/data/inputs/init_wrong_shape.yaml \
   'tests/data/inputs/init_wrong_shape.csv:6:14: model.init.file: flat_index 4 is out of range for dense/kernel (4 elements)'
 expect_error tests/data/inputs/no_label.yaml \
@@ -92,6 +94,16 @@ for f in scenarios/examples/*.yaml; do
     "$podsim" check "$f" >/dev/null && ok || bad "example $f does not check"
   fi
 done
+
+# MLPerf's DLRM (dlrm_tpu_v4.yaml) fits a v4 chip only with its tables split over a replica's 16
+# chips: without the split the 96 GB of tables are replicated, and the run fails as TF would, OOM
+# (exit 3); with it the fullest chip holds 17.1 GiB (below 18.4e9 bytes) of its 32 GiB.
+"$podsim" run scenarios/examples/dlrm_tpu_v4.yaml -o "$tmp/dlrm0" --quiet \
+  --set strategy.split_to_logical_devices=none >/dev/null 2>&1; rc=$?
+[ $rc -eq 3 ] && grep -q '"kind": "ResourceExhaustedError"' "$tmp/dlrm0/summary.json" && ok \
+  || bad "dlrm replicated: exit $rc, not OOM"
+peak=$(sed -n 's/.*"hbm_peak_bytes": \([0-9]*\).*/\1/p' "$tmp/ex-dlrm_tpu_v4/summary.json" | head -1)
+[ -n "$peak" ] && [ "$peak" -gt 1000000000 ] && [ "$peak" -lt 18400000000 ] && ok || bad "dlrm split: peak $peak bytes"
 
 # expect: a check that fails exits 1 with a table (metric, comparator, expected, got) on stderr,
 # and the outputs are still written; the same run with checks that hold exits 0.

@@ -9,7 +9,8 @@ passed=0; failed=0
 for scn in scenarios/examples/quickstart.yaml tests/golden/mlp_momentum/r4/scenario.yaml \
            tests/golden/mlp_momentum/r8/scenario.yaml scenarios/examples/ps_spot_vms.yaml \
            scenarios/examples/ps_embedding.yaml scenarios/examples/cnn_tpu.yaml \
-           tests/golden/attention_block/r2/scenario.yaml tests/golden/residual/r2/scenario.yaml; do
+           tests/golden/attention_block/r2/scenario.yaml tests/golden/residual/r2/scenario.yaml \
+           tests/golden/dlrm/r2/scenario.yaml scenarios/examples/dlrm_tpu_v4.yaml; do
   ha=$("$a" run "$here/$scn" -o "$tmp/a" --quiet | sed -n 's/^run_hash //p')
   hb=$("$b" run "$here/$scn" -o "$tmp/b" --quiet | sed -n 's/^run_hash //p')
   same=1

@@ -31,6 +31,7 @@ static const md_layer_ops *const registry[] = {
   [MD_LAYER_TOKEN_AND_POSITION_EMBEDDING] = &md_token_and_position_embedding_ops,
   [MD_LAYER_ADD] = &md_add_ops,
   [MD_LAYER_CONCATENATE] = &md_concatenate_ops,
+  [MD_LAYER_DOT_INTERACTION] = &md_dot_interaction_ops,
 };
 _Static_assert(sizeof registry / sizeof registry[0] == MD_LAYER_KIND_COUNT,
                "every md_layer_kind has its table");

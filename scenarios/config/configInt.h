@@ -108,6 +108,15 @@ int cfg_model_post(cfg_ctx *c, const yt_node *map, const char *path, void *base)
 void cfg_optimizer_defaults(md_optimizer_spec *o, md_optimizer_kind kind);
 int cfg_optimizer_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
 /* keys_dataset.c */
+/* keys_inputs.c: model.inputs (its handler and its entries' keys), the index MD_MODEL_INPUT(k) of the model input a
+** layer's `inputs` entry names (0 when none is named so), dataset.inputs' form, and its columns
+** matched to model.inputs into s->input_columns (after both sections are read). */
+extern const key_spec CFG_MODEL_INPUT_ENTRY_KEYS[];
+int cfg_model_inputs_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
+int cfg_model_input_index(const cfg_ctx *c, const char *name);
+int cfg_dataset_inputs_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
+int cfg_dataset_inputs_check(cfg_ctx *c);
+
 extern const key_spec CFG_DATASET_KEYS[];
 int cfg_dataset_post(cfg_ctx *c, const yt_node *map, const char *path, void *base);
 /* keys_training.c */

@@ -116,6 +116,8 @@ const key_spec CFG_DATASET_KEYS[] = {
   {.key = "label", .type = V_STR, .st = S_CHARS, OFF(scenario, label), .len = 128},
   {.key = "labels", .type = V_FN, .fn = labels_fn,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"the float target columns, one per output of the last layer, for every loss but sparse_categorical_crossentropy\"}"},
+  {.key = "inputs", .type = V_FN, .fn = cfg_dataset_inputs_fn,
+   .schema = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"}},\"description\":\"each of model.inputs' names mapped to its CSV columns, in order (default: the feature columns in header order)\"}"},
   {.key = "synthetic", .type = V_MAP, .sub = SYNTHETIC_KEYS},
   {.key = "global_batch", .type = V_INT, .st = S_INT, OFF(scenario, global_batch), .lo = 1, .hi = 1e7, .required = 1},
   {.key = "shuffle", .type = V_FN, .fn = shuffle_fn, .map = SHUFFLE_KEYS,

@@ -4,6 +4,7 @@
 #include "scenarios/config/configInt.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,12 +255,17 @@ static const key_spec LAYER_KINDS[] = {
   {.key = "token_and_position_embedding", .type = V_MAP, .sub = TOKEN_AND_POSITION_EMBEDDING_KEYS},
   {.key = "add", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   {.key = "concatenate", .type = V_MAP, .sub = CONCATENATE_KEYS},
+  {.key = "dot_interaction", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   END};
 _Static_assert(sizeof LAYER_KINDS / sizeof LAYER_KINDS[0] == MD_LAYER_KIND_COUNT + 1,
                "every md_layer_kind has its keys in LAYER_KINDS");
 
+/* input_index's error: below every MD_MODEL_INPUT(k). */
+#define INPUT_ERROR INT_MIN
+
 /* The layer input `at` names among the n layers' names: an index (0-based), `input` (the model's
-** input) or a name; an earlier layer only. -2 after an error. */
+** input), a model input's name (MD_MODEL_INPUT(k)) or a layer's name; an earlier layer only.
+** INPUT_ERROR after an error. */
 static int input_index(cfg_ctx *c, const yt_node *at, const char *path, int i, char (*names)[MD_LAYER_NAME_MAX],
                        int n) {
   if (cfg_is_int_text(at->text)) {
@@ -267,19 +273,21 @@ static int input_index(cfg_ctx *c, const yt_node *at, const char *path, int i, c
     if (j >= 0 && j < i) return (int)j;
     cfg_fail(c, at, path, "expected the index of an earlier layer (0..%d), found %s%s", i - 1, at->text,
              j >= i && j < n ? ": a layer reads only the layers before it" : "");
-    return -2;
+    return INPUT_ERROR;
   }
   if (!strcmp(at->text, "input")) return MD_INPUT_MODEL;
+  int model_input = cfg_model_input_index(c, at->text);
+  if (model_input < 0) return model_input;
   for (int j = 0; j < n; j++) {
     if (strcmp(names[j], at->text)) continue;
     if (j < i) return j;
     cfg_fail(c, at, path, "%s is layer %d, %s: a layer reads only the layers before it (or input)", at->text, j,
              j == i ? "this one" : "after this one");
-    return -2;
+    return INPUT_ERROR;
   }
   cfg_fail(c, at, path, "no layer is named %s (layers are named as Keras names them, conv2d, conv2d_1, ..., "
            "or by their name key; input is the model's input)", at->text);
-  return -2;
+  return INPUT_ERROR;
 }
 
 /* Names every layer as the model will and resolves each inputs list into indices; two layers
@@ -298,11 +306,15 @@ static int resolve_inputs(cfg_ctx *c, const yt_node *v, const char *path) {
         rc = cfg_fail(c, at, sub, "two layers are named %s (layers %d and %d): give one a different name", names[i],
                       j, i);
       }
+    if (rc == 0 && cfg_model_input_index(c, names[i]) < 0) {
+      const yt_node *at = yt_get(kind, "name") ? yt_get(kind, "name") : v->items[i];
+      rc = cfg_fail(c, at, sub, "layer %d is named %s, as a model input is: give it a different name", i, names[i]);
+    }
     const yt_node *in = yt_get(kind, "inputs");
     cfg_join(at, sizeof at, sub, "inputs");
     for (int k = 0; in != NULL && k < in->n && rc == 0; k++) {
       s->layers[i].inputs[k] = input_index(c, in->items[k], at, i, names, v->n);
-      if (s->layers[i].inputs[k] == -2) rc = -1;
+      if (s->layers[i].inputs[k] == INPUT_ERROR) rc = -1;
     }
   }
   free(names);
@@ -334,7 +346,7 @@ static int layers_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char
     int kind = md_layer_kind_from_name(item->keys[0]->text);
     assert(kind >= 0);
     l->kind = (md_layer_kind)kind;
-    if (scenario_layer_reads_ids(l->kind) && i > 0)
+    if (scenario_layer_reads_ids(l->kind) && i > 0 && !yt_path(c->root, "model.inputs"))
       return cfg_fail(c, item->keys[0], sub, "%s must be the first layer (it reads the integer ids of "
                       "model.input), found it as layer %d", item->keys[0]->text, i);
   }
@@ -363,6 +375,13 @@ static int keras_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char 
     s->input_vocab = km.input_ids ? km.layers[0].vocab : 0;
     s->input_shape = km.input_ids ? (md_shape){0} : km.input_shape;
     s->input_features = km.input_ids ? 0 : (int)md_shape_size(&km.input_shape);
+    /* Several InputLayers: the model's inputs, a batch row holding their columns in order. */
+    s->ninputs = km.ninputs > 1 ? km.ninputs : 0;
+    memcpy(s->inputs, km.inputs, sizeof km.inputs);
+    if (s->ninputs > 0) {
+      s->input_shape = (md_shape){0};
+      s->input_features = md_inputs_width(s->inputs, s->ninputs);
+    }
   }
   md_keras_free(&km);
   return rc;
@@ -378,7 +397,8 @@ static const key_spec ZOO_KEYS[] = {
   {.key = "heads", .doc = "bert, gpt: attention heads (dividing d_model)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, heads), .lo = 1, .hi = 4096},
   {.key = "ffn", .doc = "bert, gpt: the feed-forward width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, ffn), .lo = 1, .hi = 1e7},
   {.key = "seq_len", .doc = "bert, gpt: tokens per example", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, seq_len), .lo = 1, .hi = 1e6},
-  {.key = "vocab", .doc = "bert, gpt: rows of the token table", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
+  {.key = "vocab", .doc = "bert, gpt: rows of the token table; dlrm: the most rows a table keeps (MLPerf's max-ind-range)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
+  {.key = "embedding_dim", .doc = "dlrm: every table's width and the bottom MLP's output", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, embedding_dim), .lo = 1, .hi = 1e5},
   END};
 
 static int zoo_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
@@ -403,12 +423,14 @@ static int build_zoo(cfg_ctx *c, const yt_node *zoo, const char *path) {
   scenario *s = c->s;
   md_model_spec spec;
   md_error me = {0};
-  if (md_zoo_build(&s->zoo, s->layers, SCN_MAX_LAYERS, &spec, &me) < 0) return cfg_fail(c, zoo, path, "%s", me.msg);
+  if (md_zoo_build(&s->zoo, s->layers, SCN_MAX_LAYERS, s->inputs, &spec, &me) < 0) return cfg_fail(c, zoo, path, "%s", me.msg);
   s->nlayers = spec.nlayers;
+  s->ninputs = spec.ninputs;
+  if (spec.ninputs > 0) s->input_features = md_inputs_width(spec.inputs, spec.ninputs);
   s->input_ids = spec.input_ids;
   s->input_vocab = spec.input_vocab;
   s->input_shape = spec.input_shape;
-  s->input_features = spec.input_ids ? 0 : (int)md_shape_size(&spec.input_shape);
+  if (spec.ninputs == 0) s->input_features = spec.input_ids ? 0 : (int)md_shape_size(&spec.input_shape);
   return 0;
 }
 
@@ -417,7 +439,7 @@ int cfg_model_post(cfg_ctx *c, const yt_node *map, const char *path, void *base)
   (void)base;
   const yt_node *zoo = yt_get_key(map, "zoo");
   if (zoo) {
-    static const char *const OTHERS[] = {"input", "layers", "keras", NULL};
+    static const char *const OTHERS[] = {"input", "inputs", "layers", "keras", NULL};
     for (int i = 0; OTHERS[i]; i++)
       if (yt_get(map, OTHERS[i])) {
         const yt_node *later = cfg_later_key(map, "zoo", OTHERS[i]);
@@ -428,15 +450,21 @@ int cfg_model_post(cfg_ctx *c, const yt_node *map, const char *path, void *base)
     return build_zoo(c, yt_get(map, "zoo"), sub);
   }
   const yt_node *keras = yt_get_key(map, "keras");
-  if (keras && (yt_get(map, "input") || yt_get(map, "layers"))) {
-    const yt_node *later = cfg_later_key(map, "keras", yt_get(map, "input") ? "input" : "layers");
+  const char *given = yt_get(map, "input") ? "input" : yt_get(map, "inputs") ? "inputs" : "layers";
+  if (keras && yt_get(map, given)) {
+    const yt_node *later = cfg_later_key(map, "keras", given);
     cfg_join(sub, sizeof sub, path, later->text);
     return cfg_fail(c, later, sub, "give either keras (a Keras model config) or input and layers, not both");
   }
   for (int i = 0; !keras && i < 2; i++) {
     const char *need = i ? "layers" : "input";
     cfg_join(sub, sizeof sub, path, need);
-    if (!yt_get(map, need))
+    if (!i && yt_get(map, "input") && yt_get(map, "inputs")) {
+      const yt_node *later = cfg_later_key(map, "input", "inputs");
+      cfg_join(sub, sizeof sub, path, later->text);
+      return cfg_fail(c, later, sub, "give either input (one model input) or inputs (several), not both");
+    }
+    if (!yt_get(map, need) && !(i == 0 && yt_get(map, "inputs")))
       return cfg_fail(c, map, sub, "missing required key \"%s\" (or \"keras\", a Keras model config, or \"zoo\", "
                       "a named architecture)", need);
   }
@@ -468,11 +496,13 @@ static int init_post(cfg_ctx *c, const yt_node *map, const char *path, void *bas
 
 const key_spec CFG_MODEL_KEYS[] = {
   {.key = "input", .type = V_MAP, .sub = INPUT_KEYS, .post = input_post},
+  {.key = "inputs", .type = V_FN, .fn = cfg_model_inputs_fn, .map = CFG_MODEL_INPUT_ENTRY_KEYS,
+   .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":\"$map\",\"description\":\"several model inputs, as Keras's Input layers, in the batch's column order: {name, features} or {name, ids, vocab}; layers read them by name (docs/layers.md)\"}"},
   /* .sub: the keys of each entry, for cfg_find_path (model.layers.conv2d.filters) */
   {.key = "layers", .type = V_FN, .fn = layers_fn, .sub = LAYER_KINDS,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":\"$one\",\"description\":\"the layers in order, each {KIND: {...}} with Keras's names (docs/layers.md)\"}"},
   {.key = "zoo", .type = V_FN, .fn = zoo_fn, .map = ZOO_KEYS,
-   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
+   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\",\"dlrm\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
   {.key = "keras", .type = V_FN, .fn = keras_fn,
    .schema = "{\"type\":\"string\",\"description\":\"a Keras model config (model.to_json()), in place of input and layers\"}"},
   {.key = "loss", .type = V_MAP, .sub = LOSS_KEYS},

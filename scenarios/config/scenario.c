@@ -282,7 +282,8 @@ static int check_labels(cfg_ctx *c, int classes, int positions) {
 }
 
 md_model_spec scenario_model_spec(const scenario *s, int shapes_only) {
-  return (md_model_spec){ .input_features = s->input_features, .input_shape = s->input_shape,
+  return (md_model_spec){ .ninputs = s->ninputs, .inputs = s->inputs,
+                          .input_features = s->ninputs ? 0 : s->input_features, .input_shape = s->input_shape,
                           .input_ids = s->input_ids, .input_vocab = s->input_vocab,
                           .nlayers = s->nlayers, .layers = s->layers, .loss = s->loss,
                           .from_logits = s->from_logits, .shapes_only = shapes_only,
@@ -393,15 +394,26 @@ static int host_memory_checks(cfg_ctx *c) {
   double values = s->numerics_full ? 4.0 * (5.0 * params + 3.0 * units * batch) : 0;
   double rows = s->numerics_full ? 4.0 * (double)s->synthetic_rows * (s->synthetic_features + 1.0) : 0;
   double devices = (double)s->workers + s->ps + 2 + (s->tpu_type[0] ? replicas : 0);
-  double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows;
+  /* The parameter-server program keeps every variable's values on its ps tasks, numerics off too
+  ** (strategies/ holds them as tensors): MLPerf's DLRM would be 96 GB of them. */
+  double ps_values = s->strategy == SCN_STRATEGY_PARAMETER_SERVER && !s->numerics_full ? 4.0 * params : 0;
+  double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows + ps_values;
   double have = scenario_host_memory();
   c->s->host_bytes = need;
   if (need <= have) return 0;
   /* The key to change: the dataset when its rows are most of it, the model when one replica
   ** alone would not fit either, else what sets the number of replicas. */
-  double alone = HOST_BYTES_PER_REPLICA + values + devices * HOST_BYTES_PER_DEVICE + rows;
+  double alone = HOST_BYTES_PER_REPLICA + values + devices * HOST_BYTES_PER_DEVICE + rows + ps_values;
   if (rows > need / 2) key = "dataset.synthetic.rows";
-  else if (alone > have) key = "model.layers";
+  else if (alone > have) key = s->has_zoo ? "model.zoo" : "model.layers";
+  if (ps_values > need / 2) {
+    const yt_node *at = yt_path(c->root, key);
+    char a[32], b[32];
+    return cfg_fail(c, at ? at : c->root, key, "expected a run this host can hold (%s of memory%s), found one "
+                    "needing about %s: parameter-server training holds every variable's values on the host, "
+                    "numerics: off too; use a smaller model", outputs_bytes(b, sizeof b, have),
+                    getenv("PODSIM_HOST_MEMORY") ? ", PODSIM_HOST_MEMORY" : "", outputs_bytes(a, sizeof a, need));
+  }
   const yt_node *at = yt_path(c->root, key);
   char a[32], b[32], d[32], per[32];
   outputs_bytes(per, sizeof per, HOST_BYTES_PER_REPLICA + values);
@@ -539,7 +551,7 @@ static int cross_checks(cfg_ctx *c) {
   if (s->input_ids && !scenario_layer_reads_ids(first->kind))
     return cfg_fail(c, layers->items[0], "model.layers[0]", "an id input (model.input.ids) needs an embedding "
                     "or token_and_position_embedding as the first layer");
-  if (s->input_features && scenario_layer_reads_ids(first->kind))
+  if (s->input_features && s->ninputs == 0 && scenario_layer_reads_ids(first->kind))
     return cfg_fail(c, layers->items[0], "model.layers[0]", "%s reads integer ids: use model.input {ids, vocab}, not features", kind);
   if (scenario_layer_reads_ids(first->kind) && first->vocab < s->input_vocab)
     return cfg_fail(c, layers->items[0], base_format(vocab_key, sizeof vocab_key, "model.layers[0].%s.vocab", kind),
@@ -555,18 +567,23 @@ static int dataset_checks(cfg_ctx *c, int classes) {
   const yt_node *root = c->root;
   scenario *s = c->s;
   const yt_node *syn = yt_path(root, "dataset.synthetic");
+  int id_inputs = 0;
+  for (int k = 0; k < s->ninputs; k++) id_inputs += s->inputs[k].ids > 0;
+  if (cfg_dataset_inputs_check(c)) return -1;
   if (syn) {
     /* With numerics off no row exists: synthetic data is only a row count and a width. */
-    if (s->input_ids && s->numerics_full)
+    if ((s->input_ids || id_inputs) && s->numerics_full)
       return cfg_fail(c, syn, "dataset.synthetic", "synthetic data gives float features; an id input needs a csv "
                       "(or numerics: off, where rows are only counted)");
     int width = s->input_ids ? s->input_ids : s->input_features;
     if (s->synthetic_features != width)
       return cfg_fail(c, yt_get(syn, "features"), "dataset.synthetic.features",
                   "expected %s (%d), found %d", s->input_ids ? "the model's ids per example"
-                  : s->input_shape.rank ? "the elements of model.input.shape" : "model.input.features", width,
+                  : s->ninputs ? "the columns of model.inputs" : s->input_shape.rank ? "the elements of model.input.shape"
+                  : "model.input.features", width,
                   s->synthetic_features);
-    if (s->synthetic_classes > classes)
+    /* One output takes two classes as its binary target (md_dataset_one_hot). */
+    if (s->synthetic_classes > (classes == 1 ? 2 : classes))
       return cfg_fail(c, yt_get(syn, "classes"), "dataset.synthetic.classes",
                   "expected at most the model's %d classes (the last layer's outputs), found %d", classes,
                   s->synthetic_classes);

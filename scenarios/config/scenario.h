@@ -25,6 +25,7 @@
 #define SCN_MAX_EXPECTS 32    /* expect entries */
 #define SCN_MAX_FILES 256     /* dataset.files after glob expansion */
 #define SCN_MAX_LABELS 64     /* dataset.labels entries */
+#define SCN_MAX_INPUT_COLUMNS 256 /* dataset.inputs' columns over every model input */
 #define SCN_FILES_CHARS 65536 /* their resolved paths, NUL-separated */
 
 typedef struct scn_error {
@@ -185,6 +186,9 @@ typedef struct scenario {
   md_shape input_shape;         /* model.input.shape (rank 0: a row of input_features) */
   int    input_ids;             /* model.input.ids */
   int    input_vocab;           /* model.input.vocab */
+  int    ninputs;               /* entries of model.inputs (0: model.input, one input) */
+  md_model_input inputs[MD_MAX_MODEL_INPUTS]; /* model.inputs, in the batch's column order;
+                                ** input_features is their columns' total */
   int    nlayers;
   int    has_zoo;               /* model.zoo names the architecture (layers built from zoo) */
   md_zoo_spec zoo;              /* model.zoo: its preset with the sizes the file overrides */
@@ -204,6 +208,8 @@ typedef struct scenario {
   char   label[128];            /* dataset.label, "" = last column */
   int    nlabels;               /* entries of dataset.labels (0: none given) */
   char   labels[SCN_MAX_LABELS][128]; /* dataset.labels: the target columns, in output order */
+  int    ninput_columns;        /* dataset.inputs' columns (0: the feature columns in header order) */
+  char   input_columns[SCN_MAX_INPUT_COLUMNS][64]; /* them, in model.inputs' order */
   size_t synthetic_rows;        /* dataset.synthetic.rows */
   int    synthetic_features;
   int    synthetic_classes;

@@ -108,6 +108,16 @@ int train_load_data(train_input *in, const md_model *m, scn_error *err) {
   if (positions > 1 && in->data->targets != NULL &&
       md_dataset_targets_to_labels(in->data, classes / positions, &me) != 0)
     return train_error(err, s->csv[0] ? s->csv : s->path, me.line, me.col, "dataset.labels", "%s", me.msg);
+  const char *where = s->csv[0] ? s->csv : s->nfiles ? s->files : s->path;
+  if (s->ninput_columns > 0 && md_dataset_select_columns(in->data, s->input_columns, s->ninput_columns, &me) != 0)
+    return train_error(err, where, me.line, me.col, "dataset.inputs", "%s", me.msg);
+  md_inputs_bad bad;
+  if (s->ninputs > 0 && in->data->x != NULL && in->data->width == s->input_features &&
+      md_inputs_check_ids(s->inputs, s->ninputs, in->data->x, in->data->rows, &bad) != 0)
+    return train_error(err, where, (int)bad.row + 2, 1, "dataset", "row %zu, column %s: expected an id of model "
+                       "input %s, an integer in [0, %d), found %.9g", bad.row + 1,
+                       in->data->columns ? in->data->columns[bad.column] : "?", s->inputs[bad.input].name,
+                       s->inputs[bad.input].vocab, bad.value);
   int want = s->input_ids > 0 ? s->input_ids : s->input_features;
   if (in->data->width != want) {
     return train_error(err, s->csv[0] ? s->csv : s->path, 1, 1, "dataset",

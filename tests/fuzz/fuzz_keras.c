@@ -11,9 +11,8 @@ int fuzz_keras(const uint8_t *data, size_t size) {
   md_keras_model k;
   md_error err;
   if (md_keras_parse((const char *)data, size, &k, &err) != 0) return 0;
-  md_model_spec spec = {.input_shape = k.input_ids ? (md_shape){0} : k.input_shape, .input_ids = k.input_ids,
-                        .input_vocab = k.input_ids ? k.layers[0].vocab : 0, .nlayers = k.nlayers,
-                        .layers = k.layers, .shapes_only = 1};
+  md_model_spec spec = md_keras_model_spec(&k);
+  spec.shapes_only = 1;
   md_model_free(md_model_new(&spec, &err));
   md_keras_free(&k);
   return 0;

@@ -34,14 +34,13 @@ static inline md_model *fd_model(const md_layer_spec *layers, int nlayers, md_sh
   return m;
 }
 
-/* A train step on fd_image_batch counts the same FLOPs and bytes with numerics off as on (the
-** [5, 5, 2] model of layers; dropout drawing from a seeded stream). */
-static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers, int nlayers) {
+/* A train step on batch b (its x and labels left out without numerics) counts the same FLOPs and
+** bytes with numerics off as on, for the model spec gives (dropout drawing from a seeded stream). */
+static inline void fd_assert_spec_costs_mode_independent(md_model_spec spec, md_batch b) {
   md_cost cost[2];
   memset(cost, 0, sizeof cost);
   for (int shapes_only = 0; shapes_only <= 1; shapes_only++) {
-    md_model_spec spec = {.input_shape = fd_hwc(5, 5, 2), .nlayers = nlayers, .layers = layers, .from_logits = 1,
-                          .shapes_only = shapes_only};
+    spec.shapes_only = shapes_only;
     md_error err = {0};
     md_model *m = md_model_new(&spec, &err);
     assert_non_null(m);
@@ -50,10 +49,10 @@ static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers,
     md_workspace *w = md_workspace_new(m);
     md_workspace_set_rng(w, drop);
     md_grads *g = md_grads_new(m);
-    md_batch b = fd_image_batch();
-    if (shapes_only) b.x = NULL, b.labels = NULL;
+    md_batch run = b;
+    if (shapes_only) run.x = NULL, run.labels = NULL;
     double loss;
-    md_model_train_step(m, w, &b, 1.0f, g, &loss, &cost[shapes_only]);
+    md_model_train_step(m, w, &run, 1.0f, g, &loss, &cost[shapes_only]);
     md_grads_free(g);
     md_workspace_free(w);
     gsl_rng_free(init);
@@ -64,6 +63,12 @@ static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers,
   assert_true(cost[0].flops == cost[1].flops);
   assert_true(cost[0].bytes_moved == cost[1].bytes_moved);
   assert_true(cost[0].bytes_resident == cost[1].bytes_resident);
+}
+
+/* The same for the [5, 5, 2] model of layers on fd_image_batch. */
+static inline void fd_assert_costs_mode_independent(const md_layer_spec *layers, int nlayers) {
+  md_model_spec spec = {.input_shape = fd_hwc(5, 5, 2), .nlayers = nlayers, .layers = layers, .from_logits = 1};
+  fd_assert_spec_costs_mode_independent(spec, fd_image_batch());
 }
 
 static void assert_close(double got, double want, double tol) {

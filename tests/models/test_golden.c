@@ -15,7 +15,11 @@
 **     same) -> Add with the first conv's output -> Activation(relu) -> MaxPooling2D(2) and
 **     AveragePooling2D(2) of it -> Concatenate -> Flatten -> Dense(3) logits on conv_pool's data,
 **     20 steps;
-** All: sparse CE from logits, SGD lr 0.05 momentum 0.9, rows in file order. R replicas each hold
+**   dlrm (tests/golden/dlrm/gen.js): four model inputs (dense [4], ids c0, c1, c2), Dense(8,
+**     relu) -> Dense(8, relu) as the bottom MLP, an Embedding of dim 8 per id input, their
+**     dot_interaction, Dense(8, relu) -> Dense(1) logits, binary cross-entropy from logits on the
+**     click column y0, 20 steps;
+** All but dlrm: sparse CE from logits, SGD lr 0.05 momentum 0.9, rows in file order. R replicas each hold
 ** a model (a mirrored copy), compute grads on their G/R rows with the variant's loss scale, the
 ** grads are summed in replica order 0..R-1 and every replica applies the same update with its
 ** own optimizer. Each step's mean loss and every final weight must be within TU_GOLDEN_CLOSE.
@@ -41,13 +45,16 @@ typedef struct golden_case {
   md_shape input;         /* one example */
   int nlayers;            /* entries in layers */
   const md_layer_spec *layers; /* the model, logits out */
+  int ninputs;            /* several model inputs (input unused), 0: one */
+  const md_model_input *inputs; /* them, in data.csv's column order */
+  int targets;            /* float target columns (binary cross-entropy); 0: a sparse `label` */
 } golden_case;
 
 static const md_layer_spec mlp_layers[2] = {
     {.kind = MD_LAYER_DENSE, .units = 16, .activation = MD_ACT_RELU, .use_bias = 1},
     {.kind = MD_LAYER_DENSE, .units = 3, .activation = MD_ACT_NONE, .use_bias = 1},
 };
-static const golden_case mlp = {"mlp_momentum", 32, 50, 384, {.rank = 1, .dim = {8}}, 2, mlp_layers};
+static const golden_case mlp = {"mlp_momentum", 32, 50, 384, {.rank = 1, .dim = {8}}, 2, mlp_layers, 0, NULL, 0};
 
 static const md_layer_spec conv_layers[5] = {
     {.kind = MD_LAYER_CONV2D, .filters = 4, .kernel_size = {3, 3}, .padding = MD_PADDING_SAME,
@@ -58,7 +65,7 @@ static const md_layer_spec conv_layers[5] = {
     {.kind = MD_LAYER_FLATTEN},
     {.kind = MD_LAYER_DENSE, .units = 3, .activation = MD_ACT_NONE, .use_bias = 1},
 };
-static const golden_case conv_pool = {"conv_pool", 16, 24, 64, {.rank = 3, .dim = {6, 6, 2}}, 5, conv_layers};
+static const golden_case conv_pool = {"conv_pool", 16, 24, 64, {.rank = 3, .dim = {6, 6, 2}}, 5, conv_layers, 0, NULL, 0};
 
 static const md_layer_spec attention_layers[5] = {
     {.kind = MD_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 3, .use_causal_mask = 1, .use_bias = 1},
@@ -75,7 +82,7 @@ static const md_layer_spec conv_bn_layers[6] = {
     {.kind = MD_LAYER_FLATTEN},
     {.kind = MD_LAYER_DENSE, .units = 3, .activation = MD_ACT_NONE, .use_bias = 1},
 };
-static const golden_case conv_bn = {"conv_bn", 16, 16, 64, {.rank = 3, .dim = {6, 6, 2}}, 6, conv_bn_layers};
+static const golden_case conv_bn = {"conv_bn", 16, 16, 64, {.rank = 3, .dim = {6, 6, 2}}, 6, conv_bn_layers, 0, NULL, 0};
 
 /* Layer indices: the add reads conv2d_1 then conv2d, the average pooling the activation (layer
 ** 3), the concatenation both poolings. */
@@ -91,10 +98,24 @@ static const md_layer_spec residual_layers[9] = {
     {.kind = MD_LAYER_FLATTEN},
     {.kind = MD_LAYER_DENSE, .units = 3, .activation = MD_ACT_NONE, .use_bias = 1},
 };
-static const golden_case residual = {"residual", 16, 20, 64, {.rank = 3, .dim = {6, 6, 2}}, 9, residual_layers};
+static const golden_case residual = {"residual", 16, 20, 64, {.rank = 3, .dim = {6, 6, 2}}, 9, residual_layers, 0, NULL, 0};
 
 static const golden_case attention_block = {"attention_block", 16, 20, 64, {.rank = 2, .dim = {4, 6}}, 5,
-                                            attention_layers};
+                                            attention_layers, 0, NULL, 0};
+
+static const md_model_input dlrm_inputs[4] = {{"dense", 4, 0, 0}, {"c0", 0, 1, 6}, {"c1", 0, 1, 5}, {"c2", 0, 1, 4}};
+static const md_layer_spec dlrm_layers[8] = {
+    {.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_RELU, .use_bias = 1, .ninputs = 1,
+     .inputs = {MD_MODEL_INPUT(0)}},
+    {.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_RELU, .use_bias = 1},
+    {.kind = MD_LAYER_EMBEDDING, .vocab = 6, .dim = 8, .combiner = MD_COMBINER_SUM, .ninputs = 1, .inputs = {MD_MODEL_INPUT(1)}},
+    {.kind = MD_LAYER_EMBEDDING, .vocab = 5, .dim = 8, .combiner = MD_COMBINER_SUM, .ninputs = 1, .inputs = {MD_MODEL_INPUT(2)}},
+    {.kind = MD_LAYER_EMBEDDING, .vocab = 4, .dim = 8, .combiner = MD_COMBINER_SUM, .ninputs = 1, .inputs = {MD_MODEL_INPUT(3)}},
+    {.kind = MD_LAYER_DOT_INTERACTION, .ninputs = 4, .inputs = {1, 2, 3, 4}},
+    {.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_RELU, .use_bias = 1},
+    {.kind = MD_LAYER_DENSE, .units = 1, .use_bias = 1},
+};
+static const golden_case dlrm = {"dlrm", 16, 20, 64, {0}, 8, dlrm_layers, 4, dlrm_inputs, 1};
 
 /* Each case keeps data.csv and init.csv once (every variant shares them) and each variant's
 ** expected files in its own folder. */
@@ -107,7 +128,9 @@ static const char *golden(const golden_case *gc, const char *variant, const char
 }
 
 static md_model *new_model(const golden_case *gc) {
-  md_model_spec spec = {.input_shape = gc->input, .nlayers = gc->nlayers, .layers = gc->layers, .from_logits = 1};
+  md_model_spec spec = {.input_shape = gc->input, .nlayers = gc->nlayers, .layers = gc->layers, .from_logits = 1,
+                        .ninputs = gc->ninputs, .inputs = gc->inputs,
+                        .loss = gc->targets ? MD_LOSS_BINARY_CROSSENTROPY : MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY};
   md_error err = {0};
   md_model *m = md_model_new(&spec, &err);
   if (m == NULL) fail_msg("%s", err.msg);
@@ -131,10 +154,12 @@ static void read_losses(const golden_case *gc, const char *variant, double *loss
 /* Runs one variant; returns the largest |got - expected| over losses and final weights. */
 static double run_variant(const golden_case *gc, const char *variant, int replicas, float scale) {
   md_error err = {0};
-  md_dataset *d = md_dataset_load_csv(golden(gc, variant, "data.csv"), "label", 0, 3, &err);
+  md_dataset *d = gc->targets ? md_dataset_load_csv_targets(golden(gc, variant, "data.csv"), NULL, gc->targets, 0, &err)
+                               : md_dataset_load_csv(golden(gc, variant, "data.csv"), "label", 0, 3, &err);
   if (d == NULL) fail_msg("%d:%d %s", err.line, err.col, err.msg);
   int features = 1, G = gc->g;
   for (int i = 0; i < gc->input.rank; i++) features *= gc->input.dim[i];
+  if (gc->ninputs > 0) features = md_inputs_width(gc->inputs, gc->ninputs);
   assert_int_equal(d->rows, gc->rows);
   assert_int_equal(d->width, features);
   assert_true(features <= MAX_FEATURES && G <= MAX_G && gc->steps <= MAX_STEPS);
@@ -166,13 +191,14 @@ static double run_variant(const golden_case *gc, const char *variant, int replic
   int per = G / replicas, nvars = md_model_num_vars(base);
   float x[MAX_G * MAX_FEATURES];
   int32_t labels[MAX_G];
+  float targets[MAX_G];
   double worst = 0;
   md_cost cost = {0};
   for (int s = 0; s < gc->steps; s++) {
-    md_dataset_gather(d, (size_t)s * G % d->rows, G, x, NULL, labels, NULL);
+    md_dataset_gather(d, (size_t)s * G % d->rows, G, x, NULL, labels, targets);
     double loss = 0;
     for (int r = 0; r < replicas; r++) {
-      md_batch b = {per, x + r * per * features, NULL, labels + r * per, NULL};
+      md_batch b = {per, x + r * per * features, NULL, labels + r * per, gc->targets ? targets + r * per : NULL};
       double ls;
       md_model_train_step(rep[r], ws[r], &b, scale, gr[r], &ls, &cost);
       loss += ls;
@@ -265,6 +291,14 @@ static void test_attention_block_r2(void **state) {
 }
 
 /* The graph on one replica and on two. */
+/* The DLRM-like model through one replica, two and four (mirrored copies, gradients summed). */
+static void test_dlrm(void **state) {
+  (void)state;
+  run_variant(&dlrm, "r1", 1, 1.0f / 16);
+  run_variant(&dlrm, "r2", 2, 1.0f / 16);
+  run_variant(&dlrm, "r4", 4, 1.0f / 16);
+}
+
 static void test_residual(void **state) {
   (void)state;
   run_variant(&residual, "r1", 1, 1.0f / 16);
@@ -283,6 +317,7 @@ int main(void) {
       cmocka_unit_test(test_attention_block_r1),
       cmocka_unit_test(test_attention_block_r2),
       cmocka_unit_test(test_residual),
+      cmocka_unit_test(test_dlrm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,7 +188,7 @@ static void test_graph_errors(void **state) {
       {{{.kind = MD_LAYER_DENSE, .units = 2}, {.kind = MD_LAYER_DENSE, .units = 2, .ninputs = 1, .inputs = {1}}},
        "layer 1: input 0 is layer 1: a layer reads the model's input (-1) or an earlier layer's output"},
       {{{.kind = MD_LAYER_DENSE, .units = 2}, {.kind = MD_LAYER_ADD, .ninputs = 1, .inputs = {0}}},
-       "layer 1 (add): expected 2 to 8 inputs, found 1"},
+       "layer 1 (add): expected 2 to 32 inputs, found 1"},
       {{{.kind = MD_LAYER_DENSE, .units = 2}, {.kind = MD_LAYER_DENSE, .units = 2, .ninputs = 2, .inputs = {0, 0}}},
        "layer 1 (dense): expected one input, found 2"},
       {{{.kind = MD_LAYER_DENSE, .units = 2}, {.kind = MD_LAYER_ADD, .ninputs = 2, .inputs = {0, -1}}},

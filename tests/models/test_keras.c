@@ -34,9 +34,8 @@ static int read_numbers(const char *rel, double *v) {
 }
 
 static md_model *build(const md_keras_model *k) {
-  md_model_spec spec = {.input_shape = k->input_ids ? (md_shape){0} : k->input_shape, .input_ids = k->input_ids,
-                        .input_vocab = k->input_ids ? k->layers[0].vocab : 0, .nlayers = k->nlayers,
-                        .layers = k->layers, .from_logits = 1};
+  md_model_spec spec = md_keras_model_spec(k);
+  spec.from_logits = 1;
   md_error err = {0};
   md_model *m = md_model_new(&spec, &err);
   if (m == NULL) fail_msg("%s", err.msg);
@@ -76,6 +75,25 @@ static void check_predictions(const char *name, int nlayers, int nvars) {
   print_message("%s: %d predictions, max |podsim - tfjs| %.3g\n", name, ny, worst);
   md_workspace_free(w);
   md_model_free(m);
+  md_keras_free(&k);
+}
+
+/* Two Input layers (tfjs lists c0's InputLayer first, config.input_layers numeric first: the
+** batch's columns follow input_layers, Keras's model.inputs): numeric [3] a float input, c0 an id
+** input of vocab 6 (its Embedding's input_dim); tfjs-layers' predictions of [numeric, c0] rows. */
+static void test_multi_input(void **state) {
+  (void)state;
+  check_predictions("multi_input", 5, 5);
+  md_keras_model k;
+  md_error err = {0};
+  if (md_keras_read(tu_src("tests/golden/keras_json/multi_input.json"), &k, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(k.ninputs, 2);
+  assert_string_equal(k.inputs[0].name, "numeric");
+  assert_int_equal(k.inputs[0].features, 3);
+  assert_string_equal(k.inputs[1].name, "c0");
+  assert_int_equal(k.inputs[1].ids, 1);
+  assert_int_equal(k.inputs[1].vocab, 6);
+  assert_int_equal(k.layers[0].inputs[0], MD_MODEL_INPUT(1));
   md_keras_free(&k);
 }
 
@@ -227,6 +245,7 @@ int main(void) {
       cmocka_unit_test(test_sequential),
       cmocka_unit_test(test_functional),
       cmocka_unit_test(test_embedding),
+      cmocka_unit_test(test_multi_input),
       cmocka_unit_test(test_residual_config),
       cmocka_unit_test(test_keras2_and_keras3_forms),
       cmocka_unit_test(test_batch_normalization_synchronized),

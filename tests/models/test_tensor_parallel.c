@@ -90,7 +90,7 @@ static void megatron_two_all_reduces_per_block_each_way(void **state) {
   md_zoo_spec z = {.family = MD_ZOO_GPT, .layers = 3, .d_model = 8, .heads = 4, .ffn = 32, .seq_len = 5, .vocab = 12};
   md_model_spec spec;
   md_error err;
-  if (md_zoo_build(&z, layers, MAX_LAYERS, &spec, &err) < 0) fail_msg("%s", err.msg);
+  if (md_zoo_build(&z, layers, MAX_LAYERS, NULL, &spec, &err) < 0) fail_msg("%s", err.msg);
   spec.shapes_only = 1;
   spec.from_logits = 1;
   md_model *m = md_model_new(&spec, &err);

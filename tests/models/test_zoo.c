@@ -23,7 +23,8 @@ static built build(const char *preset) {
   assert_int_equal(md_zoo_preset(preset, &z), 0);
   md_model_spec spec;
   md_error err;
-  int n = md_zoo_build(&z, layers, MAX_LAYERS, &spec, &err);
+  static md_model_input inputs[MD_MAX_MODEL_INPUTS];
+  int n = md_zoo_build(&z, layers, MAX_LAYERS, inputs, &spec, &err);
   if (n < 0) fail_msg("%s: %s", preset, err.msg);
   spec.shapes_only = 1;
   spec.from_logits = 1;
@@ -100,22 +101,43 @@ static void gpt_matches_published_counts_and_6n(void **state) {
   }
 }
 
+/* MLPerf's DLRM (Criteo 1TB, the reference's --max-ind-range 40M tables): 26 tables of 128 columns
+** holding 187,767,399 rows (the reference's ln_emb summed) = 24,034,227,072 parameters; the bottom
+** MLP 13-512-256-128 has 13*512 + 512 + 512*256 + 256 + 256*128 + 128 = 171,392, the top MLP
+** 479-1024-1024-512-256-1 (479 = 128 + 27*26/2) 2,197,505: 24,036,595,969 in all, 96.1 GB of
+** float32, which Desai and Shrivastava (NeurIPS 2022) round to "100GB of embedding memory (25+
+** billion parameters)": within 4%. Forward FLOPs per example: the MLPs' multiply-adds, bottom
+** 170,496 and top 2,194,688, twice = 4,730,368, plus the interaction as one 27 x 128 x 27 batched
+** matmul, 2*27*27*128 = 186,624: 4,916,992; podsim adds its elementwise ops, 26*128 = 3,328 looked
+** up floats, 3,713 bias adds and 3,712 relus (896 bottom, 2,816 top): 4,927,745, 0.22% more.
+** 35 layers: 3 bottom, 26 tables, the interaction, 5 top. */
+static void dlrm_matches_mlperf_reference(void **state) {
+  (void)state;
+  built r = build("dlrm");
+  assert_int_equal(r.layers, 35);
+  assert_true(r.params == 24036595969.0);
+  assert_true(fabs(r.params * 4 / 100e9 - 1) < 0.04);
+  print_message("dlrm: %.0f params, %.7g FLOPs forward, %.7g a train step, an example\n", r.params, r.forward, r.train);
+  assert_true(r.forward == 4916992 + 3328 + 3713 + 3712);
+}
+
 /* Presets and sizes: an unknown name, heads that do not divide d_model, too few layers to hold. */
 static void zoo_refuses_what_it_cannot_build(void **state) {
   (void)state;
   md_zoo_spec z;
   assert_int_equal(md_zoo_preset("gpt_2", &z), -1);
   assert_string_equal(md_zoo_preset_name(0), "resnet50");
-  assert_null(md_zoo_preset_name(7));
+  assert_string_equal(md_zoo_preset_name(7), "dlrm");
+  assert_null(md_zoo_preset_name(8));
   static md_layer_spec layers[MAX_LAYERS];
   md_model_spec spec;
   md_error err;
   assert_int_equal(md_zoo_preset("gpt_1_3b", &z), 0);
   z.heads = 15;
-  assert_int_equal(md_zoo_build(&z, layers, MAX_LAYERS, &spec, &err), -1);
+  assert_int_equal(md_zoo_build(&z, layers, MAX_LAYERS, NULL, &spec, &err), -1);
   assert_non_null(strstr(err.msg, "d_model 2048 is not a multiple of heads 15"));
   z.heads = 16;
-  assert_int_equal(md_zoo_build(&z, layers, 100, &spec, &err), -1);
+  assert_int_equal(md_zoo_build(&z, layers, 100, NULL, &spec, &err), -1);
   assert_non_null(strstr(err.msg, "171 layers, more than the 100"));
 }
 
@@ -124,6 +146,7 @@ int main(void) {
     cmocka_unit_test(resnet50_matches_keras),
     cmocka_unit_test(bert_matches_published_counts),
     cmocka_unit_test(gpt_matches_published_counts_and_6n),
+    cmocka_unit_test(dlrm_matches_mlperf_reference),
     cmocka_unit_test(zoo_refuses_what_it_cannot_build),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

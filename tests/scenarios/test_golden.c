@@ -217,6 +217,18 @@ static void graph_golden_from_scenarios(void **state) {
   check_golden("residual/r2");
 }
 
+/* The DLRM-like golden (tests/golden/dlrm): four model inputs (dense features, three id columns),
+** an embedding table each, the dot interaction, binary cross-entropy; on one device with the
+** inputs in the CSV's column order, on two MultiWorkerMirrored workers with the inputs listed in
+** another order and dataset.inputs mapping the columns to them, and Mirrored over 4 GPUs (the
+** ring all-reduce's order, within the tolerance). */
+static void dlrm_golden_from_scenarios(void **state) {
+  (void)state;
+  check_golden("dlrm/r1");
+  check_golden("dlrm/r2");
+  check_golden("dlrm/r4");
+}
+
 /* The same graph read from tfjs-layers' model.toJSON() (model: {keras: ../model.json}): the
 ** same model (names, order, inputs), so the same run as the scenario's layers, run_hash included. */
 static void graph_golden_from_keras_config(void **state) {
@@ -286,6 +298,7 @@ int main(void) {
     cmocka_unit_test(layer_goldens_from_scenarios),
     cmocka_unit_test(mixed_precision_within_derived_tolerance),
     cmocka_unit_test(graph_golden_from_scenarios),
+    cmocka_unit_test(dlrm_golden_from_scenarios),
     cmocka_unit_test(graph_golden_from_keras_config),
     cmocka_unit_test(loss_goldens_from_scenarios),
     cmocka_unit_test(optimizer_goldens_from_scenarios),

@@ -28,7 +28,8 @@ function write(name, model, init, x) {
   fs.writeFileSync(`${out}/${name}_init.csv`, ['variable,flat_index,value']
     .concat(...init.map((w) => Array.from(w.v, (v, i) => `${w.name},${i},${fmt(v)}`))).join('\n') + '\n');
   const rows = (t) => { const a = t.arraySync(); return a.map((r) => [r].flat(Infinity).map(fmt).join(',')).join('\n') + '\n'; };
-  fs.writeFileSync(`${out}/${name}_x.csv`, rows(x));
+  // Several inputs: a row holds every input's values side by side, in model.inputs' order.
+  fs.writeFileSync(`${out}/${name}_x.csv`, rows(Array.isArray(x) ? tf.concat(x.map((t) => tf.cast(t, 'float32')), 1) : x));
   fs.writeFileSync(`${out}/${name}_predict.csv`, rows(model.predict(x)));
   // The variables tfjs-layers made, in its order: podsim must make the same names and shapes.
   console.log(name, layerWeights.map((w) => `${w.originalName} ${w.shape.join('x')}`).join(', '));
@@ -94,4 +95,22 @@ function images(seed, n, shape) {
   ] });
   const init = makeInit(75, [['embedding/embeddings', [10, 4], 10, 4], ['dense/kernel', [4, 3], 4, 3], ['dense/bias', [3]]]);
   write('embedding', model, init, tf.tensor2d([[3], [0], [9], [3]], [4, 1], 'int32'));
+}
+
+// multi_input: a functional model of two Input layers, DLRM's shape: numeric [3] through
+// Dense(4, relu), id input c0 (one id < 6) through Embedding(6, 4) and Flatten, the two
+// Concatenated, Dense(2).
+{
+  const numeric = tf.input({ shape: [3], name: 'numeric' });
+  const c0 = tf.input({ shape: [1], name: 'c0', dtype: 'int32' });
+  const bottom = L.dense({ units: 4, activation: 'relu', name: 'bottom' }).apply(numeric);
+  const table = L.embedding({ inputDim: 6, outputDim: 4, name: 'table' }).apply(c0);
+  const flat = L.flatten({ name: 'flat' }).apply(table);
+  const cat = L.concatenate({ name: 'concat' }).apply([bottom, flat]);
+  const logits = L.dense({ units: 2, name: 'out' }).apply(cat);
+  const model = tf.model({ inputs: [numeric, c0], outputs: logits, name: 'multi_input' });
+  // In model.layers' order (tfjs puts the table before the bottom layer), as the config lists them.
+  const init = makeInit(76, [['table/embeddings', [6, 4], 6, 4], ['bottom/kernel', [3, 4], 3, 4], ['bottom/bias', [4]],
+    ['out/kernel', [8, 2], 8, 2], ['out/bias', [2]]]);
+  write('multi_input', model, init, [images(77, 4, [3]), tf.tensor2d([[5], [0], [2], [5]], [4, 1], 'int32')]);
 }
