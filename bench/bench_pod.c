@@ -2,7 +2,7 @@
 ** bench_pod.c: one data-parallel training step of a full TPU v4 pod (v4-8192: 4096 chips, a
 ** 16x16x16 torus), numerics off, with no actor at all: every chip runs its step's compute as an
 ** engine-side exec at its roofline, and when the last one is done the torus all-reduce of the
-** gradients starts from the engine side. Prints the step's cost (goal < 0.1 s wall), the
+** gradients starts from the engine side. Prints the step's cost and its ratio to the goal (10 ms), the
 ** simulated step, and the memory the slice and the group cost per device (goal < 2 KB).
 **
 ** The machine is shared, so wall time alone flatters nobody: the step runs RUNS times, each on a
@@ -32,6 +32,7 @@
 #include "sim/tpu.h"
 
 enum { PARAMS = 25600000, RUNS = 5 };
+#define GOAL_S 0.01 /* issue 16: one pod step in under 10 ms */
 #define STEP_FLOPS (3.0 * 4.1e9 * 32)
 #define EFFICIENCY 0.5
 
@@ -134,13 +135,13 @@ static void teardown(pod *p) {
 /* Runs the step: every chip's compute, then the all-reduce. */
 static cost step(pod *p, const sim_tpu_generation *g, int counter) {
   const sim_tpu_figures *f = sim_tpu_generation_figures(g);
-  sim_roofline roof = { f->peak_flops * EFFICIENCY, f->hbm_bytes_per_s };
+  sim_roofline roof = { f->peak_flops * EFFICIENCY, f->hbm_bytes_per_s, {0} };  /* the scalar roofline */
   if (counter >= 0) ioctl(counter, PERF_EVENT_IOC_RESET, 0);
   if (counter >= 0) ioctl(counter, PERF_EVENT_IOC_ENABLE, 0);
   double w0 = wall(), u0, s0;
   cpu_times(&u0, &s0);
   /* The slice's cpus run at peak: work at peak x efficiency is work / efficiency at peak. */
-  double work = sim_roofline_work(&roof, STEP_FLOPS, 2.0 * 4.0 * PARAMS) / EFFICIENCY;
+  double work = sim_roofline_work(&roof, STEP_FLOPS, 2.0 * 4.0 * PARAMS, NULL) / EFFICIENCY;
   p->computing = p->devices;
   for (int r = 0; r < p->devices; r++) {
     sim_activity_on_done(sim_exec_start(p->engine, sim_tpu_device_cpu(p->slice, p->device[r]), work),
@@ -192,9 +193,11 @@ static sim_time measure(const sim_tpu_generation *g, int chips, const int dims[3
   if (best.instructions >= 0)
     snprintf(ins, sizeof ins, "%.3f G (%.0f per event)", 1e-9 * (double)best.instructions,
              (double)best.instructions / events);
-  printf("pod step cost (%s), best of %d: wall %.3f s (goal < 0.01 s), user CPU %.3f s (%.0f ns per event), "
+  printf("pod step cost (%s), best of %d: wall %.4f s, user CPU %.4f s (%.0f ns per event), "
          "system CPU %.3f s, instructions %s; building the slice %.3f s\n",
          how, RUNS, best.wall, best.user, 1e9 * best.user / events, best.sys, ins, build_s);
+  printf("pod step against its goal (%s): user CPU / 0.01 s = %.2f, wall / 0.01 s = %.2f (goal <= 1, issue 16)\n",
+         how, best.user / GOAL_S, best.wall / GOAL_S);
   printf("pod memory (%s): %.0f bytes per device for the slice, its links and the collective group "
          "(goal < 2048)\n", how, (double)built / chips);
   return simulated;

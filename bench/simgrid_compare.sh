@@ -14,7 +14,8 @@ BUILD="${1:-build}"
 NS="${NS:-1024 4096}"
 SG_NS="${SG_NS:-1024}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PEER="$HERE/../../shared/peers/simgrid"
+# The peer sits in ../shared beside the main checkout; SG_PEER names it from a worktree elsewhere.
+PEER="${SG_PEER:-$HERE/../../shared/peers/simgrid}"
 RECORDED="$PEER/results-2026-11-21.csv"
 SGDIR="$BUILD/sgpeer"
 
@@ -34,9 +35,9 @@ fi
 # field NAME LINE: the value of NAME=... in a key=value line
 field() { printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-printf '%-6s %-10s %-6s %-16s %-16s %-16s %-9s | %-16s %-16s %-9s %-9s | %-12s %-12s\n' \
+printf '%-6s %-10s %-6s %-16s %-16s %-16s %-9s | %-16s %-16s %-9s %-9s | %-12s %-12s %-8s\n' \
   N S closed podsim_sim_s formula_floor_s formula_ceil_s podsim_wall simgrid_sim_s formula_sg_s sg_wall sg_source \
-  sim_pod/sg wall_sg/pod
+  sim_pod/sg wall_sg/pod of_goal
 for n in $NS; do
   sg_sim=""; sg_wall=""; src=""
   if [ -n "$SG" ] && [[ " $SG_NS " == *" $n "* ]]; then
@@ -56,10 +57,12 @@ for n in $NS; do
         -v hi="$(field formula_ceil_s "$line")" -v sgf="$(field formula_simgrid_s "$line")" -v wall="$wall" -v sg="$sg_sim" -v sgw="$sg_wall" -v src="$src" \
       'BEGIN {
          r1 = sg != "" ? sprintf("%.9f", sim / sg) : "NA"; r2 = sgw != "" ? sprintf("%.1fx", sgw / wall) : "NA"
-         printf "%-6d %-10s %-6s %-16.9e %-16.9e %-16.9e %-9s | %-16s %-16.9e %-9s %-9s | %-12s %-12s\n",
-                n, s, closed, sim, lo, hi, wall "s", sg, sgf, sgw "s", src, r1, r2 }'
+         r3 = sgw != "" ? sprintf("%.2f", sgw / wall / 50) : "NA"
+         printf "%-6d %-10s %-6s %-16.9e %-16.9e %-16.9e %-9s | %-16s %-16.9e %-9s %-9s | %-12s %-12s %-8s\n",
+                n, s, closed, sim, lo, hi, wall "s", sg, sgf, sgw "s", src, r1, r2, r3 }'
   done
 done
+echo "goal (issue 16): wall_sg/pod >= 50x at N=1024, S=100000000, closed 1 (the peer's workload); of_goal = (wall_sg/pod) / 50, >= 1 meets it"
 echo "closed: 0 event by event (every transfer a latency event and a flow), 1 uncontended transfers in closed form (the default; same podsim_sim_s);"
 echo "formula_floor/ceil: 2(N-1)(L + 4 floor|ceil(S/4N)/B), podsim's shortest/longest chunk;"
 echo "formula_sg: 2(N-1)(L + floor(S/N)/B) for SimGrid's integer bytes at S = 100e6 (it always runs 100e6)."

@@ -413,6 +413,13 @@ void md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, void *ctx
   w->all_reduce_ctx = ctx;
 }
 
+void md_workspace_set_marks(md_workspace *w, size_t *marks) { w->marks = marks; }
+
+/* Marks entry `at` with the op log's length (md_workspace_set_marks). */
+static void mark(md_workspace *w, const md_cost *cost, int at) {
+  if (w->marks != NULL && cost != NULL && cost->ops != NULL) w->marks[at] = cost->ops->n;
+}
+
 void md_workspace_free(md_workspace *w) {
   if (w == NULL) return;
   for (int l = 0; l < w->nlayers; l++) {
@@ -642,15 +649,18 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       if (grads->g[i] != NULL) memset(grads->g[i], 0, sizeof(float) * m->vars[i].size);
     if (loss_sum != NULL) *loss_sum = 0;
     empty_replica_step(m, w, b, grads, cost);
+    for (int l = 0; l <= m->nlayers; l++) mark(w, cost, l);
     return;
   }
   forward(m, w, b, 1, cost);
   double sum = losses(m, w, b, scale, 1, w->g[m->nlayers - 1], cost);
+  mark(w, cost, m->nlayers);
   for (int l = m->nlayers - 1; l >= 0; l--) {
     const md_layer *ly = &m->layers[l];
     if (!ly->live) {
       for (int k = 0; k < ly->nvars; k++)
         if (grads->g[ly->var[k]] != NULL) memset(grads->g[ly->var[k]], 0, sizeof(float) * m->vars[ly->var[k]].size);
+      mark(w, cost, l);
       continue;
     }
     md_layer_run r = layer_run(m, w, b, l, 1);
@@ -680,6 +690,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     if (rounds(m)) round_gradients_out(m, &r, grads, l);
     ly->ops->cost(ly, &r, MD_PASS_BACKWARD, cost);
     add_gradients(m, w, ly, &r, cost);
+    mark(w, cost, l);
   }
   if (loss_sum != NULL) *loss_sum = sum;
   md_cost kept = {.flops = 0, .bytes_moved = 0, .bytes_resident = md_model_activation_bytes(m, b->n)};

@@ -240,6 +240,13 @@ void          md_workspace_set_rng(md_workspace *w, gsl_rng *rng);
 ** only takes its time). Without one (fn NULL, the default) a replica's statistics are its own. */
 typedef void (*md_all_reduce_fn)(void *ctx, float *buf, size_t n);
 void          md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, void *ctx);
+/* Where a train step's gradients become final, for a program that overlaps their all-reduce
+** with the backward pass: `marks` (nlayers + 1 entries, the caller's) receives, when the step's
+** cost has an op log, at [nlayers] the log's length once the forward and the loss are logged, and
+** at [l] its length once layer l's backward is (its variables' gradients final; layers run from
+** the last to the first, so the marks fall as l rises). A step on no examples logs everything
+** first: every mark is the log's final length. NULL (the default) records nothing. */
+void          md_workspace_set_marks(md_workspace *w, size_t *marks);
 
 /* Gradient buffers shaped like the model's variables. An embedding's gradient is also kept as
 ** TF computes it, the gradient of a gather (tf.IndexedSlices): indices = the batch's ids in batch

@@ -345,6 +345,8 @@ struct md_workspace {
   gsl_rng *rng;           /* dropout's stream (md_workspace_set_rng), not owned; NULL: none */
   md_all_reduce_fn all_reduce; /* the replicas' sum (md_workspace_set_all_reduce), NULL: none */
   void *all_reduce_ctx;   /* its argument */
+  size_t *marks;          /* where a train step's op log stood after each backward layer
+                          ** (md_workspace_set_marks), NULL: not asked */
   float **g;              /* g[l]: dL/d(layer l's output), cap*out floats: what its readers
                           ** wrote (the last reader first, the earlier ones added) */
   float *scratch[MD_LAYER_MAX_INPUTS]; /* [0, model's nscratch): a reader's dx before it is added

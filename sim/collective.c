@@ -150,8 +150,12 @@ void sim_collective_set_nccl(sim_collective *c, const sim_nccl_system *system) {
   grow_lanes(c, sim__coll_lanes(c, SIM_ALGO_NCCL));
 }
 
-/* Withdraws what is in flight and forgets the callers: the group is idle again. */
+static void fast_fall_back(sim_engine *e, sim_activity *hold, void *arg);
+
+/* Withdraws what is in flight and forgets the callers: the group is idle again. A run in closed
+** form is first made the transfers in flight now, withdrawn like any. */
 static void reset(sim_collective *c) {
+  if (c->hold != NULL) fast_fall_back(c->engine, c->hold, c);
   sim_cancel(c->engine, c->start_wait);
   c->start_wait = (sim_event_handle){0, 0};
   for (int v = 0; c->waits != NULL && v < c->p * c->cap_lanes; v++) {
@@ -193,6 +197,11 @@ void sim_collective_free(sim_collective *c) {
   free(c->originals);
   free(c->owned_ctx);
   free(c->waits);
+  free(c->held);
+  free(c->held_done);
+  free(c->held_until);
+  free(c->fast_at);
+  free(c->fast_routes);
   free(c->name);
   free(c);
 }
@@ -485,10 +494,11 @@ static void start_wait_done(sim_engine *e, void *arg) {
   enter_first_rounds(c);
 }
 
-/* All ranks are in: sets up the run and enters round 0 everywhere. */
-static void begin(sim_collective *c) {
-  c->running = 1;
-  c->started = c->engine->now;
+static int fast_begin(sim_collective *c);
+
+/* The run's plan and its chunk split for c->op, c->algo and c->count (all ranks' buffers in
+** c->bufs), and the originals all_to_all and ppermute read. */
+static void setup(sim_collective *c) {
   if (c->algo == SIM_ALGO_TORUS) measure_axes(c);
   if (c->algo == SIM_ALGO_NCCL && !c->has_nccl_system) measure_nccl_node(c);
   sim__coll_prepare(c);
@@ -504,8 +514,16 @@ static void begin(sim_collective *c) {
     for (int r = 0; r < c->p; r++)
       memcpy(c->originals + (size_t)r * c->count, c->bufs[r], c->count * sizeof(float));
   }
+}
+
+/* All ranks are in: sets up the run and enters round 0 everywhere (or runs it in closed form). */
+static void begin(sim_collective *c) {
+  c->running = 1;
+  c->started = c->engine->now;
+  setup(c);
   if (c->round_delay > 0 && c->waits == NULL)
     c->waits = base_xcalloc((size_t)c->p * (size_t)c->cap_lanes, sizeof *c->waits);
+  if (fast_begin(c)) return;
   sim_time wait = c->start_delay + c->round_delay;
   if (wait == 0) {
     enter_first_rounds(c);
@@ -516,6 +534,264 @@ static void begin(sim_collective *c) {
     c->ranks[v].flags = COLL_PARKED;
   }
   c->start_wait = sim_schedule(c->engine, c->engine->now + wait, start_wait_done, c);
+}
+
+/* ---- closed form ------------------------------------------------------------------------------ */
+
+/* A run on shapes alone with free reductions and no delays, whose every transfer would be solo
+** (engine.c invariant 7: links idle, no two transfers on a link at once), is worked out whole
+** when it begins, without an activity or event per transfer: a rank enters round k+1 at the
+** latest end of its round-k transfers, a transfer starts when both its ends are in its round
+** and ends at start + route latency + sim__duration_ps(bytes, slowest link) (the solo numbers),
+** and a torus lane enters its next stage when its rank's last lane arrives there. The run holds
+** its links (engine.c invariant 11) and finishes by one event at the latest end. Anything that
+** touches a held link turns the run back into what the transfer-by-transfer run would be at
+** that moment (fast_fall_back): the same pass again, cut at now, sets every rank's round and
+** starts its transfers in flight as solo transfers from their own start times. Of events at
+** the cut's picosecond, only the run's begin counts as happened: a transfer due now is still in
+** flight, as its batch would be if the touching event came first. */
+
+#define FAST_MAX_HOPS 4
+
+/* A virtual rank's route under one tag, kept while the peer stays the same. */
+typedef struct coll_route {
+  int32_t peer;              /* the receiver, -1 before the first */
+  uint32_t hops;             /* links on the route */
+  sim_time latency;          /* their latency */
+  double rate;               /* their slowest capacity */
+  double bytes;              /* the last transfer's bytes */
+  sim_time d;                /* their duration at rate */
+  sim_link *hop[FAST_MAX_HOPS]; /* the links */
+  uint32_t slot[FAST_MAX_HOPS]; /* their slots in c->held */
+} coll_route;
+
+/* Could this run go in closed form at all? (Its links are checked by the pass.) */
+static int fast_eligible(const sim_collective *c) {
+  const sim_engine *e = c->engine;
+  return !e->solo_off && !e->trace.enabled && c->bufs[0] == NULL && c->cpus == NULL &&
+         c->start_delay == 0 && c->round_delay == 0 && c->count > 0;
+}
+
+/* The slot of link l in c->held for this pass: the order of first use, the same in every pass.
+** -1 when a planning pass finds it busy. */
+static long held_slot(sim_collective *c, sim_link *l, int plan) {
+  sim_engine *e = c->engine;
+  uint64_t *m = &e->res_slot[l->res.id];
+  if ((uint32_t)(*m >> 32) == e->slot_pass) return (long)(uint32_t)*m;
+  size_t slot = c->n_held;
+  if (plan) {
+    if (l->res.n_uses > 0 || l->res.solo != NULL || !(l->res.capacity > 0)) return -1;
+    if (slot == c->cap_held) {
+      size_t cap = c->cap_held;
+      sim__grow(&c->held, &cap, slot + 1, sizeof *c->held);
+      c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
+      c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
+      c->cap_held = cap;
+    }
+    c->held[slot] = &l->res;
+  }
+  assert(c->held[slot] == &l->res); /* a restore meets the links in the plan's order */
+  c->n_held = slot + 1;
+  c->held_done[slot] = l->res.done;
+  c->held_until[slot] = -1;
+  *m = ((uint64_t)e->slot_pass << 32) | slot;
+  return (long)slot;
+}
+
+/* The route of v's send under `tag` to w, refreshed (its links given slots) when the peer
+** changes; NULL when it cannot go in closed form (too long, a link busy or without capacity). */
+static coll_route *fast_route(sim_collective *c, int v, int w, int tag, int plan) {
+  coll_route *fr = &c->fast_routes[(size_t)v * COLL_MAX_XFERS + (size_t)tag];
+  if (fr->peer == w) return fr;
+  size_t hops = find_route(c, rank_of(c, v), rank_of(c, w));
+  if (hops == 0 || hops > FAST_MAX_HOPS) return NULL;
+  fr->peer = w;
+  fr->hops = (uint32_t)hops;
+  fr->latency = 0;
+  fr->rate = INFINITY;
+  fr->bytes = -1;
+  for (size_t h = 0; h < hops; h++) {
+    long slot = held_slot(c, c->hops[h], plan);
+    if (slot < 0) return NULL;
+    fr->slot[h] = (uint32_t)slot;
+    fr->hop[h] = c->hops[h];
+    fr->latency += c->hops[h]->latency;
+    if (c->hops[h]->res.capacity < fr->rate) fr->rate = c->hops[h]->res.capacity;
+  }
+  return fr->rate > 0 ? fr : NULL;
+}
+
+/* Has what happens at `at` happened by now, in a restore? (Only the begin's own picosecond.) */
+static int happened(const sim_collective *c, sim_time at) {
+  return at < c->engine->now || at == c->started;
+}
+
+/* One transfer v -> x->peer of a round both enter at cur[], due at `end`: plans it (0, or -1
+** when a link is busy then) or, in a restore, counts it in the pending of each end in the round
+** and starts it if in flight. */
+static int fast_transfer(sim_collective *c, int v, const coll_xfer *x, coll_route *fr, double bytes,
+                         const sim_time *cur, sim_time end, int plan) {
+  sim_time start = cur[v] > cur[x->peer] ? cur[v] : cur[x->peer];
+  int done = plan || happened(c, end);
+  for (uint32_t h = 0; h < fr->hops; h++) {
+    uint32_t slot = fr->slot[h];
+    /* Bytes of an earlier transfer still flowing when this one's start: they would share the
+    ** link. (Flows that only meet at a picosecond share nothing: no time passes between.) */
+    if (plan && c->held_until[slot] > start + fr->latency) return -1;
+    c->held_until[slot] = end;
+    if (done) c->held_done[slot] += bytes;
+  }
+  if (plan || done) return 0;
+  coll_rank *s = &c->ranks[v], *rk = &c->ranks[x->peer];
+  if (happened(c, cur[v])) s->pending++;
+  if (happened(c, cur[x->peer])) rk->pending++;
+  if (!happened(c, start)) return 0;
+  sim_activity *a = sim__comm_resume(c->engine, fr->hop, fr->hops, bytes, start);
+  s->send[x->tag] = a;
+  s->to[x->tag] = x->peer;
+  s->started |= (uint8_t)(1u << x->tag);
+  sim_activity_on_done(a, send_done, s);
+  return 0;
+}
+
+/* A restore's rank v at the start of round k (entered by now): its round, nothing pending yet. */
+static void fast_enter(sim_collective *c, int v, int k, int stage) {
+  coll_rank *rk = &c->ranks[v];
+  rk->round = k;
+  rk->pending = 0;
+  rk->started = 0;
+  rk->flags = 0;
+  rk->stage = (uint8_t)stage;
+}
+
+/* Rounds [lo, hi) of lane l from entries cur[] (nxt[] scratch). -1 when it cannot be planned. */
+static int fast_rounds(sim_collective *c, int l, int lo, int hi, int stage, sim_time *cur, sim_time *nxt,
+                       int plan) {
+  int p = c->p;
+  coll_plan pl;
+  for (int k = lo; k < hi; k++) {
+    for (int v = l * p; v < (l + 1) * p; v++) {
+      nxt[v] = cur[v];
+      if (!plan && happened(c, cur[v])) fast_enter(c, v, k, stage);
+    }
+    for (int v = l * p; v < (l + 1) * p; v++) {
+      sim__coll_plan(c, v, k, &pl);
+      for (int i = 0; i < pl.nsend; i++) {
+        const coll_xfer *x = &pl.send[i];
+        int w = x->peer;
+        coll_route *fr = fast_route(c, v, w, x->tag, plan);
+        if (fr == NULL) return -1;
+        double bytes = (double)(seg_floats(c, x->seg) * sizeof(float)) * c->wire;
+        if (!(bytes > 0)) return -1;
+        if (bytes != fr->bytes) {
+          fr->d = sim__duration_ps(bytes, fr->rate);
+          fr->bytes = bytes;
+        }
+        sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
+        if (fr->d == SIM_TIME_NEVER || fr->d > SIM_TIME_NEVER - start - fr->latency) return -1;
+        sim_time end = start + fr->latency + fr->d;
+        if (fast_transfer(c, v, x, fr, bytes, cur, end, plan) != 0) return -1;
+        if (end > nxt[v]) nxt[v] = end;
+        if (end > nxt[w]) nxt[w] = end;
+      }
+    }
+    memcpy(cur + l * p, nxt + l * p, (size_t)p * sizeof *cur);
+  }
+  return 0;
+}
+
+/* The whole run from c->started: plans it (returns its end, or -1 when it cannot go in closed
+** form) or, with plan 0, restores it as of now (engine.c invariant 11). */
+static sim_time fast_pass(sim_collective *c, int plan) {
+  sim_engine *e = c->engine;
+  int p = c->p, vs = p * c->lanes;
+  if ((size_t)vs > c->cap_fast) {
+    c->fast_at = base_xrealloc(c->fast_at, 2 * (size_t)vs * sizeof *c->fast_at);
+    c->fast_routes = base_xrealloc(c->fast_routes, (size_t)vs * COLL_MAX_XFERS * sizeof *c->fast_routes);
+    c->cap_fast = (size_t)vs;
+  }
+  size_t ids = e->solver.next_resource_id;
+  if (ids > e->cap_res_slot) {
+    size_t old = e->cap_res_slot;
+    sim__grow(&e->res_slot, &e->cap_res_slot, ids, sizeof *e->res_slot);
+    memset(e->res_slot + old, 0, (e->cap_res_slot - old) * sizeof *e->res_slot);
+  }
+  e->slot_pass++;
+  c->n_held = 0;
+  sim_time *cur = c->fast_at, *nxt = c->fast_at + vs;
+  for (int v = 0; v < vs; v++) cur[v] = c->started;
+  for (size_t i = 0; i < (size_t)vs * COLL_MAX_XFERS; i++) c->fast_routes[i].peer = -1;
+  int torus = c->algo == SIM_ALGO_TORUS && c->lanes > 1, segs = torus ? c->nstages : 1;
+  for (int t = 0; t < segs; t++) {
+    for (int r = 0; t > 0 && r < p; r++) { /* stage_barrier: the lanes go on with the last */
+      sim_time m = cur[r];
+      for (int l = 1; l < c->lanes; l++) m = cur[l * p + r] > m ? cur[l * p + r] : m;
+      for (int l = 0; l < c->lanes; l++) {
+        int v = l * p + r;
+        if (!plan && happened(c, cur[v]) && !happened(c, m)) { /* parked at stage t's start */
+          fast_enter(c, v, c->stages[l][t].first, t - 1);
+          c->ranks[v].flags = COLL_PARKED;
+        }
+        cur[v] = m;
+      }
+    }
+    for (int l = 0; l < c->lanes; l++) {
+      int lo = torus ? c->stages[l][t].first : 0, hi = torus && t + 1 < segs ? c->stages[l][t + 1].first : c->rounds;
+      if (fast_rounds(c, l, lo, hi, torus ? t : 0, cur, nxt, plan) != 0) return -1;
+    }
+  }
+  sim_time end = c->started;
+  for (int v = 0; v < vs; v++) {
+    if (cur[v] > end) end = cur[v];
+    if (!plan && happened(c, cur[v])) {
+      c->ranks[v].round = c->rounds;
+      c->finished++;
+    }
+  }
+  return end;
+}
+
+/* Lets go of the held links and of the finish event. */
+static void fast_unhold(sim_collective *c) {
+  for (size_t i = 0; i < c->n_held; i++) c->held[i]->solo = NULL;
+  sim__hold_free(c->hold);
+  c->hold = NULL;
+  sim_cancel(c->engine, c->fast_done);
+  c->fast_done = (sim_event_handle){0, 0};
+}
+
+/* The bytes the last pass delivered, on each link in the order its transfers ended. */
+static void fast_deliver(sim_collective *c) {
+  for (size_t i = 0; i < c->n_held; i++) c->held[i]->done = c->held_done[i];
+}
+
+/* Something touches a held link: the run goes on transfer by transfer from where it is now. */
+static void fast_fall_back(sim_engine *e, sim_activity *hold, void *arg) {
+  (void)e, (void)hold;
+  sim_collective *c = arg;
+  fast_unhold(c);
+  fast_pass(c, 0);
+  fast_deliver(c);
+}
+
+static void fast_finish(sim_engine *e, void *arg) {
+  (void)e;
+  sim_collective *c = arg;
+  fast_unhold(c);
+  fast_deliver(c);
+  finish(c);
+}
+
+/* Begins the run in closed form if it can go so; returns 1 if it did. */
+static int fast_begin(sim_collective *c) {
+  if (!fast_eligible(c)) return 0;
+  sim_time end = fast_pass(c, 1);
+  /* No transfer at all (a ppermute's early outs): the rounds finish within begin, as they do. */
+  if (end < 0 || c->n_held == 0) return 0;
+  c->hold = sim__hold_new(c->engine, fast_fall_back, c);
+  for (size_t i = 0; i < c->n_held; i++) c->held[i]->solo = c->hold;
+  c->fast_done = sim_schedule(c->engine, end, fast_finish, c);
+  return 1;
 }
 
 /* ---- blocking callers ------------------------------------------------------------------------ */
@@ -596,5 +872,36 @@ int sim_collective_start(sim_collective *c, sim_coll_op op, sim_algo algo, int r
     return SIM_OK;
   }
   begin(c);
+  return SIM_OK;
+}
+
+/* ---- values without time ---------------------------------------------------------------------- */
+
+/* The run's rounds one after another, every virtual rank's receives of a round applied as the
+** executor applies them: on arrival in plan order, then the COLL_REDUCE_AT_END ones at the round's
+** end. The executor's result cannot depend on when within a round a transfer lands (a sender's
+** segment is not written in the round it is read: the plans keep it so, collective.h), so this
+** order gives its bits. */
+int sim_collective_compute(sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                           float *const *bufs, size_t count) {
+  int rc = sim__coll_check(c, op, algo, root, count);
+  if (rc != SIM_OK) return rc;
+  if (c->running || c->arrived > 0) return SIM_COLL_EBUSY;
+  if (c->p == 1) return SIM_OK;
+  c->op = op;
+  c->algo = algo;
+  c->root = root;
+  c->count = count;
+  for (int r = 0; r < c->p; r++) c->bufs[r] = bufs[r];
+  setup(c);
+  coll_plan pl;
+  for (int round = 0; round < c->rounds; round++)
+    for (int at_end = 0; at_end < 2; at_end++)
+      for (int v = 0; v < c->p * c->lanes; v++) {
+        sim__coll_plan(c, v, round, &pl);
+        for (int i = 0; i < pl.nrecv; i++)
+          if ((pl.recv[i].mode == COLL_REDUCE_AT_END) == at_end) apply(c, pl.recv[i].peer, v, &pl.recv[i]);
+      }
+  for (int r = 0; r < c->p; r++) c->bufs[r] = NULL;
   return SIM_OK;
 }

@@ -185,6 +185,15 @@ typedef void (*sim_collective_done_fn)(sim_engine *e, sim_collective *c, void *a
 int sim_collective_start(sim_collective *c, sim_coll_op op, sim_algo algo, int root,
                          float *const *bufs, size_t count, sim_collective_done_fn done, void *arg);
 
+/* The values sim_collective_start would leave in bufs (p buffers of `count` floats), to the bit,
+** computed at once: no time passes, no event fires, nothing is charged, last_duration stays.
+** The gradient all-reduce overlapped with the backward pass (scenarios/programs/overlap.c)
+** times its packs on shapes alone and takes the whole buffer's values from here, so packing
+** never changes a sum's order. Returns SIM_OK or an error code (SIM_COLL_EBUSY while a
+** collective is under way). */
+int sim_collective_compute(sim_collective *c, sim_coll_op op, sim_algo algo, int root,
+                           float *const *bufs, size_t count);
+
 /* Simulated time of the last completed collective on this group (start to end), for metrics. */
 sim_time sim_collective_last_duration(const sim_collective *c);
 

@@ -164,6 +164,17 @@ struct sim_collective {
   sim_event_handle *waits;   /* per virtual rank: its pending round delay (cancelled by reset);
                                 allocated on the first run with round delays */
   sim_event_handle start_wait; /* the pending start delay */
+  /* A run in closed form (collective.c, "Closed form"). */
+  sim_activity *hold;        /* holds every link the run uses while it is in closed form, NULL
+                                when the run goes transfer by transfer */
+  sim_event_handle fast_done; /* the closed-form run's finish event */
+  struct sim_resource **held; /* the links it holds, in first-use order */
+  double *held_done;         /* per held link: its bytes once the run (or its part before now) is done */
+  sim_time *held_until;      /* pass scratch per held link: when its last transfer ends */
+  size_t n_held, cap_held;   /* held links, allocated entries of the three arrays */
+  sim_time *fast_at;         /* pass scratch: per virtual rank its round's entry, then the next's */
+  struct coll_route *fast_routes; /* pass scratch: per (virtual rank, tag) its last route */
+  size_t cap_fast;           /* virtual ranks fast_at and fast_routes have room for */
 };
 
 /* collective_plan.c */

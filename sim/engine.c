@@ -53,6 +53,12 @@
 **     event of a picosecond, with no transfer in flight (no latency wait, flow or solo batch:
 **     state the events do not show). Execs may be: each is one action on one cpu, whose
 **     remaining work, rate, last update and finish time say all there is to it.
+** 11. Holds (sim__hold_new; a collective run in closed form, collective.c): an activity of no
+**     work that sits in res->solo of every link and cpu the run will use, counted as a transfer
+**     in flight. Touching such a resource (an action starting on it, a capacity change, reading
+**     its bytes) first calls the hold's on_done, which turns the run back into the solo
+**     transfers and execs in flight at `now` (sim__comm_resume) and
+**     releases every held resource; invariant 8 then applies to them.
 */
 #include <assert.h>
 #include <math.h>
@@ -126,6 +132,7 @@ void sim_engine_free(sim_engine *e) {
     batch_free(b);
   }
   sim__solver_free(&e->solver);
+  free(e->res_slot);
   sim__trace_free(&e->trace);
   sim__eventq_free(&e->queue);
   free(e);
@@ -415,16 +422,24 @@ static void latency_done(sim_engine *e, void *arg) {
   sim__action_start(e, &act->action);
 }
 
-sim_activity *sim_comm_start(sim_engine *e, sim_link *const *route, size_t hops, double bytes) {
+/* A comm started at `started` (<= now) in its latency wait, which ends at or after now. */
+static sim_activity *comm_latency(sim_engine *e, sim_link *const *route, size_t hops, double bytes,
+                                  sim_time started) {
   sim_activity *act = activity_new(e, SIM_ACT_COMM, bytes, hops);
   sim_time latency = 0;
   for (size_t h = 0; h < hops; h++) {
     act->action.res[h] = &route[h]->res;
     latency += route[h]->latency;
   }
+  assert(started + latency >= e->now);
   act->state = SIM_ACT_LATENCY;
-  act->latency_event = sim__eventq_push(&e->queue, e->now + latency, latency_done, act);
+  act->started = started;
+  act->latency_event = sim__eventq_push(&e->queue, started + latency, latency_done, act);
   return act;
+}
+
+sim_activity *sim_comm_start(sim_engine *e, sim_link *const *route, size_t hops, double bytes) {
+  return comm_latency(e, route, hops, bytes, e->now);
 }
 
 void sim_activity_on_done(sim_activity *act, sim_activity_done_fn fn, void *arg) {
@@ -537,35 +552,62 @@ static void solo_release(sim_engine *e, sim_activity *act) {
   batch_recycle(e, b);
 }
 
-sim_activity *sim__comm_start_solo(sim_engine *e, sim_link *const *route, size_t hops, double bytes) {
-  if (e->solo_off || bytes == 0 || hops == 0) return sim_comm_start(e, route, hops, bytes);
+/* A solo transfer started at `started` (<= now), or NULL when its links are not free. */
+static sim_activity *comm_solo(sim_engine *e, sim_link *const *route, size_t hops, double bytes,
+                               sim_time started) {
+  if (e->solo_off || bytes == 0 || hops == 0) return NULL;
   sim_time latency = 0;
   double rate = INFINITY;
   for (size_t h = 0; h < hops; h++) {
     const sim_resource *r = &route[h]->res;
     /* Shared or stalled from the start: the event-by-event path. */
-    if (r->n_uses > 0 || r->solo != NULL || !(r->capacity > 0)) return sim_comm_start(e, route, hops, bytes);
+    if (r->n_uses > 0 || r->solo != NULL || !(r->capacity > 0)) return NULL;
     latency += route[h]->latency;
     if (r->capacity < rate) rate = r->capacity;
   }
   sim_time d = sim__duration_ps(bytes, rate);
-  if (d == SIM_TIME_NEVER || d > SIM_TIME_NEVER - e->now - latency) return sim_comm_start(e, route, hops, bytes);
+  if (d == SIM_TIME_NEVER || d > SIM_TIME_NEVER - started - latency || started + latency + d < e->now) return NULL;
   sim_activity *act = activity_new(e, SIM_ACT_COMM, bytes, hops);
   for (size_t h = 0; h < hops; h++) {
     if (route[h]->res.solo != NULL) { /* the route crosses a link twice: it shares it */
       while (h-- > 0) route[h]->res.solo = NULL;
       activity_free(act);
-      return sim_comm_start(e, route, hops, bytes);
+      return NULL;
     }
     route[h]->res.solo = act;
     act->action.res[h] = &route[h]->res;
   }
   act->state = SIM_ACT_SOLO;
+  act->started = started;
   act->action.rate = rate;
-  act->action.last_update = e->now + latency; /* F: the bytes start to flow */
-  act->action.finish_at = e->now + latency + d; /* T */
+  act->action.last_update = started + latency; /* F: the bytes start to flow */
+  act->action.finish_at = started + latency + d; /* T */
   batch_add(e, act);
   return act;
+}
+
+sim_activity *sim__comm_start_solo(sim_engine *e, sim_link *const *route, size_t hops, double bytes) {
+  sim_activity *act = comm_solo(e, route, hops, bytes, e->now);
+  return act != NULL ? act : sim_comm_start(e, route, hops, bytes);
+}
+
+sim_activity *sim__comm_resume(sim_engine *e, sim_link *const *route, size_t hops, double bytes,
+                               sim_time started) {
+  sim_activity *act = comm_solo(e, route, hops, bytes, started);
+  return act != NULL ? act : comm_latency(e, route, hops, bytes, started);
+}
+
+sim_activity *sim__hold_new(sim_engine *e, sim_activity_done_fn fall_back, void *arg) {
+  sim_activity *hold = activity_new(e, SIM_ACT_COMM, 0, 0);
+  hold->state = SIM_ACT_HELD;
+  hold->on_done = fall_back;
+  hold->on_done_arg = arg;
+  return hold;
+}
+
+void sim__hold_free(sim_activity *hold) {
+  assert(hold->state == SIM_ACT_HELD);
+  activity_free(hold);
 }
 
 void sim__solo_fall_back(sim_engine *e, sim_activity *act) {

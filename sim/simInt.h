@@ -193,6 +193,8 @@ typedef enum {
   SIM_ACT_FLOWING,           /* work being shared on its resources */
   SIM_ACT_SOLO,              /* a comm alone on its links, done at a precomputed time by its
                                 batch's one event (engine.c, invariant 7) */
+  SIM_ACT_HELD,              /* no work: a collective run in closed form holding resources
+                                (res->solo); touching one calls its on_done (engine.c) */
   SIM_ACT_DONE,              /* complete, waiting to be collected by sim_wait_all */
 } sim_activity_state;
 
@@ -269,6 +271,15 @@ void sim__activity_withdraw(sim_activity *act);
 /* Starts a comm as sim_comm_start does, in closed form when its links are idle (a solo
 ** transfer: one event per completion time instead of two per transfer; engine.c). */
 sim_activity *sim__comm_start_solo(sim_engine *e, sim_link *const *route, size_t hops, double bytes);
+/* A comm that started at `started` (<= now) with its links idle since, still in flight (a
+** collective's closed form handing its transfers back, engine.c invariant 11): solo if its
+** links are free now, else the latency wait it is in (its bytes start flowing at or after now). */
+sim_activity *sim__comm_resume(sim_engine *e, sim_link *const *route, size_t hops, double bytes,
+                               sim_time started);
+/* A hold (invariant 11): counts as a transfer in flight; touching a resource it holds calls
+** fall_back(e, hold, arg), which must release every resource and free it (sim__hold_free). */
+sim_activity *sim__hold_new(sim_engine *e, sim_activity_done_fn fall_back, void *arg);
+void sim__hold_free(sim_activity *hold);
 /* Turns a solo transfer into the latency wait or shared flow it would be now (engine.c). */
 void sim__solo_fall_back(sim_engine *e, sim_activity *act);
 
@@ -342,6 +353,10 @@ struct sim_engine {
   sim_solo_batch *free_batches; /* recycled batches */
   sim_solo_batch *recent[2]; /* the last two batches batch_at found, open or not (engine.c) */
   uint64_t transfers;        /* comms started and neither complete nor withdrawn */
+  uint64_t *res_slot;        /* per resource id: (pass << 32) | slot, a collective's closed-form
+                                pass scratch (collective.c) */
+  size_t cap_res_slot;       /* its entries */
+  uint32_t slot_pass;        /* the current pass's stamp */
   sim_event_fn quiet;        /* sim_engine_on_quiet's callback, NULL when not armed */
   void *quiet_arg;           /* its argument */
 };

@@ -500,6 +500,21 @@ int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, 
   return sim_allreduce(self, s->group, ds_replica_rank(s, replica), buf, count, s->algo);
 }
 
+int ds_all_reduce_pack(ds_strategy *s, size_t count, sim_collective_done_fn done, void *arg) {
+  assert(s->multi == NULL && s->group != NULL);
+  return sim_collective_start(s->group, SIM_COLL_ALL_REDUCE, s->algo, 0, NULL, count, done, arg);
+}
+
+int ds_all_reduce_values(ds_strategy *s, float *const *bufs, size_t count) {
+  assert(s->multi == NULL);
+  if (s->group == NULL) return SIM_OK;
+  float **by_rank = base_xcalloc((size_t)s->nreplicas, sizeof *by_rank);
+  for (int r = 0; r < s->nreplicas; r++) by_rank[ds_replica_rank(s, r)] = bufs[r];
+  int rc = sim_collective_compute(s->group, SIM_COLL_ALL_REDUCE, s->algo, 0, by_rank, count);
+  free(by_rank);
+  return rc;
+}
+
 sim_time ds_last_all_reduce_time(const ds_strategy *s) {
   if (s->multi) return sim_multislice_last_duration(s->multi);
   return s->group ? sim_collective_last_duration(s->group) : 0;

@@ -151,6 +151,15 @@ int  ds_replica_rank(const ds_strategy *s, int replica);
 /* Called by each replica's actor: SUM of buf over the replicas, in the all-reduce algorithm's
 ** order; buf holds the result on return. A single replica returns at once. */
 int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, size_t count);
+/* The gradient all-reduce in packs overlapped with the backward pass (CollectiveAllReduce with
+** CommunicationOptions.bytes_per_pack; scenarios/programs/overlap.c). ds_all_reduce_pack starts
+** one pack of `count` floats engine-side for every replica at once, timed on shapes alone (no
+** values move); done(e, group, arg) fires when it is through, SIM_COLL_EBUSY while one runs. The
+** packs' values come from ds_all_reduce_values: bufs[r] is replica r's whole buffer of `count`
+** floats, summed at once, no time passing, to the bits ds_all_reduce_sum would give it, so
+** packing never changes a sum's order. Neither runs on several slices (the loader refuses it). */
+int ds_all_reduce_pack(ds_strategy *s, size_t count, sim_collective_done_fn done, void *arg);
+int ds_all_reduce_values(ds_strategy *s, float *const *bufs, size_t count);
 /* Simulated duration of the last all-reduce, from the last replica's arrival to the end (on
 ** several slices, as replica rank 0 saw it: sim_multislice_last_duration). */
 sim_time ds_last_all_reduce_time(const ds_strategy *s);

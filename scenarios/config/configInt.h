@@ -98,6 +98,7 @@ extern const key_spec CFG_CLUSTER_KEYS[];
 /* keys_strategy.c */
 extern const char *const CFG_STRATEGIES[];
 extern const char *const CFG_ALGORITHMS[];
+extern const char *const CFG_IMPLEMENTATIONS[];
 extern const key_spec CFG_STRATEGY_KEYS[];
 /* keys_model.c */
 extern const key_spec CFG_MODEL_KEYS[];

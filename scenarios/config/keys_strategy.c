@@ -78,6 +78,21 @@ static int partitioner_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const
   return 0;
 }
 
+/* Indexed by scenario.comm_implementation: tf.distribute.experimental.CommunicationImplementation. */
+const char *const CFG_IMPLEMENTATIONS[] = {"auto", "ring", "nccl", NULL};
+
+/* tf.distribute.experimental.CommunicationOptions (timeout_seconds is not modelled). */
+static const key_spec COMMUNICATION_KEYS[] = {
+  {.key = "bytes_per_pack", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scenario, comm_bytes_per_pack),
+   .doc = "gradients all-reduced in packs of about this size in reverse variable order, each as soon as the "
+          "backward pass has produced it, overlapped with the rest (CollectiveAllReduce's group_by_size); "
+          "0B (TF's default): one pack once the backward pass is done"},
+  {.key = "implementation", .type = V_ENUM, .names = CFG_IMPLEMENTATIONS, .st = S_INT,
+   OFF(scenario, comm_implementation),
+   .doc = "ring: strategy.all_reduce ring; nccl: NCCL on a GPU system, else ring (TF's fallback); auto: "
+          "strategy.all_reduce's choice"},
+  END};
+
 #define INT4_SCHEMA "{\"type\":\"array\",\"minItems\":4,\"maxItems\":4,\"items\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4096}}"
 static const key_spec DEVICE_ASSIGNMENT_KEYS[] = {
   {.key = "computation_shape", .type = V_FN, .fn = int4_fn, .schema = INT4_SCHEMA, OFF(scenario, da_shape), .required = 1},
@@ -102,6 +117,12 @@ const key_spec CFG_STRATEGY_KEYS[] = {
    .schema = "{\"type\":\"array\",\"minItems\":1,\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"pattern\":\"^(CPU|GPU|TPU):[0-9]+$\"},\"description\":\"mirrored: local devices of the first worker such as [GPU:0, GPU:1]\"}"},
   {.key = "all_reduce", .type = V_ENUM, .names = CFG_ALGORITHMS, .st = S_INT,
    OFF(scenario, all_reduce)},
+  {.key = "xla_combine_threshold", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scenario, xla_combine_bytes),
+   .doc = "tpu: XLA's all-reduce combiner threshold; the gradients' all-reduces are combined in the backward's "
+          "order while within it, and each runs asynchronously beside the rest of the backward pass (absent: one "
+          "all-reduce once the backward pass is done)"},
+  {.key = "communication", .type = V_MAP, .sub = COMMUNICATION_KEYS,
+   .doc = "mirrored, multi_worker_mirrored: tf.distribute.experimental.CommunicationOptions"},
   END};
 
 const char *scenario_strategy_name(scn_strategy_kind kind) { return CFG_STRATEGIES[kind]; }

@@ -202,6 +202,56 @@ static int ps_checks(cfg_ctx *c) {
 }
 
 /* Which strategy keys go with which kind, which kinds need a TPU slice, and the TPU layout. */
+/* strategy.xla_combine_threshold: XLA's combiner on TPUStrategy's one slice (several slices run
+** the hierarchical all-reduce, which has no engine-side start), a whole number of bytes, and no
+** faults (as bytes_per_pack). */
+static int xla_combine_checks(cfg_ctx *c) {
+  scenario *s = c->s;
+  const yt_node *v = yt_path(c->root, "strategy.xla_combine_threshold");
+  if (v == NULL) return 0;
+  if (only_with(c, "xla_combine_threshold", SCN_STRATEGY_TPU, "tpu")) return -1;
+  if (fmod(s->xla_combine_bytes, 1.0) != 0.0)
+    return cfg_fail(c, v, "strategy.xla_combine_threshold", "expected a whole number of bytes, found %s (%.17g bytes)",
+                    v->text, s->xla_combine_bytes);
+  if (s->tpu_slices > 1)
+    return cfg_fail(c, v, "strategy.xla_combine_threshold", "overlapped all-reduces run on one slice: expected "
+                    "cluster.tpu.slices 1, found %d", s->tpu_slices);
+  if (yt_get(c->root, "faults"))
+    return cfg_fail(c, v, "strategy.xla_combine_threshold", "all-reduces overlapped with the backward pass are not "
+                    "modelled with faults: remove the threshold or the faults");
+  return 0;
+}
+
+/* strategy.communication: the CommunicationOptions CollectiveAllReduce reads (mirrored and
+** multi_worker_mirrored; TF's doc: every multi-replica strategy but TPUStrategy). Its
+** implementation becomes the all-reduce's algorithm: NCCL runs on accelerators, and all-reduce on
+** CPUs falls back to RING as TF's does. */
+static int communication_checks(cfg_ctx *c) {
+  scenario *s = c->s;
+  const yt_node *st = yt_get(c->root, "strategy"), *key = st ? yt_get_key(st, "communication") : NULL;
+  if (xla_combine_checks(c)) return -1;
+  if (key == NULL) return 0;
+  if (s->strategy != SCN_STRATEGY_MIRRORED && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED)
+    return cfg_fail(c, key, "strategy.communication", "goes with strategy kind mirrored or multi_worker_mirrored "
+                    "(CollectiveAllReduce reads CommunicationOptions), not %s", CFG_STRATEGIES[s->strategy]);
+  const yt_node *bpp = yt_path(c->root, "strategy.communication.bytes_per_pack");
+  if (bpp && fmod(s->comm_bytes_per_pack, 1.0) != 0.0)
+    return cfg_fail(c, bpp, "strategy.communication.bytes_per_pack", "expected a whole number of bytes, found %s "
+                    "(%.17g bytes)", bpp->text, s->comm_bytes_per_pack);
+  if (s->comm_bytes_per_pack > 0 && yt_get(c->root, "faults"))
+    return cfg_fail(c, bpp, "strategy.communication.bytes_per_pack", "packs overlapped with the backward pass "
+                    "are not modelled with faults: expected 0B with faults, found %s", bpp->text);
+  if (s->comm_implementation == 0) return 0;
+  const yt_node *impl = yt_path(c->root, "strategy.communication.implementation");
+  if (yt_path(c->root, "strategy.all_reduce") && s->all_reduce != SCN_ALLREDUCE_AUTO)
+    return cfg_fail(c, impl, "strategy.communication.implementation", "the algorithm is given twice: expected "
+                    "strategy.all_reduce auto with implementation %s, found %s", CFG_IMPLEMENTATIONS[s->comm_implementation],
+                    CFG_ALGORITHMS[s->all_reduce]);
+  s->all_reduce = s->comm_implementation == 2 && s->worker_machine.accelerators > 0 ? SCN_ALLREDUCE_NCCL
+                                                                                    : SCN_ALLREDUCE_RING;
+  return 0;
+}
+
 static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
   scenario *s = c->s;
   const yt_node *kind = yt_path(c->root, "strategy.kind");
@@ -222,7 +272,8 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
   if (trip && !is_tpu_kind(s->strategy))
     return cfg_fail(c, yt_get_key(yt_get(c->root, "strategy"), "host_round_trip"), "strategy.host_round_trip",
                 "goes with the TPU strategies (tpu, tpu_v1, gnn_runner_tpu), not %s", CFG_STRATEGIES[s->strategy]);
-  if (only_with(c, "variable_partitioner", SCN_STRATEGY_PARAMETER_SERVER, "parameter_server") || ps_checks(c))
+  if (only_with(c, "variable_partitioner", SCN_STRATEGY_PARAMETER_SERVER, "parameter_server") || ps_checks(c) ||
+      communication_checks(c))
     return -1;
   const yt_node *da = yt_path(c->root, "strategy.device_assignment");
   s->has_device_assignment = da != NULL;
@@ -607,6 +658,7 @@ static void set_defaults(scenario *s) {
   s->fabric_latency_s = 5e-6;
   s->strategy = SCN_STRATEGY_DEFAULT;
   s->all_reduce = SCN_ALLREDUCE_AUTO;
+  s->xla_combine_bytes = -1;
   s->workload_algorithm = SCN_ALLREDUCE_AUTO;
   s->workload_group = SCN_GROUP_WORKERS;
   s->workload_iterations = 5;

@@ -166,6 +166,13 @@ typedef struct scenario {
   /* strategy */
   scn_strategy_kind strategy;   /* strategy.kind (default: default) */
   scn_allreduce all_reduce;     /* strategy.all_reduce (default auto) */
+  double comm_bytes_per_pack;   /* strategy.communication.bytes_per_pack: gradients all-reduced in
+                                ** packs of about this many bytes, each as soon as the backward pass
+                                ** has produced it (0, the default and TF's: one pack after it) */
+  int    comm_implementation;   /* strategy.communication.implementation: 0 auto, 1 ring, 2 nccl */
+  double xla_combine_bytes;     /* strategy.xla_combine_threshold (tpu): XLA's all-reduce combiner
+                                ** threshold, each combined all-reduce overlapped with the rest of the
+                                ** backward; -1 (absent, the default): one all-reduce after it */
   int    has_device_assignment; /* strategy.device_assignment given (tpu) */
   int    da_shape[4];           /* its computation_shape */
   int    da_stride[4];          /* its computation_stride (default all ones) */

@@ -11,7 +11,10 @@
 **      forward and backward pass (models/), scaled by the loss reduction;
 **   2. charge the pass's FLOPs on the replica's cpu (sim_exec);
 **   3. SUM the gradients over replicas through the simulated all-reduce, which reduces the
-**      actual buffers in the algorithm's order;
+**      actual buffers in the algorithm's order (with packs, strategy.communication.bytes_per_pack
+**      or strategy.xla_combine_threshold, steps 2 and 3 overlap: the pass is charged as one exec
+**      per pack boundary and each pack's all-reduce starts once every replica has passed it;
+**      overlap.h);
 **   4. apply the optimizer to the replica's own mirrored copy and charge its FLOPs.
 ** Replica 0 then records the step's metrics; a due checkpoint is taken (scenarios/programs/recovery.h).
 ** Faults that stop the job kill every replica actor and the input pipeline (attempt_stop); a
@@ -49,7 +52,8 @@
 **       write, a restart) is due after the landing, and every resource, actor and pool is as it
 **       was: sim_snapshot_periods, or no skip;
 **   (7) runs that compute values (numerics full) or loop on the device (tpu_v1, steps_per_run
-**       > 1) never skip; a traced run skips only once its trace is full (before, each step
+**       > 1) never skip (with packs, their counters and each replica's place in its packed pass
+**       are in the snapshot: ovl_snapshot); a traced run skips only once its trace is full (before, each step
 **       stores spans and the words differ; after, spans are only counted, and the count moves
 **       k periods on with the skip); training.fast_forward:
 **       false turns it off, and both ways write the same bytes (tests/scenarios/
@@ -131,7 +135,10 @@ static step_record *next_row(trainer *t) {
 static void record_step(trainer *t, long step, const step_marks *m, int examples) {
   double loss = 0.0;
   for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
-  sim_time now = sim_now(t->engine), comm = ds_last_all_reduce_time(t->strategy) + m->split_comm;
+  /* With packs the communication a step shows is what the backward did not hide: the wait after it. */
+  sim_time now = sim_now(t->engine),
+           comm = (t->ovl ? m->reduced - m->computed - m->split_comm : ds_last_all_reduce_time(t->strategy)) +
+                  m->split_comm;
   step_record *rec = next_row(t);
   rec->step = step;
   rec->end_ps = now;
@@ -143,6 +150,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
   rec->comm_ps = comm + m->sync_comm;
   rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start) + (now - m->updated);
+  rec->hidden_ps = t->ovl ? ovl_hidden(t->ovl, m->computed) : 0;
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
 }
@@ -151,10 +159,24 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
 ** SPMD splits every op over the replica's logical devices, which run it at once: core 0 is
 ** charged its share. Without SPMD the ops run one after another on the core of their layer, so
 ** the time is the whole work's (model parallelism without pipelining saves memory, not time). */
-static double op_work(const trainer *t, const replica *rep) {
-  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, rep->index), rep->ops.flops,
-                                      rep->ops.bytes, rep->ops.matmul, rep->ops.n);
+static double op_work(const trainer *t, const replica *rep, size_t from, size_t to) {
+  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, rep->index), rep->ops.flops + from,
+                                      rep->ops.bytes + from, rep->ops.matmul + from, to - from);
   return t->spmd ? work / t->cores : work;
+}
+
+/* The logged forward and backward as work with packs (overlap.h): an exec up to the backward
+** layer that completes each pack, whose gradients are then ready, and one for the rest. */
+static int packed_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
+  size_t from = 0;
+  for (int j = 0; j <= t->npacks; j++) {
+    size_t to = j < t->npacks ? rep->op_marks[t->pack_layer[j]] : rep->ops.n;
+    rep->pack_at = j;
+    if (to > from && sim_exec(self, cpu, op_work(t, rep, from, to)) != SIM_OK) return SIM_FAILED;
+    if (to > from) from = to;
+    if (j < t->npacks) ovl_ready(t->ovl, j);
+  }
+  return SIM_OK;
 }
 
 /* ---- fast-forward ------------------------------------------------------------------------ */
@@ -174,7 +196,9 @@ static void program_state(const trainer *t, long step, sim_snapshot *snap) {
     const replica *rep = &t->replicas[r];
     sim_snapshot_word(snap, (uint64_t)(rep->step - step));
     sim_snapshot_word(snap, rep->phase);
+    sim_snapshot_word(snap, (uint64_t)rep->pack_at);
   }
+  if (t->ovl) ovl_snapshot(t->ovl, snap);
   ds_pipeline_snapshot(t->input, step, snap);
 }
 
@@ -306,16 +330,20 @@ static void replica_main(sim_actor *self, void *arg) {
     if (rep->stopped) return;
     marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
+    if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     rep->phase = REP_COMPUTE;
-    if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
+    if (t->ovl ? packed_pass(t, rep, self, cpu) != SIM_OK
+               : sim_exec(self, cpu, op_work(t, rep, 0, rep->ops.n)) != SIM_OK)
+      return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* a fast-forward while the replica computed moved it */
     marks->computed = sim_now(t->engine);
     marks->split_comm = train__split_comm_ps(t, n);
     if (marks->split_comm > 0 && sim_sleep(self, marks->split_comm) != SIM_OK) return;
 
-    if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
-    if (ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK) return;
+    if (t->ovl ? ovl_wait(t->ovl, self, r) != SIM_OK
+               : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK)
+      return;
     marks->reduced = sim_now(t->engine);
     /* Not finite under the scale: LossScaleOptimizer applies nothing this step (numerics off has
     ** no values to check: every step applies). */
@@ -327,7 +355,7 @@ static void replica_main(sim_actor *self, void *arg) {
     md_op_log_clear(&rep->ops);
     if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
     rep->phase = REP_APPLY;
-    if (sim_exec(self, cpu, op_work(t, rep)) != SIM_OK) return;
+    if (sim_exec(self, cpu, op_work(t, rep, 0, rep->ops.n)) != SIM_OK) return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* likewise */
     marks->updated = sim_now(t->engine);
@@ -440,6 +468,42 @@ static ds_pipeline_spec input_spec(const trainer *t) {
                           .example_bytes = 4.0 * width + 4.0, .steps = t->in.steps };
 }
 
+/* The layer that holds variable v (a layer's variables are consecutive, in layer order). */
+static int layer_of_var(const md_model *m, int v) {
+  int l = 0;
+  while (v >= md_model_layer_first_var(m, l) + md_model_layer_num_vars(m, l)) l++;
+  return l;
+}
+
+/* strategy.communication.bytes_per_pack above 0, or on a TPU strategy.xla_combine_threshold, on
+** two replicas or more: the packs (overlap.h), each completed by the backward of its lowest
+** variable's layer. */
+static void make_packs(trainer *t) {
+  const scenario *s = t->in.s;
+  const md_model *m = t->replicas[0].model;
+  int nvars = md_model_num_vars(m), xla = s->xla_combine_bytes >= 0;
+  double bytes = xla ? s->xla_combine_bytes : s->comm_bytes_per_pack;
+  if ((!xla && bytes <= 0) || t->nreplicas < 2 || nvars == 0) return;
+  size_t *floats = base_xcalloc((size_t)nvars, sizeof *floats);
+  for (int v = 0; v < nvars; v++) floats[v] = md_model_var_const(m, v)->size;
+  ovl_pack *packs = base_xcalloc((size_t)nvars, sizeof *packs);
+  t->npacks = ovl_group(floats, nvars, bytes, xla ? OVL_XLA_COMBINER : OVL_GROUP_BY_SIZE, packs);
+  t->pack_layer = base_xcalloc((size_t)t->npacks, sizeof *t->pack_layer);
+  for (int j = 0; j < t->npacks; j++) t->pack_layer[j] = layer_of_var(m, packs[j].first_var);
+  float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);
+  for (int r = 0; r < t->nreplicas; r++) {
+    replica *rep = &t->replicas[r];
+    bufs[r] = rep->flat;
+    rep->op_marks = base_xcalloc((size_t)md_model_num_layers(m) + 1, sizeof *rep->op_marks);
+    md_workspace_set_marks(rep->ws, rep->op_marks);
+  }
+  t->ovl = ovl_new(t->engine, t->strategy, packs, t->npacks, t->nreplicas, t->in.s->numerics_full ? bufs : NULL,
+                   t->nparams, t->traced ? t->track : NULL);
+  free(bufs);
+  free(packs);
+  free(floats);
+}
+
 static void make_replicas(trainer *t, md_model *first) {
   const scenario *s = t->in.s;
   int max_slice = inp_plan_max_count(t->plan);
@@ -485,6 +549,7 @@ void train__free(trainer *t) {
     if (rep->dropout) gsl_rng_free(rep->dropout);
     md_grads_free(rep->grads);
     md_op_log_free(&rep->ops);
+    free(rep->op_marks);
     free(rep->flat);
     free(rep->on_read[0]);
     free(rep->on_read[1]);
@@ -494,6 +559,8 @@ void train__free(trainer *t) {
     free(rep->targets);
   }
   free(t->replicas);
+  ovl_free(t->ovl);  /* its waiters are the replica actors, gone with the engine's run */
+  free(t->pack_layer);
   free(t->track);
   sim_snapshot_free(t->snap[0]);
   sim_snapshot_free(t->snap[1]);
@@ -546,10 +613,7 @@ static void put_variable_row(FILE *f, const md_var *v, const char *kind, const c
 /* The logical core that holds variable v of the model: its layer's logical_device (a layer's
 ** variables are consecutive, in layer order). */
 static int core_of_var(const trainer *t, int v) {
-  const md_model *m = t->replicas[0].model;
-  for (int l = 0; l < md_model_num_layers(m); l++)
-    if (v < md_model_layer_first_var(m, l) + md_model_layer_num_vars(m, l)) return t->in.s->logical_device[l];
-  return 0;
+  return t->in.s->logical_device[layer_of_var(t->replicas[0].model, v)];
 }
 
 /* A row per copy: one per replica, on the logical core of its layer; with SPMD one per logical
@@ -691,6 +755,7 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->replicas = t->nreplicas;
   sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
   sum->slices = s->tpu_slices;
+  sum->all_reduce_packs = t->ovl ? t->npacks : 0;
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
   sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
@@ -712,6 +777,7 @@ static void summarise(trainer *t, run_summary *sum) {
     m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
     m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
     m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->completed;
+    m->comm_hidden_s += sim_time_to_s(r->hidden_ps) / (double)t->completed;
   }
   free(kept);
   if (t->rec) rec_summarise(t->rec, t->records, t->completed, sim_now(t->engine), sum);
@@ -778,6 +844,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   t.cap_records = (size_t)t.in.steps + 1;
   t.records = base_xcalloc(t.cap_records, sizeof *t.records);
   make_replicas(&t, first);
+  make_packs(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);

@@ -10,6 +10,7 @@
 #include "models/optimizer.h"
 #include "scenarios/programs/faults.h"
 #include "scenarios/programs/input_plan.h"
+#include "scenarios/programs/overlap.h"
 #include "scenarios/programs/recovery.h"
 #include "scenarios/programs/slice.h"
 #include "scenarios/programs/train.h"
@@ -59,11 +60,15 @@ typedef struct replica {
   ls_state loss_scale;    /* mixed_float16: its LossScaleOptimizer's dynamic scale (mirrored: every
                           ** replica takes the same decisions from the same reduced gradients) */
   md_op_log ops;          /* the ops of the pass being charged, for the roofline */
+  size_t *op_marks;       /* with packs: where ops stood after the forward and each backward layer
+                          ** (md_workspace_set_marks), else NULL */
   sim_time sync_ps;       /* this step's synchronized batch normalisation all-reduces (train.c) */
   int stopped;            /* one of them returned the actor's stop (a fault killed it) */
   long step;              /* the step it is at (its loop's counter, here so fast-forward moves it) */
   step_marks marks;       /* that step's clock so far (here for the same reason) */
   replica_phase phase;    /* where in the step */
+  int pack_at;            /* with packs: the pack boundary its pass is charging up to (fast-forward
+                          ** sees it: two snapshots in the same exec of different passes differ) */
 } replica;
 
 struct trainer {
@@ -82,6 +87,11 @@ struct trainer {
   md_tensor_parallel split; /* what a device holds of the variables and the collectives splitting
                           ** adds, per example (spmd.c) */
   sim_time compile_ps;    /* XLA compile time, waited before the first step (0: no XLA) */
+  ovl_run *ovl;           /* the gradient all-reduce in packs overlapped with the backward pass
+                          ** (strategy.communication.bytes_per_pack; overlap.h), NULL: one
+                          ** all-reduce after it */
+  int npacks;             /* with ovl: its packs */
+  int *pack_layer;        /* with ovl: per pack, the layer whose backward completes it */
   int nreplicas;          /* num_replicas_in_sync */
   replica *replicas;      /* nreplicas entries */
   sim_actor **actors;     /* the running attempt's replica actors */

@@ -21,6 +21,8 @@ typedef struct step_record {
   int64_t idle_ps;        /* replica 0 waiting for slower replicas */
   int64_t input_ps;       /* replica 0 waiting for its batch to be on its device */
   int64_t compile_ps;     /* XLA compiling the step before it ran (the first step only) */
+  int64_t hidden_ps;      /* with packs: the gradient all-reduce's time under replica 0's backward
+                             (scenarios/programs/overlap.h), not in comm_ps */
   uint64_t memory_bytes;  /* replica 0's device memory in use during the step */
   int     restarts;       /* restarts of the job before this step ran (its attempt) */
   int     worker;         /* parameter_server: the worker task that ran the step */
@@ -49,6 +51,7 @@ typedef struct run_step_means {
   double compute_s;       /* forward, backward and optimizer */
   double comm_s;          /* the gradient all-reduce */
   double idle_s;          /* waiting for slower replicas or the host */
+  double comm_hidden_s;   /* with packs: the all-reduce time the backward hid (not in comm_s) */
 } run_step_means;
 
 typedef struct run_summary {
@@ -59,6 +62,8 @@ typedef struct run_summary {
   int    replicas;        /* num_replicas_in_sync */
   const char *all_reduce; /* algorithm used for gradients ("none" with one replica) */
   int    slices;          /* TPU slices joined by DCN: 0 or 1 for one (then not written) */
+  int    all_reduce_packs;/* packs of the gradient all-reduce overlapped with the backward (0: one
+                             all-reduce after it; then not written) */
   double sim_time_s;      /* simulated end time */
   long   steps_completed; /* training steps applied */
   double final_loss;      /* loss of the last step */

@@ -495,6 +495,9 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
             human_time(a, sizeof a, m->step_s), human_time(b, sizeof b, m->input_s),
             human_time(c, sizeof c, m->compute_s), human_time(d, sizeof d, m->comm_s),
             human_time(e, sizeof e, m->idle_s));
+    if (sum->all_reduce_packs > 0)
+      fprintf(f, "  overlap       all-reduce in %d packs: %s a step hidden under the backward, %s exposed\n",
+              sum->all_reduce_packs, human_time(a, sizeof a, m->comm_hidden_s), human_time(b, sizeof b, m->comm_s));
     fprintf(f, "  final loss    %s\n", loss_text(a, sizeof a, sum->final_loss, s->numerics_full));
   }
   fprintf(f, "  memory peak   %s of %s on the fullest device (%.1f%%)\n",

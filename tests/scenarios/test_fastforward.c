@@ -121,6 +121,22 @@ static void collectives_inside_the_step_match(void **state) {
   assert_true(same_both_ways("tests/data/spmd/sync_bn.yaml", sets, 4, NULL) > 50);
 }
 
+/* The gradient all-reduce in packs overlapped with the backward (tests/data/train/overlap.yaml,
+** scenarios/programs/overlap.h): two workers, then three, and cnn_tpu's XLA combiner cutting
+** every variable's all-reduce apart; snapshots fall inside the packed pass (a pack done, the
+** backward running), so the packs' counters must be in them. */
+static void packed_all_reduce_matches(void **state) {
+  (void)state;
+  const char *two[] = {"numerics=off", "training.steps=300", "strategy.communication.bytes_per_pack=100B"};
+  assert_true(same_both_ways("tests/data/train/overlap.yaml", two, 3, NULL) > 200);
+  const char *three[] = {"numerics=off", "training.steps=300", "strategy.communication.bytes_per_pack=100B",
+                         "cluster.workers.count=3"};
+  assert_true(same_both_ways("tests/data/train/overlap.yaml", three, 4, NULL) > 200);
+  const char *tpu[] = {"numerics=off", "outputs.trace=false", "outputs.plots=[]", "training.steps=200",
+                       "strategy.xla_combine_threshold=0B"};
+  assert_true(same_both_ways("scenarios/examples/cnn_tpu.yaml", tpu, 5, NULL) > 100);
+}
+
 /* tests/data/fastforward/workers_faults.yaml: CPU workers whose input pipeline computes through
 ** the snapshots (execs in flight), randomly preempted, a straggler, a degraded fabric, synchronous
 ** checkpoints: the same bytes, most steps skipped. */
@@ -196,6 +212,7 @@ int main(void) {
     cmocka_unit_test(pod_with_faults_and_checkpoints_matches),
     cmocka_unit_test(workers_with_faults_match),
     cmocka_unit_test(collectives_inside_the_step_match),
+    cmocka_unit_test(packed_all_reduce_matches),
     cmocka_unit_test(sync_checkpoints_match),
     cmocka_unit_test(repeating_inputs_match),
     cmocka_unit_test(non_periodic_runs_skip_nothing),

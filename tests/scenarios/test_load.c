@@ -236,6 +236,25 @@ static void test_defaults(void **state) {
   assert_true(S.optimizer.initial_accumulator_value == 0.1f);
 }
 
+/* CommunicationOptions: bytes_per_pack as given (default 0, TF's), implementation ring or nccl as
+** the all-reduce's algorithm, nccl only where there are accelerators (TF falls back to RING on
+** CPUs); strategy.xla_combine_threshold absent is -1 (no packs). */
+static void test_communication_options(void **state) {
+  (void)state;
+  load_ok("tests/data/train/overlap.yaml", NULL, 0);
+  assert_true(S.comm_bytes_per_pack == 0 && S.comm_implementation == 0 && S.xla_combine_bytes == -1);
+  const char *cpu_nccl[] = {"strategy.all_reduce=auto", "strategy.communication={bytes_per_pack: 25MiB, implementation: nccl}"};
+  load_ok("tests/data/train/overlap.yaml", cpu_nccl, 2);
+  assert_true(S.comm_bytes_per_pack == 25.0 * 1024 * 1024);
+  assert_int_equal(S.all_reduce, SCN_ALLREDUCE_RING);
+  const char *gpu_nccl[] = {"strategy.all_reduce=auto", "strategy.communication.implementation=nccl"};
+  load_ok("scenarios/examples/mirrored_gpus.yaml", gpu_nccl, 2);
+  assert_int_equal(S.all_reduce, SCN_ALLREDUCE_NCCL);
+  const char *tpu[] = {"strategy.xla_combine_threshold=0B"};
+  load_ok("scenarios/examples/cnn_tpu.yaml", tpu, 1);
+  assert_true(S.xla_combine_bytes == 0);
+}
+
 static void test_overrides(void **state) {
   (void)state;
   const char *existing[] = {"training.steps=5", "cluster.workers.count=3", "model.layers.0.dense.units=7",
@@ -313,6 +332,12 @@ static const struct bad_case {
   {"bad_optimizer_kind", 6, 19, "optimizer.kind", "expected one of sgd | adam | adagrad | adamw | lamb"},
   {"bool_wrong", 10, 11, "dataset.repeat", "expected true or false"},
   {"checkpoint_bare_bandwidth", 12, 43, "training.checkpoint.bandwidth", "expected a bandwidth with a unit"},
+  {"communication_algorithm_twice", 11, 91, "strategy.communication.implementation", "the algorithm is given twice"},
+  {"communication_fraction", 11, 60, "strategy.communication.bytes_per_pack", "expected a whole number of bytes"},
+  {"communication_one_device", 11, 30, "strategy.communication", "goes with strategy kind mirrored or multi_worker_mirrored"},
+  {"communication_timeout", 11, 66, "strategy.communication.timeout_seconds", "unknown key \"timeout_seconds\""},
+  {"communication_unknown_implementation", 11, 82, "strategy.communication.implementation", "expected one of auto | ring | nccl"},
+  {"communication_with_faults", 11, 73, "strategy.communication.bytes_per_pack", "not modelled with faults"},
   {"compile_per_op_bare_number", 13, 31, "training.compile.per_op", "expected a duration with a unit"},
   {"compile_time_and_base", 13, 24, "training.compile.base", "give either time"},
   {"compile_without_jit", 12, 3, "training.compile", "nothing is compiled"},
@@ -522,7 +547,7 @@ int main(void) {
     cmocka_unit_test(test_zoo_keys),
     cmocka_unit_test(test_good_custom_machine_and_ids),
     cmocka_unit_test(test_defaults),
-    cmocka_unit_test(test_overrides),
+    cmocka_unit_test(test_communication_options), cmocka_unit_test(test_overrides),
     cmocka_unit_test(test_missing_file),
     cmocka_unit_test(test_tf_config_file),
     cmocka_unit_test(test_bad_catalogue),

@@ -138,7 +138,7 @@ static void summary_text(void **state) {
   sum.replicas = 4;
   sum.steps_completed = 300;
   sum.sim_time_s = 0.0572779;
-  sum.means = (run_step_means){190.9e-6, 0.06e-6, 54.33e-6, 136.5e-6, 0};
+  sum.means = (run_step_means){190.9e-6, 0.06e-6, 54.33e-6, 136.5e-6, 0, 0};
   sum.memory_peak_bytes = 251472;
   sum.memory_capacity_bytes = UINT64_C(34359738368);
   sum.run_hash = 0xbee2f3b83e2f4bc5ULL;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scenarios/programs/overlap.h"
 #include "scenarios/programs/train.h"
 
 enum { MAX_ROWS = 512 };
@@ -26,7 +27,21 @@ typedef struct run {
   double compile[MAX_ROWS]; /* compile_s */
   int nweights;           /* rows of final_weights.csv */
   double weight[MAX_ROWS];/* final_weights.csv value column */
+  int pack_spans;         /* trace.json's all-reduce pack spans (0 without a trace) */
 } run;
+
+/* Spans of the packed gradient all-reduce in a trace.json (none when there is no file). */
+static int count_pack_spans(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  int count = 0;
+  for (const char *at = text; (at = strstr(at, "\"all-reduce pack ")) != NULL; at++) count++;
+  return count;
+}
 
 static void train_file(run *r, const char *file, const char *const *overrides, int n) {
   static scenario s;
@@ -46,6 +61,8 @@ static void train_file(run *r, const char *file, const char *const *overrides, i
   tu_read_column(path, 10, r->compile, MAX_ROWS, NULL);
   snprintf(path, sizeof path, "%s/final_weights.csv", dir);
   r->nweights = tu_read_column(path, 2, r->weight, MAX_ROWS, NULL);
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  r->pack_spans = count_pack_spans(path);
   snprintf(path, sizeof path, "rm -rf '%s'", dir);
   assert_int_equal(system(path), 0);
 }
@@ -130,6 +147,99 @@ static void all_reduce_time_is_the_ring_closed_form(void **state) {
   train(&r, three, 2);
   for (int i = 0; i < r.nsteps; i++)
     if (fabs(r.comm[i] - 4.0520326e-5) > 1e-15) fail_msg("step %d comm_s %.12g", i, r.comm[i]);
+}
+
+/* CollectiveAllReduce's group_by_size over the reversed variables of tests/data/train/
+** overlap.yaml (kernel 0: 128 floats, bias 0: 16, kernel 1: 64, bias 1: 4): a pack closes once its
+** bytes EXCEED bytes_per_pack, the variable that crosses it included; 0 is one pack. XLA's
+** combiner (the TPU's packs) instead keeps every pack within its threshold. */
+static void packs_follow_group_by_size(void **state) {
+  (void)state;
+  static const size_t floats[] = {128, 16, 64, 4};
+  ovl_pack p[4];
+  /* 100 B: bias 1 (16 B) leaves the pack open, kernel 1 takes it to 272 > 100: closed; bias 0
+  ** (64 B) opens the next, kernel 0 takes it to 576. Reduce order: layer 1's first. */
+  assert_int_equal(ovl_group(floats, 4, 100, OVL_GROUP_BY_SIZE, p), 2);
+  assert_true(p[0].first_var == 2 && p[0].last_var == 3 && p[0].off == 144 && p[0].count == 68);
+  assert_true(p[1].first_var == 0 && p[1].last_var == 1 && p[1].off == 0 && p[1].count == 144);
+  /* 16 B: bias 1 is exactly 16, not more, so kernel 1 joins it; bias 0 (64) and kernel 0 alone. */
+  assert_int_equal(ovl_group(floats, 4, 16, OVL_GROUP_BY_SIZE, p), 3);
+  assert_true(p[0].first_var == 2 && p[0].count == 68 && p[1].first_var == 1 && p[1].last_var == 1 &&
+              p[1].off == 128 && p[2].first_var == 0 && p[2].last_var == 0 && p[2].count == 128);
+  /* 15 B: every variable passes it alone. */
+  assert_int_equal(ovl_group(floats, 4, 15, OVL_GROUP_BY_SIZE, p), 4);
+  for (int j = 0; j < 4; j++) assert_true(p[j].first_var == 3 - j && p[j].last_var == 3 - j);
+  /* 0 (TF's default) and a size beyond the model: one pack of all 212 floats. */
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(ovl_group(floats, 4, k ? 1e9 : 0, OVL_GROUP_BY_SIZE, p), 1);
+    assert_true(p[0].first_var == 0 && p[0].last_var == 3 && p[0].off == 0 && p[0].count == 212);
+  }
+  /* XLA's combiner never passes its threshold. 300 B: bias 1 + kernel 1 = 272 fit; bias 0 would
+  ** make 336, so it opens the next, and kernel 0 (512 > 300) stays alone. */
+  assert_int_equal(ovl_group(floats, 4, 300, OVL_XLA_COMBINER, p), 3);
+  assert_true(p[0].first_var == 2 && p[0].last_var == 3 && p[0].count == 68 && p[1].first_var == 1 &&
+              p[1].last_var == 1 && p[2].first_var == 0 && p[2].last_var == 0);
+  /* 100 B: kernel 1 (256 B) cannot join bias 1 (16 B): every all-reduce alone; 0 likewise. */
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(ovl_group(floats, 4, k ? 100 : 0, OVL_XLA_COMBINER, p), 4);
+    for (int j = 0; j < 4; j++) assert_true(p[j].first_var == 3 - j && p[j].last_var == 3 - j);
+  }
+  /* Exactly the model's 848 B: one combined all-reduce. */
+  assert_int_equal(ovl_group(floats, 4, 848, OVL_XLA_COMBINER, p), 1);
+}
+
+/* tests/data/train/overlap.yaml, two workers of 100 MFLOP/s on a star (links 5 us, NICs 16 Gbps =
+** 2e9 B/s), ring all-reduce of n floats: 2 rounds (reduce-scatter, all-gather) of one chunk of
+** n/2 floats over 2 links, plus the reduce-scatter's n/2 additions on the receiver's CPU:
+**   A(n) = 2 (10 us + 2n B / 2e9 B/s) + (n/2) / 1e8 s.
+** Without packs a step is C + A(212) + U (C forward and backward, U the optimizer), comm_s
+** A(212) = 20 us + 0.424 us + 1.06 us = 21.484 us.
+** With bytes_per_pack 100B, layer 1's 68 floats are pack 1 and layer 0's 144 pack 2. Pack 1
+** starts as the backward passes layer 1 and ends before it is done: layer 0's kernel gradient
+** alone is 2 x 15 x 8 x 16 = 3840 FLOPs = 38.4 us, pack 1 takes 20.136 us of links plus its 34
+** additions, which share the CPU with that backward and so delay it by exactly their 0.34 us
+** (the CPU does the same work either way). Pack 2 starts when the backward ends and runs alone:
+** what the step still waits for, comm_s, is A(144) = 20 us + 0.288 us + 0.72 us = 21.008 us, and
+**   step(packs) = step(none) - A(212) + A(144) + 0.34 us = step(none) - 0.136 us,
+**   compute_s(packs) = compute_s(none) + 0.34 us.
+** Each exec ends on a whole picosecond, and the packed backward is two execs, not one: 2 ps of
+** slack. Both runs compute values, and the weights are the same bits (the packs' sums are the
+** whole buffer's, overlap.h); on 3 workers too, where a ring's sum order depends on the chunk. */
+static void packs_overlap_the_backward_pass(void **state) {
+  (void)state;
+  static run none, packs;
+  const char *zero[] = {"strategy.communication.bytes_per_pack=0B", "outputs.trace=true"};
+  const char *hundred[] = {"strategy.communication.bytes_per_pack=100B", "outputs.trace=true"};
+  train_file(&none, "tests/data/train/overlap.yaml", zero, 2);
+  train_file(&packs, "tests/data/train/overlap.yaml", hundred, 2);
+  assert_int_equal(none.nsteps, 6);
+  assert_int_equal(packs.nsteps, 6);
+  for (int i = 1; i < 6; i++) {  /* step 0 also waits for its first batch, the same in both */
+    if (fabs(none.comm[i] - 21.484e-6) > 2e-12) fail_msg("step %d comm_s %.12g without packs", i, none.comm[i]);
+    if (fabs(packs.comm[i] - 21.008e-6) > 2e-12) fail_msg("step %d comm_s %.12g with packs", i, packs.comm[i]);
+    if (fabs(packs.step[i] - (none.step[i] - 0.136e-6)) > 2e-12)
+      fail_msg("step %d: %.12g s with packs, %.12g without", i, packs.step[i], none.step[i]);
+    if (fabs(packs.compute[i] - (none.compute[i] + 0.34e-6)) > 2e-12)
+      fail_msg("step %d compute_s %.12g with packs, %.12g without", i, packs.compute[i], none.compute[i]);
+    assert_true(packs.step[i] < none.step[i]);
+  }
+  /* summary.json's hidden part: all of pack 1, 2 (10 us + 136 B / 2e9 B/s) plus its 34 additions
+  ** at half the CPU (the backward has the other half): 20.136 us + 0.68 us = 20.816 us, every step. */
+  assert_int_equal(packs.sum.all_reduce_packs, 2);
+  assert_int_equal(none.sum.all_reduce_packs, 0);
+  if (fabs(packs.sum.means.comm_hidden_s - 20.816e-6) > 1e-12) fail_msg("hidden %.12g s", packs.sum.means.comm_hidden_s);
+  /* Two packs a step on each replica's track; none without packs. */
+  assert_int_equal(packs.pack_spans, 6 * 2 * 2);
+  assert_int_equal(none.pack_spans, 0);
+  assert_int_equal(packs.nweights, none.nweights);
+  for (int i = 0; i < none.nweights; i++) assert_true(packs.weight[i] == none.weight[i]);
+  for (int i = 0; i < none.nsteps; i++) assert_true(packs.loss[i] == none.loss[i]);
+  const char *three[] = {"cluster.workers.count=3", "strategy.communication.bytes_per_pack=100B"};
+  const char *three_none[] = {"cluster.workers.count=3"};
+  train_file(&packs, "tests/data/train/overlap.yaml", three, 2);
+  train_file(&none, "tests/data/train/overlap.yaml", three_none, 1);
+  assert_int_equal(packs.nweights, none.nweights);
+  for (int i = 0; i < none.nweights; i++) assert_true(packs.weight[i] == none.weight[i]);
 }
 
 /* Embedding (mean over 3 ids), tanh, softmax read with from_logits false, Adagrad: across three
@@ -418,6 +528,8 @@ int main(void) {
     cmocka_unit_test(an_expensive_pipeline_sets_the_pace),
     cmocka_unit_test(a_cpu_replica_shares_its_cpu_with_the_pipeline),
     cmocka_unit_test(compile_time_is_charged_once),
+    cmocka_unit_test(packs_follow_group_by_size),
+    cmocka_unit_test(packs_overlap_the_backward_pass),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,24 +161,32 @@ static int supported(sim_coll_op op, sim_algo algo, int p) {
 }
 
 /* One op x algo x p x count: serial reference in double; every float result within rounding of
-** it; equal bits on every rank where the op makes them equal; exact where it only copies. */
+** it; equal bits on every rank where the op makes them equal; exact where it only copies; and
+** sim_collective_compute, run first on copies, gives the run's bits on every rank (its replay
+** of the rounds is the executor's order: with p = 3 and up the ring's sums differ by chunk, so
+** a replay that summed in another order would differ in the last bits somewhere here). */
 static void check_numerics(sim_coll_op op, sim_algo algo, int p, size_t count, int root) {
   sim_engine *e = sim_engine_new();
   net *t = mesh_new(e, p);
   sim_collective *c = sim_collective_new(e, "c", p, net_route, t, NULL);
   numerics_torus(c, p);
   float **bufs = calloc((size_t)p, sizeof *bufs), **orig = calloc((size_t)p, sizeof *orig);
+  float **comp = calloc((size_t)p, sizeof *comp);
   double *sum = calloc(count + 1, sizeof *sum);
   for (int r = 0; r < p; r++) {
     bufs[r] = malloc((count + 1) * sizeof(float));
     orig[r] = malloc((count + 1) * sizeof(float));
+    comp[r] = malloc((count + 1) * sizeof(float));
     for (size_t i = 0; i < count; i++) {
-      bufs[r][i] = orig[r][i] = value(r, i);
+      bufs[r][i] = orig[r][i] = comp[r][i] = value(r, i);
       sum[i] += value(r, i);
     }
   }
   int done = 0;
+  int crc = sim_collective_compute(c, op, algo, root, comp, count);
+  assert_int_equal(sim_now(e), 0);
   int rc = sim_collective_start(c, op, algo, root, bufs, count, count_done, &done);
+  assert_int_equal(crc, rc);
   if (!supported(op, algo, p)) {
     assert_int_equal(rc, SIM_COLL_EUNSUPPORTED);
   } else {
@@ -188,6 +196,9 @@ static void check_numerics(sim_coll_op op, sim_algo algo, int p, size_t count, i
     double tol = 1e-5 * p;
     for (int r = 0; r < p; r++) {
       size_t off, len;
+      if (count > 0 && memcmp(bufs[r], comp[r], count * sizeof(float)) != 0)
+        fail_msg("%s by %s, p %d, count %zu: sim_collective_compute differs on rank %d", sim_coll_op_name(op),
+                 sim_algo_name(algo), p, count, r);
       switch (op) {
       case SIM_COLL_ALL_REDUCE:
         assert_memory_equal(bufs[r], bufs[0], count * sizeof(float));
@@ -221,9 +232,11 @@ static void check_numerics(sim_coll_op op, sim_algo algo, int p, size_t count, i
   for (int r = 0; r < p; r++) {
     free(bufs[r]);
     free(orig[r]);
+    free(comp[r]);
   }
   free(bufs);
   free(orig);
+  free(comp);
   free(sum);
   sim_collective_free(c);
   net_free(t);
@@ -540,11 +553,14 @@ static size_t counted_route(void *ctx, int from, int to, sim_link **out, size_t 
 ** (400 B) to rank + 1. A one-link route is asked once per rank and collective (4 questions, not
 ** 24), and asked again by the next collective, which then runs over the links the route fn names
 ** by then: each link of set 0 carries 6 x 400 = 2400 B in the first run, set 1's in the second.
-** A two-link route is asked for every transfer (24). */
+** A two-link route is asked for every transfer (24) transfer by transfer; a run in closed form
+** (shapes alone, collective.c) keeps routes of up to 4 links per rank and peer: 4 questions. */
 static void test_routes_per_collective(void **state) {
   (void)state;
+  for (int closed = 0; closed < 2; closed++)
   for (size_t hops = 1; hops <= 2; hops++) {
     sim_engine *e = sim_engine_new();
+    sim_engine_set_closed_form(e, closed);
     counted_routes r = {.hops = hops};
     for (int set = 0; set < 2; set++)
       for (int k = 0; k < 4; k++)
@@ -556,7 +572,7 @@ static void test_routes_per_collective(void **state) {
       assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 0, NULL, 400, NULL,
                                             NULL), SIM_OK);
       assert_int_equal(sim_run(e), 0);
-      assert_int_equal(r.calls, hops == 1 ? 4 : 24);
+      assert_int_equal(r.calls, hops == 1 || closed ? 4 : 24);
       for (int k = 0; k < 4; k++) assert_true(sim_link_bytes(r.links[set][k][0]) == 2400);
     }
     sim_collective_free(c);
@@ -633,7 +649,7 @@ static void mark_done(sim_engine *e, sim_collective *c, void *arg) {
 /* Runs op by algo on t (made by make from shape) with the closed form on or off. */
 static void run_disturbed(net *(*make)(sim_engine *, const void *), const void *shape, sim_coll_op op,
                           sim_algo algo, size_t count, disturbance what, sim_time at, int closed,
-                          run_result *out) {
+                          int numerics, run_result *out) {
   memset(out, 0, sizeof *out);
   sim_engine *e = sim_engine_new();
   sim_engine_set_closed_form(e, closed);
@@ -651,13 +667,13 @@ static void run_disturbed(net *(*make)(sim_engine *, const void *), const void *
   caller callers[16];
   if (what == KILL) {
     for (int r = 0; r < t->p; r++) {
-      callers[r] = (caller){c, r, op, algo, out->bufs[r], count, out};
+      callers[r] = (caller){c, r, op, algo, numerics ? out->bufs[r] : NULL, count, out};
       sim_actor *a = sim_actor_spawn(e, "rank", caller_main, &callers[r]);
       if (r == 1) d.victim = a;
     }
     sim_schedule(e, at, kill_victim, &d);
   } else {
-    assert_int_equal(sim_collective_start(c, op, algo, 0, out->bufs, count, mark_done, out), SIM_OK);
+    assert_int_equal(sim_collective_start(c, op, algo, 0, numerics ? out->bufs : NULL, count, mark_done, out), SIM_OK);
     if (what == FLOW) sim_schedule(e, at, start_flow, &d);
     if (what == DEGRADE) {
       sim_schedule(e, at, degrade, &d);
@@ -686,12 +702,16 @@ static int same_bytes(const run_result *a, const run_result *b) {
   return 1;
 }
 
-/* Both ways of one case: the same times to the picosecond, the same bits, the same bytes. */
-static void check_closed_form(net *(*make)(sim_engine *, const void *), const void *shape, int p,
-                              sim_coll_op op, sim_algo algo, size_t count, disturbance what, sim_time at) {
+/* Both ways of one case: the same times to the picosecond, the same bits, the same bytes. On
+** shapes alone (numerics 0) a run whose transfers would all be solo is worked out whole
+** (collective.c, "Closed form"): one event if nothing disturbs it, its links' bytes to the bit. */
+static void check_closed_form_run(net *(*make)(sim_engine *, const void *), const void *shape, int p,
+                                  sim_coll_op op, sim_algo algo, size_t count, disturbance what, sim_time at,
+                                  int numerics) {
   run_result fast, slow;
-  run_disturbed(make, shape, op, algo, count, what, at, 1, &fast);
-  run_disturbed(make, shape, op, algo, count, what, at, 0, &slow);
+  run_disturbed(make, shape, op, algo, count, what, at, 1, numerics, &fast);
+  run_disturbed(make, shape, op, algo, count, what, at, 0, numerics, &slow);
+  if (fast.events == 1) assert_memory_equal(fast.bytes, slow.bytes, sizeof fast.bytes);
   if (fast.done != slow.done || fast.flow_done != slow.flow_done || !same_bytes(&fast, &slow))
     fail_msg("%s %s p=%d count=%zu disturbance %d at %lld: closed form %lld/%lld ps, events %lld/%lld ps",
              sim_coll_op_name(op), sim_algo_name(algo), p, count, (int)what, (long long)at,
@@ -699,10 +719,16 @@ static void check_closed_form(net *(*make)(sim_engine *, const void *), const vo
   assert_memory_equal(fast.rcs, slow.rcs, sizeof fast.rcs);
   assert_true(fast.events <= slow.events);
   for (int r = 0; r < p; r++) {
-    assert_memory_equal(fast.bufs[r], slow.bufs[r], count * sizeof(float));
+    if (numerics) assert_memory_equal(fast.bufs[r], slow.bufs[r], count * sizeof(float));
     free(fast.bufs[r]);
     free(slow.bufs[r]);
   }
+}
+
+static void check_closed_form(net *(*make)(sim_engine *, const void *), const void *shape, int p,
+                              sim_coll_op op, sim_algo algo, size_t count, disturbance what, sim_time at) {
+  check_closed_form_run(make, shape, p, op, algo, count, what, at, 1);
+  check_closed_form_run(make, shape, p, op, algo, count, what, at, 0);
 }
 
 /* Every supported op x algorithm on a mesh (one-link routes) and on tori (routes of several
@@ -757,8 +783,8 @@ static void test_closed_form_events(void **state) {
   (void)state;
   static const shape ring8 = {1, {8}, {1}};
   run_result fast, slow;
-  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 1, &fast);
-  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 0, &slow);
+  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 1, 1, &fast);
+  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 0, 1, &slow);
   assert_memory_equal(fast.bytes, slow.bytes, sizeof fast.bytes);
   assert_int_equal(fast.events, 14);
   assert_int_equal(slow.events, 14 * 8 * 2);
@@ -766,6 +792,69 @@ static void test_closed_form_events(void **state) {
   for (int r = 0; r < 8; r++) {
     free(fast.bufs[r]);
     free(slow.bufs[r]);
+  }
+}
+
+/* A whole run in closed form (collective.c, "Closed form"; shapes alone): quiet, an 8-rank ring
+** all-reduce of 100003 floats (uneven chunks: 12501 and 12500 floats) and a 4x4 torus's are one
+** event each, at the picosecond of the transfer-by-transfer run; a flow over rank 0's first link
+** in the middle of a round's bytes (41 us + 123 ps: 1 us of latency, then 50 kB at 1 GB/s),
+** contending with it, hands the run back to per-transfer simulation at that moment: more events,
+** and both the run and the flow end at the same picoseconds as event by event. */
+static void test_whole_run_closed_form(void **state) {
+  (void)state;
+  static const shape ring8 = {1, {8}, {1}}, t44 = {2, {4, 4}, {1, 1}};
+  const shape *shapes[] = {&ring8, &t44};
+  const sim_algo algos[] = {SIM_ALGO_RING, SIM_ALGO_TORUS};
+  for (int i = 0; i < 2; i++)
+    for (int what = QUIET; what <= FLOW; what++) {
+      run_result fast, slow;
+      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, algos[i], 100003, (disturbance)what, 41 * US + 123,
+                    1, 0, &fast);
+      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, algos[i], 100003, (disturbance)what, 41 * US + 123,
+                    0, 0, &slow);
+      assert_int_equal(fast.done, slow.done);
+      assert_int_equal(fast.flow_done, slow.flow_done);
+      assert_true(fast.done > 41 * US + 123); /* the flow starts inside the run */
+      if (what == QUIET) {
+        assert_int_equal(fast.events, 1);
+        assert_memory_equal(fast.bytes, slow.bytes, sizeof fast.bytes);
+      } else {
+        assert_true(fast.events > 2 && fast.flow_done > 0);
+        assert_true(same_bytes(&fast, &slow));
+      }
+      for (int r = 0; r < 16; r++) {
+        free(fast.bufs[r]);
+        free(slow.bufs[r]);
+      }
+    }
+}
+
+/* Handed back at 31 moments spread over a quiet run (a flow over rank 0's first link starting
+** then), on tori whose lanes take stages of different lengths, so that some moments find a lane
+** parked at its stage barrier, some a transfer in its latency: the run and the flow end at the
+** picoseconds of the event-by-event run every time, every link's bytes within 1e-12. */
+static void test_whole_run_handed_back(void **state) {
+  (void)state;
+  static const shape t42 = {2, {4, 2}, {1, 1}}, t24 = {2, {2, 4}, {1, 0}}, t222 = {3, {2, 2, 2}, {1, 0, 1}};
+  const shape *shapes[] = {&t42, &t24, &t222};
+  for (int i = 0; i < 3; i++) {
+    run_result quiet, fast, slow;
+    run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, QUIET, 0, 1, 0, &quiet);
+    assert_int_equal(quiet.events, 1);
+    for (sim_time k = 1; k < 32; k++) {
+      sim_time at = quiet.done * k / 32 + k; /* off the round boundaries' picoseconds */
+      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, FLOW, at, 1, 0, &fast);
+      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, FLOW, at, 0, 0, &slow);
+      if (fast.done != slow.done || fast.flow_done != slow.flow_done || !same_bytes(&fast, &slow))
+        fail_msg("shape %d flow at %lld: closed form %lld/%lld ps, events %lld/%lld ps", i, (long long)at,
+                 (long long)fast.done, (long long)fast.flow_done, (long long)slow.done, (long long)slow.flow_done);
+      for (int r = 0; r < 16; r++) {
+        free(fast.bufs[r]);
+        free(slow.bufs[r]);
+      }
+    }
+    for (int r = 0; r < 16; r++) free(quiet.bufs[r]);
   }
 }
 
@@ -827,6 +916,7 @@ int main(void) {
       cmocka_unit_test(test_memory_per_rank),
       cmocka_unit_test(test_closed_form_equals_events), cmocka_unit_test(test_closed_form_kill),
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
+      cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
