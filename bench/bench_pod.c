@@ -135,13 +135,13 @@ static void teardown(pod *p) {
 /* Runs the step: every chip's compute, then the all-reduce. */
 static cost step(pod *p, const sim_tpu_generation *g, int counter) {
   const sim_tpu_figures *f = sim_tpu_generation_figures(g);
-  sim_roofline roof = { f->peak_flops * EFFICIENCY, f->hbm_bytes_per_s };
+  sim_roofline roof = { f->peak_flops * EFFICIENCY, f->hbm_bytes_per_s, {0} };  /* the scalar roofline */
   if (counter >= 0) ioctl(counter, PERF_EVENT_IOC_RESET, 0);
   if (counter >= 0) ioctl(counter, PERF_EVENT_IOC_ENABLE, 0);
   double w0 = wall(), u0, s0;
   cpu_times(&u0, &s0);
   /* The slice's cpus run at peak: work at peak x efficiency is work / efficiency at peak. */
-  double work = sim_roofline_work(&roof, STEP_FLOPS, 2.0 * 4.0 * PARAMS) / EFFICIENCY;
+  double work = sim_roofline_work(&roof, STEP_FLOPS, 2.0 * 4.0 * PARAMS, NULL) / EFFICIENCY;
   p->computing = p->devices;
   for (int r = 0; r < p->devices; r++) {
     sim_activity_on_done(sim_exec_start(p->engine, sim_tpu_device_cpu(p->slice, p->device[r]), work),

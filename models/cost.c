@@ -17,9 +17,11 @@ void md_cost_add(md_cost *into, const md_cost *c) {
     log->cap = log->cap ? 2 * log->cap : 32;
     log->flops = base_xrealloc(log->flops, log->cap * sizeof *log->flops);
     log->bytes = base_xrealloc(log->bytes, log->cap * sizeof *log->bytes);
+    log->matmul = base_xrealloc(log->matmul, log->cap * sizeof *log->matmul);
   }
   log->flops[log->n] = c->flops;
   log->bytes[log->n] = c->bytes_moved;
+  log->matmul[log->n] = c->matmul;
   log->n++;
 }
 
@@ -28,13 +30,14 @@ void md_op_log_clear(md_op_log *log) { log->n = 0; }
 void md_op_log_free(md_op_log *log) {
   free(log->flops);
   free(log->bytes);
+  free(log->matmul);
   *log = (md_op_log){0};
 }
 
 void md_cost_gemm(md_cost *cost, double elem_bytes, double n, double k, double m, int b_is_variable) {
   double b_bytes = b_is_variable ? 4.0 : elem_bytes;
   md_cost c = {.flops = 2.0 * n * k * m, .bytes_moved = elem_bytes * (n * k + n * m) + b_bytes * k * m,
-               .bytes_resident = 0};
+               .bytes_resident = 0, .matmul = {1, n, m, k, elem_bytes}};
   md_cost_add(cost, &c);
 }
 

@@ -9,17 +9,21 @@
 
 #include <stddef.h>
 
+#include "sim/roofline.h"
+
 typedef struct md_op_log {
   size_t n;               /* ops recorded */
   size_t cap;             /* entries allocated in flops and bytes */
   double *flops;          /* each op's FLOPs */
   double *bytes;          /* each op's bytes moved */
+  sim_matmul *matmul;     /* each op's matmul shape (batch 0: no matmul), for the per-op model */
 } md_op_log;
 
 typedef struct md_cost {
   double flops;           /* floating-point operations (an FMA counts 2) */
   double bytes_moved;     /* bytes read + written from memory by the op */
   double bytes_resident;  /* bytes the op keeps alive (activations saved for backward) */
+  sim_matmul matmul;      /* a matrix product's shape; batch 0 (the default): not one */
   md_op_log *ops;         /* when set, each op added to this total is also logged here */
 } md_cost;
 

@@ -215,13 +215,14 @@ void md_window_pool_cost(const md_layer *l, const md_layer_run *r, md_pass pass,
 ** out_shape [oh, ow, out_channels]), their window, their bias (z filled with it, or zeros) and its
 ** gradient (each channel's sum over examples and positions in double, rounded once), and their
 ** cost: as a GEMM of the outputs by taps_per_output kernel values (forward the bias broadcast
-** then the product; backward dW's product, db's sums, dx's product). */
+** then the product; backward dW's product, db's sums, dx's product). With matmul the product is
+** logged as the GEMM [positions x taps] [taps x filters] for the per-op timing model. */
 int  md_window_conv_shape(md_layer *l, int out_channels, md_error *err);
 md_window md_window_conv(const md_layer *l);
 void md_window_conv_bias(const md_layer *l, const md_layer_run *r);
 void md_window_conv_bias_grad(const md_layer *l, const md_layer_run *r);
 void md_window_conv_cost(const md_layer *l, const md_layer_run *r, md_pass pass, double taps_per_output,
-                         md_cost *cost);
+                         int matmul, md_cost *cost);
 /* Runs body for every tap of every output (f channels) of example e of a convolution layer l
 ** that lands inside the input, outputs in row-major order then taps (i, j), with zoff (the
 ** output's channels in z), xoff (the input's channels in x) and koff (the tap's kernel block of

@@ -170,10 +170,18 @@ static int run_workload(const cli *c, const scenario *s, outputs_stage *st) {
   if (commit(st) != TR_EXIT_OK) return TR_EXIT_INPUT;
   if (!c->quiet) {
     printf("podsim: %s\n", s->name);
-    printf("  workload      %s by %s on %d %s ranks, %.0f bytes, %ld iterations\n", w.op, w.algorithm,
-           w.ranks, w.group, s->workload_size_bytes, s->workload_iterations);
-    printf("  time          %.6g s per collective (bus bandwidth %.4g GB/s)\n", w.mean_time_s, w.busbw_GBps);
-    printf("  outputs       %s/ (collective.csv, summary.json%s)\n", dir, s->trace ? ", trace.json" : "");
+    if (s->workload_mm_m > 0) {
+      printf("  workload      matmul %d x %d x %d (m n k) %s on one %s device, %s model, %ld iterations\n",
+             s->workload_mm_m, s->workload_mm_n, s->workload_mm_k, s->workload_mm_dtype ? "float32" : "bfloat16",
+             w.group, w.algorithm, s->workload_iterations);
+      printf("  time          %.6g s per matmul (%.4g TFLOP/s)\n", w.mean_time_s, w.tflops);
+    } else {
+      printf("  workload      %s by %s on %d %s ranks, %.0f bytes, %ld iterations\n", w.op, w.algorithm,
+             w.ranks, w.group, s->workload_size_bytes, s->workload_iterations);
+      printf("  time          %.6g s per collective (bus bandwidth %.4g GB/s)\n", w.mean_time_s, w.busbw_GBps);
+    }
+    printf("  outputs       %s/ (%s, summary.json%s)\n", dir, s->workload_mm_m > 0 ? "matmul.csv" : "collective.csv",
+           s->trace ? ", trace.json" : "");
     printf("  events        %llu in %.3f s wall\n", (unsigned long long)w.events, w.wall_s);
   }
   printf("run_hash %016llx\n", (unsigned long long)w.run_hash);

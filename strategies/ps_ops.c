@@ -296,7 +296,7 @@ static void charge_updates(ps_op *op, sim_actor *self) {
     ps_xfer *x = &op->xfers[k];
     if (!x->applied) continue;
     ps_task *p = task(op->ps, DS_PS_PS, op->ps->comps[x->comp].ps);
-    op->acts[n++] = sim_exec_start(op->ps->engine, p->cpu, sim_roofline_work(&p->roofline, x->flops, x->bytes));
+    op->acts[n++] = sim_exec_start(op->ps->engine, p->cpu, sim_roofline_work(&p->roofline, x->flops, x->bytes, NULL));
   }
   sim_wait_all(self, op->acts, (size_t)n);
 }

@@ -58,7 +58,7 @@ static void make_task(sim_engine *e, ps_task *t, const char *job, int index, int
   t->cpu = sim_cpu_new(e, name, m->flops_per_s);
   snprintf(name, sizeof name, "%s%d.ram", job, index);
   t->ram = sim_mempool_new(e, name, (uint64_t)m->ram_bytes);
-  t->roofline = (sim_roofline){ m->flops_per_s, m->mem_bytes_per_s };
+  t->roofline = (sim_roofline){ m->flops_per_s, m->mem_bytes_per_s, {0} };
   t->host = host;
 }
 
@@ -122,10 +122,10 @@ static ds_strategy *make_replicas(sim_engine *e, ps_state *ps, const ds_machine 
     snprintf(names[k], sizeof names[k], "/job:worker/replica:0/task:0/device:GPU:%d", k);
     d->name = names[k];
     snprintf(name, sizeof name, "worker0.gpu%d", k);
-    d->cpu = sim_cpu_new(e, name, a->peak_flops * a->efficiency);
+    d->cpu = sim_cpu_new(e, name, ds_accelerator_rate(a));
     snprintf(name, sizeof name, "worker0.gpu%d.hbm", k);
     d->memory = sim_mempool_new(e, name, (uint64_t)a->hbm_bytes);
-    d->roofline = (sim_roofline){ a->peak_flops * a->efficiency, a->hbm_bytes_per_s };
+    d->roofline = ds_accelerator_roofline(a);
     d->workspace = a->workspace_bytes;
     snprintf(name, sizeof name, "worker0.gpu%d.up", k);
     ps->gpu_links[2 * k] = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);

@@ -175,19 +175,19 @@ static void make_cpu_replica(sim_engine *e, ds_replica *rep, const char *job, in
   rep->cpu = sim_cpu_new(e, name, m->flops_per_s);
   snprintf(name, sizeof name, "worker%d.ram", worker);
   rep->memory = sim_mempool_new(e, name, (uint64_t)m->ram_bytes);
-  rep->roofline = (sim_roofline){ m->flops_per_s, m->mem_bytes_per_s };
+  rep->roofline = (sim_roofline){ m->flops_per_s, m->mem_bytes_per_s, {0} };
 }
 
 static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, int worker, int k,
                                const ds_accelerators *a, const ds_replica *nic_owner) {
   char name[64];
   snprintf(rep->device, sizeof rep->device, "/job:%s/replica:0/task:%d/device:GPU:%d", job, worker, k);
-  double rate = a->peak_flops * a->efficiency;
+  double rate = ds_accelerator_rate(a);
   snprintf(name, sizeof name, "worker%d.gpu%d", worker, k);
   rep->cpu = sim_cpu_new(e, name, rate);
   snprintf(name, sizeof name, "worker%d.gpu%d.hbm", worker, k);
   rep->memory = sim_mempool_new(e, name, (uint64_t)a->hbm_bytes);
-  rep->roofline = (sim_roofline){ rate, a->hbm_bytes_per_s };
+  rep->roofline = ds_accelerator_roofline(a);
   rep->workspace = a->workspace_bytes;
   snprintf(name, sizeof name, "worker%d.gpu%d.up", worker, k);
   rep->up = sim_link_new(e, name, a->link_bytes_per_s, a->link_latency);
@@ -437,6 +437,14 @@ const char *ds_replica_device(const ds_strategy *s, int replica) { return replic
 sim_cpu *ds_replica_cpu(const ds_strategy *s, int replica) { return replica_at(s, replica)->cpu; }
 sim_mempool *ds_replica_memory(const ds_strategy *s, int replica) { return replica_at(s, replica)->memory; }
 double ds_replica_workspace(const ds_strategy *s, int replica) { return replica_at(s, replica)->workspace; }
+double ds_accelerator_rate(const ds_accelerators *a) {
+  return a->op.units > 0 ? a->peak_flops : a->peak_flops * a->efficiency;
+}
+
+sim_roofline ds_accelerator_roofline(const ds_accelerators *a) {
+  return (sim_roofline){ ds_accelerator_rate(a), a->hbm_bytes_per_s, a->op };
+}
+
 const sim_roofline *ds_replica_roofline(const ds_strategy *s, int replica) {
   return &replica_at(s, replica)->roofline;
 }

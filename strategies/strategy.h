@@ -38,6 +38,7 @@ typedef struct ds_accelerators {
   double nccl_launch_s;      /* an NCCL collective's launch and completion (sim/nccl.h) */
   int gpus_per_nic;          /* consecutive GPUs sharing a NIC (1: a NIC each) */
   double nvls_bytes_per_s;   /* NCCL's NVLS busBw where the NVSwitches reduce (H100); 0: none */
+  sim_opmodel op;            /* its per-op model (catalogue GPUs); units 0: peak x efficiency */
 } ds_accelerators;
 
 typedef struct ds_machine {
@@ -118,6 +119,11 @@ sim_mempool *ds_replica_memory(const ds_strategy *s, int replica);
 double       ds_replica_workspace(const ds_strategy *s, int replica);
 /* How the replica's device turns an op's FLOPs and bytes into time. */
 const sim_roofline *ds_replica_roofline(const ds_strategy *s, int replica);
+/* The rate an accelerator's cpu runs at: its peak under a per-op model (a->op.units > 0), which
+** charges each op's own efficiency, else peak x efficiency. */
+double ds_accelerator_rate(const ds_accelerators *a);
+/* An accelerator's roofline: that rate, its HBM bandwidth and per-op model. */
+sim_roofline ds_accelerator_roofline(const ds_accelerators *a);
 /* The CPU of each VM that holds replicas (ds_strategy_num_workers of them; where
 ** its input pipeline runs: a CPU replica's own compute unit, else one beside the accelerators),
 ** which VM a replica is on, and its host-to-device link (NULL for a CPU replica, which reads

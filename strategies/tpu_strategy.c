@@ -62,7 +62,7 @@ ds_strategy *ds_tpu_strategy_new(sim_engine *e, ds_kind kind, sim_tpu_slice *sli
       assert(d >= 0);  /* the layout was built from this slice's topology */
       table[r * cores + c] = (ds_device){
         .name = name, .worker = sim_tpu_device_host(slice, d), .cpu = sim_tpu_device_cpu(slice, d),
-        .memory = sim_tpu_device_hbm(slice, d), .roofline = { m->compute_flops, m->hbm_bytes_per_s },
+        .memory = sim_tpu_device_hbm(slice, d), .roofline = { m->compute_flops, m->hbm_bytes_per_s, m->op },
         .workspace = m->workspace_bytes, .host = host[sim_tpu_device_host(slice, d)],
         .infeed = sim_tpu_chip_pcie(slice, sim_tpu_device_chip(slice, d), 1) };
       if (c != 0) continue;
@@ -114,7 +114,7 @@ ds_strategy *ds_tpu_strategy_new_multislice(sim_engine *e, sim_multislice *ms, c
       int r = j * n + d, task = j * hosts + d / per_host;  /* TF's order: task, then ordinal */
       table[r] = (ds_device){
         .name = sim_tpu_device_name(slice, d), .worker = task, .cpu = sim_tpu_device_cpu(slice, d),
-        .memory = sim_tpu_device_hbm(slice, d), .roofline = { m->compute_flops, m->hbm_bytes_per_s },
+        .memory = sim_tpu_device_hbm(slice, d), .roofline = { m->compute_flops, m->hbm_bytes_per_s, m->op },
         .workspace = m->workspace_bytes, .host = host[task],
         .infeed = sim_tpu_chip_pcie(slice, sim_tpu_device_chip(slice, d), 1) };
       replica_at_rank[j * n + sim_tpu_device_grid_rank(slice, d)] = r;

@@ -30,9 +30,10 @@
 /* What the slice does not say about its devices and hosts. */
 typedef struct ds_tpu_machine {
   double hbm_bytes_per_s;  /* one device's HBM bandwidth (the roofline's memory roof) */
-  double compute_flops;    /* one device's sustained FLOP/s (its cpu's rate: peak x efficiency) */
+  double compute_flops;    /* one device's cpu rate: peak x efficiency, or its peak with op */
   double workspace_bytes;  /* HBM the TPU runtime keeps on each device */
   double host_flops_per_s; /* one TPU VM host's CPU, where its input pipeline runs */
+  sim_opmodel op;          /* one device's per-op model (sim/roofline.h); units 0: scalar roofline */
 } ds_tpu_machine;
 
 /* A TPUStrategy of `kind` (DS_TPU or DS_GNN_RUNNER_TPU) over layout l on slice, built in e.

@@ -70,6 +70,14 @@ done
 "$podsim" run scenarios/examples/allreduce_v4.yaml -o "$tmp/w" --quiet >/dev/null; rc=$?
 [ $rc -eq 0 ] && [ "$(wc -l < "$tmp/w/collective.csv")" -eq 4 ] && grep -q '"all_reduce": "torus"' "$tmp/w/summary.json" \
   && ok || bad "workload: exit $rc, collective.csv or summary.json wrong"
+# A matmul workload writes matmul.csv (a header and a row per iteration) and names its model;
+# giving it a collective too is an input error at `workload`.
+"$podsim" run tests/data/fidelity/gemm_h100_256x256x256.yaml -o "$tmp/mm" --set workload.matmul.iterations=3 --quiet >/dev/null; rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l < "$tmp/mm/matmul.csv")" -eq 4 ] && grep -q '"model": "per_op"' "$tmp/mm/summary.json" \
+  && ok || bad "matmul workload: exit $rc, matmul.csv or summary.json wrong"
+"$podsim" check tests/data/fidelity/gemm_h100_256x256x256.yaml --set 'workload.collective={op: all_reduce, size: 4MB}' >/dev/null 2>"$tmp/mm.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "workload: expected exactly one of collective and matmul, found both" "$tmp/mm.err" \
+  && ok || bad "matmul with a collective: exit $rc, $(cat "$tmp/mm.err")"
 
 # Every shipped example runs (a few steps; all of it when it has expect checks, which are about
 # the whole run) and summary.json names the strategy kind it asks for.

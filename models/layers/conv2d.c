@@ -138,7 +138,7 @@ static void conv_backward(const md_layer *l, const md_layer_run *r) {
 
 /* As a GEMM of the outputs [n oh ow, filters] by the taps [kh kw c, filters]. */
 static void conv_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
-  md_window_conv_cost(l, r, pass, (double)l->spec.kernel_size[0] * l->spec.kernel_size[1] * l->in_shape.dim[2], cost);
+  md_window_conv_cost(l, r, pass, (double)l->spec.kernel_size[0] * l->spec.kernel_size[1] * l->in_shape.dim[2], 1, cost);
 }
 
 const md_layer_ops md_conv2d_ops = {

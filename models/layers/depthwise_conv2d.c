@@ -72,7 +72,7 @@ static void depthwise_backward(const md_layer *l, const md_layer_run *r) {
 
 /* Each output reads kh kw kernel values (one channel's taps). */
 static void depthwise_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
-  md_window_conv_cost(l, r, pass, (double)l->spec.kernel_size[0] * l->spec.kernel_size[1], cost);
+  md_window_conv_cost(l, r, pass, (double)l->spec.kernel_size[0] * l->spec.kernel_size[1], 0, cost);
 }
 
 const md_layer_ops md_depthwise_conv2d_ops = {

@@ -72,7 +72,8 @@ static void dot_interaction_backward(const md_layer *l, const md_layer_run *r) {
 ** every input's gradient. */
 static void dot_interaction_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
   double n = r->n, f = l->ninputs, d = l->in_shapes[0].dim[0];
-  md_cost c = {.flops = n * 2.0 * f * f * d, .bytes_moved = r->act_bytes * n * (2.0 * f * d + l->out)};
+  md_cost c = {.flops = n * 2.0 * f * f * d, .bytes_moved = r->act_bytes * n * (2.0 * f * d + l->out),
+               .matmul = {n, f, f, d, r->act_bytes}};  /* n products [F x d] [d x F] */
   if (pass == MD_PASS_BACKWARD) {
     c.flops += n * f * f;
     c.bytes_moved = r->act_bytes * n * (l->out + 2.0 * f * d);

@@ -187,7 +187,8 @@ static void mha_backward(const md_layer *l, const md_layer_run *r) {
 /* A batched matrix product of n H problems [S x a] [a x S] (or its transpose): FLOPs and the
 ** three operands' bytes. */
 static void attention_product(md_cost *cost, double elem_bytes, double batches, double s, double a) {
-  md_cost c = {.flops = 2.0 * batches * s * s * a, .bytes_moved = elem_bytes * batches * (2.0 * s * a + s * s)};
+  md_cost c = {.flops = 2.0 * batches * s * s * a, .bytes_moved = elem_bytes * batches * (2.0 * s * a + s * s),
+               .matmul = {batches, s, s, a, elem_bytes}};
   md_cost_add(cost, &c);
 }
 

@@ -130,11 +130,15 @@ void md_window_conv_bias_grad(const md_layer *l, const md_layer_run *r) {
 }
 
 void md_window_conv_cost(const md_layer *l, const md_layer_run *r, md_pass pass, double taps_per_output,
-                         md_cost *cost) {
+                         int matmul, md_cost *cost) {
   double in = (double)r->n * l->in, out = (double)r->n * l->out;
   double kernel = (double)r->vars[MD_LAYER_KERNEL(l)].size;
   int bias = MD_LAYER_BIAS(l) >= 0;
   md_cost mm = {.flops = 2.0 * out * taps_per_output, .bytes_moved = r->act_bytes * (in + out) + 4.0 * kernel};
+  /* A convolution is the implicit GEMM [positions x taps] [taps x filters]; a depthwise one
+  ** convolves each channel alone, on the vector units (no matmul shape). */
+  double filters = l->out_shape.dim[2];
+  if (matmul) mm.matmul = (sim_matmul){1, out / filters, filters, taps_per_output, r->act_bytes};
   if (pass == MD_PASS_FORWARD) {
     if (bias) md_cost_elementwise(cost, r->act_bytes, out, 1, 1);
     md_cost_add(cost, &mm);

@@ -48,19 +48,37 @@ static int gpu_count(cfg_ctx *c, const yt_node *v, const char *path, const scn_m
   return 0;
 }
 
-/* machine: {type: NAME} or, for a GPU system, {type: NAME, gpus: N, nics: M}: the first N of its
-** GPUs (CUDA_VISIBLE_DEVICES, as a benchmark on part of a node runs), and M NICs where it has
-** one per GPU (an HGX board with fewer: GPU k on NIC k / (8 / M)). */
+/* A GPU system's efficiency: a number in (0, 1] that replaces its GPUs' per-op model with the
+** scalar roofline at that fraction of peak; 0, or -1 with the error reported. */
+static int gpu_efficiency(cfg_ctx *c, const yt_node *v, const char *path, scn_machine *m) {
+  char sub[256], fb[80];
+  cfg_join(sub, sizeof sub, path, "efficiency");
+  char *end = NULL;
+  double x = v->kind == YT_SCALAR ? strtod(v->text, &end) : 0;
+  if (!(m->accel_nvlink_bytes_per_s > 0))
+    return cfg_fail(c, v, sub, "%s has no GPUs; efficiency is for a GPU system (dgx-a100, dgx-h100)", m->type);
+  if (end == NULL || end == v->text || *end != 0 || !(x > 0 && x <= 1))
+    return cfg_fail(c, v, sub, "expected a number in (0, 1], found %s", cfg_found(v, fb, sizeof fb));
+  m->accel_efficiency = x;
+  m->accel_op = (sim_opmodel){0};
+  return 0;
+}
+
+/* machine: {type: NAME} or, for a GPU system, {type: NAME, gpus: N, nics: M, efficiency: E}: the
+** first N of its GPUs (CUDA_VISIBLE_DEVICES, as a benchmark on part of a node runs), M NICs where
+** it has one per GPU (an HGX board with fewer: GPU k on NIC k / (8 / M)), and E, when given, the
+** scalar roofline's fraction of peak instead of the per-op model (docs/machine.md, "Compute"). */
 static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_machine *m) {
-  const yt_node *t = yt_get(v, "type"), *g = yt_get(v, "gpus"), *n = yt_get(v, "nics");
+  const yt_node *t = yt_get(v, "type"), *g = yt_get(v, "gpus"), *n = yt_get(v, "nics"), *e = yt_get(v, "efficiency");
   char sub[256], fb[80];
   cfg_join(sub, sizeof sub, path, "type");
   if (t->kind != YT_SCALAR || yt_is_null(t))
     return cfg_fail(c, t, sub, "expected a catalogue machine type such as dgx-a100, found %s", cfg_found(t, fb, sizeof fb));
   for (int i = 0; i < v->n; i++)
-    if (strcmp(v->keys[i]->text, "type") && strcmp(v->keys[i]->text, "gpus") && strcmp(v->keys[i]->text, "nics")) {
+    if (strcmp(v->keys[i]->text, "type") && strcmp(v->keys[i]->text, "gpus") && strcmp(v->keys[i]->text, "nics") &&
+        strcmp(v->keys[i]->text, "efficiency")) {
       cfg_join(sub, sizeof sub, path, v->keys[i]->text);
-      return cfg_fail(c, v->keys[i], sub, "a catalogue machine takes type and, on a GPU system, gpus and nics; found %s",
+      return cfg_fail(c, v->keys[i], sub, "a catalogue machine takes type and, on a GPU system, gpus, nics and efficiency; found %s",
                       v->keys[i]->text);
     }
   if (machines_lookup(t->text, m)) {
@@ -72,7 +90,7 @@ static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_mach
   if (g != NULL && gpu_count(c, g, path, m, "gpus", all, 0, &m->accelerators)) return -1;
   if (n != NULL && gpu_count(c, n, path, m, "nics", all, all, &nics)) return -1;
   m->accel_gpus_per_nic = all / nics;
-  return 0;
+  return e != NULL ? gpu_efficiency(c, e, path, m) : 0;
 }
 
 /* machine: a catalogue name, {type: NAME}, or {cpus, flops, ram, nic, accelerators}. */
@@ -123,7 +141,8 @@ static const key_spec TPU_OVERRIDE_KEYS[] = {
   {.key = "ici_bandwidth", .type = V_UNIT, .unit = UNIT_BANDWIDTH, .lo_open = 1, .st = S_DOUBLE,
    OFF(scenario, tpu_ici_bytes_per_s)},
   {.key = "peak_bf16", .type = V_UNIT, .unit = UNIT_FLOPS, .lo = 1e6, .st = S_DOUBLE, OFF(scenario, tpu_peak_flops)},
-  {.key = "efficiency", .type = V_NUM, .lo = 0, .lo_open = 1, .hi = 1, .st = S_DOUBLE, OFF(scenario, tpu_efficiency)},
+  {.key = "efficiency", .type = V_NUM, .lo = 0, .lo_open = 1, .hi = 1, .st = S_DOUBLE, OFF(scenario, tpu_efficiency),
+   .doc = "when given, every op runs at this fraction of peak (the scalar roofline) instead of the generation's per-op model"},
   END};
 static const key_spec TPU_KEYS[] = {
   {.key = "type", .type = V_FN, .fn = tpu_type_fn, .required = 1,
@@ -251,7 +270,7 @@ static int tf_config_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const c
   return rc;
 }
 
-#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system (dgx-a100, dgx-h100), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
+#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"},\"efficiency\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"a GPU system's fraction of peak for every op (the scalar roofline) instead of its per-op model\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system (dgx-a100, dgx-h100), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
 static const key_spec WORKER_KEYS[] = {
   {.key = "count", .type = V_INT, .st = S_INT, OFF(scenario, workers), .lo = 1, .hi = 100000},
   {.key = "machine", .type = V_FN, .fn = machine_fn, .map = MACHINE_KEYS, .schema = MACHINE_SCHEMA, .st = S_CHARS, OFF(scenario, worker_machine)},

@@ -34,10 +34,30 @@ static const struct gpu_system {
   double nic;             /* per GPU one way */
   double launch;          /* an NCCL collective's launch and completion, seconds */
   double nvls;            /* NCCL's NVLS busBw (NVLink SHARP), 0: none */
+  int sms;                /* streaming multiprocessors: the per-op model's units */
+  double fp32_cores;      /* non-tensor FP32 FLOP/s: the per-op model's vector rate */
 } GPU_SYSTEMS[] = {
-  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6, 0},
-  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9},
+  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6, 0, 108, 19.5e12},
+  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9, 132, 67e12},
 };
+
+/* The per-op model's constants fitted by bench/fit_gemm.py on OpenXLA's measured H100 bf16
+** GEMMs (docs/data/gemm_h100_xla.csv; docs/machine.md, "Compute"): cuBLAS's 256x128 tile at 0.84
+** of an SM's peak, 70% of the HBM bandwidth, 5.5 us a kernel. A100 takes the same constants
+** (the same cuBLAS tiles; no A100 table was found to fit them on). TF32 runs float32 operands at
+** half the bf16 rate on both. */
+#define GPU_TILE_M 256
+#define GPU_TILE_N 128
+#define GPU_TILE_SIZES 4
+#define GPU_EFFICIENCY 0.84
+#define GPU_MEM_EFFICIENCY 0.7
+#define GPU_LAUNCH_S 5.5e-6
+#define GPU_F32_RATE 0.5
+
+static sim_opmodel gpu_opmodel(const struct gpu_system *g) {
+  return (sim_opmodel){ g->sms, GPU_TILE_M, GPU_TILE_N, GPU_TILE_SIZES, g->peak, GPU_EFFICIENCY,
+                        GPU_MEM_EFFICIENCY, GPU_LAUNCH_S, GPU_F32_RATE, g->fp32_cores / g->peak };
+}
 #define GPUS_PER_SYSTEM 8
 
 static int gpu_system_lookup(const char *name, scn_machine *m) {
@@ -65,6 +85,7 @@ static int gpu_system_lookup(const char *name, scn_machine *m) {
     m->accel_nccl_launch_s = g->launch;
     m->accel_gpus_per_nic = 1;
     m->accel_nvls_bytes_per_s = g->nvls;
+    m->accel_op = gpu_opmodel(g);
     return 0;
   }
   return -1;
@@ -116,6 +137,30 @@ int machines_tpu_host_vcpus(const char *generation) {
   for (size_t i = 0; i < sizeof HOSTS / sizeof HOSTS[0]; i++)
     if (!strcmp(HOSTS[i].gen, generation)) return HOSTS[i].vcpus;
   return 96;  /* a generation added to sim/tpu without a host figure: the smallest TPU VM */
+}
+
+/* MXUs per TensorCore and their side (Cloud TPU's system-architecture pages; each generation's
+** peak = MXUs x side^2 x 2 x clock: v4 8 x 128^2 x 2 x 1.05 GHz = 275 TFLOP/s a chip). */
+static const struct { const char *gen; int mxus_per_core, side; } TPU_MXUS[] = {
+  {"v2", 1, 128}, {"v3", 2, 128}, {"v4", 4, 128}, {"v5e", 4, 128}, {"v5p", 4, 128}, {"v6e", 4, 256}};
+
+/* Not fitted on TPU data (no published TPU GEMM table was found): the MXUs' efficiency and the
+** share of HBM bandwidth are the H100 fit's (GPU_EFFICIENCY, GPU_MEM_EFFICIENCY: the one
+** measured matrix engine we have, NF for TPU); an op's fixed cost 1 us (NF: XLA runs a step's
+** fused ops back to back, no host launch each); the VPU at 1/10 of the MXUs (the scaling book's
+** "about 10x"); float32 matmuls at the bf16 rate (one bf16 pass, TF's default precision on TPU). */
+#define TPU_EFFICIENCY GPU_EFFICIENCY
+#define TPU_MEM_EFFICIENCY GPU_MEM_EFFICIENCY
+#define TPU_LAUNCH_S 1e-6
+#define TPU_VECTOR_RATE 0.1
+#define TPU_ROWS 8
+
+sim_opmodel machines_tpu_opmodel(const char *generation, int cores_per_device, double device_peak) {
+  for (size_t i = 0; i < sizeof TPU_MXUS / sizeof TPU_MXUS[0]; i++)
+    if (!strcmp(TPU_MXUS[i].gen, generation))
+      return (sim_opmodel){ TPU_MXUS[i].mxus_per_core * cores_per_device, TPU_ROWS, TPU_MXUS[i].side, 1,
+                            device_peak, TPU_EFFICIENCY, TPU_MEM_EFFICIENCY, TPU_LAUNCH_S, 1.0, TPU_VECTOR_RATE };
+  return (sim_opmodel){0};  /* a generation added to sim/tpu without MXU figures: the scalar roofline */
 }
 
 void machines_list(char *buf, size_t len) {

@@ -15,6 +15,8 @@
 **             PCIe Gen5 x16, 8 x 400 Gb/s NDR; NCCL's ring at most 370 GB/s, NVLS 330
 **             (algbw 275, NCCL's developer's figure);
 **             2 x Xeon 8480C (112 cores), 2 TiB
+** Their GPUs (108 and 132 SMs) and every TPU device time ops by the per-op model (machines.c,
+** sim/roofline.h; docs/machine.md, "Compute").
 */
 #ifndef PODSIM_MACHINES_H
 #define PODSIM_MACHINES_H
@@ -32,6 +34,11 @@
 /* A TPU VM host's vCPUs for a generation ("v2" .. "v6e"), as Cloud TPU lists its VMs: v2 and v3
 ** 96, v4 240, v5e 224, v5p 208, v6e 180; each vCPU at the n2 rate, where the input pipeline runs. */
 int  machines_tpu_host_vcpus(const char *generation);
+/* The per-op model of one TPU device of a generation ("v2" .. "v6e") of cores_per_device
+** TensorCores (2 for v4/v5p megacore) and peak device_peak: its MXUs are the units, each output
+** tile 8 rows by the MXU's side (the rows a pass streams, the columns it holds); units 0 for a
+** generation it does not know. Constants in machines.c; docs/machine.md, "Compute". */
+sim_opmodel machines_tpu_opmodel(const char *generation, int cores_per_device, double device_peak);
 /* What TF pays to go from the host program to the device and back once: the dispatch of a
 ** compiled step (TF2: each call of the tf.function; TF1 contrib TPUStrategy: each loop of
 ** steps_per_run steps) and the fetch of its outputs. An estimate; strategy.host_round_trip. */

@@ -49,7 +49,7 @@ const key_spec CFG_ROOT_KEYS[] = {
    .schema = "{\"allOf\":[\"$variants\"],\"description\":\"the optimizer, by kind, with Keras's defaults\"}"},
   {.key = "dataset", .doc = "the input data: a CSV file, CSV files or a synthetic dataset, and how it is batched and distributed", .type = V_MAP, .sub = CFG_DATASET_KEYS, .post = cfg_dataset_post},
   {.key = "training", .doc = "steps or epochs, loss reduction, XLA compile, checkpoints, restarts", .type = V_MAP, .sub = CFG_TRAINING_KEYS, .post = cfg_training_post},
-  {.key = "workload", .doc = "a collective microbenchmark instead of a training run", .type = V_MAP, .sub = CFG_WORKLOAD_KEYS},
+  {.key = "workload", .doc = "a collective or matmul microbenchmark instead of a training run", .type = V_MAP, .sub = CFG_WORKLOAD_KEYS},
   {.key = "faults", .type = V_FN, .fn = cfg_faults_fn, .variants = CFG_FAULT_KINDS,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"maxItems\":32,\"items\":\"$variants\",\"description\":\"preemptions, failures, stragglers, degraded and downed links (docs/faults.md); at most 32, a trace file holds any number\"}"},
   {.key = "outputs", .doc = "where results go and which charts are drawn", .type = V_MAP, .sub = CFG_OUTPUTS_KEYS},
@@ -535,6 +535,17 @@ static int cross_checks(cfg_ctx *c) {
   if (model && strategy_checks(c, tpu) != 0) return -1;
   if (workload) {
     s->has_workload = 1;
+    const yt_node *coll = yt_get(workload, "collective"), *mm = yt_get(workload, "matmul");
+    if ((coll != NULL) == (mm != NULL))
+      return cfg_fail(c, coll && mm ? cfg_later_key(workload, "collective", "matmul") : workload, "workload",
+                      "expected exactly one of collective and matmul, found %s", coll ? "both" : "neither");
+    if (mm && s->workload_group == SCN_GROUP_TPU && !tpu)
+      return cfg_fail(c, yt_path(root, "workload.matmul.group"), "workload.matmul.group", "group tpu needs cluster.tpu");
+    if (mm && s->tpu_slices > 1)
+      return cfg_fail(c, yt_path(root, "cluster.tpu.slices"), "cluster.tpu.slices",
+                      "a matmul runs on one device of one slice: expected 1 slice, found %d", s->tpu_slices);
+  }
+  if (workload && yt_path(root, "workload.collective")) {
     const yt_node *group = yt_path(root, "workload.collective.group");
     if (s->workload_group == SCN_GROUP_TPU && !tpu)
       return cfg_fail(c, group, "workload.collective.group", "group tpu needs cluster.tpu");
@@ -669,7 +680,7 @@ static void set_defaults(scenario *s) {
   s->repeat = 1;
   s->loss_reduction = SCN_LOSS_GLOBAL_BATCH;
   s->prefetch = 1;
-  s->tpu_efficiency = MACHINE_ACCEL_EFFICIENCY;
+  s->tpu_efficiency = 0;
   s->steps_per_run = 1;
   s->host_round_trip_s = MACHINE_TPU_HOST_ROUND_TRIP_S;
   s->da_num_replicas = 1;

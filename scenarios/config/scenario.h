@@ -13,6 +13,7 @@
 #include "models/optimizer.h"
 #include "models/zoo.h"
 #include "sim/fault.h"
+#include "sim/roofline.h"
 
 /* model.layers: enough for the zoo's largest (gpt_175b: 675 layers). */
 #define SCN_MAX_LAYERS 1024
@@ -60,7 +61,8 @@ typedef struct scn_machine {
   double accel_hbm_bytes_per_s;  /* its memory bandwidth */
   double accel_link_bytes_per_s; /* its link to the other accelerators of the VM */
   double accel_link_latency_s;   /* that link's latency (default 1 us) */
-  double accel_efficiency;       /* fraction of peak its ops sustain (default 0.5) */
+  double accel_efficiency;       /* fraction of peak its ops sustain (default 0.5) without accel_op */
+  sim_opmodel accel_op;          /* catalogue GPUs' per-op model (machines.c); units 0: none */
   double accel_workspace_bytes;  /* scratch its runtime reserves in HBM (default 256 MiB) */
   double mem_bytes_per_s;        /* host memory bandwidth (default 4 GB/s per vCPU) */
   /* GPU systems of the catalogue (dgx-a100, dgx-h100); 0 on every other machine. */
@@ -126,7 +128,8 @@ typedef struct scenario {
   double tpu_hbm_bytes;         /* cluster.tpu.overrides.hbm per chip, 0: the catalogue's */
   double tpu_ici_bytes_per_s;   /* cluster.tpu.overrides.ici_bandwidth, 0: the catalogue's */
   double tpu_peak_flops;        /* cluster.tpu.overrides.peak_bf16 per chip, 0: the catalogue's */
-  double tpu_efficiency;        /* cluster.tpu.overrides.efficiency: fraction of peak ops sustain (0.5) */
+  double tpu_efficiency;        /* cluster.tpu.overrides.efficiency: fraction of peak ops sustain; 0
+                                ** (the default): the generation's per-op model instead */
   int    tpu_slices;            /* cluster.tpu.slices: slices of the type joined by DCN (default 1) */
 
   /* workload: a collective microbenchmark instead of a training run */
@@ -138,6 +141,10 @@ typedef struct scenario {
   long   workload_iterations;   /* workload.collective.iterations (default 5) */
   int    workload_axis;         /* workload.collective.axis: index into SCN_AXES, -1 for none */
   int    workload_shift;        /* workload.collective.shift: ppermute's shift (default 1) */
+  int    workload_mm_m;         /* workload.matmul.m; 0: the workload is a collective */
+  int    workload_mm_n;         /* workload.matmul.n */
+  int    workload_mm_k;         /* workload.matmul.k */
+  int    workload_mm_dtype;     /* workload.matmul.dtype: 0 bfloat16, 1 float32 */
 
   /* cluster (CPU VMs) */
   int    workers;               /* cluster.workers.count (default 1) */

@@ -151,7 +151,7 @@ static int evaluate(ps_eval *ev, sim_actor *self, eval_row *row) {
     sum += md_model_loss(ev->model, ev->ws, &b, &cost);
     examples += n;
   }
-  double work = sim_roofline_work_ops(&ev->roofline, ev->ops.flops, ev->ops.bytes, ev->ops.n);
+  double work = sim_roofline_work_ops(&ev->roofline, ev->ops.flops, ev->ops.bytes, ev->ops.matmul, ev->ops.n);
   if (sim_exec(self, ev->cpu, work) != SIM_OK) return -1;
   row->loss = s->numerics_full ? sum / (double)examples : NAN;
   row->done = sim_now(ev->engine);

@@ -345,7 +345,8 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   /* The closure of step N draws the same masks on whichever worker runs it, however often. */
   train_dropout_step(s, w->dropout, "closure", cl->step);
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
-  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.n);
+  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
+                                   w->ops.n);
   sim_time computing = sim_now(t->engine);
   if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
   sim_time compute = sim_now(t->engine) - computing;

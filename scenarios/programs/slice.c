@@ -55,6 +55,24 @@ sim_multislice *slice_multi_new(const scenario *s, sim_engine *e, double efficie
   return sim_multislice_new(e, generation(s), s->tpu_dims, s->tpu_slices, &ov);
 }
 
+/* The rate of a device's cpu over its peak: an efficiency given overrides the per-op model with
+** the scalar roofline (sim/roofline.h); the per-op model runs the cpu at peak; a generation the
+** per-op model does not know keeps the scalar roofline at the default efficiency. */
+static double slice_cpu_efficiency(const scenario *s) {
+  if (s->tpu_efficiency > 0) return s->tpu_efficiency;
+  const char *gen = sim_tpu_generation_figures(generation(s))->name;
+  return machines_tpu_opmodel(gen, 1, 1).units > 0 ? 1.0 : MACHINE_ACCEL_EFFICIENCY;
+}
+
+sim_roofline slice_device_roofline(const scenario *s) {
+  const sim_tpu_figures *f = sim_tpu_generation_figures(generation(s));
+  double per_chip = f->devices_per_chip;
+  double peak = s->tpu_peak_flops > 0 ? s->tpu_peak_flops : f->peak_flops;  /* a chip's */
+  sim_opmodel op = s->tpu_efficiency > 0 ? (sim_opmodel){0}
+                   : machines_tpu_opmodel(f->name, f->cores_per_chip / f->devices_per_chip, peak / per_chip);
+  return (sim_roofline){ peak * slice_cpu_efficiency(s) / per_chip, f->hbm_bytes_per_s / per_chip, op };
+}
+
 static ds_kind kind_of(scn_strategy_kind k) {
   return k == SCN_STRATEGY_GNN_RUNNER_TPU ? DS_GNN_RUNNER_TPU : DS_TPU;
 }
@@ -66,14 +84,13 @@ slice_run *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo) {
   char topology[32];
   r->resolver = ds_tpu_resolver_new("", s->tpu_type, slice_topology(s, topology, sizeof topology), NULL);
   assert(r->resolver != NULL);  /* the loader resolved the same slice */
-  double per_chip = f->devices_per_chip;
-  double peak = s->tpu_peak_flops > 0 ? s->tpu_peak_flops : f->peak_flops;
-  ds_tpu_machine m = { f->hbm_bytes_per_s / per_chip, peak * s->tpu_efficiency / per_chip,
-                       MACHINE_ACCEL_WORKSPACE_BYTES,
-                       machines_tpu_host_vcpus(f->name) * MACHINE_N2_FLOPS_PER_VCPU };
+  sim_roofline device = slice_device_roofline(s);
+  double efficiency = slice_cpu_efficiency(s);
+  ds_tpu_machine m = { device.mem_bw, device.rate, MACHINE_ACCEL_WORKSPACE_BYTES,
+                       machines_tpu_host_vcpus(f->name) * MACHINE_N2_FLOPS_PER_VCPU, device.op };
   if (s->strategy == SCN_STRATEGY_TPU_V1) {
     /* TF1's TPUStrategy(resolver, steps_per_run, num_cores): its towers, its loop's launch. */
-    sim_tpu_overrides ov = overrides_of(s, s->tpu_efficiency);
+    sim_tpu_overrides ov = overrides_of(s, efficiency);
     ds_tpu_v1_options o = ds_tpu_v1_options_default();
     o.steps_per_run = s->steps_per_run;
     o.num_cores = s->num_cores;
@@ -85,11 +102,11 @@ slice_run *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo) {
     return r;
   }
   if (s->tpu_slices > 1) {  /* the loader allows strategy tpu alone, without device assignment */
-    r->multi = slice_multi_new(s, e, s->tpu_efficiency);
+    r->multi = slice_multi_new(s, e, efficiency);
     r->strategy = ds_tpu_strategy_new_multislice(e, r->multi, &m);
     return r;
   }
-  r->slice = slice_new(s, e, s->tpu_efficiency);
+  r->slice = slice_new(s, e, efficiency);
   r->topology = ds_tpu_initialize_system(r->resolver);
   static const int ONES[4] = { 1, 1, 1, 1 };
   if (s->has_device_assignment)

@@ -32,6 +32,9 @@ sim_multislice *slice_multi_new(const scenario *s, sim_engine *e, double efficie
 
 /* The scenario's TPU strategy (tpu, tpu_v1, gnn_runner_tpu) on its slice. The loader has checked
 ** the device assignment, so this does not fail. */
+/* How one device of cluster.tpu turns ops into time: its cpu's rate, HBM bandwidth and per-op
+** model (none when tpu.overrides.efficiency is given: the scalar roofline at that efficiency). */
+sim_roofline  slice_device_roofline(const scenario *s);
 slice_run    *slice_run_new(const scenario *s, sim_engine *e, sim_algo algo);
 ds_strategy  *slice_run_strategy(const slice_run *r);
 /* tpu_v1: TF1's TPUStrategy behind the strategy (its loop's launch and fetch); NULL otherwise. */

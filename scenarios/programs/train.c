@@ -161,7 +161,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
 ** the time is the whole work's (model parallelism without pipelining saves memory, not time). */
 static double op_work(const trainer *t, const replica *rep, size_t from, size_t to) {
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, rep->index), rep->ops.flops + from,
-                                      rep->ops.bytes + from, to - from);
+                                      rep->ops.bytes + from, rep->ops.matmul + from, to - from);
   return t->spmd ? work / t->cores : work;
 }
 

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "scenarios/report/outputs.h"
+#include "scenarios/programs/matmul_bench.h"
 #include "scenarios/programs/slice.h"
 #include "sim/collective.h"
 #include "sim/multislice.h"
@@ -187,13 +188,26 @@ static int write_csv(const bench *b, const char *path, double size) {
   return base_fclose(f);
 }
 
-static int write_summary(const char *path, const scenario *s, const workload_summary *w) {
-  char hash[17];
-  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->run_hash);
+json_t *workload_json_new(const scenario *s) {
   json_t *o = json_object();
   json_object_set_new(o, "scenario", json_string(s->name));
   json_object_set_new(o, "seed", json_integer((json_int_t)s->seed));
   json_object_set_new(o, "numerics", json_string(s->numerics_full ? "full" : "off"));
+  return o;
+}
+
+int workload_json_write(json_t *o, const char *path, const workload_summary *w) {
+  char hash[17];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->run_hash);
+  json_object_set_new(o, "run_hash", json_string(hash));
+  json_object_set_new(o, "wall_s", json_real(w->wall_s));
+  int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+  json_decref(o);
+  return rc;
+}
+
+static int write_summary(const char *path, const scenario *s, const workload_summary *w) {
+  json_t *o = workload_json_new(s);
   json_object_set_new(o, "workload", json_pack("{s:s, s:s, s:I, s:i, s:I}", "op", w->op, "group", w->group,
                                                "size_bytes", (json_int_t)s->workload_size_bytes,
                                                "ranks", w->ranks, "iterations", (json_int_t)s->workload_iterations));
@@ -210,11 +224,7 @@ static int write_summary(const char *path, const scenario *s, const workload_sum
   json_object_set_new(o, "mean_time_s", json_real(w->mean_time_s));
   json_object_set_new(o, "busbw_GBps", json_real(w->busbw_GBps));
   json_object_set_new(o, "events", json_integer((json_int_t)w->events));
-  json_object_set_new(o, "run_hash", json_string(hash));
-  json_object_set_new(o, "wall_s", json_real(w->wall_s));
-  int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-  json_decref(o);
-  return rc;
+  return workload_json_write(o, path, w);
 }
 
 static int write_outputs(bench *b, const char *dir, workload_summary *w, scn_error *err) {
@@ -238,6 +248,7 @@ static int write_outputs(bench *b, const char *dir, workload_summary *w, scn_err
 }
 
 int workload_run(const scenario *s, const char *out_dir, workload_summary *w, scn_error *err) {
+  if (s->workload_mm_m > 0) return matmul_bench_run(s, out_dir, w, err);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   memset(w, 0, sizeof *w);

@@ -216,6 +216,16 @@ static void multislice_axis_and_shift_errors(void **state) {
     {"scenarios/examples/tpu_preempted.yaml", {"cluster.tpu.slices=3"},
      "cluster.tpu.slices: training across 3 slices (data parallel, one replica per device) needs no faults, found "
      "some"},
+    {"scenarios/examples/allreduce_v4.yaml", {"workload.matmul={m: 8, n: 8, k: 8}"},
+     "workload: expected exactly one of collective and matmul, found both"},
+    {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"workload.matmul.group=tpu"},
+     "workload.matmul.group: group tpu needs cluster.tpu"},
+    {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"workload.matmul.k=0"},
+     "workload.matmul.k"},
+    {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"cluster.workers.machine={type: dgx-h100, efficiency: 1.5}"},
+     "cluster.workers.machine.efficiency: expected a number in (0, 1], found 1.5"},
+    {"tests/data/fidelity/gemm_h100_256x256x256.yaml", {"cluster.workers.machine={type: n2-standard-8, efficiency: 0.5}"},
+     "cluster.workers.machine.efficiency: n2-standard-8 has no GPUs; efficiency is for a GPU system"},
     {"scenarios/examples/tpu_v4.yaml", {"cluster.tpu.slices=2", "strategy.all_reduce=ring"},
      "strategy.all_reduce: several slices all-reduce gradients by torus within each slice and a ring across "
      "them: expected auto, found ring"},
@@ -240,6 +250,48 @@ static void multislice_axis_and_shift_errors(void **state) {
   (void)w;
 }
 
+/* workload.matmul: one product on one device, charged as a training step charges a GEMM.
+** dgx-h100, bf16 4096^3: 5.5 us + 4 waves of 256x128 tiles of 268,435,456 FLOPs at an SM's
+** 989e12 x 0.84 / 132 (test_roofline.c works it out), 780.43 TFLOP/s. A v4 device (one chip,
+** megacore: 8 MXUs of 128x128): tiles of 8 rows x 128 columns, 512 x 32 = 16384 of them, 2048
+** waves of 2 x 8 x 128 x 4096 = 8,388,608 FLOPs at 275e12 x 0.84 / 8, plus the 1 us launch:
+** 595.97 us (memory: 100.7 MB at 0.7 x 1200 GB/s = 119.8 us). With overrides.efficiency 0.5 the
+** scalar roofline instead: 2 x 4096^3 / 137.5e12 = 999.55 us; a dgx-h100 with efficiency 0.5
+** likewise: 2 x 4096^3 / 494.5e12 = 277.94 us (memory: 100.7 MB at 3350 GB/s, 30.0 us). */
+static void matmul_workload_on_each_device_kind(void **state) {
+  (void)state;
+  static scenario s;
+  workload_summary w;
+  scn_error err;
+  char dir[] = "/tmp/podsim-matmul-XXXXXX", cmd[96];
+  assert_non_null(mkdtemp(dir));
+  const char *file = "tests/data/fidelity/gemm_h100_4096x4096x4096.yaml";
+  assert_int_equal(scenario_load(tu_src(file), NULL, 0, &s, &err), 0);
+  assert_int_equal(workload_run(&s, dir, &w, &err), 0);
+  assert_string_equal(w.algorithm, "per_op");
+  double want = 5.5e-6 + 4 * 268435456.0 / (989e12 * 0.84 / 132);
+  if (fabs(w.mean_time_s - want) > 1e-12) fail_msg("h100 %.12g s, want %.12g", w.mean_time_s, want);
+  const char *tpu[] = { "cluster.tpu={type: v4-8}", "workload.matmul.group=tpu" };
+  assert_int_equal(scenario_load(tu_src(file), tpu, 2, &s, &err), 0);
+  assert_int_equal(workload_run(&s, dir, &w, &err), 0);
+  want = 1e-6 + 2048 * 8388608.0 / (275e12 * 0.84 / 8);
+  if (fabs(w.mean_time_s - want) > 1e-12) fail_msg("v4 %.12g s, want %.12g", w.mean_time_s, want);
+  const char *scalar[] = { "cluster.tpu={type: v4-8, overrides: {efficiency: 0.5}}", "workload.matmul.group=tpu" };
+  assert_int_equal(scenario_load(tu_src(file), scalar, 2, &s, &err), 0);
+  assert_int_equal(workload_run(&s, dir, &w, &err), 0);
+  assert_string_equal(w.algorithm, "roofline");
+  want = 2.0 * 4096 * 4096 * 4096 / 137.5e12;
+  if (fabs(w.mean_time_s - want) > 1e-12) fail_msg("v4 at 0.5 %.12g s, want %.12g", w.mean_time_s, want);
+  const char *gpu[] = { "cluster.workers.machine={type: dgx-h100, gpus: 1, efficiency: 0.5}" };
+  assert_int_equal(scenario_load(tu_src(file), gpu, 1, &s, &err), 0);
+  assert_int_equal(workload_run(&s, dir, &w, &err), 0);
+  assert_string_equal(w.algorithm, "roofline");
+  want = 2.0 * 4096 * 4096 * 4096 / 494.5e12;
+  if (fabs(w.mean_time_s - want) > 1e-12) fail_msg("h100 at 0.5 %.12g s, want %.12g", w.mean_time_s, want);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(one_slice_is_the_plain_slice),
@@ -250,6 +302,7 @@ int main(void) {
     cmocka_unit_test(cpu_ring_all_reduce_is_its_closed_form),
     cmocka_unit_test(tpu_slice_algorithms_differ),
     cmocka_unit_test(impossible_workloads_are_input_errors),
+    cmocka_unit_test(matmul_workload_on_each_device_kind),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
 
 #include "strategies/gnn_runner.h"
 
-static const ds_tpu_machine MACHINE = { 1200e9, 275e12, 0, 1e12 };
+static const ds_tpu_machine MACHINE = { 1200e9, 275e12, 0, 1e12, {0} };
 
 /* Replica r contributes r + 1 to a SUM all-reduce. */
 static int contribute(ds_rctx *c, void *user, md_tensor *const *args, md_tensor **results) {

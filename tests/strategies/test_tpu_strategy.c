@@ -21,7 +21,7 @@ typedef struct fixture {
   float sums[16];         /* each replica's all-reduce result */
 } fixture;
 
-static const ds_tpu_machine MACHINE = { 900e9, 61.5e12, 0, 1e12 };
+static const ds_tpu_machine MACHINE = { 900e9, 61.5e12, 0, 1e12, {0} };
 
 static void build_spmd(fixture *f, const char *type, const int *shape, int replicas, sim_algo algo,
                        int spmd) {

@@ -8,7 +8,7 @@
 #include "strategies/tpu_v1.h"
 
 /* The simulated device cores run at the catalogue's peak (v4: 275e12 FLOP/s per chip device). */
-static const ds_tpu_machine MACHINE = { 1200e9, 275e12, 0, 1e12 };
+static const ds_tpu_machine MACHINE = { 1200e9, 275e12, 0, 1e12, {0} };
 
 typedef struct fixture {
   sim_engine *e;          /* the engine */
