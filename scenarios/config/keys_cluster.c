@@ -89,7 +89,7 @@ static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_mach
   int all = m->accelerators, nics = all;
   if (g != NULL && gpu_count(c, g, path, m, "gpus", all, 0, &m->accelerators)) return -1;
   if (n != NULL && gpu_count(c, n, path, m, "nics", all, all, &nics)) return -1;
-  m->accel_gpus_per_nic = all / nics;
+  m->accel_gpus_per_nic = nics > 0 ? all / nics : 1; /* a CPU machine has no GPUs to share a NIC */
   return e != NULL ? gpu_efficiency(c, e, path, m) : 0;
 }
 
