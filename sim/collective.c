@@ -572,29 +572,46 @@ static int fast_eligible(const sim_collective *c) {
          c->start_delay == 0 && c->round_delay == 0 && c->count > 0;
 }
 
-/* The slot of link l in c->held for this pass: the order of first use, the same in every pass.
-** -1 when a planning pass finds it busy. */
+/* A new planning pass: res_slot entries stamped with it are this run's held links. */
+static void fast_plan_start(sim_collective *c) {
+  sim_engine *e = c->engine;
+  size_t ids = e->solver.next_resource_id;
+  if (ids > e->cap_res_slot) {
+    size_t old = e->cap_res_slot;
+    sim__grow(&e->res_slot, &e->cap_res_slot, ids, sizeof *e->res_slot);
+    memset(e->res_slot + old, 0, (e->cap_res_slot - old) * sizeof *e->res_slot);
+  }
+  c->plan_pass = ++e->slot_pass;
+  c->n_held = 0;
+}
+
+/* The slot of link l in c->held: a planning pass gives the next free one at the link's first use
+** (-1 when it finds the link busy); a restore finds the one its plan gave, through the plan's
+** stamp in res_slot, whatever order it meets the links in (the uniform shortcut's plan orders
+** them by axis). No other pass overwrites those entries while the run holds the links: a
+** planning pass stamps a link only once it has found it idle, and a held link is not. */
 static long held_slot(sim_collective *c, sim_link *l, int plan) {
   sim_engine *e = c->engine;
   uint64_t *m = &e->res_slot[l->res.id];
-  if ((uint32_t)(*m >> 32) == e->slot_pass) return (long)(uint32_t)*m;
-  size_t slot = c->n_held;
-  if (plan) {
-    if (l->res.n_uses > 0 || l->res.solo != NULL || !(l->res.capacity > 0)) return -1;
-    if (slot == c->cap_held) {
-      size_t cap = c->cap_held;
-      sim__grow(&c->held, &cap, slot + 1, sizeof *c->held);
-      c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
-      c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
-      c->cap_held = cap;
-    }
-    c->held[slot] = &l->res;
+  if (!plan) {
+    assert((uint32_t)(*m >> 32) == c->plan_pass && c->held[(uint32_t)*m] == &l->res);
+    return (long)(uint32_t)*m;
   }
-  assert(c->held[slot] == &l->res); /* a restore meets the links in the plan's order */
+  if ((uint32_t)(*m >> 32) == c->plan_pass) return (long)(uint32_t)*m;
+  size_t slot = c->n_held;
+  if (l->res.n_uses > 0 || l->res.solo != NULL || !(l->res.capacity > 0)) return -1;
+  if (slot == c->cap_held) {
+    size_t cap = c->cap_held;
+    sim__grow(&c->held, &cap, slot + 1, sizeof *c->held);
+    c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
+    c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
+    c->cap_held = cap;
+  }
+  c->held[slot] = &l->res;
   c->n_held = slot + 1;
   c->held_done[slot] = l->res.done;
   c->held_until[slot] = -1;
-  *m = ((uint64_t)e->slot_pass << 32) | slot;
+  *m = ((uint64_t)c->plan_pass << 32) | slot;
   return (long)slot;
 }
 
@@ -703,21 +720,17 @@ static int fast_rounds(sim_collective *c, int l, int lo, int hi, int stage, sim_
 /* The whole run from c->started: plans it (returns its end, or -1 when it cannot go in closed
 ** form) or, with plan 0, restores it as of now (engine.c invariant 11). */
 static sim_time fast_pass(sim_collective *c, int plan) {
-  sim_engine *e = c->engine;
   int p = c->p, vs = p * c->lanes;
   if ((size_t)vs > c->cap_fast) {
     c->fast_at = base_xrealloc(c->fast_at, 2 * (size_t)vs * sizeof *c->fast_at);
     c->fast_routes = base_xrealloc(c->fast_routes, (size_t)vs * COLL_MAX_XFERS * sizeof *c->fast_routes);
     c->cap_fast = (size_t)vs;
   }
-  size_t ids = e->solver.next_resource_id;
-  if (ids > e->cap_res_slot) {
-    size_t old = e->cap_res_slot;
-    sim__grow(&e->res_slot, &e->cap_res_slot, ids, sizeof *e->res_slot);
-    memset(e->res_slot + old, 0, (e->cap_res_slot - old) * sizeof *e->res_slot);
+  if (plan) fast_plan_start(c);
+  for (size_t i = 0; !plan && i < c->n_held; i++) { /* the links as the plan found them */
+    c->held_done[i] = c->held[i]->done;
+    c->held_until[i] = -1;
   }
-  e->slot_pass++;
-  c->n_held = 0;
   sim_time *cur = c->fast_at, *nxt = c->fast_at + vs;
   for (int v = 0; v < vs; v++) cur[v] = c->started;
   for (size_t i = 0; i < (size_t)vs * COLL_MAX_XFERS; i++) c->fast_routes[i].peer = -1;
@@ -748,6 +761,106 @@ static sim_time fast_pass(sim_collective *c, int plan) {
       c->finished++;
     }
   }
+  return end;
+}
+
+/* The uniform torus (issue 16: one 4096-chip pod step in under 10 ms; the general pass plans a
+** v4-8192 all-reduce's 1.1 M transfers one by one). On a torus whose active axes all wrap, every
+** rank of a lane sends the same kind of segment to the same neighbours (two, one on an axis of
+** length 2) in every round of every stage on an axis, whichever the lane and stage. If every such
+** route is one idle link, no link on two routes, all of one latency and capacity, and every
+** transfer of a lane's round has one duration, then every virtual rank of a lane keeps one
+** timeline: the rounds' entries are worked out once per (lane, round), the stage barriers once
+** per stage. The durations: a round's segments have chunks of chunk_base or chunk_base + 1
+** floats, so their shares are bounded by the two chunk lengths' and sim__duration_ps, monotone,
+** gives both bounds one duration or the shortcut declines; uneven counts stay when the rounding
+** agrees. A link's held_done is its done plus its transfers' bytes in time order; those are whole
+** numbers, and so the sum is exact in any order while below 2^53 (checked, as is that done is
+** whole): every link of one (axis, send) is charged a round's bytes at once when they are the
+** same for all, else rank by rank. The plan is then the general pass's to the bit: end, held
+** links, held_done; only the slots' order differs, which the restore (the general pass) looks up
+** (held_slot). Returns the end, or -1 (decline: the general pass plans). */
+static sim_time fast_plan_uniform(sim_collective *c) {
+  int p = c->p, lanes = c->lanes, nstages = c->nstages;
+  if (c->algo != SIM_ALGO_TORUS || c->cpus != NULL || c->wire != 1 || c->uniform_off) return -1;
+  for (int a = 0; a < c->ndims; a++)
+    if (c->dims[a] > 1 && !c->wraps[a]) return -1;
+  fast_plan_start(c);
+  /* The links: axis a's in slots base[a] + r * sends[a] + i, rank r's send i. */
+  size_t base[COLL_MAX_DIMS];
+  int sends[COLL_MAX_DIMS] = {0};
+  sim_time latency = 0;
+  double rate = 0;
+  coll_plan pl;
+  for (int t = 0; t < nstages; t++)
+    for (int l = 0; l < lanes; l++) {
+      const coll_stage *st = &c->stages[l][t];
+      if (sends[st->axis] > 0) continue;
+      base[st->axis] = c->n_held;
+      for (int r = 0; r < p; r++) {
+        sim__coll_plan(c, l * p + r, st->first, &pl);
+        if (r == 0) sends[st->axis] = pl.nsend;
+        if (pl.nsend == 0 || pl.nsend != sends[st->axis]) return -1;
+        for (int i = 0; i < pl.nsend; i++) {
+          if (find_route(c, rank_of(c, l * p + r), rank_of(c, pl.send[i].peer)) != 1) return -1;
+          sim_link *k = c->hops[0];
+          size_t want = c->n_held;
+          double done = k->res.done;
+          if (want == 0) latency = k->latency, rate = k->res.capacity;
+          if (held_slot(c, k, 1) != (long)want || k->latency != latency || k->res.capacity != rate ||
+              !(done >= 0 && done < 0x1p53 && (double)(int64_t)done == done))
+            return -1;
+        }
+      }
+    }
+  /* The timeline, lane by lane; bytes[a][i]: what each link of axis a's send i carries. */
+  sim_time cur[COLL_MAX_DIMS];
+  double bytes[COLL_MAX_DIMS][COLL_MAX_XFERS] = {{0}};
+  for (int l = 0; l < lanes; l++) cur[l] = c->started;
+  for (int t = 0; t < nstages; t++) {
+    sim_time m = cur[0];
+    for (int l = 1; l < lanes; l++) m = cur[l] > m ? cur[l] : m;
+    for (int l = 0; l < lanes; l++) cur[l] = m; /* stage_barrier */
+    for (int l = 0; l < lanes; l++) {
+      const coll_stage *st = &c->stages[l][t];
+      int a = st->axis, hi = t + 1 < nstages ? st[1].first : c->rounds;
+      for (int k = st->first; k < hi; k++) {
+        sim__coll_plan(c, l * p, k, &pl); /* rank 0's segments: the round's every rank's shape */
+        sim_time d = 0;
+        unsigned uneven = 0;
+        for (int i = 0; i < pl.nsend; i++) {
+          coll_seg s = pl.send[i].seg;
+          size_t n = (size_t)s.n * (size_t)s.n2, lo = n * share_floats(c, s, c->chunk_base);
+          size_t hi_floats = c->chunk_extra > 0 ? n * share_floats(c, s, c->chunk_base + 1) : lo;
+          double least = (double)(lo * sizeof(float)), most = (double)(hi_floats * sizeof(float));
+          if (!(least > 0)) return -1;
+          sim_time di = sim__duration_ps(least, rate);
+          if (di != sim__duration_ps(most, rate) || di == SIM_TIME_NEVER) return -1;
+          d = di > d ? di : d;
+          if (least == most) bytes[a][i] += least;
+          else uneven |= 1u << i;
+        }
+        for (int r = 0; uneven != 0 && r < p; r++) { /* the links of a send whose bytes differ */
+          sim__coll_plan(c, l * p + r, k, &pl);
+          for (int i = 0; i < pl.nsend; i++)
+            if (uneven >> i & 1u)
+              c->held_done[base[a] + (size_t)r * (size_t)sends[a] + (size_t)i] +=
+                  (double)(seg_floats(c, pl.send[i].seg) * sizeof(float));
+        }
+        if (d > SIM_TIME_NEVER - cur[l] - latency) return -1;
+        cur[l] += latency + d;
+      }
+    }
+  }
+  sim_time end = c->started;
+  for (int l = 0; l < lanes; l++) end = cur[l] > end ? cur[l] : end;
+  for (int a = 0; a < c->ndims; a++)
+    for (int r = 0; sends[a] > 0 && r < p; r++)
+      for (int i = 0; i < sends[a]; i++) {
+        double *done = &c->held_done[base[a] + (size_t)r * (size_t)sends[a] + (size_t)i];
+        *done += bytes[a][i];
+        if (!(*done < 0x1p53)) return -1; /* past exact sums */
+      }
   return end;
 }
 
@@ -785,7 +898,9 @@ static void fast_finish(sim_engine *e, void *arg) {
 /* Begins the run in closed form if it can go so; returns 1 if it did. */
 static int fast_begin(sim_collective *c) {
   if (!fast_eligible(c)) return 0;
-  sim_time end = fast_pass(c, 1);
+  sim_time end = fast_plan_uniform(c);
+  c->planned_uniform = end >= 0;
+  if (end < 0) end = fast_pass(c, 1);
   /* No transfer at all (a ppermute's early outs): the rounds finish within begin, as they do. */
   if (end < 0 || c->n_held == 0) return 0;
   c->hold = sim__hold_new(c->engine, fast_fall_back, c);
