@@ -899,6 +899,144 @@ static void test_closed_form_ties(void **state) {
   assert_string_equal(fast, slow);
 }
 
+/* ---- the uniform torus (collective.c, fast_plan_uniform) --------------------------------- */
+
+typedef enum { EVENTS, GENERAL, UNIFORM } planner; /* event by event; closed form by the general
+                                                      pass alone; closed form with the shortcut */
+
+typedef struct uniform_run {
+  sim_time done;             /* when the all-reduce finished */
+  double *bytes;             /* every link's bytes at the end */
+  size_t n;                  /* links */
+  uint64_t events;           /* events the engine fired */
+  int planned;               /* the all-reduce's plan came from the shortcut */
+  int lanes;                 /* its lanes */
+} uniform_run;
+
+static void note_done(sim_engine *e, sim_collective *c, void *arg) {
+  (void)c;
+  *(sim_time *)arg = sim_now(e);
+}
+
+/* A torus all-reduce of `count` floats on sh, every link of bandwidth bw and 1 us latency,
+** planned `how`; before it a flow of `pre` bytes over rank 0's link to rank 1 (when pre > 0) and
+** a reduce-scatter of `count` floats (when `scatter`), one after the other, so that the links
+** start with bytes done; rank 0's link to rank 1 at a quarter of bw from `at` after the
+** all-reduce's start until 40 us later (at < 0: never). */
+static void run_uniform(const shape *sh, double bw, size_t count, planner how, double pre, int scatter,
+                        sim_time at, uniform_run *out) {
+  sim_engine *e = sim_engine_new();
+  sim_engine_set_closed_form(e, how != EVENTS);
+  net *t = torus_new(e, sh->nd, sh->dims, sh->wraps);
+  out->n = (size_t)t->p * (size_t)t->nd * 2;
+  for (size_t i = 0; i < out->n; i++) sim_link_set_bandwidth(t->links[i], bw);
+  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, NULL);
+  sim_collective_set_torus(c, t->nd, t->dims, t->wraps);
+  c->uniform_off = how == GENERAL;
+  sim_link *first = NULL;
+  net_route(t, 0, 1, &first, 1);
+  if (pre > 0) sim_comm_start(e, &first, 1, pre);
+  assert_int_equal(sim_run(e), 0);
+  sim_time begun = 0;
+  if (scatter)
+    assert_int_equal(sim_collective_start(c, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_TORUS, 0, NULL, count, note_done,
+                                          &begun), SIM_OK);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, count, note_done,
+                                        &out->done), SIM_OK);
+  out->planned = c->planned_uniform;
+  out->lanes = c->lanes;
+  disturb_ctx d = {first, NULL, NULL};
+  if (at >= 0) {
+    sim_schedule(e, begun + at, degrade, &d);
+    sim_schedule(e, begun + at + 40 * US, restore, &d);
+  }
+  assert_int_equal(sim_run(e), 0);
+  out->done -= begun;
+  out->bytes = malloc(out->n * sizeof *out->bytes);
+  for (size_t i = 0; i < out->n; i++) {
+    out->bytes[i] = sim_link_bytes(t->links[i]);
+    assert_null(t->links[i]->res.solo);
+  }
+  out->events = sim_events_processed(e);
+  sim_collective_free(c);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* The three planners on one case, quiet and with the link degraded at 7 moments spread over the
+** run (off the rounds' picoseconds): the shortcut's run is the general pass's to the bit (times,
+** every link's bytes, events) and the event-by-event run's to the picosecond (bytes to the bit
+** when quiet, to 1e-12 once handed back: engine.c invariant 9). `shortcut`: whether the
+** shortcut must plan it (else it must decline); `lanes` the lanes the run must take. */
+static void check_uniform(const shape *sh, double bw, size_t count, double pre, int scatter, int shortcut,
+                          int lanes) {
+  uniform_run quiet[3];
+  for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, bw, count, (planner)how, pre, scatter, -1, &quiet[how]);
+  if (quiet[UNIFORM].planned != shortcut || quiet[UNIFORM].lanes != lanes)
+    fail_msg("%dx%dx%d count %zu bw %g: planned %d lanes %d, want %d and %d", sh->dims[0], sh->dims[1],
+             sh->nd > 2 ? sh->dims[2] : 1, count, bw, quiet[UNIFORM].planned, quiet[UNIFORM].lanes, shortcut, lanes);
+  assert_int_equal(quiet[GENERAL].planned, 0);
+  for (int how = EVENTS; how <= GENERAL; how++) {
+    assert_int_equal(quiet[how].done, quiet[UNIFORM].done);
+    assert_memory_equal(quiet[how].bytes, quiet[UNIFORM].bytes, quiet[UNIFORM].n * sizeof(double));
+  }
+  assert_int_equal(quiet[UNIFORM].events, quiet[GENERAL].events);
+  /* Quiet, the all-reduce is one event, as the reduce-scatter; the flow two (latency, bytes). */
+  assert_int_equal(quiet[UNIFORM].events, 1 + (scatter ? 1 : 0) + (pre > 0 ? 2 : 0));
+  for (sim_time k = 1; k < 8; k++) {
+    uniform_run r[3];
+    sim_time at = quiet[UNIFORM].done * k / 8 + k;
+    for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, bw, count, (planner)how, pre, scatter, at, &r[how]);
+    assert_int_equal(r[UNIFORM].done, r[GENERAL].done);
+    assert_memory_equal(r[UNIFORM].bytes, r[GENERAL].bytes, r[UNIFORM].n * sizeof(double));
+    assert_int_equal(r[UNIFORM].events, r[GENERAL].events);
+    if (r[UNIFORM].done != r[EVENTS].done) fail_msg("degraded at %lld: %lld ps, events %lld ps", (long long)at,
+                                                   (long long)r[UNIFORM].done, (long long)r[EVENTS].done);
+    assert_true(r[UNIFORM].events > quiet[UNIFORM].events); /* handed back to transfer by transfer */
+    for (size_t i = 0; i < r[UNIFORM].n; i++)
+      if (fabs(r[UNIFORM].bytes[i] - r[EVENTS].bytes[i]) > 1e-12 * fabs(r[EVENTS].bytes[i]))
+        fail_msg("degraded at %lld: link %zu %.17g bytes, events %.17g", (long long)at, i, r[UNIFORM].bytes[i],
+                 r[EVENTS].bytes[i]);
+    for (int how = EVENTS; how <= UNIFORM; how++) free(r[how].bytes);
+  }
+  for (int how = EVENTS; how <= UNIFORM; how++) free(quiet[how].bytes);
+}
+
+/* Tori whose axes all wrap: 4x4 (two lanes of rings), 4x4x4 (three), 2x8x4 (an axis of two: a
+** line of one round, each rank one send) and 16x1x16 (an axis of length 1). Counts:
+** - divisible by the ranks (64000 = 16 x 4000; 192000 = 64 x 3000; 102400 = 256 x 400): every
+**   chunk alike, so every link of an (axis, direction) carries the same bytes;
+** - uneven at 1e9 B/s (100003: 3, 35 and 163 chunks one float longer): a 4-byte difference is
+**   4000 ps, so a round's transfers differ in duration and the shortcut must decline;
+** - uneven at 1e14 B/s, where a float is 0.04 ps: 100033 on 4x4 (6252-float chunks, one longer),
+**   100225 on 4x4x4 (1566, one longer), 100097 on 2x8x4 (1564, one longer; latency-bound, so one
+**   lane), 100003 on 16x1x16 (390, 163 longer): their segments' bytes differ, and still every
+**   round's ceilings agree (found by trying counts up from 100003), so the shortcut plans them
+**   and charges those links rank by rank;
+** - links that start with bytes done: after a reduce-scatter (whole bytes, different per link),
+**   planned; after a flow of 1000.5 bytes over one of them (not whole: the sums would round in
+**   another order), declined. */
+static void test_uniform_torus(void **state) {
+  (void)state;
+  static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
+                     t16 = {3, {16, 1, 16}, {1, 1, 1}}, line = {2, {4, 4}, {1, 0}};
+  check_uniform(&t44, BW, 64000, 0, 0, 1, 2);
+  check_uniform(&t444, BW, 192000, 0, 0, 1, 3);
+  check_uniform(&t284, BW, 192000, 0, 0, 1, 3);
+  check_uniform(&t16, BW, 102400, 0, 0, 1, 2);
+  check_uniform(&t44, BW, 100003, 0, 0, 0, 2);
+  check_uniform(&t444, BW, 100003, 0, 0, 0, 3);
+  check_uniform(&t16, BW, 100003, 0, 0, 0, 2);
+  check_uniform(&t44, 1e14, 100033, 0, 0, 1, 2);
+  check_uniform(&t444, 1e14, 100225, 0, 0, 1, 3);
+  check_uniform(&t284, 1e14, 100097, 0, 0, 1, 1);
+  check_uniform(&t16, 1e14, 100003, 0, 0, 1, 2);
+  check_uniform(&t444, BW, 192000, 0, 1, 1, 3);
+  check_uniform(&t444, BW, 192000, 1000.5, 0, 0, 3);
+  check_uniform(&line, BW, 64000, 0, 0, 0, 2); /* an axis without wraparound: declined */
+}
+
 static void test_memory_per_rank(void **state) {
   (void)state;
   assert_true(sizeof(coll_rank) <= 80);
@@ -917,6 +1055,7 @@ int main(void) {
       cmocka_unit_test(test_closed_form_equals_events), cmocka_unit_test(test_closed_form_kill),
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
+      cmocka_unit_test(test_uniform_torus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
