@@ -552,6 +552,7 @@ static void begin(sim_collective *c) {
 ** flight, as its batch would be if the touching event came first. */
 
 #define FAST_MAX_HOPS 4
+#define FAST_PREFETCH 16 /* links read ahead by the uniform shortcut */
 
 /* A virtual rank's route under one tag, kept while the peer stays the same. */
 typedef struct coll_route {
@@ -585,6 +586,16 @@ static void fast_plan_start(sim_collective *c) {
   c->n_held = 0;
 }
 
+/* Room for n held links. */
+static void held_reserve(sim_collective *c, size_t n) {
+  if (n <= c->cap_held) return;
+  size_t cap = c->cap_held;
+  sim__grow(&c->held, &cap, n, sizeof *c->held);
+  c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
+  c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
+  c->cap_held = cap;
+}
+
 /* The slot of link l in c->held: a planning pass gives the next free one at the link's first use
 ** (-1 when it finds the link busy); a restore finds the one its plan gave, through the plan's
 ** stamp in res_slot, whatever order it meets the links in (the uniform shortcut's plan orders
@@ -600,13 +611,7 @@ static long held_slot(sim_collective *c, sim_link *l, int plan) {
   if ((uint32_t)(*m >> 32) == c->plan_pass) return (long)(uint32_t)*m;
   size_t slot = c->n_held;
   if (l->res.n_uses > 0 || l->res.solo != NULL || !(l->res.capacity > 0)) return -1;
-  if (slot == c->cap_held) {
-    size_t cap = c->cap_held;
-    sim__grow(&c->held, &cap, slot + 1, sizeof *c->held);
-    c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
-    c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
-    c->cap_held = cap;
-  }
+  held_reserve(c, slot + 1);
   c->held[slot] = &l->res;
   c->n_held = slot + 1;
   c->held_done[slot] = l->res.done;
@@ -795,22 +800,31 @@ static sim_time fast_plan_uniform(sim_collective *c) {
   for (int t = 0; t < nstages; t++)
     for (int l = 0; l < lanes; l++) {
       const coll_stage *st = &c->stages[l][t];
-      if (sends[st->axis] > 0) continue;
-      base[st->axis] = c->n_held;
-      for (int r = 0; r < p; r++) {
+      int a = st->axis;
+      if (sends[a] > 0) continue;
+      base[a] = c->n_held;
+      for (int r = 0; r < p; r++) { /* the routes first: the route fn gives links unread */
         sim__coll_plan(c, l * p + r, st->first, &pl);
-        if (r == 0) sends[st->axis] = pl.nsend;
-        if (pl.nsend == 0 || pl.nsend != sends[st->axis]) return -1;
+        if (r == 0) sends[a] = pl.nsend;
+        if (pl.nsend == 0 || pl.nsend != sends[a]) return -1;
+        size_t at = base[a] + (size_t)r * (size_t)sends[a];
+        held_reserve(c, at + (size_t)sends[a]);
         for (int i = 0; i < pl.nsend; i++) {
           if (find_route(c, rank_of(c, l * p + r), rank_of(c, pl.send[i].peer)) != 1) return -1;
-          sim_link *k = c->hops[0];
-          size_t want = c->n_held;
-          double done = k->res.done;
-          if (want == 0) latency = k->latency, rate = k->res.capacity;
-          if (held_slot(c, k, 1) != (long)want || k->latency != latency || k->res.capacity != rate ||
-              !(done >= 0 && done < 0x1p53 && (double)(int64_t)done == done))
-            return -1;
+          c->held[at + (size_t)i] = &c->hops[0]->res;
         }
+      }
+      /* Then the links, each read well after it is asked for: a pod's 24576 links are out of
+      ** the cache, and read one by one they cost 200 ns each, 5 ms a step. */
+      size_t end = base[a] + (size_t)p * (size_t)sends[a];
+      for (size_t j = base[a]; j < end; j++) {
+        if (j + FAST_PREFETCH < end) __builtin_prefetch(c->held[j + FAST_PREFETCH]);
+        sim_link *k = (sim_link *)c->held[j]; /* res is its first member */
+        double done = k->res.done;
+        if (j == 0) latency = k->latency, rate = k->res.capacity;
+        if (held_slot(c, k, 1) != (long)j || k->latency != latency || k->res.capacity != rate ||
+            !(done >= 0 && done < 0x1p53 && (double)(int64_t)done == done))
+          return -1;
       }
     }
   /* The timeline, lane by lane; bytes[a][i]: what each link of axis a's send i carries. */

@@ -1037,6 +1037,66 @@ static void test_uniform_torus(void **state) {
   check_uniform(&line, BW, 64000, 0, 0, 0, 2); /* an axis without wraparound: declined */
 }
 
+/* Two all-reduces of 64000 floats on one 4x4 torus, the second started `at` into the first. */
+typedef struct second_start { sim_collective *c; sim_time *done; int planned; } second_start;
+
+static void start_second(sim_engine *e, void *arg) {
+  (void)e;
+  second_start *s = arg;
+  assert_int_equal(sim_collective_start(s->c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, 64000, note_done, s->done),
+                   SIM_OK);
+  s->planned = s->c->planned_uniform;
+}
+
+static void two_on_one_torus(planner how, sim_time at, sim_time done[2], double bytes[64], int planned[2]) {
+  static const shape t44 = {2, {4, 4}, {1, 1}};
+  sim_engine *e = sim_engine_new();
+  sim_engine_set_closed_form(e, how != EVENTS);
+  net *t = make_torus(e, &t44);
+  sim_collective *c[2];
+  for (int k = 0; k < 2; k++) {
+    c[k] = sim_collective_new(e, k ? "b" : "a", t->p, net_route, t, NULL);
+    sim_collective_set_torus(c[k], t->nd, t->dims, t->wraps);
+    c[k]->uniform_off = how == GENERAL;
+  }
+  assert_int_equal(sim_collective_start(c[0], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, 64000, note_done, &done[0]),
+                   SIM_OK);
+  planned[0] = c[0]->planned_uniform;
+  second_start s = {c[1], &done[1], -1};
+  sim_schedule(e, at, start_second, &s);
+  assert_int_equal(sim_run(e), 0);
+  planned[1] = s.planned;
+  for (int i = 0; i < 64; i++) bytes[i] = sim_link_bytes(t->links[i]);
+  for (int k = 0; k < 2; k++) sim_collective_free(c[k]);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* A run planned by the shortcut and handed back by another collective's transfers: the second
+** all-reduce's plan finds the first's links held (so it stamps none of them, held_slot) and goes
+** transfer by transfer; its first transfer hands the first run back, whose restore finds every
+** link's slot by its own plan's stamp. Both end at the picoseconds of the general pass's run and
+** of the event-by-event run, at 5 moments of the first's 132 us (4 stages of 3 rounds: 1 us and
+** 16 kB, then 1 us and 4 kB, at 1e9 B/s: 2 x 3 x (17 + 5) us). */
+static void test_uniform_torus_handed_back_by_another(void **state) {
+  (void)state;
+  for (sim_time k = 1; k < 6; k++) {
+    sim_time done[3][2], at = k * 15 * US + k;
+    double bytes[3][64];
+    int planned[3][2];
+    for (int how = EVENTS; how <= UNIFORM; how++) two_on_one_torus((planner)how, at, done[how], bytes[how], planned[how]);
+    assert_int_equal(planned[UNIFORM][0], 1);
+    assert_int_equal(planned[UNIFORM][1], 0); /* the links were held */
+    for (int how = EVENTS; how <= GENERAL; how++) {
+      assert_int_equal(done[how][0], done[UNIFORM][0]);
+      assert_int_equal(done[how][1], done[UNIFORM][1]);
+    }
+    assert_true(done[UNIFORM][1] > done[UNIFORM][0]);
+    assert_memory_equal(bytes[GENERAL], bytes[UNIFORM], sizeof bytes[UNIFORM]);
+    for (int i = 0; i < 64; i++) assert_true(fabs(bytes[UNIFORM][i] - bytes[EVENTS][i]) <= 1e-12 * bytes[EVENTS][i]);
+  }
+}
+
 static void test_memory_per_rank(void **state) {
   (void)state;
   assert_true(sizeof(coll_rank) <= 80);
@@ -1055,7 +1115,7 @@ int main(void) {
       cmocka_unit_test(test_closed_form_equals_events), cmocka_unit_test(test_closed_form_kill),
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
-      cmocka_unit_test(test_uniform_torus),
+      cmocka_unit_test(test_uniform_torus),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
