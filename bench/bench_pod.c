@@ -211,7 +211,7 @@ static sim_time measure(const sim_tpu_generation *g, int chips, const int dims[3
     snprintf(ins, sizeof ins, "%.3f G (%.0f per event)", 1e-9 * (double)best.instructions,
              (double)best.instructions / events);
   printf("pod step cost (%s, %zu floats), best of %d: wall %.4f s, CPU %.4f s (%.0f ns per event; the execs "
-         "before the all-reduce %.4f s), user CPU %.4f s, system CPU %.3f s, instructions %s; building the slice %.3f s\n",
+         "before the all-reduce %.4f s), getrusage (tick-sampled) user CPU %.4f s, system CPU %.3f s, instructions %s; building the slice %.3f s\n",
          how, params, runs, best.wall, best.cpu, 1e9 * best.cpu / events, best.compute, best.user, best.sys, ins,
          build_s);
   printf("pod step against its goal (%s, %zu floats): CPU / 0.01 s = %.2f, wall / 0.01 s = %.2f (goal <= 1, issue 16)\n",

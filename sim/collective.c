@@ -549,7 +549,10 @@ static void begin(sim_collective *c) {
 ** that moment (fast_fall_back): the same pass again, cut at now, sets every rank's round and
 ** starts its transfers in flight as solo transfers from their own start times. Of events at
 ** the cut's picosecond, only the run's begin counts as happened: a transfer due now is still in
-** flight, as its batch would be if the touching event came first. */
+** flight, as its batch would be if the touching event came first. A torus whose ranks all keep
+** one timeline is planned per (lane, round) instead (fast_plan_uniform), to the general pass's
+** bits; the restore is always the general pass, and finds each held link's slot through its
+** plan's stamp in res_slot (held_slot), so a plan may list the links in any order. */
 
 #define FAST_MAX_HOPS 4
 #define FAST_PREFETCH 16 /* links read ahead by the uniform shortcut */
@@ -792,7 +795,7 @@ static sim_time fast_plan_uniform(sim_collective *c) {
     if (c->dims[a] > 1 && !c->wraps[a]) return -1;
   fast_plan_start(c);
   /* The links: axis a's in slots base[a] + r * sends[a] + i, rank r's send i. */
-  size_t base[COLL_MAX_DIMS];
+  size_t base[COLL_MAX_DIMS] = {0};
   int sends[COLL_MAX_DIMS] = {0};
   sim_time latency = 0;
   double rate = 0;
