@@ -918,13 +918,13 @@ static void note_done(sim_engine *e, sim_collective *c, void *arg) {
   *(sim_time *)arg = sim_now(e);
 }
 
-/* A torus all-reduce of `count` floats on sh, every link of bandwidth bw and 1 us latency,
-** planned `how`; before it a flow of `pre` bytes over rank 0's link to rank 1 (when pre > 0) and
-** a reduce-scatter of `count` floats (when `scatter`), one after the other, so that the links
-** start with bytes done; rank 0's link to rank 1 at a quarter of bw from `at` after the
-** all-reduce's start until 40 us later (at < 0: never). */
-static void run_uniform(const shape *sh, double bw, size_t count, planner how, double pre, int scatter,
-                        sim_time at, uniform_run *out) {
+/* A torus `op` of `count` floats on sh, every link of bandwidth bw and 1 us latency, planned
+** `how`; before it a flow of `pre` bytes over rank 0's link to rank 1 (when pre > 0) and a
+** reduce-scatter of `count` floats (when `scatter`), one after the other, so that the links
+** start with bytes done; rank 0's link to rank 1 at a quarter of bw from `at` after the op's
+** start until 40 us later (at < 0: never). */
+static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count, planner how, double pre,
+                        int scatter, sim_time at, uniform_run *out) {
   sim_engine *e = sim_engine_new();
   sim_engine_set_closed_form(e, how != EVENTS);
   net *t = torus_new(e, sh->nd, sh->dims, sh->wraps);
@@ -942,8 +942,7 @@ static void run_uniform(const shape *sh, double bw, size_t count, planner how, d
     assert_int_equal(sim_collective_start(c, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_TORUS, 0, NULL, count, note_done,
                                           &begun), SIM_OK);
   assert_int_equal(sim_run(e), 0);
-  assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, count, note_done,
-                                        &out->done), SIM_OK);
+  assert_int_equal(sim_collective_start(c, op, SIM_ALGO_TORUS, 0, NULL, count, note_done, &out->done), SIM_OK);
   out->planned = c->planned_uniform;
   out->lanes = c->lanes;
   disturb_ctx d = {first, NULL, NULL};
@@ -969,10 +968,10 @@ static void run_uniform(const shape *sh, double bw, size_t count, planner how, d
 ** every link's bytes, events) and the event-by-event run's to the picosecond (bytes to the bit
 ** when quiet, to 1e-12 once handed back: engine.c invariant 9). `shortcut`: whether the
 ** shortcut must plan it (else it must decline); `lanes` the lanes the run must take. */
-static void check_uniform(const shape *sh, double bw, size_t count, double pre, int scatter, int shortcut,
-                          int lanes) {
+static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t count, double pre, int scatter,
+                             int shortcut, int lanes) {
   uniform_run quiet[3];
-  for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, bw, count, (planner)how, pre, scatter, -1, &quiet[how]);
+  for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, op, bw, count, (planner)how, pre, scatter, -1, &quiet[how]);
   if (quiet[UNIFORM].planned != shortcut || quiet[UNIFORM].lanes != lanes)
     fail_msg("%dx%dx%d count %zu bw %g: planned %d lanes %d, want %d and %d", sh->dims[0], sh->dims[1],
              sh->nd > 2 ? sh->dims[2] : 1, count, bw, quiet[UNIFORM].planned, quiet[UNIFORM].lanes, shortcut, lanes);
@@ -987,7 +986,7 @@ static void check_uniform(const shape *sh, double bw, size_t count, double pre, 
   for (sim_time k = 1; k < 8; k++) {
     uniform_run r[3];
     sim_time at = quiet[UNIFORM].done * k / 8 + k;
-    for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, bw, count, (planner)how, pre, scatter, at, &r[how]);
+    for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, op, bw, count, (planner)how, pre, scatter, at, &r[how]);
     assert_int_equal(r[UNIFORM].done, r[GENERAL].done);
     assert_memory_equal(r[UNIFORM].bytes, r[GENERAL].bytes, r[UNIFORM].n * sizeof(double));
     assert_int_equal(r[UNIFORM].events, r[GENERAL].events);
@@ -1001,6 +1000,11 @@ static void check_uniform(const shape *sh, double bw, size_t count, double pre, 
     for (int how = EVENTS; how <= UNIFORM; how++) free(r[how].bytes);
   }
   for (int how = EVENTS; how <= UNIFORM; how++) free(quiet[how].bytes);
+}
+
+static void check_uniform(const shape *sh, double bw, size_t count, double pre, int scatter, int shortcut,
+                          int lanes) {
+  check_uniform_op(sh, SIM_COLL_ALL_REDUCE, bw, count, pre, scatter, shortcut, lanes);
 }
 
 /* Tori whose axes all wrap: 4x4 (two lanes of rings), 4x4x4 (three), 2x8x4 (an axis of two: a
@@ -1035,6 +1039,10 @@ static void test_uniform_torus(void **state) {
   check_uniform(&t444, BW, 192000, 0, 1, 1, 3);
   check_uniform(&t444, BW, 192000, 1000.5, 0, 0, 3);
   check_uniform(&line, BW, 64000, 0, 0, 0, 2); /* an axis without wraparound: declined */
+  /* The halves alone: reduce-scatter and all-gather stages only. */
+  check_uniform_op(&t444, SIM_COLL_REDUCE_SCATTER, BW, 192000, 0, 0, 1, 3);
+  check_uniform_op(&t444, SIM_COLL_ALL_GATHER, BW, 192000, 0, 0, 1, 3);
+  check_uniform_op(&t16, SIM_COLL_ALL_GATHER, 1e14, 100003, 0, 0, 1, 2);
 }
 
 /* Two all-reduces of 64000 floats on one 4x4 torus, the second started `at` into the first. */
