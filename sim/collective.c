@@ -780,9 +780,11 @@ static sim_time fast_pass(sim_collective *c, int plan) {
 ** transfer of a lane's round has one duration, then every virtual rank of a lane keeps one
 ** timeline: the rounds' entries are worked out once per (lane, round), the stage barriers once
 ** per stage. The durations: a round's segments have chunks of chunk_base or chunk_base + 1
-** floats, so their shares are bounded by the two chunk lengths' and sim__duration_ps, monotone,
-** gives both bounds one duration or the shortcut declines; uneven counts stay when the rounding
-** agrees. A link's held_done is its done plus its transfers' bytes in time order; those are whole
+** floats, so their shares are bounded by the two chunk lengths' and sim__duration_ps is
+** monotone. Every rank sends one transfer of each kind (direction) in a round, so its round
+** ends at the longest bound of all kinds if one kind's two bounds agree on it (uneven counts:
+** when the rounding agrees, or when the kind whose chunks differ is the shorter: a ring's second
+** half of a share is never the longer); else the shortcut declines. A link's held_done is its done plus its transfers' bytes in time order; those are whole
 ** numbers, and so the sum is exact in any order while below 2^53 (checked, as is that done is
 ** whole): every link of one (axis, send) is charged a round's bytes at once when they are the
 ** same for all, else rank by rank. The plan is then the general pass's to the bit: end, held
@@ -844,7 +846,8 @@ static sim_time fast_plan_uniform(sim_collective *c) {
       int a = st->axis, hi = t + 1 < nstages ? st[1].first : c->rounds;
       for (int k = st->first; k < hi; k++) {
         sim__coll_plan(c, l * p, k, &pl); /* rank 0's segments: the round's every rank's shape */
-        sim_time d = 0;
+        if (pl.nsend != sends[a]) return -1;
+        sim_time d = 0, sure = -1; /* the longest duration; the longest that every rank has */
         unsigned uneven = 0;
         for (int i = 0; i < pl.nsend; i++) {
           coll_seg s = pl.send[i].seg;
@@ -852,12 +855,14 @@ static sim_time fast_plan_uniform(sim_collective *c) {
           size_t hi_floats = c->chunk_extra > 0 ? n * share_floats(c, s, c->chunk_base + 1) : lo;
           double least = (double)(lo * sizeof(float)), most = (double)(hi_floats * sizeof(float));
           if (!(least > 0)) return -1;
-          sim_time di = sim__duration_ps(least, rate);
-          if (di != sim__duration_ps(most, rate) || di == SIM_TIME_NEVER) return -1;
-          d = di > d ? di : d;
+          sim_time shortest = sim__duration_ps(least, rate), longest = sim__duration_ps(most, rate);
+          if (longest == SIM_TIME_NEVER) return -1;
+          d = longest > d ? longest : d;
+          if (shortest == longest && longest > sure) sure = longest;
           if (least == most) bytes[a][i] += least;
           else uneven |= 1u << i;
         }
+        if (sure != d) return -1; /* some rank's round may end sooner than another's */
         for (int r = 0; uneven != 0 && r < p; r++) { /* the links of a send whose bytes differ */
           sim__coll_plan(c, l * p + r, k, &pl);
           for (int i = 0; i < pl.nsend; i++)

@@ -1011,13 +1011,18 @@ static void check_uniform(const shape *sh, double bw, size_t count, double pre, 
 ** line of one round, each rank one send) and 16x1x16 (an axis of length 1). Counts:
 ** - divisible by the ranks (64000 = 16 x 4000; 192000 = 64 x 3000; 102400 = 256 x 400): every
 **   chunk alike, so every link of an (axis, direction) carries the same bytes;
-** - uneven at 1e9 B/s (100003: 3, 35 and 163 chunks one float longer): a 4-byte difference is
-**   4000 ps, so a round's transfers differ in duration and the shortcut must decline;
-** - uneven at 1e14 B/s, where a float is 0.04 ps: 100033 on 4x4 (6252-float chunks, one longer),
-**   100225 on 4x4x4 (1566, one longer), 100097 on 2x8x4 (1564, one longer; latency-bound, so one
-**   lane), 100003 on 16x1x16 (390, 163 longer): their segments' bytes differ, and still every
-**   round's ceilings agree (found by trying counts up from 100003), so the shortcut plans them
-**   and charges those links rank by rank;
+** - uneven, the shorter direction's bytes differing: 100003 on 4x4 (chunks of 6250 floats, 3 of
+**   6251: lane 0's share 3125 or 3126 floats, its first halves 1563 either way, its second 1562
+**   or 1563) and on 16x1x16 (390 or 391: lane 0's 195 or 196, halves 98, then 97 or 98): every
+**   rank's round ends with its first half, so the shortcut plans them and charges the second
+**   halves' links rank by rank;
+** - uneven, the longer direction's bytes differing at 1e9 B/s, where 4 bytes are 4000 ps: 100033
+**   on 4x4 (6252 or 6253: lane 0's first halves 1563 or 1564), 100515 on 16x1x16 (392 or 393),
+**   100003 on 4x4x4 (1562 or 1563: lane 2's 520 or 521): some ranks' rounds end sooner, and
+**   the shortcut must decline;
+** - the same at 1e14 B/s, where a float is 0.04 ps: 100033 on 4x4, 100225 on 4x4x4 (1566 or
+**   1567), 100097 on 2x8x4 (1564 or 1565; latency-bound, so one lane), 100003 on 16x1x16: the
+**   ceilings agree in every round (found by trying counts up from 100003), so the shortcut plans;
 ** - links that start with bytes done: after a reduce-scatter (whole bytes, different per link),
 **   planned; after a flow of 1000.5 bytes over one of them (not whole: the sums would round in
 **   another order), declined. */
@@ -1029,9 +1034,11 @@ static void test_uniform_torus(void **state) {
   check_uniform(&t444, BW, 192000, 0, 0, 1, 3);
   check_uniform(&t284, BW, 192000, 0, 0, 1, 3);
   check_uniform(&t16, BW, 102400, 0, 0, 1, 2);
-  check_uniform(&t44, BW, 100003, 0, 0, 0, 2);
+  check_uniform(&t44, BW, 100003, 0, 0, 1, 2);
+  check_uniform(&t16, BW, 100003, 0, 0, 1, 2);
+  check_uniform(&t44, BW, 100033, 0, 0, 0, 2);
+  check_uniform(&t16, BW, 100515, 0, 0, 0, 2);
   check_uniform(&t444, BW, 100003, 0, 0, 0, 3);
-  check_uniform(&t16, BW, 100003, 0, 0, 0, 2);
   check_uniform(&t44, 1e14, 100033, 0, 0, 1, 2);
   check_uniform(&t444, 1e14, 100225, 0, 0, 1, 3);
   check_uniform(&t284, 1e14, 100097, 0, 0, 1, 1);
