@@ -801,7 +801,7 @@ static int fast_share(sim_collective *c, sim_cpu *cpu, long slot, coll_reduction
       r[next].last = t;
       live[nlive++] = &r[next];
     }
-    /* Every event at t changed n: all in flight are rescheduled from here (a due one stays). */
+    /* Every event at t changed n: all in flight are rescheduled from here. */
     double share = capacity / (double)nlive;
     for (int i = 0; i < nlive; i++) {
       coll_reduction *x = live[i];
