@@ -202,6 +202,10 @@ void sim_collective_free(sim_collective *c) {
   free(c->held_until);
   free(c->fast_at);
   free(c->fast_routes);
+  free(c->fast_sent);
+  free(c->fast_recv);
+  free(c->fast_nrecv);
+  free(c->fast_cpu_slot);
   free(c->name);
   free(c);
 }
@@ -538,21 +542,35 @@ static void begin(sim_collective *c) {
 
 /* ---- closed form ------------------------------------------------------------------------------ */
 
-/* A run on shapes alone with free reductions and no delays, whose every transfer would be solo
-** (engine.c invariant 7: links idle, no two transfers on a link at once), is worked out whole
-** when it begins, without an activity or event per transfer: a rank enters round k+1 at the
-** latest end of its round-k transfers, a transfer starts when both its ends are in its round
-** and ends at start + route latency + sim__duration_ps(bytes, slowest link) (the solo numbers),
-** and a torus lane enters its next stage when its rank's last lane arrives there. The run holds
-** its links (engine.c invariant 11) and finishes by one event at the latest end. Anything that
-** touches a held link turns the run back into what the transfer-by-transfer run would be at
-** that moment (fast_fall_back): the same pass again, cut at now, sets every rank's round and
-** starts its transfers in flight as solo transfers from their own start times. Of events at
-** the cut's picosecond, only the run's begin counts as happened: a transfer due now is still in
-** flight, as its batch would be if the touching event came first. A torus whose ranks all keep
-** one timeline is planned per (lane, round) instead (fast_plan_uniform), to the general pass's
-** bits; the restore is always the general pass, and finds each held link's slot through its
-** plan's stamp in res_slot (held_slot), so a plan may list the links in any order. */
+/* A run on shapes alone with no delays, whose every transfer would be solo (engine.c invariant
+** 7: links idle, no two transfers on a link at once), is worked out whole when it begins,
+** without an activity or event per transfer: a rank enters round k+1 at the latest end of its
+** round-k transfers and reductions, a transfer starts when both its ends are in its round and
+** ends at start + route latency + sim__duration_ps(bytes, slowest link) (the solo numbers), and a
+** torus lane enters its next stage when its rank's last lane arrives there. The run holds its
+** links and rank cpus (engine.c invariant 11) and finishes by one event at the latest end.
+** Anything that touches a held resource turns the run back into what the transfer-by-transfer
+** run would be at that moment (fast_fall_back): the same pass again, cut at now, sets every
+** rank's round and starts its transfers and reductions in flight from their own start times. Of
+** events at the cut's picosecond, only the run's begin counts as happened: a transfer or
+** reduction due now is still in flight, as its batch or event would be if the touching event
+** came first.
+**
+** Reductions charged on rank cpus (a training program's gradients): the receive's exec starts
+** on the receiver's cpu when its transfer ends. The pass takes every lane's round j together,
+** then each cpu's reductions of that round in time order, and shares the cpu among those in
+** flight exactly as maxmin.c shares a lone cpu (fast_share): each of n gets capacity / n; at every
+** picosecond where one starts or ends, the others are advanced by sim__action_moved and given
+** now + sim__duration_ps(remaining, new share). Which of several events at one picosecond comes
+** first changes no time: advancing by zero time moves nothing, and every event there changes n,
+** so the last one reschedules all from the same remaining. A cpu's reductions of one round must
+** all end before its next round's first starts (checked; else no closed form), which keeps the
+** round-by-round order the time order on every cpu.
+**
+** A torus whose ranks all keep one timeline (no rank cpus) is planned per (lane, round) instead
+** (fast_plan_uniform), to the general pass's bits; the restore is always the general pass, and
+** finds each held resource's slot through its plan's stamp in res_slot (held_slot), so a plan
+** may list them in any order. */
 
 #define FAST_MAX_HOPS 4
 #define FAST_PREFETCH 16 /* links read ahead by the uniform shortcut */
@@ -569,14 +587,39 @@ typedef struct coll_route {
   uint32_t slot[FAST_MAX_HOPS]; /* their slots in c->held */
 } coll_route;
 
-/* Could this run go in closed form at all? (Its links are checked by the pass.) */
+/* A send of the round, noted for the reduction its receiver may charge on its cpu. */
+typedef struct coll_sent {
+  sim_time end;              /* when it ends */
+  double floats;             /* its segment's floats: the reduction's work */
+} coll_sent;
+
+/* A reducing receive of the round, noted for its receiver's cpu. */
+typedef struct coll_recv {
+  int32_t from;              /* the sending virtual rank */
+  uint8_t tag;               /* the sender's tag */
+  uint8_t index;             /* its place in the receiver's plan (c->reduces) */
+} coll_recv;
+
+/* One reduction on a cpu, as maxmin.c would carry it. */
+typedef struct coll_reduction {
+  sim_time start;            /* its transfer's end */
+  sim_time last;             /* when remaining was last brought up to date */
+  sim_time finish;           /* its completion as now scheduled */
+  double flops;              /* its work */
+  double remaining;          /* work left as of last */
+  double rate;               /* its share of the cpu */
+  int32_t v;                 /* the receiver */
+  uint8_t index;             /* its place in the receiver's plan */
+} coll_reduction;
+
+/* Could this run go in closed form at all? (Its links and cpus are checked by the pass.) */
 static int fast_eligible(const sim_collective *c) {
   const sim_engine *e = c->engine;
-  return !e->solo_off && !e->trace.enabled && c->bufs[0] == NULL && c->cpus == NULL &&
-         c->start_delay == 0 && c->round_delay == 0 && c->count > 0;
+  return !e->solo_off && !e->trace.enabled && c->bufs[0] == NULL && c->start_delay == 0 &&
+         c->round_delay == 0 && c->count > 0;
 }
 
-/* A new planning pass: res_slot entries stamped with it are this run's held links. */
+/* A new planning pass: res_slot entries stamped with it are this run's held resources. */
 static void fast_plan_start(sim_collective *c) {
   sim_engine *e = c->engine;
   size_t ids = e->solver.next_resource_id;
@@ -589,7 +632,7 @@ static void fast_plan_start(sim_collective *c) {
   c->n_held = 0;
 }
 
-/* Room for n held links. */
+/* Room for n held resources. */
 static void held_reserve(sim_collective *c, size_t n) {
   if (n <= c->cap_held) return;
   size_t cap = c->cap_held;
@@ -599,25 +642,26 @@ static void held_reserve(sim_collective *c, size_t n) {
   c->cap_held = cap;
 }
 
-/* The slot of link l in c->held: a planning pass gives the next free one at the link's first use
-** (-1 when it finds the link busy); a restore finds the one its plan gave, through the plan's
-** stamp in res_slot, whatever order it meets the links in (the uniform shortcut's plan orders
-** them by axis). No other pass overwrites those entries while the run holds the links: a
-** planning pass stamps a link only once it has found it idle, and a held link is not. */
-static long held_slot(sim_collective *c, sim_link *l, int plan) {
+/* The slot of resource r (a link, or a rank cpu) in c->held: a planning pass gives the next free
+** one at its first use (-1 when it finds r busy or without capacity); a restore finds the one its
+** plan gave, through the plan's stamp in res_slot, whatever order it meets them in (the uniform
+** shortcut's plan orders links by axis). No other pass overwrites those entries while the run
+** holds them: a planning pass stamps a resource only once it has found it idle, and a held one
+** is not. */
+static long held_slot(sim_collective *c, sim_resource *r, int plan) {
   sim_engine *e = c->engine;
-  uint64_t *m = &e->res_slot[l->res.id];
+  uint64_t *m = &e->res_slot[r->id];
   if (!plan) {
-    assert((uint32_t)(*m >> 32) == c->plan_pass && c->held[(uint32_t)*m] == &l->res);
+    assert((uint32_t)(*m >> 32) == c->plan_pass && c->held[(uint32_t)*m] == r);
     return (long)(uint32_t)*m;
   }
   if ((uint32_t)(*m >> 32) == c->plan_pass) return (long)(uint32_t)*m;
   size_t slot = c->n_held;
-  if (l->res.n_uses > 0 || l->res.solo != NULL || !(l->res.capacity > 0)) return -1;
+  if (r->n_uses > 0 || r->solo != NULL || !(r->capacity > 0)) return -1;
   held_reserve(c, slot + 1);
-  c->held[slot] = &l->res;
+  c->held[slot] = r;
   c->n_held = slot + 1;
-  c->held_done[slot] = l->res.done;
+  c->held_done[slot] = r->done;
   c->held_until[slot] = -1;
   *m = ((uint64_t)c->plan_pass << 32) | slot;
   return (long)slot;
@@ -636,7 +680,7 @@ static coll_route *fast_route(sim_collective *c, int v, int w, int tag, int plan
   fr->rate = INFINITY;
   fr->bytes = -1;
   for (size_t h = 0; h < hops; h++) {
-    long slot = held_slot(c, c->hops[h], plan);
+    long slot = held_slot(c, &c->hops[h]->res, plan);
     if (slot < 0) return NULL;
     fr->slot[h] = (uint32_t)slot;
     fr->hop[h] = c->hops[h];
@@ -651,6 +695,12 @@ static int happened(const sim_collective *c, sim_time at) {
   return at < c->engine->now || at == c->started;
 }
 
+/* Does x's receiver charge a reduction on its cpu? */
+static int charges_cpu(const sim_collective *c, int v, const coll_xfer *x) {
+  return c->cpus != NULL && c->cpus[rank_of(c, v)] != NULL &&
+         (x->mode == COLL_REDUCE || x->mode == COLL_REDUCE_AT_END);
+}
+
 /* One transfer v -> x->peer of a round both enter at cur[], due at `end`: plans it (0, or -1
 ** when a link is busy then) or, in a restore, counts it in the pending of each end in the round
 ** and starts it if in flight. */
@@ -658,7 +708,8 @@ static int fast_transfer(sim_collective *c, int v, const coll_xfer *x, coll_rout
                          const sim_time *cur, sim_time end, int plan) {
   sim_time start = cur[v] > cur[x->peer] ? cur[v] : cur[x->peer];
   int done = plan || happened(c, end);
-  for (uint32_t h = 0; h < fr->hops; h++) {
+  /* An empty segment (more ranks than floats) is its route's latency alone: nothing flows. */
+  for (uint32_t h = 0; bytes > 0 && h < fr->hops; h++) {
     uint32_t slot = fr->slot[h];
     /* Bytes of an earlier transfer still flowing when this one's start: they would share the
     ** link. (Flows that only meet at a picosecond share nothing: no time passes between.) */
@@ -689,38 +740,146 @@ static void fast_enter(sim_collective *c, int v, int k, int stage) {
   rk->stage = (uint8_t)stage;
 }
 
-/* Rounds [lo, hi) of lane l from entries cur[] (nxt[] scratch). -1 when it cannot be planned. */
-static int fast_rounds(sim_collective *c, int l, int lo, int hi, int stage, sim_time *cur, sim_time *nxt,
-                       int plan) {
+/* Round k of lane l from entries cur[] into nxt[]: its transfers (and with cpus, each send's end
+** in c->fast_sent and each reducing receive in c->fast_recv). -1 when it cannot be planned. */
+static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time *cur, sim_time *nxt, int plan) {
   int p = c->p;
   coll_plan pl;
-  for (int k = lo; k < hi; k++) {
-    for (int v = l * p; v < (l + 1) * p; v++) {
-      nxt[v] = cur[v];
-      if (!plan && happened(c, cur[v])) fast_enter(c, v, k, stage);
+  for (int v = l * p; v < (l + 1) * p; v++) {
+    nxt[v] = cur[v];
+    if (!plan && happened(c, cur[v])) fast_enter(c, v, k, stage);
+  }
+  for (int v = l * p; v < (l + 1) * p; v++) {
+    sim__coll_plan(c, v, k, &pl);
+    for (int i = 0; i < pl.nsend; i++) {
+      const coll_xfer *x = &pl.send[i];
+      int w = x->peer;
+      coll_route *fr = fast_route(c, v, w, x->tag, plan);
+      if (fr == NULL) return -1;
+      size_t floats = seg_floats(c, x->seg);
+      double bytes = (double)(floats * sizeof(float)) * c->wire;
+      if (!(bytes >= 0)) return -1;
+      if (bytes != fr->bytes) {
+        fr->d = sim__duration_ps(bytes, fr->rate);
+        fr->bytes = bytes;
+      }
+      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
+      if (fr->d == SIM_TIME_NEVER || fr->d > SIM_TIME_NEVER - start - fr->latency) return -1;
+      sim_time end = start + fr->latency + fr->d;
+      if (fast_transfer(c, v, x, fr, bytes, cur, end, plan) != 0) return -1;
+      if (end > nxt[v]) nxt[v] = end;
+      if (end > nxt[w]) nxt[w] = end;
+      if (c->cpus != NULL) c->fast_sent[(size_t)v * COLL_MAX_XFERS + (size_t)x->tag] = (coll_sent){end, (double)floats};
     }
-    for (int v = l * p; v < (l + 1) * p; v++) {
-      sim__coll_plan(c, v, k, &pl);
-      for (int i = 0; i < pl.nsend; i++) {
-        const coll_xfer *x = &pl.send[i];
-        int w = x->peer;
-        coll_route *fr = fast_route(c, v, w, x->tag, plan);
-        if (fr == NULL) return -1;
-        double bytes = (double)(seg_floats(c, x->seg) * sizeof(float)) * c->wire;
-        if (!(bytes > 0)) return -1;
-        if (bytes != fr->bytes) {
-          fr->d = sim__duration_ps(bytes, fr->rate);
-          fr->bytes = bytes;
-        }
-        sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
-        if (fr->d == SIM_TIME_NEVER || fr->d > SIM_TIME_NEVER - start - fr->latency) return -1;
-        sim_time end = start + fr->latency + fr->d;
-        if (fast_transfer(c, v, x, fr, bytes, cur, end, plan) != 0) return -1;
-        if (end > nxt[v]) nxt[v] = end;
-        if (end > nxt[w]) nxt[w] = end;
+    if (c->cpus == NULL) continue;
+    int n = 0;
+    for (int i = 0; i < pl.nrecv; i++) {
+      const coll_xfer *x = &pl.recv[i];
+      if (!charges_cpu(c, v, x)) continue;
+      c->fast_recv[(size_t)v * COLL_MAX_XFERS + (size_t)n++] = (coll_recv){x->peer, (uint8_t)x->tag, (uint8_t)i};
+    }
+    c->fast_nrecv[v] = (uint8_t)n;
+  }
+  return 0;
+}
+
+/* A restore's reduction in flight at the cut: the exec the event-by-event run has now. */
+static void fast_resume_reduction(sim_collective *c, sim_cpu *cpu, const coll_reduction *r) {
+  sim_activity *a = sim__exec_resume(c->engine, cpu, r->flops, r->start, r->remaining, r->last, r->rate,
+                                     r->finish);
+  c->reduces[(size_t)r->v * COLL_MAX_XFERS + r->index] = a;
+  c->ranks[r->v].pending++;
+  sim_activity_on_done(a, reduce_done, &c->ranks[r->v]);
+}
+
+/* The n reductions of one round on `cpu` (held slot `slot`, sorted by start), shared as maxmin.c
+** shares a lone cpu; each one's end is its r[i].finish. In a restore, those in flight at the cut
+** are handed back. -1 when the first starts before the cpu's previous round is through. */
+static int fast_share(sim_collective *c, sim_cpu *cpu, long slot, coll_reduction *r, int n, int plan) {
+  if (plan && r[0].start < c->held_until[slot]) return -1;
+  double capacity = cpu->res.capacity;
+  coll_reduction *live[COLL_MAX_DIMS * COLL_MAX_XFERS]; /* in flight, in start order */
+  int nlive = 0, next = 0, cut = plan;
+  sim_time t = r[0].start;
+  while (next < n || nlive > 0) {
+    t = next < n ? r[next].start : SIM_TIME_NEVER;
+    for (int i = 0; i < nlive; i++) t = live[i]->finish < t ? live[i]->finish : t;
+    int counts = plan || happened(c, t);
+    if (!cut && !counts) { /* the cut: these are in flight now */
+      for (int i = 0; i < nlive; i++) fast_resume_reduction(c, cpu, live[i]);
+      cut = 1;
+    }
+    int kept = 0;
+    for (int i = 0; i < nlive; i++) { /* advanced to t; those due at t complete */
+      coll_reduction *x = live[i];
+      double moved = sim__action_moved(x->rate, x->remaining, x->last, t);
+      x->remaining -= moved;
+      x->last = t;
+      if (counts) c->held_done[slot] += moved;
+      if (x->finish == t) {
+        if (counts) c->held_done[slot] += x->remaining;
+        x->remaining = 0;
+      } else {
+        live[kept++] = x;
       }
     }
-    memcpy(cur + l * p, nxt + l * p, (size_t)p * sizeof *cur);
+    nlive = kept;
+    for (; next < n && r[next].start == t; next++) {
+      r[next].remaining = r[next].flops;
+      r[next].last = t;
+      live[nlive++] = &r[next];
+    }
+    /* Every event at t changed n: all in flight are rescheduled from here. */
+    double share = capacity / (double)nlive;
+    for (int i = 0; i < nlive; i++) {
+      coll_reduction *x = live[i];
+      x->rate = share;
+      sim_time d = sim__duration_ps(x->remaining, share);
+      if (d == SIM_TIME_NEVER || d > SIM_TIME_NEVER - t) return -1;
+      x->finish = t + d;
+    }
+  }
+  c->held_until[slot] = t;
+  return 0;
+}
+
+/* The virtual rank of lane l whose real rank is `rank` (the inverse of rank_of). */
+static int virtual_of(const sim_collective *c, int rank, int l) {
+  if (c->lanes == 1 || c->algo != SIM_ALGO_NCCL) return l * c->p + rank;
+  int ppn = c->nccl_system.ranks_per_node, local = rank % ppn;
+  return l * c->p + rank - local + ((local - l) % ppn + ppn) % ppn;
+}
+
+/* The reductions of the active lanes' current round (noted by fast_round), cpu by cpu: each
+** receiver's next entry in nxt[] waits for its reductions' ends too. -1 when they cannot be
+** planned. */
+static int fast_reductions(sim_collective *c, const int *active, sim_time *nxt, int plan) {
+  coll_reduction r[COLL_MAX_DIMS * COLL_MAX_XFERS];
+  for (int rank = 0; rank < c->p; rank++) {
+    sim_cpu *cpu = c->cpus[rank];
+    if (cpu == NULL) continue;
+    int n = 0;
+    for (int l = 0; l < c->lanes; l++) {
+      if (!active[l]) continue;
+      int v = virtual_of(c, rank, l);
+      const coll_recv *in = &c->fast_recv[(size_t)v * COLL_MAX_XFERS];
+      for (int i = 0; i < c->fast_nrecv[v]; i++) {
+        const coll_sent *sent = &c->fast_sent[(size_t)in[i].from * COLL_MAX_XFERS + in[i].tag];
+        int at = n++;
+        /* By start, then by receiver and place: the order the execs would start in. */
+        while (at > 0 && r[at - 1].start > sent->end) {
+          r[at] = r[at - 1];
+          at--;
+        }
+        r[at] = (coll_reduction){.start = sent->end, .flops = sent->floats, .v = v, .index = in[i].index};
+      }
+    }
+    if (n == 0) continue;
+    long slot = c->fast_cpu_slot[rank];
+    if (slot < 0) slot = c->fast_cpu_slot[rank] = held_slot(c, &cpu->res, plan);
+    if (slot < 0 || fast_share(c, cpu, slot, r, n, plan) != 0) return -1;
+    for (int i = 0; i < n; i++)
+      if (r[i].finish > nxt[r[i].v]) nxt[r[i].v] = r[i].finish;
   }
   return 0;
 }
@@ -732,16 +891,23 @@ static sim_time fast_pass(sim_collective *c, int plan) {
   if ((size_t)vs > c->cap_fast) {
     c->fast_at = base_xrealloc(c->fast_at, 2 * (size_t)vs * sizeof *c->fast_at);
     c->fast_routes = base_xrealloc(c->fast_routes, (size_t)vs * COLL_MAX_XFERS * sizeof *c->fast_routes);
+    if (c->cpus != NULL) {
+      c->fast_sent = base_xrealloc(c->fast_sent, (size_t)vs * COLL_MAX_XFERS * sizeof *c->fast_sent);
+      c->fast_recv = base_xrealloc(c->fast_recv, (size_t)vs * COLL_MAX_XFERS * sizeof *c->fast_recv);
+      c->fast_nrecv = base_xrealloc(c->fast_nrecv, (size_t)vs * sizeof *c->fast_nrecv);
+      c->fast_cpu_slot = base_xrealloc(c->fast_cpu_slot, (size_t)p * sizeof *c->fast_cpu_slot);
+    }
     c->cap_fast = (size_t)vs;
   }
   if (plan) fast_plan_start(c);
-  for (size_t i = 0; !plan && i < c->n_held; i++) { /* the links as the plan found them */
+  for (size_t i = 0; !plan && i < c->n_held; i++) { /* the resources as the plan found them */
     c->held_done[i] = c->held[i]->done;
     c->held_until[i] = -1;
   }
   sim_time *cur = c->fast_at, *nxt = c->fast_at + vs;
   for (int v = 0; v < vs; v++) cur[v] = c->started;
   for (size_t i = 0; i < (size_t)vs * COLL_MAX_XFERS; i++) c->fast_routes[i].peer = -1;
+  for (int r = 0; c->cpus != NULL && r < p; r++) c->fast_cpu_slot[r] = -1;
   int torus = c->algo == SIM_ALGO_TORUS && c->lanes > 1, segs = torus ? c->nstages : 1;
   for (int t = 0; t < segs; t++) {
     for (int r = 0; t > 0 && r < p; r++) { /* stage_barrier: the lanes go on with the last */
@@ -756,9 +922,21 @@ static sim_time fast_pass(sim_collective *c, int plan) {
         cur[v] = m;
       }
     }
+    /* The lanes' rounds of the stage side by side: round j of each, then their reductions. */
+    int lo[COLL_MAX_DIMS], hi[COLL_MAX_DIMS], active[COLL_MAX_DIMS], longest = 0;
     for (int l = 0; l < c->lanes; l++) {
-      int lo = torus ? c->stages[l][t].first : 0, hi = torus && t + 1 < segs ? c->stages[l][t + 1].first : c->rounds;
-      if (fast_rounds(c, l, lo, hi, torus ? t : 0, cur, nxt, plan) != 0) return -1;
+      lo[l] = torus ? c->stages[l][t].first : 0;
+      hi[l] = torus && t + 1 < segs ? c->stages[l][t + 1].first : c->rounds;
+      if (hi[l] - lo[l] > longest) longest = hi[l] - lo[l];
+    }
+    for (int j = 0; j < longest; j++) {
+      for (int l = 0; l < c->lanes; l++) {
+        active[l] = lo[l] + j < hi[l];
+        if (active[l] && fast_round(c, l, lo[l] + j, torus ? t : 0, cur, nxt, plan) != 0) return -1;
+      }
+      if (c->cpus != NULL && fast_reductions(c, active, nxt, plan) != 0) return -1;
+      for (int l = 0; l < c->lanes; l++)
+        if (active[l]) memcpy(cur + l * p, nxt + l * p, (size_t)p * sizeof *cur);
     }
   }
   sim_time end = c->started;
@@ -828,7 +1006,7 @@ static sim_time fast_plan_uniform(sim_collective *c) {
         sim_link *k = (sim_link *)c->held[j]; /* res is its first member */
         double done = k->res.done;
         if (j == 0) latency = k->latency, rate = k->res.capacity;
-        if (held_slot(c, k, 1) != (long)j || k->latency != latency || k->res.capacity != rate ||
+        if (held_slot(c, &k->res, 1) != (long)j || k->latency != latency || k->res.capacity != rate ||
             !(done >= 0 && done < 0x1p53 && (double)(int64_t)done == done))
           return -1;
       }
@@ -887,7 +1065,7 @@ static sim_time fast_plan_uniform(sim_collective *c) {
   return end;
 }
 
-/* Lets go of the held links and of the finish event. */
+/* Lets go of the held links and cpus and of the finish event. */
 static void fast_unhold(sim_collective *c) {
   for (size_t i = 0; i < c->n_held; i++) c->held[i]->solo = NULL;
   sim__hold_free(c->hold);
@@ -896,12 +1074,13 @@ static void fast_unhold(sim_collective *c) {
   c->fast_done = (sim_event_handle){0, 0};
 }
 
-/* The bytes the last pass delivered, on each link in the order its transfers ended. */
+/* What the last pass delivered: on each link its bytes, in the order its transfers ended; on each
+** cpu its flops. */
 static void fast_deliver(sim_collective *c) {
   for (size_t i = 0; i < c->n_held; i++) c->held[i]->done = c->held_done[i];
 }
 
-/* Something touches a held link: the run goes on transfer by transfer from where it is now. */
+/* Something touches a held link or cpu: the run goes on transfer by transfer from where it is now. */
 static void fast_fall_back(sim_engine *e, sim_activity *hold, void *arg) {
   (void)e, (void)hold;
   sim_collective *c = arg;

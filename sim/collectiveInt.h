@@ -168,17 +168,26 @@ struct sim_collective {
   sim_activity *hold;        /* holds every link the run uses while it is in closed form, NULL
                                 when the run goes transfer by transfer */
   sim_event_handle fast_done; /* the closed-form run's finish event */
-  struct sim_resource **held; /* the links it holds, in its plan's order */
-  double *held_done;         /* per held link: its bytes once the run (or its part before now) is done */
-  sim_time *held_until;      /* pass scratch per held link: when its last transfer ends */
-  size_t n_held, cap_held;   /* held links, allocated entries of the three arrays */
+  struct sim_resource **held; /* the links and rank cpus it holds, in its plan's order */
+  double *held_done;         /* per held resource: its bytes (a cpu: flops) once the run (or its
+                                part before now) is done */
+  sim_time *held_until;      /* pass scratch per held resource: when its last transfer (a cpu:
+                                reduction) ends */
+  size_t n_held, cap_held;   /* held resources, allocated entries of the three arrays */
   uint32_t plan_pass;        /* the engine's slot_pass stamp of the run's planning pass: the
-                                res_slot entries with it give the held links' slots */
+                                res_slot entries with it give the held resources' slots */
   int uniform_off;           /* 1: plans skip fast_plan_uniform (tests compare the two) */
   int planned_uniform;       /* the run's plan came from fast_plan_uniform (tests look) */
   sim_time *fast_at;         /* pass scratch: per virtual rank its round's entry, then the next's */
   struct coll_route *fast_routes; /* pass scratch: per (virtual rank, tag) its last route */
-  size_t cap_fast;           /* virtual ranks fast_at and fast_routes have room for */
+  struct coll_sent *fast_sent; /* pass scratch with cpus: per (virtual rank, tag) its send of the
+                                round: when it ends, its floats */
+  struct coll_recv *fast_recv; /* pass scratch with cpus: per virtual rank, its receives of the
+                                round that charge its cpu (COLL_MAX_XFERS entries each) */
+  uint8_t *fast_nrecv;       /* pass scratch with cpus: per virtual rank, its entries in fast_recv */
+  long *fast_cpu_slot;       /* pass scratch with cpus: per rank its cpu's slot in held, -1 before
+                                its first reduction */
+  size_t cap_fast;           /* virtual ranks the pass scratch arrays have room for */
 };
 
 /* collective_plan.c */

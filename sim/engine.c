@@ -57,8 +57,9 @@
 **     work that sits in res->solo of every link and cpu the run will use, counted as a transfer
 **     in flight. Touching such a resource (an action starting on it, a capacity change, reading
 **     its bytes) first calls the hold's on_done, which turns the run back into the solo
-**     transfers and execs in flight at `now` (sim__comm_resume) and
-**     releases every held resource; invariant 8 then applies to them.
+**     transfers and execs in flight at `now` (sim__comm_resume, sim__exec_resume) and
+**     releases every held resource; invariant 8 then applies to them. A held cpu's execs are
+**     the collective's reductions, shared as maxmin.c shares a lone cpu's actions.
 */
 #include <assert.h>
 #include <math.h>
@@ -597,6 +598,18 @@ sim_activity *sim__comm_resume(sim_engine *e, sim_link *const *route, size_t hop
   return act != NULL ? act : comm_latency(e, route, hops, bytes, started);
 }
 
+sim_activity *sim__exec_resume(sim_engine *e, sim_cpu *cpu, double flops, sim_time started, double remaining,
+                               sim_time since, double rate, sim_time finish_at) {
+  sim_activity *act = activity_new(e, SIM_ACT_EXEC, flops, 1);
+  act->action.res[0] = &cpu->res;
+  act->state = SIM_ACT_FLOWING;
+  act->started = started;
+  act->action.remaining = remaining;
+  act->action.finish_at = finish_at;
+  sim__action_resume(e, &act->action, since, rate);
+  return act;
+}
+
 sim_activity *sim__hold_new(sim_engine *e, sim_activity_done_fn fall_back, void *arg) {
   sim_activity *hold = activity_new(e, SIM_ACT_COMM, 0, 0);
   hold->state = SIM_ACT_HELD;
@@ -622,6 +635,8 @@ void sim__solo_fall_back(sim_engine *e, sim_activity *act) {
     return;
   }
   act->state = SIM_ACT_FLOWING;
+  for (size_t h = 0; h < act->action.hops; h++)
+    assert(act->action.res[h]->n_uses == 0); /* a solo transfer's links carry nothing else */
   sim__action_resume(e, &act->action, flows, act->action.rate);
 }
 

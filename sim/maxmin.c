@@ -40,9 +40,13 @@ void sim__solver_free(sim_solver *s) {
 /* What a's current rate has moved since its last update (nothing before last_update: a solo
 ** transfer's bytes start after its latency). */
 static double moved_since_update(const sim_engine *e, const sim_action *a) {
-  if (a->rate <= 0 || e->now <= a->last_update) return 0;
-  double moved = a->rate * sim_time_to_s(e->now - a->last_update);
-  return moved < a->remaining ? moved : a->remaining;
+  return sim__action_moved(a->rate, a->remaining, a->last_update, e->now);
+}
+
+double sim__action_moved(double rate, double remaining, sim_time since, sim_time now) {
+  if (rate <= 0 || now <= since) return 0;
+  double moved = rate * sim_time_to_s(now - since);
+  return moved < remaining ? moved : remaining;
 }
 
 double sim__resource_done(const sim_engine *e, const sim_resource *r) {
@@ -318,10 +322,7 @@ void sim__action_resume(sim_engine *e, sim_action *a, sim_time since, double rat
   a->id = e->solver.next_action_id++;
   a->last_update = since;
   a->rate = rate;
-  for (size_t h = 0; h < a->hops; h++) {
-    assert(a->res[h]->n_uses == 0); /* a solo transfer's links carry nothing else */
-    add_use(a->res[h], a);
-  }
+  for (size_t h = 0; h < a->hops; h++) add_use(a->res[h], a);
   a->done_event = sim__eventq_push(&e->queue, a->finish_at, complete_event, a);
 }
 

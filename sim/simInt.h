@@ -159,9 +159,14 @@ void sim__action_withdraw(sim_engine *e, sim_action *a);
 void sim__resource_set_capacity(sim_engine *e, sim_resource *r, double capacity);
 /* Implemented by the engine: the action's work is done (its resources are already re-shared). */
 void sim__action_finished(sim_engine *e, sim_action *a);
-/* Starts an action whose resources are idle as if it had started alone at `since` (<= now) at
-** `rate`, with its completion at a->finish_at: a solo transfer falling back (engine.c). */
+/* Puts back an action that the event-by-event run would have on its resources now: last
+** brought up to date at `since` (<= now), sharing at `rate`, its completion at a->finish_at (a
+** solo transfer falling back, a closed-form collective's reductions in flight; engine.c). The
+** caller resumes a resource's actions in the order they started, so their ids keep that order. */
 void sim__action_resume(sim_engine *e, sim_action *a, sim_time since, double rate);
+/* What an action at `rate` with `remaining` as of `since` has moved by `now` (never more than
+** remaining): the one formula of every advance, so a closed form replaying maxmin.c gets its bits. */
+double sim__action_moved(double rate, double remaining, sim_time since, sim_time now);
 /* Picoseconds needed for `amount` at `rate`, rounded up; exact picoseconds stay exact. */
 sim_time sim__duration_ps(double amount, double rate);
 
@@ -276,6 +281,11 @@ sim_activity *sim__comm_start_solo(sim_engine *e, sim_link *const *route, size_t
 ** links are free now, else the latency wait it is in (its bytes start flowing at or after now). */
 sim_activity *sim__comm_resume(sim_engine *e, sim_link *const *route, size_t hops, double bytes,
                                sim_time started);
+/* An exec of `flops` on cpu started at `started` (< now), still in flight with `remaining` as of
+** `since` at `rate`, due at `finish_at` (a closed-form collective's reduction handed back,
+** engine.c invariant 11); every other action on the cpu now is another such exec. */
+sim_activity *sim__exec_resume(sim_engine *e, sim_cpu *cpu, double flops, sim_time started, double remaining,
+                               sim_time since, double rate, sim_time finish_at);
 /* A hold (invariant 11): counts as a transfer in flight; touching a resource it holds calls
 ** fall_back(e, hold, arg), which must release every resource and free it (sim__hold_free). */
 sim_activity *sim__hold_new(sim_engine *e, sim_activity_done_fn fall_back, void *arg);

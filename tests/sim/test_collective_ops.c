@@ -587,12 +587,14 @@ static void test_routes_per_collective(void **state) {
 
 /* What disturbs the collective's links: nothing, a flow of 50 kB over the first link of rank 0's
 ** route to rank 1 started at `at`, that link down to a quarter of its bandwidth from `at` until
-** `at` + 40 us, or (actors) rank 1's caller killed at `at`. */
-typedef enum { QUIET, FLOW, DEGRADE, KILL } disturbance;
+** `at` + 40 us, or (actors) rank 1's caller killed at `at`. With rank cpus, what disturbs rank
+** 1's cpu: an exec of 300 flops started on it at `at`, or its speed down to a quarter from `at`
+** until `at` + 40 us. */
+typedef enum { QUIET, FLOW, DEGRADE, KILL, CPU_EXEC, CPU_SLOW } disturbance;
 
 typedef struct run_result {
   sim_time done;             /* when the collective finished (or its survivors woke) */
-  sim_time flow_done;        /* when the disturbing flow finished */
+  sim_time flow_done;        /* when the disturbing flow finished (or the disturbing exec) */
   double bytes[256];         /* every link's bytes at the end */
   float *bufs[16];           /* every rank's buffer at the end */
   int rcs[16];               /* actors: what each caller got */
@@ -601,6 +603,8 @@ typedef struct run_result {
 
 typedef struct disturb_ctx {
   sim_link *link;            /* the link disturbed */
+  sim_cpu *cpu;              /* the cpu disturbed (CPU_EXEC, CPU_SLOW) */
+  double speed;              /* its speed */
   run_result *out;           /* where the flow's end goes */
   sim_actor *victim;         /* KILL: the actor killed */
 } disturb_ctx;
@@ -613,6 +617,23 @@ static void flow_done(sim_engine *e, sim_activity *act, void *arg) {
 static void start_flow(sim_engine *e, void *arg) {
   disturb_ctx *d = arg;
   sim_activity_on_done(sim_comm_start(e, &d->link, 1, 50e3), flow_done, d);
+}
+
+static void start_exec(sim_engine *e, void *arg) {
+  disturb_ctx *d = arg;
+  sim_activity_on_done(sim_exec_start(e, d->cpu, 300), flow_done, d);
+}
+
+static void slow_cpu(sim_engine *e, void *arg) {
+  (void)e;
+  disturb_ctx *d = arg;
+  sim_cpu_set_rate(d->cpu, d->speed / 4);
+}
+
+static void restore_cpu(sim_engine *e, void *arg) {
+  (void)e;
+  disturb_ctx *d = arg;
+  sim_cpu_set_rate(d->cpu, d->speed);
 }
 
 static void degrade(sim_engine *e, void *arg) {
@@ -646,20 +667,23 @@ static void mark_done(sim_engine *e, sim_collective *c, void *arg) {
   ((run_result *)arg)->done = sim_now(e);
 }
 
-/* Runs op by algo on t (made by make from shape) with the closed form on or off. */
+/* Runs op by algo on t (made by make from shape) with the closed form on or off, its reductions
+** charged on a cpu per rank of cpu_speed flops/s (0: free). */
 static void run_disturbed(net *(*make)(sim_engine *, const void *), const void *shape, sim_coll_op op,
                           sim_algo algo, size_t count, disturbance what, sim_time at, int closed,
-                          int numerics, run_result *out) {
+                          int numerics, double cpu_speed, run_result *out) {
   memset(out, 0, sizeof *out);
   sim_engine *e = sim_engine_new();
   sim_engine_set_closed_form(e, closed);
   net *t = make(e, shape);
   assert_true(t->p <= 16);
-  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, NULL);
+  sim_cpu *cpus[16];
+  for (int r = 0; r < t->p; r++) cpus[r] = cpu_speed > 0 ? sim_cpu_new(e, "cpu", cpu_speed) : NULL;
+  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, cpu_speed > 0 ? cpus : NULL);
   if (t->nd > 0) sim_collective_set_torus(c, t->nd, t->dims, t->wraps);
   sim_link *first = NULL;
   net_route(t, 0, 1, &first, 1);
-  disturb_ctx d = {first, out, NULL};
+  disturb_ctx d = {first, cpus[1], cpu_speed, out, NULL};
   for (int r = 0; r < t->p; r++) {
     out->bufs[r] = malloc((count + 1) * sizeof(float));
     for (size_t i = 0; i < count; i++) out->bufs[r][i] = value(r, i);
@@ -678,6 +702,11 @@ static void run_disturbed(net *(*make)(sim_engine *, const void *), const void *
     if (what == DEGRADE) {
       sim_schedule(e, at, degrade, &d);
       sim_schedule(e, at + 40 * US, restore, &d);
+    }
+    if (what == CPU_EXEC) sim_schedule(e, at, start_exec, &d);
+    if (what == CPU_SLOW) {
+      sim_schedule(e, at, slow_cpu, &d);
+      sim_schedule(e, at + 40 * US, restore_cpu, &d);
     }
   }
   assert_int_equal(sim_run(e), 0);
@@ -707,10 +736,10 @@ static int same_bytes(const run_result *a, const run_result *b) {
 ** (collective.c, "Closed form"): one event if nothing disturbs it, its links' bytes to the bit. */
 static void check_closed_form_run(net *(*make)(sim_engine *, const void *), const void *shape, int p,
                                   sim_coll_op op, sim_algo algo, size_t count, disturbance what, sim_time at,
-                                  int numerics) {
+                                  int numerics, double cpu) {
   run_result fast, slow;
-  run_disturbed(make, shape, op, algo, count, what, at, 1, numerics, &fast);
-  run_disturbed(make, shape, op, algo, count, what, at, 0, numerics, &slow);
+  run_disturbed(make, shape, op, algo, count, what, at, 1, numerics, cpu, &fast);
+  run_disturbed(make, shape, op, algo, count, what, at, 0, numerics, cpu, &slow);
   if (fast.events == 1) assert_memory_equal(fast.bytes, slow.bytes, sizeof fast.bytes);
   if (fast.done != slow.done || fast.flow_done != slow.flow_done || !same_bytes(&fast, &slow))
     fail_msg("%s %s p=%d count=%zu disturbance %d at %lld: closed form %lld/%lld ps, events %lld/%lld ps",
@@ -727,8 +756,8 @@ static void check_closed_form_run(net *(*make)(sim_engine *, const void *), cons
 
 static void check_closed_form(net *(*make)(sim_engine *, const void *), const void *shape, int p,
                               sim_coll_op op, sim_algo algo, size_t count, disturbance what, sim_time at) {
-  check_closed_form_run(make, shape, p, op, algo, count, what, at, 1);
-  check_closed_form_run(make, shape, p, op, algo, count, what, at, 0);
+  check_closed_form_run(make, shape, p, op, algo, count, what, at, 1, 0);
+  check_closed_form_run(make, shape, p, op, algo, count, what, at, 0, 0);
 }
 
 /* Every supported op x algorithm on a mesh (one-link routes) and on tori (routes of several
@@ -765,6 +794,48 @@ static void test_closed_form_equals_events(void **state) {
       }
 }
 
+/* Reductions charged on rank cpus (a training program's gradients) go in closed form too: each
+** cpu at 250e6 flops/s takes about as long to add a chunk as a link takes to carry it (1000
+** floats on a 4x4 torus's two lanes: 31-32 floats each way, 0.125 us against 0.125 us of bytes after
+** 1 us of latency), so the two lanes' reductions overlap on every rank's cpu and share it, and with
+** 100003 floats the chunks are uneven (one float longer), so shares end at different picoseconds;
+** with 37 floats some lanes' shares are empty (a transfer of its latency alone, a reduction of
+** nothing). Quiet, a torus all-reduce is one event; disturbed on a link, or on rank 1's cpu (an exec of its
+** own, a slowdown), at the start, in a latency, in the bytes and in a reduction, the run, the
+** disturbing flow or exec and every link's bytes come out as event by event. */
+static void test_closed_form_with_rank_cpus(void **state) {
+  (void)state;
+  static const shape tori[] = {{2, {4, 4}, {1, 1}}, {3, {2, 2, 2}, {1, 0, 1}}, {2, {4, 2}, {0, 1}}, {1, {8}, {1}}};
+  static const size_t counts[] = {37, 1000, 100003};
+  static const sim_time ats[] = {0, US / 2, 3 * US + 7, 14 * US + 1, 41 * US + 123};
+  static const sim_coll_op ops[] = {SIM_COLL_ALL_REDUCE, SIM_COLL_REDUCE_SCATTER};
+  const double cpu = 250e6;
+  for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+    run_result quiet;
+    run_disturbed(make_torus, &tori[0], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, counts[j], QUIET, 0, 1, 0, cpu, &quiet);
+    assert_int_equal(quiet.events, 1);
+    for (int r = 0; r < 16; r++) free(quiet.bufs[r]);
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+      for (int algo = 0; algo < SIM_ALGO_COUNT; algo++) {
+        for (size_t i = 0; i < sizeof tori / sizeof *tori; i++) {
+          int p = 1;
+          for (int a = 0; a < tori[i].nd; a++) p *= tori[i].dims[a];
+          if (!supported(ops[o], (sim_algo)algo, p)) continue;
+          for (int what = QUIET; what <= CPU_SLOW; what++) {
+            if (what == KILL) continue;
+            for (size_t a = 0; a < (what == QUIET ? 1 : sizeof ats / sizeof *ats); a++)
+              check_closed_form_run(make_torus, &tori[i], p, ops[o], (sim_algo)algo, counts[j], (disturbance)what,
+                                    ats[a], 0, cpu);
+          }
+        }
+        int p = 5;
+        if (algo != SIM_ALGO_TORUS && supported(ops[o], (sim_algo)algo, p))
+          for (size_t a = 0; a < sizeof ats / sizeof *ats; a++)
+            check_closed_form_run(make_mesh, &p, p, ops[o], (sim_algo)algo, counts[j], CPU_EXEC, ats[a], 0, cpu);
+      }
+  }
+}
+
 /* A rank's caller killed before, during a latency and during the bytes of a round: the others
 ** fail at the same picosecond both ways, and no solo transfer keeps a link. */
 static void test_closed_form_kill(void **state) {
@@ -783,8 +854,8 @@ static void test_closed_form_events(void **state) {
   (void)state;
   static const shape ring8 = {1, {8}, {1}};
   run_result fast, slow;
-  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 1, 1, &fast);
-  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 0, 1, &slow);
+  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 1, 1, 0, &fast);
+  run_disturbed(make_torus, &ring8, SIM_COLL_ALL_REDUCE, SIM_ALGO_RING, 8000, QUIET, 0, 0, 1, 0, &slow);
   assert_memory_equal(fast.bytes, slow.bytes, sizeof fast.bytes);
   assert_int_equal(fast.events, 14);
   assert_int_equal(slow.events, 14 * 8 * 2);
@@ -810,9 +881,9 @@ static void test_whole_run_closed_form(void **state) {
     for (int what = QUIET; what <= FLOW; what++) {
       run_result fast, slow;
       run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, algos[i], 100003, (disturbance)what, 41 * US + 123,
-                    1, 0, &fast);
+                    1, 0, 0, &fast);
       run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, algos[i], 100003, (disturbance)what, 41 * US + 123,
-                    0, 0, &slow);
+                    0, 0, 0, &slow);
       assert_int_equal(fast.done, slow.done);
       assert_int_equal(fast.flow_done, slow.flow_done);
       assert_true(fast.done > 41 * US + 123); /* the flow starts inside the run */
@@ -833,21 +904,32 @@ static void test_whole_run_closed_form(void **state) {
 /* Handed back at 31 moments spread over a quiet run (a flow over rank 0's first link starting
 ** then), on tori whose lanes take stages of different lengths, so that some moments find a lane
 ** parked at its stage barrier, some a transfer in its latency: the run and the flow end at the
-** picoseconds of the event-by-event run every time, every link's bytes within 1e-12. */
+** picoseconds of the event-by-event run every time, every link's bytes within 1e-12. With
+** reductions on rank cpus (as test_closed_form_with_rank_cpus), the moments also find reductions
+** sharing a cpu, and an exec started on rank 1's cpu hands the run back the same way. (Those
+** runs take tori whose lanes' stages are equally long: on a 4x2 at these speeds an axis-of-2
+** lane's reduction, half its share, still runs on the cpu when the other lane's next round's
+** begins, which the closed form declines; test_closed_form_with_rank_cpus checks that case.) */
 static void test_whole_run_handed_back(void **state) {
   (void)state;
-  static const shape t42 = {2, {4, 2}, {1, 1}}, t24 = {2, {2, 4}, {1, 0}}, t222 = {3, {2, 2, 2}, {1, 0, 1}};
-  const shape *shapes[] = {&t42, &t24, &t222};
+  static const shape t42 = {2, {4, 2}, {1, 1}}, t24 = {2, {2, 4}, {1, 0}}, t222 = {3, {2, 2, 2}, {1, 0, 1}},
+                     t44 = {2, {4, 4}, {1, 1}}, ring8 = {1, {8}, {1}};
+  const shape *free_reductions[] = {&t42, &t24, &t222}, *on_cpus[] = {&t44, &t222, &ring8};
+  for (int w = 0; w < 3; w++) {
+  double cpu = w == 0 ? 0 : 250e6;
+  disturbance what = w == 2 ? CPU_EXEC : FLOW;
+  const shape *const *shapes = w == 0 ? free_reductions : on_cpus;
   for (int i = 0; i < 3; i++) {
     run_result quiet, fast, slow;
-    run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, QUIET, 0, 1, 0, &quiet);
+    run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, QUIET, 0, 1, 0, cpu, &quiet);
     assert_int_equal(quiet.events, 1);
     for (sim_time k = 1; k < 32; k++) {
       sim_time at = quiet.done * k / 32 + k; /* off the round boundaries' picoseconds */
-      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, FLOW, at, 1, 0, &fast);
-      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, FLOW, at, 0, 0, &slow);
+      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, what, at, 1, 0, cpu, &fast);
+      run_disturbed(make_torus, shapes[i], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 10007, what, at, 0, 0, cpu, &slow);
       if (fast.done != slow.done || fast.flow_done != slow.flow_done || !same_bytes(&fast, &slow))
-        fail_msg("shape %d flow at %lld: closed form %lld/%lld ps, events %lld/%lld ps", i, (long long)at,
+        fail_msg("cpus %g shape %d disturbance %d at %lld: closed form %lld/%lld ps, events %lld/%lld ps", cpu, i,
+                 (int)what, (long long)at,
                  (long long)fast.done, (long long)fast.flow_done, (long long)slow.done, (long long)slow.flow_done);
       for (int r = 0; r < 16; r++) {
         free(fast.bufs[r]);
@@ -855,6 +937,7 @@ static void test_whole_run_handed_back(void **state) {
       }
     }
     for (int r = 0; r < 16; r++) free(quiet.bufs[r]);
+  }
   }
 }
 
@@ -945,7 +1028,7 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
   assert_int_equal(sim_collective_start(c, op, SIM_ALGO_TORUS, 0, NULL, count, note_done, &out->done), SIM_OK);
   out->planned = c->planned_uniform;
   out->lanes = c->lanes;
-  disturb_ctx d = {first, NULL, NULL};
+  disturb_ctx d = {first, NULL, 0, NULL, NULL};
   if (at >= 0) {
     sim_schedule(e, begun + at, degrade, &d);
     sim_schedule(e, begun + at + 40 * US, restore, &d);
@@ -1128,6 +1211,7 @@ int main(void) {
       cmocka_unit_test(test_errors),                 cmocka_unit_test(test_names),
       cmocka_unit_test(test_memory_per_rank),
       cmocka_unit_test(test_closed_form_equals_events), cmocka_unit_test(test_closed_form_kill),
+      cmocka_unit_test(test_closed_form_with_rank_cpus),
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
       cmocka_unit_test(test_uniform_torus),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
