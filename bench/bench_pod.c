@@ -17,9 +17,10 @@
 **
 ** The step is ResNet-50-like: 25.6e6 parameters (102.4 MB of float32 gradients; the goal row)
 ** and 3 x 4.1 GFLOP per image for a per-chip batch of 32 (393.6 GFLOP), at 50% of the v4's 275
-** TFLOP/s. The same step with ResNet-50's real 25,557,032 parameters follows: their chunks
-** differ by a float, so the rounds' transfers differ in duration and the closed form plans them
-** one by one (its event-by-event check runs once).
+** TFLOP/s. The same step with ResNet-50's real 25,557,032 parameters follows (its event-by-event
+** check runs once): its chunks differ by a float, so one lane's second halves differ by 4 to 1024
+** bytes between ranks; the first halves, the longer, do not, so every rank's round still ends at
+** one time and the shortcut plans it, but charges those links' bytes rank by rank.
 */
 #include <linux/perf_event.h>
 #include <malloc.h>
