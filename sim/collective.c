@@ -952,22 +952,22 @@ static sim_time fast_pass(sim_collective *c, int plan) {
 
 /* The uniform torus (issue 16: one 4096-chip pod step in under 10 ms; the general pass plans a
 ** v4-8192 all-reduce's 1.1 M transfers one by one). On a torus whose active axes all wrap, every
-** rank of a lane sends the same kind of segment to the same neighbours (two, one on an axis of
-** length 2) in every round of every stage on an axis, whichever the lane and stage. If every such
-** route is one idle link, no link on two routes, all of one latency and capacity, and every
-** transfer of a lane's round has one duration, then every virtual rank of a lane keeps one
+** rank of a lane sends the same kinds of segment (one per direction) to the same neighbours (two,
+** one on an axis of length 2) in every round of every stage on an axis, whichever the lane and
+** stage. If every such route is one idle link, no link on two routes, all of one latency and
+** capacity, and every rank's round ends at one time, then every virtual rank of a lane keeps one
 ** timeline: the rounds' entries are worked out once per (lane, round), the stage barriers once
-** per stage. The durations: a round's segments have chunks of chunk_base or chunk_base + 1
-** floats, so their shares are bounded by the two chunk lengths' and sim__duration_ps is
-** monotone. Every rank sends one transfer of each kind (direction) in a round, so its round
-** ends at the longest bound of all kinds if one kind's two bounds agree on it (uneven counts:
-** when the rounding agrees, or when the kind whose chunks differ is the shorter: a ring's second
-** half of a share is never the longer); else the shortcut declines. A link's held_done is its done plus its transfers' bytes in time order; those are whole
-** numbers, and so the sum is exact in any order while below 2^53 (checked, as is that done is
-** whole): every link of one (axis, send) is charged a round's bytes at once when they are the
-** same for all, else rank by rank. The plan is then the general pass's to the bit: end, held
-** links, held_done; only the slots' order differs, which the restore (the general pass) looks up
-** (held_slot). Returns the end, or -1 (decline: the general pass plans). */
+** per stage. The round's end: its segments have chunks of chunk_base or chunk_base + 1 floats,
+** so each kind's bytes lie between two bounds, and sim__duration_ps is monotone; every rank has
+** one transfer of each kind, so if one kind's bounds both give the longest duration of all, every
+** rank's round ends then (uneven counts: when the rounding agrees, or when the kind whose bytes
+** differ is the shorter, as a share's second half is); else the shortcut declines.
+** A link's held_done is its done plus its transfers' bytes in time order; those are whole
+** numbers, so the sum is exact in any order while below 2^53 (checked, as is that done is whole):
+** every link of one (axis, kind) is charged a round's bytes at once when they are the same for
+** all, else rank by rank. The plan is then the general pass's to the bit (end, held links,
+** held_done); only the slots' order differs, which the restore looks up (held_slot). Returns the
+** end, or -1: declined, the general pass plans. */
 static sim_time fast_plan_uniform(sim_collective *c) {
   int p = c->p, lanes = c->lanes, nstages = c->nstages;
   if (c->algo != SIM_ALGO_TORUS || c->cpus != NULL || c->wire != 1 || c->uniform_off) return -1;

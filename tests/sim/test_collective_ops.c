@@ -1054,7 +1054,8 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
 static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t count, double pre, int scatter,
                              int shortcut, int lanes) {
   uniform_run quiet[3];
-  for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, op, bw, count, (planner)how, pre, scatter, -1, &quiet[how]);
+  for (int how = EVENTS; how <= UNIFORM; how++)
+    run_uniform(sh, op, bw, count, (planner)how, pre, scatter, -1, &quiet[how]);
   if (quiet[UNIFORM].planned != shortcut || quiet[UNIFORM].lanes != lanes)
     fail_msg("%dx%dx%d count %zu bw %g: planned %d lanes %d, want %d and %d", sh->dims[0], sh->dims[1],
              sh->nd > 2 ? sh->dims[2] : 1, count, bw, quiet[UNIFORM].planned, quiet[UNIFORM].lanes, shortcut, lanes);
@@ -1069,7 +1070,8 @@ static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t 
   for (sim_time k = 1; k < 8; k++) {
     uniform_run r[3];
     sim_time at = quiet[UNIFORM].done * k / 8 + k;
-    for (int how = EVENTS; how <= UNIFORM; how++) run_uniform(sh, op, bw, count, (planner)how, pre, scatter, at, &r[how]);
+    for (int how = EVENTS; how <= UNIFORM; how++)
+      run_uniform(sh, op, bw, count, (planner)how, pre, scatter, at, &r[how]);
     assert_int_equal(r[UNIFORM].done, r[GENERAL].done);
     assert_memory_equal(r[UNIFORM].bytes, r[GENERAL].bytes, r[UNIFORM].n * sizeof(double));
     assert_int_equal(r[UNIFORM].events, r[GENERAL].events);
@@ -1182,7 +1184,8 @@ static void test_uniform_torus_handed_back_by_another(void **state) {
     sim_time done[3][2], at = k * 15 * US + k;
     double bytes[3][64];
     int planned[3][2];
-    for (int how = EVENTS; how <= UNIFORM; how++) two_on_one_torus((planner)how, at, done[how], bytes[how], planned[how]);
+    for (int how = EVENTS; how <= UNIFORM; how++)
+      two_on_one_torus((planner)how, at, done[how], bytes[how], planned[how]);
     assert_int_equal(planned[UNIFORM][0], 1);
     assert_int_equal(planned[UNIFORM][1], 0); /* the links were held */
     for (int how = EVENTS; how <= GENERAL; how++) {
