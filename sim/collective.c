@@ -565,9 +565,15 @@ static void begin(sim_collective *c) {
 ** first changes no time: advancing by zero time moves nothing, and every event there changes n,
 ** so the last one reschedules all from the same remaining. A cpu's reductions of one round must
 ** all end before its next round's first starts (checked; else no closed form), which keeps the
-** round-by-round order the time order on every cpu. */
+** round-by-round order the time order on every cpu.
+**
+** A torus whose ranks all keep one timeline (no rank cpus) is planned per (lane, round) instead
+** (fast_plan_uniform), to the general pass's bits; the restore is always the general pass, and
+** finds each held resource's slot through its plan's stamp in res_slot (held_slot), so a plan
+** may list them in any order. */
 
 #define FAST_MAX_HOPS 4
+#define FAST_PREFETCH 16 /* links read ahead by the uniform shortcut */
 
 /* A virtual rank's route under one tag, kept while the peer stays the same. */
 typedef struct coll_route {
@@ -613,29 +619,51 @@ static int fast_eligible(const sim_collective *c) {
          c->round_delay == 0 && c->count > 0;
 }
 
-/* The slot of resource r (a link, or a rank cpu) in c->held for this pass: the order of first
-** use, the same in every pass. -1 when a planning pass finds it busy or without capacity. */
+/* A new planning pass: res_slot entries stamped with it are this run's held resources. */
+static void fast_plan_start(sim_collective *c) {
+  sim_engine *e = c->engine;
+  size_t ids = e->solver.next_resource_id;
+  if (ids > e->cap_res_slot) {
+    size_t old = e->cap_res_slot;
+    sim__grow(&e->res_slot, &e->cap_res_slot, ids, sizeof *e->res_slot);
+    memset(e->res_slot + old, 0, (e->cap_res_slot - old) * sizeof *e->res_slot);
+  }
+  c->plan_pass = ++e->slot_pass;
+  c->n_held = 0;
+}
+
+/* Room for n held resources. */
+static void held_reserve(sim_collective *c, size_t n) {
+  if (n <= c->cap_held) return;
+  size_t cap = c->cap_held;
+  sim__grow(&c->held, &cap, n, sizeof *c->held);
+  c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
+  c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
+  c->cap_held = cap;
+}
+
+/* The slot of resource r (a link, or a rank cpu) in c->held: a planning pass gives the next free
+** one at its first use (-1 when it finds r busy or without capacity); a restore finds the one its
+** plan gave, through the plan's stamp in res_slot, whatever order it meets them in (the uniform
+** shortcut's plan orders links by axis). No other pass overwrites those entries while the run
+** holds them: a planning pass stamps a resource only once it has found it idle, and a held one
+** is not. */
 static long held_slot(sim_collective *c, sim_resource *r, int plan) {
   sim_engine *e = c->engine;
   uint64_t *m = &e->res_slot[r->id];
-  if ((uint32_t)(*m >> 32) == e->slot_pass) return (long)(uint32_t)*m;
-  size_t slot = c->n_held;
-  if (plan) {
-    if (r->n_uses > 0 || r->solo != NULL || !(r->capacity > 0)) return -1;
-    if (slot == c->cap_held) {
-      size_t cap = c->cap_held;
-      sim__grow(&c->held, &cap, slot + 1, sizeof *c->held);
-      c->held_done = base_xrealloc(c->held_done, cap * sizeof *c->held_done);
-      c->held_until = base_xrealloc(c->held_until, cap * sizeof *c->held_until);
-      c->cap_held = cap;
-    }
-    c->held[slot] = r;
+  if (!plan) {
+    assert((uint32_t)(*m >> 32) == c->plan_pass && c->held[(uint32_t)*m] == r);
+    return (long)(uint32_t)*m;
   }
-  assert(c->held[slot] == r); /* a restore meets the resources in the plan's order */
+  if ((uint32_t)(*m >> 32) == c->plan_pass) return (long)(uint32_t)*m;
+  size_t slot = c->n_held;
+  if (r->n_uses > 0 || r->solo != NULL || !(r->capacity > 0)) return -1;
+  held_reserve(c, slot + 1);
+  c->held[slot] = r;
   c->n_held = slot + 1;
   c->held_done[slot] = r->done;
   c->held_until[slot] = -1;
-  *m = ((uint64_t)e->slot_pass << 32) | slot;
+  *m = ((uint64_t)c->plan_pass << 32) | slot;
   return (long)slot;
 }
 
@@ -859,7 +887,6 @@ static int fast_reductions(sim_collective *c, const int *active, sim_time *nxt, 
 /* The whole run from c->started: plans it (returns its end, or -1 when it cannot go in closed
 ** form) or, with plan 0, restores it as of now (engine.c invariant 11). */
 static sim_time fast_pass(sim_collective *c, int plan) {
-  sim_engine *e = c->engine;
   int p = c->p, vs = p * c->lanes;
   if ((size_t)vs > c->cap_fast) {
     c->fast_at = base_xrealloc(c->fast_at, 2 * (size_t)vs * sizeof *c->fast_at);
@@ -872,14 +899,11 @@ static sim_time fast_pass(sim_collective *c, int plan) {
     }
     c->cap_fast = (size_t)vs;
   }
-  size_t ids = e->solver.next_resource_id;
-  if (ids > e->cap_res_slot) {
-    size_t old = e->cap_res_slot;
-    sim__grow(&e->res_slot, &e->cap_res_slot, ids, sizeof *e->res_slot);
-    memset(e->res_slot + old, 0, (e->cap_res_slot - old) * sizeof *e->res_slot);
+  if (plan) fast_plan_start(c);
+  for (size_t i = 0; !plan && i < c->n_held; i++) { /* the resources as the plan found them */
+    c->held_done[i] = c->held[i]->done;
+    c->held_until[i] = -1;
   }
-  e->slot_pass++;
-  c->n_held = 0;
   sim_time *cur = c->fast_at, *nxt = c->fast_at + vs;
   for (int v = 0; v < vs; v++) cur[v] = c->started;
   for (size_t i = 0; i < (size_t)vs * COLL_MAX_XFERS; i++) c->fast_routes[i].peer = -1;
@@ -926,6 +950,121 @@ static sim_time fast_pass(sim_collective *c, int plan) {
   return end;
 }
 
+/* The uniform torus (issue 16: one 4096-chip pod step in under 10 ms; the general pass plans a
+** v4-8192 all-reduce's 1.1 M transfers one by one). On a torus whose active axes all wrap, every
+** rank of a lane sends the same kinds of segment (one per direction) to the same neighbours (two,
+** one on an axis of length 2) in every round of every stage on an axis, whichever the lane and
+** stage. If every such route is one idle link, no link on two routes, all of one latency and
+** capacity, and every rank's round ends at one time, then every virtual rank of a lane keeps one
+** timeline: the rounds' entries are worked out once per (lane, round), the stage barriers once
+** per stage. The round's end: its segments have chunks of chunk_base or chunk_base + 1 floats,
+** so each kind's bytes lie between two bounds, and sim__duration_ps is monotone; every rank has
+** one transfer of each kind, so if one kind's bounds both give the longest duration of all, every
+** rank's round ends then (uneven counts: when the rounding agrees, or when the kind whose bytes
+** differ is the shorter, as a share's second half is); else the shortcut declines.
+** A link's held_done is its done plus its transfers' bytes in time order; those are whole
+** numbers, so the sum is exact in any order while below 2^53 (checked, as is that done is whole):
+** every link of one (axis, kind) is charged a round's bytes at once when they are the same for
+** all, else rank by rank. The plan is then the general pass's to the bit (end, held links,
+** held_done); only the slots' order differs, which the restore looks up (held_slot). Returns the
+** end, or -1: declined, the general pass plans. */
+static sim_time fast_plan_uniform(sim_collective *c) {
+  int p = c->p, lanes = c->lanes, nstages = c->nstages;
+  if (c->algo != SIM_ALGO_TORUS || c->cpus != NULL || c->wire != 1 || c->uniform_off) return -1;
+  for (int a = 0; a < c->ndims; a++)
+    if (c->dims[a] > 1 && !c->wraps[a]) return -1;
+  fast_plan_start(c);
+  /* The links: axis a's in slots base[a] + r * sends[a] + i, rank r's send i. */
+  size_t base[COLL_MAX_DIMS] = {0};
+  int sends[COLL_MAX_DIMS] = {0};
+  sim_time latency = 0;
+  double rate = 0;
+  coll_plan pl;
+  for (int t = 0; t < nstages; t++)
+    for (int l = 0; l < lanes; l++) {
+      const coll_stage *st = &c->stages[l][t];
+      int a = st->axis;
+      if (sends[a] > 0) continue;
+      base[a] = c->n_held;
+      for (int r = 0; r < p; r++) { /* the routes first: the route fn gives links unread */
+        sim__coll_plan(c, l * p + r, st->first, &pl);
+        if (r == 0) sends[a] = pl.nsend;
+        if (pl.nsend == 0 || pl.nsend != sends[a]) return -1;
+        size_t at = base[a] + (size_t)r * (size_t)sends[a];
+        held_reserve(c, at + (size_t)sends[a]);
+        for (int i = 0; i < pl.nsend; i++) {
+          if (find_route(c, rank_of(c, l * p + r), rank_of(c, pl.send[i].peer)) != 1) return -1;
+          c->held[at + (size_t)i] = &c->hops[0]->res;
+        }
+      }
+      /* Then the links, each fetched well before it is read: a pod's 24576 links are out of
+      ** the cache, and read as the route fn named them the loop took 5.7 ms of a pod step;
+      ** so, 3.7 ms, 2.2 of them the plans and routes above (one measurement, host shared). */
+      size_t end = base[a] + (size_t)p * (size_t)sends[a];
+      for (size_t j = base[a]; j < end; j++) {
+        if (j + FAST_PREFETCH < end) __builtin_prefetch(c->held[j + FAST_PREFETCH]);
+        sim_link *k = (sim_link *)c->held[j]; /* res is its first member */
+        double done = k->res.done;
+        if (j == 0) latency = k->latency, rate = k->res.capacity;
+        if (held_slot(c, &k->res, 1) != (long)j || k->latency != latency || k->res.capacity != rate ||
+            !(done >= 0 && done < 0x1p53 && (double)(int64_t)done == done))
+          return -1;
+      }
+    }
+  /* The timeline, lane by lane; bytes[a][i]: what each link of axis a's send i carries. */
+  sim_time cur[COLL_MAX_DIMS];
+  double bytes[COLL_MAX_DIMS][COLL_MAX_XFERS] = {{0}};
+  for (int l = 0; l < lanes; l++) cur[l] = c->started;
+  for (int t = 0; t < nstages; t++) {
+    sim_time m = cur[0];
+    for (int l = 1; l < lanes; l++) m = cur[l] > m ? cur[l] : m;
+    for (int l = 0; l < lanes; l++) cur[l] = m; /* stage_barrier */
+    for (int l = 0; l < lanes; l++) {
+      const coll_stage *st = &c->stages[l][t];
+      int a = st->axis, hi = t + 1 < nstages ? st[1].first : c->rounds;
+      for (int k = st->first; k < hi; k++) {
+        sim__coll_plan(c, l * p, k, &pl); /* rank 0's segments: the round's every rank's shape */
+        if (pl.nsend != sends[a]) return -1;
+        sim_time d = 0, sure = -1; /* the longest duration; the longest that every rank has */
+        unsigned uneven = 0;
+        for (int i = 0; i < pl.nsend; i++) {
+          coll_seg s = pl.send[i].seg;
+          size_t n = (size_t)s.n * (size_t)s.n2, lo = n * share_floats(c, s, c->chunk_base);
+          size_t hi_floats = c->chunk_extra > 0 ? n * share_floats(c, s, c->chunk_base + 1) : lo;
+          double least = (double)(lo * sizeof(float)), most = (double)(hi_floats * sizeof(float));
+          if (!(least > 0)) return -1;
+          sim_time shortest = sim__duration_ps(least, rate), longest = sim__duration_ps(most, rate);
+          if (longest == SIM_TIME_NEVER) return -1;
+          d = longest > d ? longest : d;
+          if (shortest == longest && longest > sure) sure = longest;
+          if (least == most) bytes[a][i] += least;
+          else uneven |= 1u << i;
+        }
+        if (sure != d) return -1; /* some rank's round may end sooner than another's */
+        for (int r = 0; uneven != 0 && r < p; r++) { /* the links of a send whose bytes differ */
+          sim__coll_plan(c, l * p + r, k, &pl);
+          for (int i = 0; i < pl.nsend; i++)
+            if (uneven >> i & 1u)
+              c->held_done[base[a] + (size_t)r * (size_t)sends[a] + (size_t)i] +=
+                  (double)(seg_floats(c, pl.send[i].seg) * sizeof(float));
+        }
+        if (d > SIM_TIME_NEVER - cur[l] - latency) return -1;
+        cur[l] += latency + d;
+      }
+    }
+  }
+  sim_time end = c->started;
+  for (int l = 0; l < lanes; l++) end = cur[l] > end ? cur[l] : end;
+  for (int a = 0; a < c->ndims; a++)
+    for (int r = 0; sends[a] > 0 && r < p; r++)
+      for (int i = 0; i < sends[a]; i++) {
+        double *done = &c->held_done[base[a] + (size_t)r * (size_t)sends[a] + (size_t)i];
+        *done += bytes[a][i];
+        if (!(*done < 0x1p53)) return -1; /* past exact sums */
+      }
+  return end;
+}
+
 /* Lets go of the held links and cpus and of the finish event. */
 static void fast_unhold(sim_collective *c) {
   for (size_t i = 0; i < c->n_held; i++) c->held[i]->solo = NULL;
@@ -961,7 +1100,9 @@ static void fast_finish(sim_engine *e, void *arg) {
 /* Begins the run in closed form if it can go so; returns 1 if it did. */
 static int fast_begin(sim_collective *c) {
   if (!fast_eligible(c)) return 0;
-  sim_time end = fast_pass(c, 1);
+  sim_time end = fast_plan_uniform(c);
+  c->planned_uniform = end >= 0;
+  if (end < 0) end = fast_pass(c, 1);
   /* No transfer at all (a ppermute's early outs): the rounds finish within begin, as they do. */
   if (end < 0 || c->n_held == 0) return 0;
   c->hold = sim__hold_new(c->engine, fast_fall_back, c);

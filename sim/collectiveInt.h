@@ -168,12 +168,16 @@ struct sim_collective {
   sim_activity *hold;        /* holds every link the run uses while it is in closed form, NULL
                                 when the run goes transfer by transfer */
   sim_event_handle fast_done; /* the closed-form run's finish event */
-  struct sim_resource **held; /* the links and rank cpus it holds, in first-use order */
+  struct sim_resource **held; /* the links and rank cpus it holds, in its plan's order */
   double *held_done;         /* per held resource: its bytes (a cpu: flops) once the run (or its
                                 part before now) is done */
   sim_time *held_until;      /* pass scratch per held resource: when its last transfer (a cpu:
                                 reduction) ends */
   size_t n_held, cap_held;   /* held resources, allocated entries of the three arrays */
+  uint32_t plan_pass;        /* the engine's slot_pass stamp of the run's planning pass: the
+                                res_slot entries with it give the held resources' slots */
+  int uniform_off;           /* 1: plans skip fast_plan_uniform (tests compare the two) */
+  int planned_uniform;       /* the run's plan came from fast_plan_uniform (tests look) */
   sim_time *fast_at;         /* pass scratch: per virtual rank its round's entry, then the next's */
   struct coll_route *fast_routes; /* pass scratch: per (virtual rank, tag) its last route */
   struct coll_sent *fast_sent; /* pass scratch with cpus: per (virtual rank, tag) its send of the

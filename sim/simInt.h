@@ -363,10 +363,11 @@ struct sim_engine {
   sim_solo_batch *free_batches; /* recycled batches */
   sim_solo_batch *recent[2]; /* the last two batches batch_at found, open or not (engine.c) */
   uint64_t transfers;        /* comms started and neither complete nor withdrawn */
-  uint64_t *res_slot;        /* per resource id: (pass << 32) | slot, a collective's closed-form
-                                pass scratch (collective.c) */
+  uint64_t *res_slot;        /* per resource id: (pass << 32) | slot, the slot in c->held a
+                                collective's closed-form planning pass gave it; a held link's
+                                entry stays until its run's restore reads it (collective.c) */
   size_t cap_res_slot;       /* its entries */
-  uint32_t slot_pass;        /* the current pass's stamp */
+  uint32_t slot_pass;        /* the last planning pass's stamp */
   sim_event_fn quiet;        /* sim_engine_on_quiet's callback, NULL when not armed */
   void *quiet_arg;           /* its argument */
 };

@@ -309,7 +309,9 @@ static void hbm_too_small_fails_the_job(void **state) {
 
 /* numerics: off runs the same program on shapes and costs alone: every op charges the same
 ** FLOPs and bytes and the all-reduce moves the same bytes, so the timing is identical to the
-** bit, while the loss is not a number and no weight has a value. */
+** bit, while the loss is not a number and no weight has a value. On shapes alone an all-reduce
+** may go in closed form (collective.c; since its reductions on rank cpus may too, issue 16), so
+** it may take fewer events, never more. */
 static void numerics_off_times_exactly_like_full(void **state) {
   (void)state;
   static run full, off;
@@ -319,7 +321,7 @@ static void numerics_off_times_exactly_like_full(void **state) {
                              "numerics=off" };
   train(&off, four_off, 3);
   assert_true(full.sum.sim_time_s == off.sum.sim_time_s);
-  assert_int_equal(full.sum.events, off.sum.events);
+  assert_true(off.sum.events <= full.sum.events);
   assert_int_equal(off.nsteps, 20);
   for (int i = 0; i < off.nsteps; i++) assert_true(isnan(off.loss[i]) && full.comm[i] == off.comm[i]);
   assert_int_equal(off.nweights, 0);

@@ -982,6 +982,222 @@ static void test_closed_form_ties(void **state) {
   assert_string_equal(fast, slow);
 }
 
+/* ---- the uniform torus (collective.c, fast_plan_uniform) --------------------------------- */
+
+typedef enum { EVENTS, GENERAL, UNIFORM } planner; /* event by event; closed form by the general
+                                                      pass alone; closed form with the shortcut */
+
+typedef struct uniform_run {
+  sim_time done;             /* when the all-reduce finished */
+  double *bytes;             /* every link's bytes at the end */
+  size_t n;                  /* links */
+  uint64_t events;           /* events the engine fired */
+  int planned;               /* the all-reduce's plan came from the shortcut */
+  int lanes;                 /* its lanes */
+} uniform_run;
+
+static void note_done(sim_engine *e, sim_collective *c, void *arg) {
+  (void)c;
+  *(sim_time *)arg = sim_now(e);
+}
+
+/* A torus `op` of `count` floats on sh, every link of bandwidth bw and 1 us latency, planned
+** `how`; before it a flow of `pre` bytes over rank 0's link to rank 1 (when pre > 0) and a
+** reduce-scatter of `count` floats (when `scatter`), one after the other, so that the links
+** start with bytes done; rank 0's link to rank 1 at a quarter of bw from `at` after the op's
+** start until 40 us later (at < 0: never). */
+static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count, planner how, double pre,
+                        int scatter, sim_time at, uniform_run *out) {
+  sim_engine *e = sim_engine_new();
+  sim_engine_set_closed_form(e, how != EVENTS);
+  net *t = torus_new(e, sh->nd, sh->dims, sh->wraps);
+  out->n = (size_t)t->p * (size_t)t->nd * 2;
+  for (size_t i = 0; i < out->n; i++) sim_link_set_bandwidth(t->links[i], bw);
+  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, NULL);
+  sim_collective_set_torus(c, t->nd, t->dims, t->wraps);
+  c->uniform_off = how == GENERAL;
+  sim_link *first = NULL;
+  net_route(t, 0, 1, &first, 1);
+  if (pre > 0) sim_comm_start(e, &first, 1, pre);
+  assert_int_equal(sim_run(e), 0);
+  sim_time begun = 0;
+  if (scatter)
+    assert_int_equal(sim_collective_start(c, SIM_COLL_REDUCE_SCATTER, SIM_ALGO_TORUS, 0, NULL, count, note_done,
+                                          &begun), SIM_OK);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(sim_collective_start(c, op, SIM_ALGO_TORUS, 0, NULL, count, note_done, &out->done), SIM_OK);
+  out->planned = c->planned_uniform;
+  out->lanes = c->lanes;
+  disturb_ctx d = {first, NULL, 0, NULL, NULL};
+  if (at >= 0) {
+    sim_schedule(e, begun + at, degrade, &d);
+    sim_schedule(e, begun + at + 40 * US, restore, &d);
+  }
+  assert_int_equal(sim_run(e), 0);
+  out->done -= begun;
+  out->bytes = malloc(out->n * sizeof *out->bytes);
+  for (size_t i = 0; i < out->n; i++) {
+    out->bytes[i] = sim_link_bytes(t->links[i]);
+    assert_null(t->links[i]->res.solo);
+  }
+  out->events = sim_events_processed(e);
+  sim_collective_free(c);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* The three planners on one case, quiet and with the link degraded at 7 moments spread over the
+** run (off the rounds' picoseconds): the shortcut's run is the general pass's to the bit (times,
+** every link's bytes, events) and the event-by-event run's to the picosecond (bytes to the bit
+** when quiet, to 1e-12 once handed back: engine.c invariant 9). `shortcut`: whether the
+** shortcut must plan it (else it must decline); `lanes` the lanes the run must take. */
+static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t count, double pre, int scatter,
+                             int shortcut, int lanes) {
+  uniform_run quiet[3];
+  for (int how = EVENTS; how <= UNIFORM; how++)
+    run_uniform(sh, op, bw, count, (planner)how, pre, scatter, -1, &quiet[how]);
+  if (quiet[UNIFORM].planned != shortcut || quiet[UNIFORM].lanes != lanes)
+    fail_msg("%dx%dx%d count %zu bw %g: planned %d lanes %d, want %d and %d", sh->dims[0], sh->dims[1],
+             sh->nd > 2 ? sh->dims[2] : 1, count, bw, quiet[UNIFORM].planned, quiet[UNIFORM].lanes, shortcut, lanes);
+  assert_int_equal(quiet[GENERAL].planned, 0);
+  for (int how = EVENTS; how <= GENERAL; how++) {
+    assert_int_equal(quiet[how].done, quiet[UNIFORM].done);
+    assert_memory_equal(quiet[how].bytes, quiet[UNIFORM].bytes, quiet[UNIFORM].n * sizeof(double));
+  }
+  assert_int_equal(quiet[UNIFORM].events, quiet[GENERAL].events);
+  /* Quiet, the all-reduce is one event, as the reduce-scatter; the flow two (latency, bytes). */
+  assert_int_equal(quiet[UNIFORM].events, 1 + (scatter ? 1 : 0) + (pre > 0 ? 2 : 0));
+  for (sim_time k = 1; k < 8; k++) {
+    uniform_run r[3];
+    sim_time at = quiet[UNIFORM].done * k / 8 + k;
+    for (int how = EVENTS; how <= UNIFORM; how++)
+      run_uniform(sh, op, bw, count, (planner)how, pre, scatter, at, &r[how]);
+    assert_int_equal(r[UNIFORM].done, r[GENERAL].done);
+    assert_memory_equal(r[UNIFORM].bytes, r[GENERAL].bytes, r[UNIFORM].n * sizeof(double));
+    assert_int_equal(r[UNIFORM].events, r[GENERAL].events);
+    if (r[UNIFORM].done != r[EVENTS].done) fail_msg("degraded at %lld: %lld ps, events %lld ps", (long long)at,
+                                                   (long long)r[UNIFORM].done, (long long)r[EVENTS].done);
+    assert_true(r[UNIFORM].events > quiet[UNIFORM].events); /* handed back to transfer by transfer */
+    for (size_t i = 0; i < r[UNIFORM].n; i++)
+      if (fabs(r[UNIFORM].bytes[i] - r[EVENTS].bytes[i]) > 1e-12 * fabs(r[EVENTS].bytes[i]))
+        fail_msg("degraded at %lld: link %zu %.17g bytes, events %.17g", (long long)at, i, r[UNIFORM].bytes[i],
+                 r[EVENTS].bytes[i]);
+    for (int how = EVENTS; how <= UNIFORM; how++) free(r[how].bytes);
+  }
+  for (int how = EVENTS; how <= UNIFORM; how++) free(quiet[how].bytes);
+}
+
+static void check_uniform(const shape *sh, double bw, size_t count, double pre, int scatter, int shortcut,
+                          int lanes) {
+  check_uniform_op(sh, SIM_COLL_ALL_REDUCE, bw, count, pre, scatter, shortcut, lanes);
+}
+
+/* Tori whose axes all wrap: 4x4 (two lanes of rings), 4x4x4 (three), 2x8x4 (an axis of two: a
+** line of one round, each rank one send) and 16x1x16 (an axis of length 1). Counts:
+** - divisible by the ranks (64000 = 16 x 4000; 192000 = 64 x 3000; 102400 = 256 x 400): every
+**   chunk alike, so every link of an (axis, direction) carries the same bytes;
+** - uneven, the shorter direction's bytes differing: 100003 on 4x4 (chunks of 6250 floats, 3 of
+**   6251: lane 0's share 3125 or 3126 floats, its first halves 1563 either way, its second 1562
+**   or 1563) and on 16x1x16 (390 or 391: lane 0's 195 or 196, halves 98, then 97 or 98): every
+**   rank's round ends with its first half, so the shortcut plans them and charges the second
+**   halves' links rank by rank;
+** - uneven, the longer direction's bytes differing at 1e9 B/s, where 4 bytes are 4000 ps: 100033
+**   on 4x4 (6252 or 6253: lane 0's first halves 1563 or 1564), 100515 on 16x1x16 (392 or 393),
+**   100003 on 4x4x4 (1562 or 1563: lane 2's 520 or 521): some ranks' rounds end sooner, and
+**   the shortcut must decline;
+** - the same at 1e14 B/s, where a float is 0.04 ps: 100033 on 4x4, 100225 on 4x4x4 (1566 or
+**   1567), 100097 on 2x8x4 (1564 or 1565; latency-bound, so one lane), 100003 on 16x1x16: the
+**   ceilings agree in every round (found by trying counts up from 100003), so the shortcut plans;
+** - links that start with bytes done: after a reduce-scatter (whole bytes, different per link),
+**   planned; after a flow of 1000.5 bytes over one of them (not whole: the sums would round in
+**   another order), declined. */
+static void test_uniform_torus(void **state) {
+  (void)state;
+  static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
+                     t16 = {3, {16, 1, 16}, {1, 1, 1}}, line = {2, {4, 4}, {1, 0}};
+  check_uniform(&t44, BW, 64000, 0, 0, 1, 2);
+  check_uniform(&t444, BW, 192000, 0, 0, 1, 3);
+  check_uniform(&t284, BW, 192000, 0, 0, 1, 3);
+  check_uniform(&t16, BW, 102400, 0, 0, 1, 2);
+  check_uniform(&t44, BW, 100003, 0, 0, 1, 2);
+  check_uniform(&t16, BW, 100003, 0, 0, 1, 2);
+  check_uniform(&t44, BW, 100033, 0, 0, 0, 2);
+  check_uniform(&t16, BW, 100515, 0, 0, 0, 2);
+  check_uniform(&t444, BW, 100003, 0, 0, 0, 3);
+  check_uniform(&t44, 1e14, 100033, 0, 0, 1, 2);
+  check_uniform(&t444, 1e14, 100225, 0, 0, 1, 3);
+  check_uniform(&t284, 1e14, 100097, 0, 0, 1, 1);
+  check_uniform(&t16, 1e14, 100003, 0, 0, 1, 2);
+  check_uniform(&t444, BW, 192000, 0, 1, 1, 3);
+  check_uniform(&t444, BW, 192000, 1000.5, 0, 0, 3);
+  check_uniform(&line, BW, 64000, 0, 0, 0, 2); /* an axis without wraparound: declined */
+  /* The halves alone: reduce-scatter and all-gather stages only. */
+  check_uniform_op(&t444, SIM_COLL_REDUCE_SCATTER, BW, 192000, 0, 0, 1, 3);
+  check_uniform_op(&t444, SIM_COLL_ALL_GATHER, BW, 192000, 0, 0, 1, 3);
+  check_uniform_op(&t16, SIM_COLL_ALL_GATHER, 1e14, 100003, 0, 0, 1, 2);
+}
+
+/* Two all-reduces of 64000 floats on one 4x4 torus, the second started `at` into the first. */
+typedef struct second_start { sim_collective *c; sim_time *done; int planned; } second_start;
+
+static void start_second(sim_engine *e, void *arg) {
+  (void)e;
+  second_start *s = arg;
+  assert_int_equal(sim_collective_start(s->c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, 64000, note_done, s->done),
+                   SIM_OK);
+  s->planned = s->c->planned_uniform;
+}
+
+static void two_on_one_torus(planner how, sim_time at, sim_time done[2], double bytes[64], int planned[2]) {
+  static const shape t44 = {2, {4, 4}, {1, 1}};
+  sim_engine *e = sim_engine_new();
+  sim_engine_set_closed_form(e, how != EVENTS);
+  net *t = make_torus(e, &t44);
+  sim_collective *c[2];
+  for (int k = 0; k < 2; k++) {
+    c[k] = sim_collective_new(e, k ? "b" : "a", t->p, net_route, t, NULL);
+    sim_collective_set_torus(c[k], t->nd, t->dims, t->wraps);
+    c[k]->uniform_off = how == GENERAL;
+  }
+  assert_int_equal(sim_collective_start(c[0], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, 64000, note_done, &done[0]),
+                   SIM_OK);
+  planned[0] = c[0]->planned_uniform;
+  second_start s = {c[1], &done[1], -1};
+  sim_schedule(e, at, start_second, &s);
+  assert_int_equal(sim_run(e), 0);
+  planned[1] = s.planned;
+  for (int i = 0; i < 64; i++) bytes[i] = sim_link_bytes(t->links[i]);
+  for (int k = 0; k < 2; k++) sim_collective_free(c[k]);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* A run planned by the shortcut and handed back by another collective's transfers: the second
+** all-reduce's plan finds the first's links held (so it stamps none of them, held_slot) and goes
+** transfer by transfer; its first transfer hands the first run back, whose restore finds every
+** link's slot by its own plan's stamp. Both end at the picoseconds of the general pass's run and
+** of the event-by-event run, at 5 moments of the first's 132 us (4 stages of 3 rounds: 1 us and
+** 16 kB, then 1 us and 4 kB, at 1e9 B/s: 2 x 3 x (17 + 5) us). */
+static void test_uniform_torus_handed_back_by_another(void **state) {
+  (void)state;
+  for (sim_time k = 1; k < 6; k++) {
+    sim_time done[3][2], at = k * 15 * US + k;
+    double bytes[3][64];
+    int planned[3][2];
+    for (int how = EVENTS; how <= UNIFORM; how++)
+      two_on_one_torus((planner)how, at, done[how], bytes[how], planned[how]);
+    assert_int_equal(planned[UNIFORM][0], 1);
+    assert_int_equal(planned[UNIFORM][1], 0); /* the links were held */
+    for (int how = EVENTS; how <= GENERAL; how++) {
+      assert_int_equal(done[how][0], done[UNIFORM][0]);
+      assert_int_equal(done[how][1], done[UNIFORM][1]);
+    }
+    assert_true(done[UNIFORM][1] > done[UNIFORM][0]);
+    assert_memory_equal(bytes[GENERAL], bytes[UNIFORM], sizeof bytes[UNIFORM]);
+    for (int i = 0; i < 64; i++) assert_true(fabs(bytes[UNIFORM][i] - bytes[EVENTS][i]) <= 1e-12 * bytes[EVENTS][i]);
+  }
+}
+
 static void test_memory_per_rank(void **state) {
   (void)state;
   assert_true(sizeof(coll_rank) <= 80);
@@ -1001,6 +1217,7 @@ int main(void) {
       cmocka_unit_test(test_closed_form_with_rank_cpus),
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
+      cmocka_unit_test(test_uniform_torus),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
