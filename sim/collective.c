@@ -206,6 +206,7 @@ void sim_collective_free(sim_collective *c) {
   free(c->fast_recv);
   free(c->fast_nrecv);
   free(c->fast_cpu_slot);
+  free(c->stage_floats);
   free(c->name);
   free(c);
 }
@@ -230,26 +231,6 @@ static void seg_range(const sim_collective *c, coll_seg s, int t, size_t *off, s
   *len = share + (l < extra ? 1 : 0);
   if (s.half == 2) *off += (*len + 1) / 2;
   if (s.half != 0) *len = s.half == 1 ? (*len + 1) / 2 : *len / 2;
-}
-
-/* Floats of the segment's share of one chunk of len floats. */
-static size_t share_floats(const sim_collective *c, coll_seg s, size_t len) {
-  size_t lanes = (size_t)c->lanes, share = len / lanes + (s.lane < len % lanes ? 1 : 0);
-  return s.half == 0 ? share : s.half == 1 ? (share + 1) / 2 : share / 2;
-}
-
-/* Floats in a segment, without walking its chunks: they are `base` or `base`+1 long, the long
-** ones a prefix of the chunk numbers, so each row's count of them is a division. */
-static size_t seg_floats(const sim_collective *c, coll_seg s) {
-  size_t extra = c->chunk_extra, n = (size_t)s.n, longs = 0;
-  for (int row = 0; row < s.n2; row++) {
-    size_t first = (size_t)s.first + (size_t)row * (size_t)s.stride2, l = 0;
-    /* One chunk per row (every ring step) needs no division: 5% of a closed-form ring. */
-    if (first < extra) l = s.n == 1 ? 1 : (extra - 1 - first) / (size_t)s.stride + 1;
-    longs += l < n ? l : n;
-  }
-  size_t all = n * (size_t)s.n2;
-  return longs * share_floats(c, s, c->chunk_base + 1) + (all - longs) * share_floats(c, s, c->chunk_base);
 }
 
 /* Applies what `from` sent in x (the receiver's plan entry) to `to`'s buffer. */
@@ -295,7 +276,7 @@ static void start_send(sim_collective *c, int from, int to, int tag, coll_seg se
   size_t hops = cached ? 1 : find_route(c, rank_of(c, from), rank_of(c, to));
   sim_link **route = cached ? &s->hop[tag] : c->hops;
   if (!cached && tag < COLL_ROUTE_TAGS) s->hop[tag] = hops == 1 ? c->hops[0] : NULL;
-  double bytes = (double)(seg_floats(c, seg) * sizeof(float)) * c->wire;
+  double bytes = (double)(coll_seg_floats(c, seg) * sizeof(float)) * c->wire;
   sim_activity *a = sim__comm_start_solo(c->engine, route, hops, bytes);
   s->send[tag] = a;
   s->to[tag] = to;
@@ -448,7 +429,7 @@ static void send_done(sim_engine *e, sim_activity *act, void *arg) {
   step_done(s);
   if (reducing && c->cpus != NULL && c->cpus[rto] != NULL) {
     sim_activity **reduce = &c->reduces[to * COLL_MAX_XFERS + i];
-    *reduce = sim_exec_start(e, c->cpus[rto], (double)seg_floats(c, x->seg));
+    *reduce = sim_exec_start(e, c->cpus[rto], (double)coll_seg_floats(c, x->seg));
     sim_activity_on_done(*reduce, reduce_done, rk);
   } else {
     step_done(rk);
@@ -756,7 +737,7 @@ static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time
       int w = x->peer;
       coll_route *fr = fast_route(c, v, w, x->tag, plan);
       if (fr == NULL) return -1;
-      size_t floats = seg_floats(c, x->seg);
+      size_t floats = coll_seg_floats(c, x->seg);
       double bytes = (double)(floats * sizeof(float)) * c->wire;
       if (!(bytes >= 0)) return -1;
       if (bytes != fr->bytes) {
@@ -965,7 +946,8 @@ static sim_time fast_pass(sim_collective *c, int plan) {
 ** A link's held_done is its done plus its transfers' bytes in time order; those are whole
 ** numbers, so the sum is exact in any order while below 2^53 (checked, as is that done is whole):
 ** every link of one (axis, kind) is charged a round's bytes at once when they are the same for
-** all, else rank by rank. The plan is then the general pass's to the bit (end, held links,
+** all, else each its rank's sum over the stage (sim__coll_stage_sends: a ring stage sends all its
+** ring's parts but one). The plan is then the general pass's to the bit (end, held links,
 ** held_done); only the slots' order differs, which the restore looks up (held_slot). Returns the
 ** end, or -1: declined, the general pass plans. */
 static sim_time fast_plan_uniform(sim_collective *c) {
@@ -1022,34 +1004,43 @@ static sim_time fast_plan_uniform(sim_collective *c) {
     for (int l = 0; l < lanes; l++) {
       const coll_stage *st = &c->stages[l][t];
       int a = st->axis, hi = t + 1 < nstages ? st[1].first : c->rounds;
+      double even[COLL_MAX_XFERS] = {0}; /* per send: the stage's bytes, where every rank's agree */
+      unsigned uneven = 0;               /* sends whose bytes differ between ranks in some round */
       for (int k = st->first; k < hi; k++) {
         sim__coll_plan(c, l * p, k, &pl); /* rank 0's segments: the round's every rank's shape */
         if (pl.nsend != sends[a]) return -1;
         sim_time d = 0, sure = -1; /* the longest duration; the longest that every rank has */
-        unsigned uneven = 0;
         for (int i = 0; i < pl.nsend; i++) {
           coll_seg s = pl.send[i].seg;
-          size_t n = (size_t)s.n * (size_t)s.n2, lo = n * share_floats(c, s, c->chunk_base);
-          size_t hi_floats = c->chunk_extra > 0 ? n * share_floats(c, s, c->chunk_base + 1) : lo;
+          size_t n = (size_t)s.n * (size_t)s.n2, lo = n * coll_share_floats(c, s, c->chunk_base);
+          size_t hi_floats = c->chunk_extra > 0 ? n * coll_share_floats(c, s, c->chunk_base + 1) : lo;
           double least = (double)(lo * sizeof(float)), most = (double)(hi_floats * sizeof(float));
           if (!(least > 0)) return -1;
           sim_time shortest = sim__duration_ps(least, rate), longest = sim__duration_ps(most, rate);
           if (longest == SIM_TIME_NEVER) return -1;
           d = longest > d ? longest : d;
           if (shortest == longest && longest > sure) sure = longest;
-          if (least == most) bytes[a][i] += least;
+          if (least == most) even[i] += least;
           else uneven |= 1u << i;
         }
         if (sure != d) return -1; /* some rank's round may end sooner than another's */
-        for (int r = 0; uneven != 0 && r < p; r++) { /* the links of a send whose bytes differ */
-          sim__coll_plan(c, l * p + r, k, &pl);
-          for (int i = 0; i < pl.nsend; i++)
-            if (uneven >> i & 1u)
-              c->held_done[base[a] + (size_t)r * (size_t)sends[a] + (size_t)i] +=
-                  (double)(seg_floats(c, pl.send[i].seg) * sizeof(float));
-        }
         if (d > SIM_TIME_NEVER - cur[l] - latency) return -1;
         cur[l] += latency + d;
+      }
+      for (int i = 0; i < sends[a]; i++) {
+        if (!(uneven >> i & 1u)) {
+          bytes[a][i] += even[i];
+          continue;
+        }
+        /* The links of a send whose bytes differ: each its rank's sum over the stage. */
+        if ((size_t)p > c->cap_stage_floats) {
+          c->stage_floats = base_xrealloc(c->stage_floats, 2 * (size_t)p * sizeof *c->stage_floats);
+          c->cap_stage_floats = (size_t)p;
+        }
+        size_t *sums = c->stage_floats + p;
+        sim__coll_stage_sends(c, l, t, i, c->stage_floats, sums);
+        for (int r = 0; r < p; r++)
+          c->held_done[base[a] + (size_t)r * (size_t)sends[a] + (size_t)i] += (double)(sums[r] * sizeof(float));
       }
     }
   }

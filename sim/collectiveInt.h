@@ -185,10 +185,33 @@ struct sim_collective {
   struct coll_recv *fast_recv; /* pass scratch with cpus: per virtual rank, its receives of the
                                 round that charge its cpu (COLL_MAX_XFERS entries each) */
   uint8_t *fast_nrecv;       /* pass scratch with cpus: per virtual rank, its entries in fast_recv */
+  size_t *stage_floats;      /* uniform torus plan scratch: 2 x p floats (sim__coll_stage_sends) */
+  size_t cap_stage_floats;   /* ranks it has room for */
   long *fast_cpu_slot;       /* pass scratch with cpus: per rank its cpu's slot in held, -1 before
                                 its first reduction */
   size_t cap_fast;           /* virtual ranks the pass scratch arrays have room for */
 };
+
+/* Segment sizes (collective.c moves them, collective_plan.c sums a stage's). */
+/* Floats of the segment's share of one chunk of len floats. */
+static inline size_t coll_share_floats(const sim_collective *c, coll_seg s, size_t len) {
+  size_t lanes = (size_t)c->lanes, share = len / lanes + (s.lane < len % lanes ? 1 : 0);
+  return s.half == 0 ? share : s.half == 1 ? (share + 1) / 2 : share / 2;
+}
+
+/* Floats in a segment, without walking its chunks: they are `base` or `base`+1 long, the long
+** ones a prefix of the chunk numbers, so each row's count of them is a division. */
+static inline size_t coll_seg_floats(const sim_collective *c, coll_seg s) {
+  size_t extra = c->chunk_extra, n = (size_t)s.n, longs = 0;
+  for (int row = 0; row < s.n2; row++) {
+    size_t first = (size_t)s.first + (size_t)row * (size_t)s.stride2, l = 0;
+    /* One chunk per row (every ring step) needs no division: 5% of a closed-form ring. */
+    if (first < extra) l = s.n == 1 ? 1 : (extra - 1 - first) / (size_t)s.stride + 1;
+    longs += l < n ? l : n;
+  }
+  size_t all = n * (size_t)s.n2;
+  return longs * coll_share_floats(c, s, c->chunk_base + 1) + (all - longs) * coll_share_floats(c, s, c->chunk_base);
+}
 
 /* collective_plan.c */
 /* SIM_OK, or why `op` by `algo` cannot run on c (root and count included). */
@@ -202,5 +225,8 @@ int  sim__coll_lanes(const sim_collective *c, sim_algo algo);
 void sim__coll_prepare(sim_collective *c);
 /* What virtual rank v (lane v / p of rank v % p) moves in `round` of the run c is set up for. */
 void sim__coll_plan(const sim_collective *c, int v, int round, coll_plan *out);
+/* Torus: per rank r, the floats of lane l's send number `send` (its place in the plan's sends)
+** summed over the rounds of the lane's stage s, into out[r]; scratch holds p entries. */
+void sim__coll_stage_sends(const sim_collective *c, int l, int s, int send, size_t *scratch, size_t *out);
 
 #endif

@@ -264,6 +264,40 @@ static void torus_plan(const sim_collective *c, int v, int round, coll_plan *pl)
     line_step(pl, &ax, st->reduce, round - st->first);
 }
 
+/* A ring stage (bidi_step) sends, over its m - 1 rounds, every part of the ring's but one under
+** each tag: reduce-scatter all but the rank's own part x (both directions), all-gather all but
+** x + 1 (tag 0, going +1) or x - 1 (tag 1). So a rank's sum is its ring's total less one part,
+** and a stage costs a part's size per rank instead of a plan per rank and round. A line (an axis
+** of 2, or one that does not wrap) sums its rounds' plans. */
+void sim__coll_stage_sends(const sim_collective *c, int l, int s, int send, size_t *scratch, size_t *out) {
+  const coll_stage *st = &c->stages[l][s];
+  int p = c->p, m = c->dims[st->axis], below = st->below;
+  int hi = s + 1 < c->nstages ? st[1].first : c->rounds;
+  coll_plan pl;
+  if (!(c->wraps[st->axis] && m > 2)) {
+    for (int r = 0; r < p; r++) {
+      out[r] = 0;
+      for (int k = st->first; k < hi; k++) {
+        sim__coll_plan(c, l * p + r, k, &pl);
+        if (send < pl.nsend) out[r] += coll_seg_floats(c, pl.send[send].seg);
+      }
+    }
+    return;
+  }
+  assert(send < 2 && hi - st->first == m - 1);
+  int half = send + 1, skip = st->reduce ? 0 : send == 0 ? 1 : m - 1; /* the part left out, from x */
+  for (int r = 0; r < p; r++) {
+    axis ax = torus_axis(c, l * p + r, st);
+    scratch[r] = coll_seg_floats(c, part(&ax, ax.x, half));
+  }
+  for (int r = 0; r < p; r++) {
+    if (r / below % m != 0) continue; /* each ring from its member 0 */
+    size_t total = 0;
+    for (int j = 0; j < m; j++) total += scratch[r + j * below];
+    for (int j = 0; j < m; j++) out[r + j * below] = total - scratch[r + (j + skip) % m * below];
+  }
+}
+
 /* ---- binary trees in heap order --------------------------------------------------------- */
 
 /* Tree `t` (0 or 1) of the group: virtual node v is rank to_rank(v); the data is `seg`.
