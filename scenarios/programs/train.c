@@ -471,7 +471,7 @@ static ds_pipeline_spec input_spec(const trainer *t) {
 /* The layer that holds variable v (a layer's variables are consecutive, in layer order). */
 static int layer_of_var(const md_model *m, int v) {
   int l = 0;
-  while (v >= md_model_layer_first_var(m, l) + md_model_layer_num_vars(m, l)) l++;
+  for (int first = 0; v >= first + md_model_layer_num_vars(m, l); l++) first += md_model_layer_num_vars(m, l);
   return l;
 }
 
@@ -624,17 +624,20 @@ static int write_variables(const void *prog, const char *path) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("name,kind,shape,device\n", f);
-  int copies = t->nreplicas * (t->spmd ? t->cores : 1);
+  int copies = t->nreplicas * (t->spmd ? t->cores : 1), nvars = md_model_num_vars(t->replicas[0].model);
   const char *kind = copies > 1 ? "mirrored" : "variable";
+  int *core = base_xcalloc((size_t)nvars + 1, sizeof *core); /* once, not per replica: a pod has 4096 */
+  for (int i = 0; i < nvars; i++) core[i] = core_of_var(t, i);
   for (int r = 0; r < t->nreplicas; r++) {
     const replica *rep = &t->replicas[r];
-    for (int i = 0; i < md_model_num_vars(rep->model); i++)
+    for (int i = 0; i < nvars; i++)
       for (int c = 0; c < (t->spmd ? t->cores : 1); c++)
         put_variable_row(f, md_model_var_const(rep->model, i), kind,
-                         ds_replica_core_device(t->strategy, r, t->spmd ? c : core_of_var(t, i)));
+                         ds_replica_core_device(t->strategy, r, t->spmd ? c : core[i]));
     for (int i = 0; i < md_optimizer_num_slots(rep->opt); i++)
       put_variable_row(f, md_optimizer_slot(rep->opt, i), "slot", ds_replica_device(t->strategy, r));
   }
+  free(core);
   return base_fclose(f);
 }
 
