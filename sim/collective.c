@@ -270,6 +270,17 @@ static size_t find_route(sim_collective *c, int from, int to) {
   return hops;
 }
 
+/* The route in c->hops[0..hops): its latency (the sum of its links') and its slowest capacity. */
+static double route_rate(const sim_collective *c, size_t hops, sim_time *latency) {
+  double rate = INFINITY;
+  *latency = 0;
+  for (size_t h = 0; h < hops; h++) {
+    *latency += sim_link_latency(c->hops[h]);
+    if (sim_link_bandwidth(c->hops[h]) < rate) rate = sim_link_bandwidth(c->hops[h]);
+  }
+  return rate;
+}
+
 static void start_send(sim_collective *c, int from, int to, int tag, coll_seg seg) {
   coll_rank *s = &c->ranks[from];
   int cached = tag < COLL_ROUTE_TAGS && s->hop[tag] != NULL && s->to[tag] == to;
@@ -403,6 +414,12 @@ static void reduce_done(sim_engine *e, sim_activity *act, void *arg) {
   step_done(rk);
 }
 
+/* Does x's receiver v charge a reduction on its cpu? */
+static int charges_cpu(const sim_collective *c, int v, const coll_xfer *x) {
+  return c->cpus != NULL && c->cpus[rank_of(c, v)] != NULL &&
+         (x->mode == COLL_REDUCE || x->mode == COLL_REDUCE_AT_END);
+}
+
 static void send_done(sim_engine *e, sim_activity *act, void *arg) {
   coll_rank *s = arg;
   sim_collective *c = s->coll;
@@ -425,9 +442,8 @@ static void send_done(sim_engine *e, sim_activity *act, void *arg) {
   while (pl.recv[i].peer != from || pl.recv[i].tag != tag) i++;
   const coll_xfer *x = &pl.recv[i];
   if (x->mode != COLL_REDUCE_AT_END) apply(c, from, to, x);
-  int reducing = x->mode == COLL_REDUCE || x->mode == COLL_REDUCE_AT_END;
   step_done(s);
-  if (reducing && c->cpus != NULL && c->cpus[rto] != NULL) {
+  if (charges_cpu(c, to, x)) {
     sim_activity **reduce = &c->reduces[to * COLL_MAX_XFERS + i];
     *reduce = sim_exec_start(e, c->cpus[rto], (double)coll_seg_floats(c, x->seg));
     sim_activity_on_done(*reduce, reduce_done, rk);
@@ -441,24 +457,16 @@ static void send_done(sim_engine *e, sim_activity *act, void *arg) {
 static void measure_axes(sim_collective *c) {
   for (int a = 0, below = 1; a < c->ndims; below *= c->dims[a], a++) {
     if (c->dims[a] == 1) continue;
-    size_t hops = find_route(c, 0, below);
-    sim_time latency = 0;
-    double bw = INFINITY;
-    for (size_t h = 0; h < hops; h++) {
-      latency += sim_link_latency(c->hops[h]);
-      if (sim_link_bandwidth(c->hops[h]) < bw) bw = sim_link_bandwidth(c->hops[h]);
-    }
+    sim_time latency;
+    c->beta[a] = route_rate(c, find_route(c, 0, below), &latency);
     c->alpha[a] = sim_time_to_s(latency);
-    c->beta[a] = bw;
   }
 }
 
 /* NCCL without a machine: one node, the bandwidth of the route from rank 0 to rank 1. */
 static void measure_nccl_node(sim_collective *c) {
-  size_t hops = find_route(c, 0, 1);
-  double bw = INFINITY;
-  for (size_t h = 0; h < hops; h++)
-    if (sim_link_bandwidth(c->hops[h]) < bw) bw = sim_link_bandwidth(c->hops[h]);
+  sim_time latency;
+  double bw = route_rate(c, find_route(c, 0, 1), &latency);
   c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0};
 }
 
@@ -657,16 +665,13 @@ static coll_route *fast_route(sim_collective *c, int v, int w, int tag, int plan
   if (hops == 0 || hops > FAST_MAX_HOPS) return NULL;
   fr->peer = w;
   fr->hops = (uint32_t)hops;
-  fr->latency = 0;
-  fr->rate = INFINITY;
+  fr->rate = route_rate(c, hops, &fr->latency);
   fr->bytes = -1;
   for (size_t h = 0; h < hops; h++) {
     long slot = held_slot(c, &c->hops[h]->res, plan);
     if (slot < 0) return NULL;
     fr->slot[h] = (uint32_t)slot;
     fr->hop[h] = c->hops[h];
-    fr->latency += c->hops[h]->latency;
-    if (c->hops[h]->res.capacity < fr->rate) fr->rate = c->hops[h]->res.capacity;
   }
   return fr->rate > 0 ? fr : NULL;
 }
@@ -674,12 +679,6 @@ static coll_route *fast_route(sim_collective *c, int v, int w, int tag, int plan
 /* Has what happens at `at` happened by now, in a restore? (Only the begin's own picosecond.) */
 static int happened(const sim_collective *c, sim_time at) {
   return at < c->engine->now || at == c->started;
-}
-
-/* Does x's receiver charge a reduction on its cpu? */
-static int charges_cpu(const sim_collective *c, int v, const coll_xfer *x) {
-  return c->cpus != NULL && c->cpus[rank_of(c, v)] != NULL &&
-         (x->mode == COLL_REDUCE || x->mode == COLL_REDUCE_AT_END);
 }
 
 /* One transfer v -> x->peer of a round both enter at cur[], due at `end`: plans it (0, or -1

@@ -49,9 +49,14 @@ double sim__action_moved(double rate, double remaining, sim_time since, sim_time
   return moved < remaining ? moved : remaining;
 }
 
-double sim__resource_done(const sim_engine *e, const sim_resource *r) {
-  /* Held by a collective in closed form: its transfers so far are made real first. */
+/* A collective holding r in closed form hands back its transfers and reductions in flight, and
+** every resource it holds (engine.c invariant 11). */
+static void hand_back_hold(const sim_resource *r) {
   if (r->solo != NULL && r->solo->state == SIM_ACT_HELD) r->solo->on_done(r->engine, r->solo, r->solo->on_done_arg);
+}
+
+double sim__resource_done(const sim_engine *e, const sim_resource *r) {
+  hand_back_hold(r); /* its transfers so far are made real first */
   double done = r->done;
   for (size_t i = 0; i < r->n_uses; i++) done += moved_since_update(e, r->uses[i]);
   /* A solo transfer is the lone flow it stands for: the same formula (engine.c invariant 7). */
@@ -255,8 +260,7 @@ static void remove_use(sim_resource *r, const sim_action *a) {
 /* Anything about to change r's sharing turns the solo transfer holding it back into the flow
 ** it stands for first (engine.c invariant 7). */
 static void touch(sim_engine *e, sim_resource *r) {
-  /* A collective held in closed form hands back its transfers first (engine.c invariant 11). */
-  if (r->solo != NULL && r->solo->state == SIM_ACT_HELD) r->solo->on_done(e, r->solo, r->solo->on_done_arg);
+  hand_back_hold(r);
   if (r->solo != NULL) sim__solo_fall_back(e, r->solo);
 }
 
