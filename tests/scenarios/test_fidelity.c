@@ -18,6 +18,16 @@ typedef struct fidelity_row {
   double low, high;       /* the band of (podsim - published) / published */
 } fidelity_row;
 
+/* Prints the row with podsim's figure got and fails when the error leaves the row's band. */
+static void check_row(const fidelity_row *row, double got) {
+  double err = (got - row->published) / row->published;
+  print_message("%-24s %-22s published %-10.4g podsim %-10.4g error %+.1f%%\n", row->scenario, row->quantity,
+                row->published, got, 100 * err);
+  if (err < row->low || err > row->high)
+    fail_msg("%s: error %+.2f%% left its band [%+.0f%%, %+.0f%%]", row->scenario, 100 * err, 100 * row->low,
+             100 * row->high);
+}
+
 /* Column col of the first row of the workload's csv (collective.csv or matmul.csv). */
 static double workload_figure(const char *rel, const char *csv, int col) {
   static scenario s;
@@ -74,24 +84,9 @@ static void published_measurements_within_their_bands(void **state) {
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) {
     char rel[256];
     snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", ROWS[i].scenario);
-    double got = strncmp(ROWS[i].scenario, "allreduce", 9) == 0 ? collective_busbw(rel) : training_examples_per_s(rel);
-    double err = (got - ROWS[i].published) / ROWS[i].published;
-    print_message("%-20s %-22s published %-10.4g podsim %-10.4g error %+.1f%%\n", ROWS[i].scenario,
-                  ROWS[i].quantity, ROWS[i].published, got, 100 * err);
-    if (err < ROWS[i].low || err > ROWS[i].high)
-      fail_msg("%s: error %+.2f%% left its band [%+.0f%%, %+.0f%%]", ROWS[i].scenario, 100 * err,
-               100 * ROWS[i].low, 100 * ROWS[i].high);
+    check_row(&ROWS[i], strncmp(ROWS[i].scenario, "allreduce", 9) == 0 ? collective_busbw(rel)
+                                                                       : training_examples_per_s(rel));
   }
-}
-
-/* Prints the row with podsim's figure got and fails when the error leaves the row's band. */
-static void check_row(const fidelity_row *row, double got) {
-  double err = (got - row->published) / row->published;
-  print_message("%-24s %-22s published %-10.4g podsim %-10.4g error %+.1f%%\n", row->scenario, row->quantity,
-                row->published, got, 100 * err);
-  if (err < row->low || err > row->high)
-    fail_msg("%s: error %+.2f%% left its band [%+.0f%%, %+.0f%%]", row->scenario, 100 * err, 100 * row->low,
-             100 * row->high);
 }
 
 /* One row of its own test: runs tests/data/fidelity/SCENARIO.yaml, reads column col of its
@@ -292,12 +287,9 @@ static void multislice_dcn_within_its_band(void **state) {
   if (workload_run(&s, out, &w, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
   tu_remove_dir(out);
   assert_int_equal(w.slices, 4);
-  double sent = 2.0 * (w.slices - 1) / w.slices * s.workload_size_bytes, got = sent / w.dcn_time_s / 1e9;
-  double err_rel = (got - 800.0) / 800.0;
-  print_message("%-20s %-22s published %-10.4g podsim %-10.4g error %+.1f%%\n", "allreduce_v5e_256x4",
-                "DCN GB/s per slice", 800.0, got, 100 * err_rel);
-  if (err_rel < -0.09 || err_rel > -0.04)
-    fail_msg("allreduce_v5e_256x4: error %+.2f%% left its band [-9%%, -4%%]", 100 * err_rel);
+  double sent = 2.0 * (w.slices - 1) / w.slices * s.workload_size_bytes;
+  fidelity_row row = {"allreduce_v5e_256x4", "DCN GB/s per slice", 800.0, -0.09, -0.04};
+  check_row(&row, sent / w.dcn_time_s / 1e9);
 }
 
 /* How to Scale Your Model (Austin et al., https://jax-ml.github.io/scaling-book/sharding/, Pop
