@@ -1,6 +1,6 @@
 # podsim build.  `make` builds ./podsim and $(BUILD)/libpodsim.a (everything but the CLI).
 # Layers are separate archives so a test links only its layer and the ones below it
-# (base < sim < models < strategies < plots < scenarios), mirroring docs/architecture.md.
+# (base < sim < models < strategies < compile < plots < scenarios), mirroring docs/architecture.md.
 
 CC       ?= cc
 BUILD    ?= build
@@ -35,7 +35,7 @@ CFLAGS   = -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -ffp-contract=off -f
            $(OPT) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS  = $(SAN)
 
-LAYERS   = base sim models strategies plots scenarios
+LAYERS   = base sim models strategies compile plots scenarios
 CLI_SRC  = scenarios/main.c
 layer_src = $(filter-out $(CLI_SRC),$(wildcard $(1)/*.c $(1)/*/*.c))
 layer_lib = $(BUILD)/lib$(1).a
@@ -44,10 +44,11 @@ below_base       = $(call layer_lib,base)
 below_sim        = $(call layer_lib,sim) $(below_base)
 below_models     = $(call layer_lib,models) $(below_sim)
 below_strategies = $(call layer_lib,strategies) $(below_models)
-below_plots      = $(call layer_lib,plots) $(below_strategies)
+below_compile    = $(call layer_lib,compile) $(below_strategies)
+below_plots      = $(call layer_lib,plots) $(below_compile)
 below_scenarios  = $(call layer_lib,scenarios) $(below_plots)
 # The same archives under another build directory (the fuzz build's).
-below_scenarios_in = $(foreach l,scenarios plots strategies models sim base,$(1)/lib$(l).a)
+below_scenarios_in = $(foreach l,scenarios plots compile strategies models sim base,$(1)/lib$(l).a)
 
 ALL_SRC  = $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 OBJ      = $(patsubst %.c,$(BUILD)/%.o,$(ALL_SRC))
@@ -210,7 +211,7 @@ FUZZ_NAMES = scenario tf_config csv keras
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
-	  build-fuzz/libscenarios.a build-fuzz/libplots.a build-fuzz/libstrategies.a build-fuzz/libmodels.a \
+	  build-fuzz/libscenarios.a build-fuzz/libplots.a build-fuzz/libcompile.a build-fuzz/libstrategies.a build-fuzz/libmodels.a \
 	  build-fuzz/libsim.a build-fuzz/libbase.a
 	@for n in $(FUZZ_NAMES); do \
 	  clang -std=c11 -D_DEFAULT_SOURCE -DPODSIM_LIBFUZZER -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -I. $(PKG_CFLAGS) \

@@ -18,7 +18,12 @@ void md_cost_add(md_cost *into, const md_cost *c) {
     log->flops = base_xrealloc(log->flops, log->cap * sizeof *log->flops);
     log->bytes = base_xrealloc(log->bytes, log->cap * sizeof *log->bytes);
     log->matmul = base_xrealloc(log->matmul, log->cap * sizeof *log->matmul);
+    log->info = base_xrealloc(log->info, log->cap * sizeof *log->info);
   }
+  md_op_info info = log->at;
+  info.elementwise = c->elementwise;
+  info.out_bytes = c->out_bytes;
+  log->info[log->n] = info;
   log->flops[log->n] = c->flops;
   log->bytes[log->n] = c->bytes_moved;
   log->matmul[log->n] = c->matmul;
@@ -27,21 +32,28 @@ void md_cost_add(md_cost *into, const md_cost *c) {
 
 void md_op_log_clear(md_op_log *log) { log->n = 0; }
 
+void md_op_log_at(md_cost *cost, md_phase phase, int layer, int var) {
+  if (cost == NULL || cost->ops == NULL) return;
+  cost->ops->at = (md_op_info){.phase = phase, .layer = layer, .var = var};
+}
+
 void md_op_log_free(md_op_log *log) {
   free(log->flops);
   free(log->bytes);
   free(log->matmul);
+  free(log->info);
   *log = (md_op_log){0};
 }
 
 void md_cost_gemm(md_cost *cost, double elem_bytes, double n, double k, double m, int b_is_variable) {
   double b_bytes = b_is_variable ? 4.0 : elem_bytes;
   md_cost c = {.flops = 2.0 * n * k * m, .bytes_moved = elem_bytes * (n * k + n * m) + b_bytes * k * m,
-               .bytes_resident = 0, .matmul = {1, n, m, k, elem_bytes}};
+               .bytes_resident = 0, .matmul = {1, n, m, k, elem_bytes}, .out_bytes = elem_bytes * n * m};
   md_cost_add(cost, &c);
 }
 
 void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double flops, int reads) {
-  md_cost c = {.flops = count * flops, .bytes_moved = elem_bytes * count * (reads + 1), .bytes_resident = 0};
+  md_cost c = {.flops = count * flops, .bytes_moved = elem_bytes * count * (reads + 1), .bytes_resident = 0,
+               .elementwise = 1, .out_bytes = elem_bytes * count};
   md_cost_add(cost, &c);
 }

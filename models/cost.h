@@ -11,12 +11,28 @@
 
 #include "sim/roofline.h"
 
+/* Where in a train step an op was issued: the compile layer (compile/) builds the step's op graph
+** from these tags and the model's layer structure. */
+typedef enum { MD_PHASE_FORWARD = 0, MD_PHASE_LOSS, MD_PHASE_REMAT, MD_PHASE_BACKWARD, MD_PHASE_OPTIMIZER,
+               MD_PHASE_COUNT } md_phase;
+
+/* What an op is beyond its counts, for the passes that look at dataflow (fusion, liveness). */
+typedef struct md_op_info {
+  md_phase phase;         /* the part of the step that issued it */
+  int layer;              /* the layer whose pass issued it; the loss's: the last layer */
+  int var;                /* the optimizer's: the variable it updates; -1 otherwise */
+  int elementwise;        /* 1: one output element from the same element of each input (fusible) */
+  double out_bytes;       /* bytes of the one tensor it writes; 0: not known (several, or none) */
+} md_op_info;
+
 typedef struct md_op_log {
   size_t n;               /* ops recorded */
-  size_t cap;             /* entries allocated in flops and bytes */
+  size_t cap;             /* entries allocated in every array */
   double *flops;          /* each op's FLOPs */
   double *bytes;          /* each op's bytes moved */
   sim_matmul *matmul;     /* each op's matmul shape (batch 0: no matmul), for the per-op model */
+  md_op_info *info;       /* each op's phase, layer and output */
+  md_op_info at;          /* the tags of the ops logged next (md_op_log_at); out_bytes unused */
 } md_op_log;
 
 typedef struct md_cost {
@@ -24,6 +40,8 @@ typedef struct md_cost {
   double bytes_moved;     /* bytes read + written from memory by the op */
   double bytes_resident;  /* bytes the op keeps alive (activations saved for backward) */
   sim_matmul matmul;      /* a matrix product's shape; batch 0 (the default): not one */
+  int elementwise;        /* 1: an elementwise op (md_op_info) */
+  double out_bytes;       /* bytes of the one tensor the op writes; 0: not known */
   md_op_log *ops;         /* when set, each op added to this total is also logged here */
 } md_cost;
 
@@ -31,6 +49,9 @@ typedef struct md_cost {
 ** bytes and do no FLOPs, such as resident-memory notes, are not logged). NULL into discards. */
 void md_cost_add(md_cost *into, const md_cost *c);
 void md_op_log_clear(md_op_log *log);
+/* Tags the ops cost's log records next as issued by `layer`'s `phase` (var: the optimizer's
+** variable, else -1). No-op when cost or its log is NULL. */
+void md_op_log_at(md_cost *cost, md_phase phase, int layer, int var);
 void md_op_log_free(md_op_log *log);
 
 #endif

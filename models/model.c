@@ -372,6 +372,19 @@ md_shape md_model_layer_output_shape(const md_model *m, int l) {
   return m->layers[l].out_shape;
 }
 
+int md_model_layer_inputs(const md_model *m, int l, int *inputs) {
+  assert(l >= 0 && l < m->nlayers);
+  memcpy(inputs, m->layers[l].input, (size_t)m->layers[l].ninputs * sizeof *inputs);
+  return m->layers[l].ninputs;
+}
+
+const char *md_model_layer_kind(const md_model *m, int l) {
+  assert(l >= 0 && l < m->nlayers);
+  return md_layer_kind_name(m->layers[l].spec.kind);
+}
+
+double md_model_act_bytes(const md_model *m) { return m->act_bytes; }
+
 void md_fill_uniform(md_var *v, double limit, gsl_rng *rng) {
   for (size_t i = 0; i < v->size; i++) v->data[i] = (float)(-limit + 2.0 * limit * gsl_rng_uniform(rng));
 }
@@ -530,6 +543,7 @@ static void forward(md_model *m, md_workspace *w, const md_batch *b, int trainin
     size_t outputs = (size_t)b->n * ly->out;
     if (!m->shapes_only) ly->ops->forward(ly, &r);
     if (rounds(m)) md_round_to_policy(m->policy, w->z[l], outputs);
+    md_op_log_at(cost, MD_PHASE_FORWARD, l, -1);
     ly->ops->cost(ly, &r, MD_PASS_FORWARD, cost);
     md_activation_forward(ly->spec.activation, activation_rows(ly, b->n),
                           ly->out_shape.dim[ly->out_shape.rank - 1], w->z[l], w->a[l], m->act_bytes, cost);
@@ -570,6 +584,7 @@ static double losses(const md_model *m, md_workspace *w, const md_batch *b, floa
     }
     sum += positions == 1 ? example : example / positions;
   }
+  md_op_log_at(cost, MD_PHASE_LOSS, last, -1);
   md_loss_cost(m->loss, b->n, c, grad, cost);
   return sum;
 }
@@ -637,6 +652,7 @@ static void empty_replica_step(md_model *m, md_workspace *w, const md_batch *b, 
       md_layer_run r = layer_run(m, w, b, l, 1);
       r.grads = grads;
       if (!m->shapes_only) (pass == MD_PASS_FORWARD ? ly->ops->forward : ly->ops->backward)(ly, &r);
+      md_op_log_at(cost, pass == MD_PASS_FORWARD ? MD_PHASE_FORWARD : MD_PHASE_BACKWARD, l, -1);
       ly->ops->cost(ly, &r, (md_pass)pass, cost);
     }
 }
@@ -670,10 +686,12 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       ** pass's statistics are reused). */
       md_layer_run again = r;
       again.all_reduce = NULL;
+      md_op_log_at(cost, MD_PHASE_REMAT, l, -1);
       ly->ops->cost(ly, &again, MD_PASS_FORWARD, cost);
       md_activation_forward(ly->spec.activation, activation_rows(ly, b->n),
                             ly->out_shape.dim[ly->out_shape.rank - 1], NULL, NULL, m->act_bytes, cost);
     }
+    md_op_log_at(cost, MD_PHASE_BACKWARD, l, -1);
     /* Under act_logits the loss already differentiated with respect to z. */
     if (!(l == m->nlayers - 1 && m->act_logits))
       md_activation_backward(ly->spec.activation, activation_rows(ly, b->n),

@@ -223,6 +223,12 @@ const char *md_model_layer_name(const md_model *m, int l);
 int       md_model_layer_num_vars(const md_model *m, int l);
 int       md_model_layer_first_var(const md_model *m, int l);
 md_shape  md_model_layer_output_shape(const md_model *m, int l);
+/* What layer l reads, in order, into inputs[MD_LAYER_MAX_INPUTS]: an earlier layer's index or
+** MD_MODEL_INPUT(k); returns how many. And its kind's name (docs/layers.md). */
+int       md_model_layer_inputs(const md_model *m, int l, int *inputs);
+const char *md_model_layer_kind(const md_model *m, int l);
+/* Bytes of one activation element under the model's dtype policy (4, or 2 when mixed). */
+double    md_model_act_bytes(const md_model *m);
 /* Keras defaults: kernels glorot_uniform (limit sqrt(6/(fan_in+fan_out)), row-major draws,
 ** one stream, variables in order), biases zeros, embeddings uniform(-0.05, 0.05). */
 void      md_model_init_default(md_model *m, gsl_rng *rng);

@@ -232,7 +232,10 @@ void md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, con
       arrays = 11;
       break;
   }
-  charge(cost, flops, arrays, (double)n);
+  /* One fused elementwise update: it writes the variable (and its slots) in place. */
+  md_cost c = {.flops = flops * (double)n, .bytes_moved = 4.0 * arrays * (double)n, .bytes_resident = 0,
+               .elementwise = 1, .out_bytes = 4.0 * (double)n};
+  md_cost_add(cost, &c);
 }
 
 /* ---- sparse updates (optimizer.h: md_optimizer_update_sparse) ---- */
@@ -379,6 +382,7 @@ void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost
     if (o->ordinal[i] < 0) continue;
     float *slots[2] = { NULL, NULL };
     for (int k = 0; k < per_var; k++) slots[k] = o->slots[k * o->ntrainable + o->ordinal[i]].data;
+    md_op_log_at(cost, MD_PHASE_OPTIMIZER, -1, i);
     md_optimizer_update(&o->spec, o->iterations, v->data, g->g[i], slots, v->size, cost);
   }
 }

@@ -18,6 +18,8 @@ static const key_spec COMPILE_KEYS[] = {
   {.key = "time", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 86400, .st = S_DOUBLE, OFF(scenario, compile_time_s)},
   {.key = "base", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE, OFF(scenario, compile_base_s)},
   {.key = "per_op", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE, OFF(scenario, compile_per_op_s)},
+  {.key = "fusion", .type = V_BOOL, .st = S_INT, OFF(scenario, xla_fusion),
+   .doc = "XLA's fusion of the compiled step: elementwise ops join their producer's kernel and pass their tensors without writing them (docs/machine.md, Compile layer)"},
   END};
 static int compile_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
   char sub[256];

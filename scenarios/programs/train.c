@@ -155,28 +155,36 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->restarts = rec_restarts(t->rec);
 }
 
-/* The logged ops as work on the replica's device: each op bound by its FLOPs or its bytes.
-** SPMD splits every op over the replica's logical devices, which run it at once: core 0 is
-** charged its share. Without SPMD the ops run one after another on the core of their layer, so
-** the time is the whole work's (model parallelism without pipelining saves memory, not time). */
-static double op_work(const trainer *t, const replica *rep, size_t from, size_t to) {
-  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, rep->index), rep->ops.flops + from,
-                                      rep->ops.bytes + from, rep->ops.matmul + from, to - from);
+/* Kernels [from, to) of the compiled step as work on the replica's device: each bound by its
+** FLOPs or its bytes (compile/). SPMD splits every kernel over the replica's logical devices,
+** which run it at once: core 0 is charged its share. Without SPMD the kernels run one after
+** another on the core of their layer, so the time is the whole work's (model parallelism without
+** pipelining saves memory, not time). */
+static double kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
+  double work = cg_kernels_work(ds_replica_roofline(t->strategy, rep->index), k, from, to);
   return t->spmd ? work / t->cores : work;
 }
 
-/* The logged forward and backward as work with packs (overlap.h): an exec up to the backward
+/* The compiled forward and backward as work with packs (overlap.h): an exec up to the backward
 ** layer that completes each pack, whose gradients are then ready, and one for the rest. */
 static int packed_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
-  size_t from = 0;
+  size_t from = 0, n;
+  const cg_kernel *k = cg_program_step(rep->program, &n);
   for (int j = 0; j <= t->npacks; j++) {
-    size_t to = j < t->npacks ? rep->op_marks[t->pack_layer[j]] : rep->ops.n;
+    size_t to = j < t->npacks ? cg_program_mark(rep->program, t->pack_layer[j]) : n;
     rep->pack_at = j;
-    if (to > from && sim_exec(self, cpu, op_work(t, rep, from, to)) != SIM_OK) return SIM_FAILED;
+    if (to > from && sim_exec(self, cpu, kernel_work(t, rep, k, from, to)) != SIM_OK) return SIM_FAILED;
     if (to > from) from = to;
     if (j < t->npacks) ovl_ready(t->ovl, j);
   }
   return SIM_OK;
+}
+
+/* The whole compiled step (forward, loss and backward) as one exec. */
+static int whole_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
+  size_t n;
+  const cg_kernel *k = cg_program_step(rep->program, &n);
+  return sim_exec(self, cpu, kernel_work(t, rep, k, 0, n));
 }
 
 /* ---- fast-forward ------------------------------------------------------------------------ */
@@ -318,23 +326,20 @@ static void replica_main(sim_actor *self, void *arg) {
       b = (md_batch){ n, t->in.data->is_ids ? NULL : rep->x, t->in.data->is_ids ? rep->ids : NULL, rep->labels,
                       rep->targets };
     }
-    md_cost cost = {.ops = &rep->ops};
-    md_op_log_clear(&rep->ops);
+    rep->program = cg_cache_get(t->programs, n);
     char owner[32];
     train_dropout_step(s, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
     /* mixed_float16: the loss multiplied by the LossScaleOptimizer's scale (scale_loss). */
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
     rep->sync_ps = 0;
     md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
-                        &rep->loss_sum[step & 1], &cost);
+                        &rep->loss_sum[step & 1], NULL);
     if (rep->stopped) return;
     marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
     if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     rep->phase = REP_COMPUTE;
-    if (t->ovl ? packed_pass(t, rep, self, cpu) != SIM_OK
-               : sim_exec(self, cpu, op_work(t, rep, 0, rep->ops.n)) != SIM_OK)
-      return;
+    if ((t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK) return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* a fast-forward while the replica computed moved it */
     marks->computed = sim_now(t->engine);
@@ -351,11 +356,11 @@ static void replica_main(sim_actor *self, void *arg) {
     if (rep->flat) unflatten(rep->flat, rep->model, rep->grads);
     int last = marks->reduced > SIM_TIME_HORIZON;
 
-    md_cost opt_cost = {.ops = &rep->ops};
-    md_op_log_clear(&rep->ops);
-    if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
+    size_t napply = 0;
+    const cg_kernel *update = cg_program_apply(rep->program, &napply);
+    if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
     rep->phase = REP_APPLY;
-    if (sim_exec(self, cpu, op_work(t, rep, 0, rep->ops.n)) != SIM_OK) return;
+    if (sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0)) != SIM_OK) return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* likewise */
     marks->updated = sim_now(t->engine);
@@ -421,29 +426,10 @@ static const rec_program ATTEMPTS = { attempt_stop, attempt_start, checkpoint_on
 /* ---- set-up ---------------------------------------------------------------------------- */
 
 /* The ops of the program XLA compiles: one training step (forward, backward, optimizer) traced
-** once on shapes alone, as tf.function traces it, with replica 0's slice of a full batch. */
+** once on shapes alone, as tf.function traces it, with replica 0's slice of a full batch: its
+** instructions before fusion (compile/). */
 static size_t program_ops(const trainer *t) {
-  const scenario *s = t->in.s;
-  md_model_spec spec = scenario_model_spec(s, 1);
-  md_error me = {0};
-  md_model *m = md_model_new(&spec, &me);
-  assert(m != NULL);  /* the same spec built the replicas' model */
-  md_optimizer *opt = md_optimizer_new(&s->optimizer, m);
-  md_workspace *ws = md_workspace_new(m);
-  md_grads *grads = md_grads_new(m);
-  md_op_log ops = {0};
-  md_cost cost = {.ops = &ops};
-  md_batch b = { inp_plan_max_count(t->plan), NULL, NULL, NULL, NULL };
-  double loss = 0.0;
-  md_model_train_step(m, ws, &b, 1.0f, grads, &loss, &cost);
-  md_optimizer_apply(opt, m, grads, &cost);
-  size_t n = ops.n;
-  md_op_log_free(&ops);
-  md_grads_free(grads);
-  md_workspace_free(ws);
-  md_optimizer_free(opt);
-  md_model_free(m);
-  return n;
+  return cg_graph_num_traced(cg_program_graph(cg_cache_get(t->programs, inp_plan_max_count(t->plan))));
 }
 
 /* XLA compiles the step on a TPU, and elsewhere when the scenario jit-compiles it: `time` as
@@ -491,12 +477,7 @@ static void make_packs(trainer *t) {
   t->pack_layer = base_xcalloc((size_t)t->npacks, sizeof *t->pack_layer);
   for (int j = 0; j < t->npacks; j++) t->pack_layer[j] = layer_of_var(m, packs[j].first_var);
   float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);
-  for (int r = 0; r < t->nreplicas; r++) {
-    replica *rep = &t->replicas[r];
-    bufs[r] = rep->flat;
-    rep->op_marks = base_xcalloc((size_t)md_model_num_layers(m) + 1, sizeof *rep->op_marks);
-    md_workspace_set_marks(rep->ws, rep->op_marks);
-  }
+  for (int r = 0; r < t->nreplicas; r++) bufs[r] = t->replicas[r].flat;
   t->ovl = ovl_new(t->engine, t->strategy, packs, t->npacks, t->nreplicas, t->in.s->numerics_full ? bufs : NULL,
                    t->nparams, t->traced ? t->track : NULL);
   free(bufs);
@@ -548,8 +529,6 @@ void train__free(trainer *t) {
     md_workspace_free(rep->ws);
     if (rep->dropout) gsl_rng_free(rep->dropout);
     md_grads_free(rep->grads);
-    md_op_log_free(&rep->ops);
-    free(rep->op_marks);
     free(rep->flat);
     free(rep->on_read[0]);
     free(rep->on_read[1]);
@@ -559,6 +538,7 @@ void train__free(trainer *t) {
     free(rep->targets);
   }
   free(t->replicas);
+  cg_cache_free(t->programs);
   ovl_free(t->ovl);  /* its waiters are the replica actors, gone with the engine's run */
   free(t->pack_layer);
   free(t->track);
@@ -848,6 +828,8 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
   t.records = base_xcalloc(t.cap_records, sizeof *t.records);
   make_replicas(&t, first);
   make_packs(&t);
+  md_model_spec spec = scenario_model_spec(s, 1);
+  t.programs = cg_cache_new(&spec, &s->optimizer, &(cg_options){.replicas = t.nreplicas, .fusion = s->xla_fusion});
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);

@@ -6,6 +6,7 @@
 #ifndef PODSIM_TRAIN_SYNC_H
 #define PODSIM_TRAIN_SYNC_H
 
+#include "compile/compile.h"
 #include "models/model.h"
 #include "models/optimizer.h"
 #include "scenarios/programs/faults.h"
@@ -59,9 +60,7 @@ typedef struct replica {
                           ** numerics off or none in the model */
   ls_state loss_scale;    /* mixed_float16: its LossScaleOptimizer's dynamic scale (mirrored: every
                           ** replica takes the same decisions from the same reduced gradients) */
-  md_op_log ops;          /* the ops of the pass being charged, for the roofline */
-  size_t *op_marks;       /* with packs: where ops stood after the forward and each backward layer
-                          ** (md_workspace_set_marks), else NULL */
+  const cg_program *program; /* the compiled step of this step's batch size (compile/) */
   sim_time sync_ps;       /* this step's synchronized batch normalisation all-reduces (train.c) */
   int stopped;            /* one of them returned the actor's stop (a fault killed it) */
   long step;              /* the step it is at (its loop's counter, here so fast-forward moves it) */
@@ -87,6 +86,7 @@ struct trainer {
   md_tensor_parallel split; /* what a device holds of the variables and the collectives splitting
                           ** adds, per example (spmd.c) */
   sim_time compile_ps;    /* XLA compile time, waited before the first step (0: no XLA) */
+  cg_cache *programs;     /* the step compiled per batch size: what the replicas' cpus run */
   ovl_run *ovl;           /* the gradient all-reduce in packs overlapped with the backward pass
                           ** (strategy.communication.bytes_per_pack; overlap.h), NULL: one
                           ** all-reduce after it */

@@ -1,0 +1,104 @@
+/*
+** compile.h: the compile layer (cg_): a training step as XLA sees it, an op graph between the
+** model and the machine. compile/ sits above models/ and strategies/ and below the programs
+** (scenarios/programs/): it may include models/, strategies/, sim/ and base/, never plots/ or
+** scenarios/.
+**
+** A step is traced once per batch size (as tf.function traces a step once per input shape): the
+** model's forward, loss, backward and optimizer update run on shapes alone, each op tagged with
+** the layer and phase that issued it (models/cost.h), and become ops of a graph whose tensors
+** know their size, producer and consumers. Passes then rewrite the graph, each a file of its own:
+**   sharding.c   data-parallel sharding propagation; the all-reduce of every weight gradient
+**                that comes out a partial sum (SPMD partitioning's collective insertion);
+**   fusion.c     XLA's fusion: rules (fuse_*.c) merge a producer and its consumer into one kernel
+**                that reads its inputs and writes its outputs once;
+**   schedule.c   the latency-hiding order: each all-reduce issued as soon as its gradient is
+**                final, overlapping the rest of the backward;
+**   liveness.c   buffer liveness over the schedule: the step's peak device memory.
+** Lowering (program.c) turns the graph into the kernels sim/ executes (cg_program), and dump.c
+** writes it for people (an HLO-like text) and for tools (ops.csv).
+**
+** Invariants:
+**   1. Without passes that change work (fusion off), the program's kernels are the model's
+**      logged ops one for one, in the order it logged them: a run's times are the op log's to the
+**      bit (tests/compile/test_graph.c checks every example's FLOPs and bytes).
+**   2. The graph describes cost, placement and memory only; the math stays in models/.
+**   3. A trace depends on the batch size and the scenario's model and optimizer alone, so one
+**      program serves every replica and step with that batch size.
+*/
+#ifndef PODSIM_COMPILE_COMPILE_H
+#define PODSIM_COMPILE_COMPILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "models/model.h"
+#include "models/optimizer.h"
+#include "sim/roofline.h"
+
+typedef struct cg_graph cg_graph;        /* a traced step's ops and tensors (compileInt.h) */
+typedef struct cg_program cg_program;    /* what sim/ executes: kernels in order */
+typedef struct cg_cache cg_cache;        /* a scenario's programs, one per batch size */
+
+/* What the passes are asked to do (the scenario's `compile` keys). */
+typedef struct cg_options {
+  int replicas;           /* data-parallel replicas the batch is split over (sharding.c) */
+  int fusion;             /* 1: run fusion.c's rules */
+} cg_options;
+
+/* A kernel: one launch on the device, an op or a fusion of several. */
+typedef struct cg_kernel {
+  double flops;           /* its floating-point operations */
+  double bytes;           /* the bytes it reads and writes in device memory */
+  sim_matmul matmul;      /* its matmul's shape (a fusion's root), batch 0: none */
+} cg_kernel;
+
+/* ---- graph.c: tracing and the graph's totals ---- */
+
+/* The train step of `model` (any model: its shapes are read, its values untouched) on batch n
+** with optimizer `opt`, traced on a shapes-only copy. */
+cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec *opt, int n);
+void      cg_graph_free(cg_graph *g);
+size_t    cg_graph_num_ops(const cg_graph *g);       /* ops, collectives included */
+size_t    cg_graph_num_traced(const cg_graph *g);    /* ops the model logged (XLA's instructions) */
+double    cg_graph_flops(const cg_graph *g);         /* the compute ops' FLOPs */
+double    cg_graph_bytes(const cg_graph *g);         /* the kernels' bytes (after fusion: fewer) */
+
+/* ---- the passes ---- */
+
+/* Every pass the options ask for, in XLA's order: sharding, fusion, scheduling, liveness. */
+void cg_compile(cg_graph *g, const cg_options *o);
+
+/* liveness.c: bytes held at the step's peak (persistent weights and slots, plus the largest sum of
+** live tensors over the schedule), and the same without freeing anything (every activation held
+** to the end: what a model without liveness reserves). Valid after cg_compile. */
+double cg_graph_peak_bytes(const cg_graph *g);
+double cg_graph_held_bytes(const cg_graph *g);
+
+/* ---- program.c: lowering ---- */
+
+/* The kernels of the step's compute (forward, loss, backward) and of the optimizer's update. */
+const cg_kernel *cg_program_step(const cg_program *p, size_t *n);
+const cg_kernel *cg_program_apply(const cg_program *p, size_t *n);
+/* The step kernels before which layer l's backward is done (l = layers: after the forward and
+** loss), as md_workspace_set_marks's marks: the pass's gradient packs complete there. */
+size_t cg_program_mark(const cg_program *p, int l);
+/* The work (FLOPs at r->rate: roofline.h) of kernels [from, to) of k, each bound on its own,
+** summed in order. */
+double cg_kernels_work(const sim_roofline *r, const cg_kernel *k, size_t from, size_t to);
+const cg_graph *cg_program_graph(const cg_program *p);
+
+/* Programs per batch size, compiled on first use. */
+cg_cache *cg_cache_new(const md_model_spec *spec, const md_optimizer_spec *opt, const cg_options *o);
+const cg_program *cg_cache_get(cg_cache *c, int n);
+void cg_cache_free(cg_cache *c);
+
+/* ---- dump.c ---- */
+
+/* The graph as text, one op a line as XLA's HLO dumps read (name = opcode(operands), shapes in
+** bytes, fusion, phase), and as CSV (name, opcode, fusion, layer, phase, FLOPs, bytes, seconds
+** on roofline r, bound). r NULL: no time columns. Returns 0, or -1 on a write error. */
+int cg_dump_text(const cg_graph *g, FILE *out);
+int cg_dump_csv(const cg_graph *g, const sim_roofline *r, double time_scale, FILE *out);
+
+#endif

@@ -1,0 +1,106 @@
+/* compileInt.h: the compile layer's structures (compile.h is the interface). */
+#ifndef PODSIM_COMPILE_INT_H
+#define PODSIM_COMPILE_INT_H
+
+#include "compile/compile.h"
+#include "models/cost.h"
+
+typedef enum {
+  CG_TENSOR_INPUT = 0,    /* a model input: the replica's batch */
+  CG_TENSOR_WEIGHT,       /* a variable: persistent */
+  CG_TENSOR_ACTIVATION,   /* a layer's output */
+  CG_TENSOR_TEMP,         /* an intermediate inside one layer's pass */
+  CG_TENSOR_GRADIENT,     /* the loss's gradient with respect to an activation */
+  CG_TENSOR_WEIGHT_GRAD   /* a variable's gradient */
+} cg_tensor_kind;
+
+/* How a tensor is laid out over the data-parallel replicas (sharding.c). */
+typedef enum {
+  CG_SHARD_REPLICATED = 0,/* every replica holds all of it */
+  CG_SHARD_BATCH,         /* split along the batch: each replica its examples' part */
+  CG_SHARD_PARTIAL        /* each replica holds a partial sum of it: an all-reduce makes it whole */
+} cg_shard;
+
+typedef enum {
+  CG_OP_OTHER = 0,        /* anything else the model logged: reductions, gathers, losses */
+  CG_OP_MATMUL,           /* a matrix product (convolutions as their im2col GEMMs too) */
+  CG_OP_ELEMENTWISE,      /* one output element from the same element of each input */
+  CG_OP_ALL_REDUCE        /* the sharding pass's collective: sums a partial tensor over replicas */
+} cg_opcode;
+
+typedef struct cg_tensor {
+  cg_tensor_kind kind;    /* what it holds */
+  double bytes;           /* its size on one replica (after the batch split) */
+  int producer;           /* the op writing it; -1: exists before the step (inputs, weights) */
+  int *consumers;         /* the ops reading it, in op order */
+  int nconsumers;         /* how many */
+  int cap;                /* consumers allocated */
+  cg_shard shard;         /* its layout over replicas */
+  int layer;              /* the layer it belongs to; -1: none */
+  int var;                /* a weight or weight gradient's variable; -1 otherwise */
+} cg_tensor;
+
+typedef struct cg_op {
+  cg_opcode code;         /* what it does */
+  md_phase phase;         /* the part of the step that issued it */
+  int layer;              /* the layer whose pass issued it; -1: none */
+  int var;                /* optimizer updates and all-reduces: their variable; -1 otherwise */
+  double flops;           /* its FLOPs */
+  double bytes;           /* bytes it reads and writes; a fusion root: the whole fusion's */
+  sim_matmul matmul;      /* its matmul shape (batch 0: none) */
+  int *in;                /* tensors read */
+  int nin;                /* how many */
+  int *out;               /* tensors written */
+  int nout;               /* how many */
+  int fusion;             /* the root op of the fusion it belongs to (itself if root); -1: unfused */
+  double saved_bytes;     /* bytes its fusion saved: the tensor it read from its producer, written
+                          ** and read back no more */
+  const char *fused_by;   /* the rule that fused it into its root; NULL for a root or unfused */
+  int order;              /* its place in the schedule (schedule.c); the trace's order before */
+} cg_op;
+
+struct cg_graph {
+  cg_op *ops;             /* in trace order; collectives appended by the sharding pass */
+  size_t nops;            /* ops held */
+  size_t cap_ops;         /* ops allocated */
+  size_t traced;          /* ops the model logged (the first `traced` of ops) */
+  cg_tensor *tensors;     /* every tensor */
+  size_t ntensors;        /* tensors held */
+  size_t cap_tensors;     /* tensors allocated */
+  int *schedule;          /* op indices in execution order (schedule.c; trace order until then) */
+  size_t *marks;          /* per layer, and at [nlayers] the loss: the ops traced before that
+                          ** layer's backward was done (md_workspace_set_marks) */
+  int nlayers;            /* the model's layers */
+  char (*layer_names)[MD_LAYER_NAME_MAX]; /* their names, for dumps */
+  char (*var_names)[64];  /* the variables' names, for dumps */
+  int nvars;              /* how many */
+  double persistent;      /* bytes held the whole step: weights and optimizer slots */
+  double peak;            /* liveness.c's peak, persistent included */
+  double held;            /* the peak if nothing were ever freed */
+};
+
+/* ---- graph.c: building ---- */
+int  cg__tensor_new(cg_graph *g, cg_tensor_kind kind, double bytes, int layer, int var);
+int  cg__op_new(cg_graph *g, const cg_op *proto);
+void cg__op_read(cg_graph *g, int op, int tensor);
+void cg__op_write(cg_graph *g, int op, int tensor);
+/* Whether an op runs on the device's compute (not a collective). */
+int  cg__is_compute(const cg_op *op);
+
+/* ---- the passes, each in its file ---- */
+void cg__shard(cg_graph *g, int replicas);      /* sharding.c */
+void cg__fuse(cg_graph *g);                     /* fusion.c */
+void cg__schedule(cg_graph *g);                 /* schedule.c */
+void cg__liveness(cg_graph *g);                 /* liveness.c */
+
+/* A fusion rule (fusion.c's registry; one file each: fuse_*.c): whether `consumer` joins the
+** fusion rooted at `root` through the tensor producer -> consumer. */
+typedef struct cg_fusion_rule {
+  const char *name;       /* as dumps show it: XLA's fusion kind */
+  int (*fuses)(const cg_graph *g, const cg_op *root, const cg_op *producer, const cg_op *consumer);
+} cg_fusion_rule;
+
+extern const cg_fusion_rule cg_fuse_loop;      /* fuse_loop.c */
+extern const cg_fusion_rule cg_fuse_output;    /* fuse_output.c */
+
+#endif

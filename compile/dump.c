@@ -1,0 +1,74 @@
+/*
+** dump.c: the compiled step for people and tools (cg_dump_). The text reads like XLA's HLO dumps
+** (--xla_dump_to): one instruction a line in schedule order,
+**   %name = opcode(%operand, ...), flops=F, bytes=B [, fusion=%root (kind)] [, phase]
+** where a name is the layer's name and the op's place in its pass; ops.csv has a row per op with
+** the figures a planner sorts by (FLOPs, bytes, seconds, bound by compute or memory).
+*/
+#include <string.h>
+
+#include "compile/compileInt.h"
+
+static const char *const PHASES[MD_PHASE_COUNT] = {"forward", "loss", "remat", "backward", "optimizer"};
+static const char *const OPCODES[] = {"custom-call", "dot", "elementwise", "all-reduce"};
+
+/* "layer.phase.i" for op i: the op's name in dumps. */
+static const char *op_name(const cg_graph *g, int i, char *buf, size_t len) {
+  const cg_op *op = &g->ops[i];
+  const char *owner = op->var >= 0 ? g->var_names[op->var] : op->layer >= 0 ? g->layer_names[op->layer] : "step";
+  snprintf(buf, len, "%s.%s.%d", owner, PHASES[op->phase], i);
+  return buf;
+}
+
+static const char *tensor_name(const cg_graph *g, int t, char *buf, size_t len) {
+  const cg_tensor *x = &g->tensors[t];
+  if (x->producer >= 0) return op_name(g, x->producer, buf, len);
+  if (x->kind == CG_TENSOR_WEIGHT) snprintf(buf, len, "%s", g->var_names[x->var]);
+  else snprintf(buf, len, "input.%d", t);
+  return buf;
+}
+
+int cg_dump_text(const cg_graph *g, FILE *out) {
+  char a[128], b[128];
+  fprintf(out, "HloModule train_step, ops=%zu, traced=%zu, flops=%.17g, bytes=%.17g, peak_bytes=%.17g, "
+          "held_bytes=%.17g\n\nENTRY %%train_step {\n", g->nops, g->traced, cg_graph_flops(g), cg_graph_bytes(g),
+          g->peak, g->held);
+  for (size_t k = 0; k < g->nops; k++) {
+    int i = g->schedule[k];
+    const cg_op *op = &g->ops[i];
+    fprintf(out, "  %%%s = %s(", op_name(g, i, a, sizeof a), OPCODES[op->code]);
+    for (int j = 0; j < op->nin; j++) fprintf(out, "%s%%%s", j ? ", " : "", tensor_name(g, op->in[j], b, sizeof b));
+    fprintf(out, "), flops=%.17g, bytes=%.17g", op->flops, op->bytes);
+    if (op->matmul.batch > 0)
+      fprintf(out, ", dot=%gx%gx%g", op->matmul.m, op->matmul.n, op->matmul.k);
+    if (op->fusion >= 0 && op->fusion != i)
+      fprintf(out, ", fusion=%%%s (%s)", op_name(g, op->fusion, b, sizeof b), op->fused_by);
+    if (op->code == CG_OP_ALL_REDUCE) fprintf(out, ", async");
+    fputc('\n', out);
+  }
+  fputs("}\n", out);
+  return ferror(out) ? -1 : 0;
+}
+
+int cg_dump_csv(const cg_graph *g, const sim_roofline *r, double time_scale, FILE *out) {
+  char a[128], b[128];
+  fputs(r ? "op,opcode,fusion,layer,phase,flops,bytes,seconds,bound\n" : "op,opcode,fusion,layer,phase,flops,bytes\n", out);
+  for (size_t k = 0; k < g->nops; k++) {
+    int i = g->schedule[k];
+    const cg_op *op = &g->ops[i];
+    const char *fusion = op->fusion >= 0 ? op_name(g, op->fusion, b, sizeof b) : "";
+    fprintf(out, "%s,%s,%s,%s,%s,%.17g,%.17g", op_name(g, i, a, sizeof a), OPCODES[op->code], fusion,
+            op->layer >= 0 ? g->layer_names[op->layer] : "", PHASES[op->phase], op->flops, op->bytes - op->saved_bytes);
+    if (r) {
+      if (!cg__is_compute(op)) {
+        fputs(",,collective\n", out);
+        continue;
+      }
+      double work = sim_roofline_work(r, op->flops, op->bytes - op->saved_bytes, op->matmul.batch > 0 ? &op->matmul : NULL);
+      double compute = sim_roofline_work(r, op->flops, 0, op->matmul.batch > 0 ? &op->matmul : NULL);
+      fprintf(out, ",%.9g,%s", work / r->rate * time_scale, work > compute ? "memory" : "compute");
+    }
+    fputc('\n', out);
+  }
+  return ferror(out) ? -1 : 0;
+}
