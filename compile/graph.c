@@ -85,7 +85,9 @@ typedef struct tracer {
   int inputs[MD_LAYER_MAX_INPUTS]; /* the model inputs' tensors (MD_MODEL_INPUT(k) is inputs[k]) */
   int group_phase;        /* the (phase, layer) of the chain being built; -1: none */
   int group_layer;        /* its layer */
-  int last;               /* its last op so far */
+  int last;               /* its last op so far: it writes the chain's outputs (close_group) */
+  int current;            /* the op whose output the chain's next op reads; -1: the chain's inputs */
+  int current_out;        /* that output's tensor, made when first read; -1: not yet */
 } tracer;
 
 static double activation_bytes(const tracer *tr, int l) {
@@ -97,7 +99,7 @@ static int input_tensor(tracer *tr, int input) {
   return input < 0 ? tr->inputs[MD_MODEL_INPUT(input)] : tr->activation[input];
 }
 
-/* The tensor op `last` writes as the end of its chain, and what the chain's end means for the
+/* The tensors the chain's last op writes, and what the chain's end means for the
 ** layer: its activation (forward, remat), the output gradient (loss), or its inputs' and
 ** variables' gradients (backward). */
 static void close_group(tracer *tr) {
@@ -184,16 +186,27 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
     if (tr->weight_grad[v] >= 0) cg__op_read(g, op, tr->weight_grad[v]);
     return;
   }
-  if (tr->group_phase == (int)info->phase && tr->group_layer == info->layer) {
-    /* the chain goes on: this op reads the one before's output */
-    int t = cg__tensor_new(g, CG_TENSOR_TEMP, log->info[i - 1].out_bytes, info->layer, -1);
-    cg__op_write(g, tr->last, t);
-    cg__op_read(g, op, t);
-  } else {
+  if (tr->group_phase != (int)info->phase || tr->group_layer != info->layer) {
     close_group(tr);
     tr->group_phase = (int)info->phase;
     tr->group_layer = info->layer;
+    tr->current = -1;
+  }
+  if (tr->current < 0) {
     open_group(tr, op, info->phase, info->layer);
+  } else {  /* the chain goes on: this op reads the current op's output */
+    if (tr->current_out < 0) {
+      tr->current_out = cg__tensor_new(g, CG_TENSOR_TEMP, log->info[tr->current].out_bytes, info->layer, -1);
+      cg__op_write(g, tr->current, tr->current_out);
+    }
+    cg__op_read(g, op, tr->current_out);
+  }
+  /* A backward pass's products and reductions (a variable's gradient, the input's) each read
+  ** the gradient the chain has reached and give one of the pass's outputs; its elementwise ops
+  ** (an activation's derivative) carry the chain on. */
+  if (info->phase != MD_PHASE_BACKWARD || proto.code == CG_OP_ELEMENTWISE) {
+    tr->current = op;
+    tr->current_out = -1;
   }
   tr->last = op;
 }

@@ -54,6 +54,6 @@ void md_cost_gemm(md_cost *cost, double elem_bytes, double n, double k, double m
 
 void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double flops, int reads) {
   md_cost c = {.flops = count * flops, .bytes_moved = elem_bytes * count * (reads + 1), .bytes_resident = 0,
-               .elementwise = 1, .out_bytes = elem_bytes * count};
+               .elementwise = reads > 0, .out_bytes = elem_bytes * count};
   md_cost_add(cost, &c);
 }

@@ -21,7 +21,9 @@ typedef struct md_op_info {
   md_phase phase;         /* the part of the step that issued it */
   int layer;              /* the layer whose pass issued it; the loss's: the last layer */
   int var;                /* the optimizer's: the variable it updates; -1 otherwise */
-  int elementwise;        /* 1: one output element from the same element of each input (fusible) */
+  int elementwise;        /* 1: one output element from the same element of each input (fusible);
+                          ** a reduction (md_cost_elementwise reading no array: a bias's gradient)
+                          ** is not */
   double out_bytes;       /* bytes of the one tensor it writes; 0: not known (several, or none) */
 } md_op_info;
 

@@ -77,8 +77,8 @@ static void dense_backward(const md_layer *l, const md_layer_run *r) {
 void md_affine_cost(md_cost *cost, double elem_bytes, md_pass pass, double rows, double k, double units,
                     int bias, int has_dx) {
   if (pass == MD_PASS_FORWARD) {
-    if (bias) md_cost_elementwise(cost, elem_bytes, rows * units, 1, 1);
     md_cost_gemm(cost, elem_bytes, rows, k, units, 1);
+    if (bias) md_cost_elementwise(cost, elem_bytes, rows * units, 1, 1);  /* into the product */
     return;
   }
   md_cost_gemm(cost, elem_bytes, k, rows, units, 0);
