@@ -42,6 +42,8 @@ const key_spec CFG_OUTPUTS_KEYS[] = {
   {.key = "format", .type = V_ENUM, .names = FORMATS, .st = S_INT,
    OFF(scenario, format)},
   {.key = "trace", .type = V_BOOL, .st = S_INT, OFF(scenario, trace)},
+  {.key = "ops", .type = V_BOOL, .st = S_INT, OFF(scenario, outputs_ops),
+   .doc = "write the compiled step: ops.csv (an op a row: FLOPs, bytes, time, bound) and step.hlo.txt (docs/reports.md)"},
   {.key = "prices", .type = V_PATH, .st = S_CHARS, OFF(scenario, prices_file), .len = SCN_PATH_MAX,
    .doc = "a price table CSV replacing the built-in one (docs/scenario-format.md, Prices)"},
   {.key = "price_model", .type = V_ENUM, .names = PRICE_MODELS, .st = S_INT, OFF(scenario, price_spot),

@@ -263,6 +263,7 @@ typedef struct scenario {
   unsigned plots;               /* outputs.plots: bit i for report.h's REPORT_CHARTS[i] (default loss, step_time) */
   scn_plot_format format;       /* outputs.format (default png) */
   int    trace;                 /* outputs.trace (default true) */
+  int    outputs_ops;           /* outputs.ops (default false): ops.csv and step.hlo.txt */
   char   prices_file[SCN_PATH_MAX]; /* outputs.prices, resolved; "" : the built-in table (prices.c) */
   int    price_spot;            /* outputs.price_model: 1 spot, 0 on_demand (default) */
   int    recommend_cost;        /* outputs.recommend: 1 cost, 0 chip_hours (default; podsim plan) */

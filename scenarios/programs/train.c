@@ -686,12 +686,32 @@ static int final_weights(const void *prog, const char *path) {
   return rc;
 }
 
+/* outputs.ops: the compiled step of a full batch (replica 0's), as ops.csv with each op's time on
+** replica 0's device and as HLO-like text. Derived from the scenario alone, like the charts they
+** are not part of run_hash. */
+static int write_ops(trainer *t, const char *dir, scn_error *err) {
+  const cg_graph *g = cg_program_graph(cg_cache_get(t->programs, inp_plan_max_count(t->plan)));
+  const char *names[] = { "ops.csv", "step.hlo.txt" };
+  char path[SCN_PATH_MAX + 32];
+  for (int i = 0; i < 2; i++) {
+    outputs_path(path, sizeof path, dir, names[i]);
+    FILE *f = fopen(path, "w");
+    int bad = f == NULL;
+    if (!bad) bad = i == 0 ? cg_dump_csv(g, ds_replica_roofline(t->strategy, 0), t->spmd ? 1.0 / t->cores : 1.0, f)
+                           : cg_dump_text(g, f);
+    if (f != NULL && fclose(f) != 0) bad = 1;
+    if (bad) return train_error(err, dir, 0, 0, "outputs.ops", "cannot write %s: %s", path, strerror(errno));
+  }
+  return TR_EXIT_OK;
+}
+
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
   train_outputs o = { t->engine, t->records, t->completed, 1, 0, final_weights, write_variables, t, "",
                       events, nevents, NULL, NULL, NULL };
-  return train_write_outputs(t->in.s, &o, dir, sum, err);
+  int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
+  return rc == TR_EXIT_OK && t->in.s->outputs_ops ? write_ops(t, dir, err) : rc;
 }
 
 static ds_kind strategy_kind(const scenario *s) {
