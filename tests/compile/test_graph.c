@@ -4,6 +4,7 @@
 ** work out by hand, and the BERT-large zoo model's FLOPs against docs/layers.md.
 */
 #include "tests/testutil.h"
+#include "tests/compile/oplog.h"
 
 #include <math.h>
 
@@ -23,26 +24,6 @@ static md_optimizer_spec sgd(void) {
   md_optimizer_spec o;
   md_optimizer_spec_defaults(&o, MD_OPT_SGD);
   return o;
-}
-
-/* The op log of one train step and update, as train.c logged it before compile/ existed. */
-static void log_step(const md_model_spec *spec, const md_optimizer_spec *os, int n, md_op_log *log, size_t *marks) {
-  md_error err = {0};
-  md_model *m = md_model_new(spec, &err);
-  assert_non_null(m);
-  md_optimizer *opt = md_optimizer_new(os, m);
-  md_workspace *ws = md_workspace_new(m);
-  md_workspace_set_marks(ws, marks);
-  md_grads *g = md_grads_new(m);
-  md_cost cost = {.ops = log};
-  md_batch b = {n, NULL, NULL, NULL, NULL};
-  double loss;
-  md_model_train_step(m, ws, &b, 1.0f, g, &loss, &cost);
-  md_optimizer_apply(opt, m, g, &cost);
-  md_grads_free(g);
-  md_workspace_free(ws);
-  md_optimizer_free(opt);
-  md_model_free(m);
 }
 
 static cg_program *compiled(cg_cache **c, int replicas, int fusion, int n) {

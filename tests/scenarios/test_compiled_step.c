@@ -5,6 +5,7 @@
 ** program changed no run. And with fusion, the same FLOPs in fewer kernels moving fewer bytes.
 */
 #include "tests/testutil.h"
+#include "tests/compile/oplog.h"
 
 #include <dirent.h>
 
@@ -12,24 +13,6 @@
 #include "scenarios/config/scenario.h"
 
 enum { BATCH = 5 };
-
-static void log_step(const md_model_spec *spec, const md_optimizer_spec *os, md_op_log *log) {
-  md_error err = {0};
-  md_model *m = md_model_new(spec, &err);
-  assert_non_null(m);
-  md_optimizer *opt = md_optimizer_new(os, m);
-  md_workspace *ws = md_workspace_new(m);
-  md_grads *g = md_grads_new(m);
-  md_cost cost = {.ops = log};
-  md_batch b = {BATCH, NULL, NULL, NULL, NULL};
-  double loss;
-  md_model_train_step(m, ws, &b, 1.0f, g, &loss, &cost);
-  md_optimizer_apply(opt, m, g, &cost);
-  md_grads_free(g);
-  md_workspace_free(ws);
-  md_optimizer_free(opt);
-  md_model_free(m);
-}
 
 static void check_example(const char file[256]) {
   static scenario s;
@@ -40,7 +23,7 @@ static void check_example(const char file[256]) {
   if (s.has_workload) return;  /* a collective or matmul benchmark: no model */
   md_model_spec spec = scenario_model_spec(&s, 1);
   md_op_log log = {0};
-  log_step(&spec, &s.optimizer, &log);
+  log_step(&spec, &s.optimizer, BATCH, &log, NULL);
   for (int fusion = 0; fusion <= 1; fusion++) {
     cg_cache *c = cg_cache_new(&spec, &s.optimizer, &(cg_options){.replicas = 2, .fusion = fusion});
     const cg_program *p = cg_cache_get(c, BATCH);
