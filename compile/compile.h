@@ -8,13 +8,17 @@
 ** model's forward, loss, backward and optimizer update run on shapes alone, each op tagged with
 ** the layer and phase that issued it (models/cost.h), and become ops of a graph whose tensors
 ** know their size, producer and consumers. Passes then rewrite the graph, each a file of its own:
-**   sharding.c   data-parallel sharding propagation; the all-reduce of every weight gradient
-**                that comes out a partial sum (SPMD partitioning's collective insertion);
+**   sharding.c   sharding propagation and SPMD partitioning by a recipe (shard_*.c): data
+**                parallel splits the batch and all-reduces every weight gradient that comes out
+**                a partial sum (the partitioner's collective insertion);
 **   fusion.c     XLA's fusion: rules (fuse_*.c) merge a producer and its consumer into one kernel
 **                that reads its inputs and writes its outputs once;
 **   schedule.c   the latency-hiding order: each all-reduce issued as soon as its gradient is
 **                final, overlapping the rest of the backward;
-**   liveness.c   buffer liveness over the schedule: the step's peak device memory.
+**   liveness.c   the step's peak device memory under a memory policy (mem_*.c): XLA's buffer
+**                liveness, or every buffer kept to the step's end.
+** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
+** shard_*.c, mem_*.c) and its line in the registry of fusion.c, sharding.c or liveness.c.
 ** Lowering (program.c) turns the graph into the kernels sim/ executes (cg_program), and dump.c
 ** writes it for people (an HLO-like text) and for tools (ops.csv).
 **
@@ -44,6 +48,8 @@ typedef struct cg_cache cg_cache;        /* a scenario's programs, one per batch
 typedef struct cg_options {
   int replicas;           /* data-parallel replicas the batch is split over (sharding.c) */
   int fusion;             /* 1: run fusion.c's rules */
+  const char *sharding;   /* the sharding recipe by name (sharding.c's registry); NULL: data_parallel */
+  const char *memory;     /* the memory policy by name (liveness.c's registry); NULL: liveness */
 } cg_options;
 
 /* A kernel: one launch on the device, an op or a fusion of several. */
@@ -69,11 +75,13 @@ double    cg_graph_bytes(const cg_graph *g);         /* the kernels' bytes (afte
 /* Every pass the options ask for, in XLA's order: sharding, fusion, scheduling, liveness. */
 void cg_compile(cg_graph *g, const cg_options *o);
 
-/* liveness.c: bytes held at the step's peak (persistent weights and slots, plus the largest sum of
-** live tensors over the schedule), and the same without freeing anything (every activation held
-** to the end: what a model without liveness reserves). Valid after cg_compile. */
+/* liveness.c: bytes held at the step's peak under the options' memory policy (persistent weights
+** and slots, plus the largest sum of the tensors it holds at one place of the schedule). Valid
+** after cg_compile. */
 double cg_graph_peak_bytes(const cg_graph *g);
-double cg_graph_held_bytes(const cg_graph *g);
+/* Whether a sharding recipe and a memory policy of that name exist (for loaders' errors). */
+int cg_sharding_known(const char *name);
+int cg_memory_known(const char *name);
 
 /* ---- program.c: lowering ---- */
 

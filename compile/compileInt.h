@@ -75,8 +75,8 @@ struct cg_graph {
   char (*var_names)[64];  /* the variables' names, for dumps */
   int nvars;              /* how many */
   double persistent;      /* bytes held the whole step: weights and optimizer slots */
-  double peak;            /* liveness.c's peak, persistent included */
-  double held;            /* the peak if nothing were ever freed */
+  double peak;            /* liveness.c's peak under the memory policy, persistent included */
+  const char *memory;     /* that policy's name */
 };
 
 /* ---- graph.c: building ---- */
@@ -88,10 +88,34 @@ void cg__op_write(cg_graph *g, int op, int tensor);
 int  cg__is_compute(const cg_op *op);
 
 /* ---- the passes, each in its file ---- */
-void cg__shard(cg_graph *g, int replicas);      /* sharding.c */
-void cg__fuse(cg_graph *g);                     /* fusion.c */
-void cg__schedule(cg_graph *g);                 /* schedule.c */
-void cg__liveness(cg_graph *g);                 /* liveness.c */
+void cg__shard(cg_graph *g, const cg_options *o);      /* sharding.c */
+void cg__fuse(cg_graph *g);                            /* fusion.c */
+void cg__schedule(cg_graph *g);                        /* schedule.c */
+void cg__liveness(cg_graph *g, const cg_options *o);   /* liveness.c */
+
+/* A sharding recipe (sharding.c's registry; one file each: shard_*.c): lays the graph's tensors
+** out over the devices and inserts the collectives that layout needs. */
+typedef struct cg_sharding_recipe {
+  const char *name;       /* as options and dumps name it */
+  void (*partition)(cg_graph *g, const cg_options *o);
+} cg_sharding_recipe;
+
+extern const cg_sharding_recipe cg_shard_data_parallel;  /* shard_data_parallel.c */
+
+/* For recipes: an all-reduce over `replicas` of tensor t (a partial sum), whose whole result its
+** readers read instead (sharding.c). */
+void cg__all_reduce(cg_graph *g, int t, int replicas);
+
+/* A memory policy (liveness.c's registry; one file each: mem_*.c): whether tensor t is held
+** from its first writer to its last reader (1), or to the step's end (0). Persistent variables
+** and slots are held by every policy. */
+typedef struct cg_memory_policy {
+  const char *name;       /* as options and dumps name it */
+  int (*frees_after_last_use)(const cg_graph *g, const cg_tensor *t);
+} cg_memory_policy;
+
+extern const cg_memory_policy cg_memory_liveness;   /* mem_liveness.c */
+extern const cg_memory_policy cg_memory_keep_all;   /* mem_keep_all.c */
 
 /* A fusion rule (fusion.c's registry; one file each: fuse_*.c): whether `consumer` joins the
 ** fusion rooted at `root` through the tensor producer -> consumer. */

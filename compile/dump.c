@@ -30,9 +30,9 @@ static const char *tensor_name(const cg_graph *g, int t, char *buf, size_t len) 
 
 int cg_dump_text(const cg_graph *g, FILE *out) {
   char a[128], b[128];
-  fprintf(out, "HloModule train_step, ops=%zu, traced=%zu, flops=%.17g, bytes=%.17g, peak_bytes=%.17g, "
-          "held_bytes=%.17g\n\nENTRY %%train_step {\n", g->nops, g->traced, cg_graph_flops(g), cg_graph_bytes(g),
-          g->peak, g->held);
+  fprintf(out, "HloModule train_step, ops=%zu, traced=%zu, flops=%.17g, bytes=%.17g, peak_bytes=%.17g (%s)"
+          "\n\nENTRY %%train_step {\n", g->nops, g->traced, cg_graph_flops(g), cg_graph_bytes(g), g->peak,
+          g->memory ? g->memory : "none");
   for (size_t k = 0; k < g->nops; k++) {
     int i = g->schedule[k];
     const cg_op *op = &g->ops[i];

@@ -314,4 +314,3 @@ double cg_graph_bytes(const cg_graph *g) {
 }
 
 double cg_graph_peak_bytes(const cg_graph *g) { return g->peak; }
-double cg_graph_held_bytes(const cg_graph *g) { return g->held; }

@@ -1,13 +1,25 @@
 /*
-** liveness.c: buffer liveness over the schedule (cg__liveness), as XLA's buffer assignment
-** frees a buffer after its last use: the step's peak device memory is the persistent bytes
-** (variables and optimizer slots) plus the largest sum, over the schedule's positions, of the
-** tensors live there. A tensor is live from its first writer to its last reader (a model input
-** from the step's start); one read only inside its fusion never reaches memory. `held` is the
-** same sum if nothing were freed before the step's end: what keeping every activation costs.
+** liveness.c: the step's peak device memory under a memory policy (cg__liveness), as XLA's buffer
+** assignment accounts it: the persistent bytes (variables and optimizer slots) plus the largest
+** sum, over the schedule's positions, of the tensors held there. A tensor is written first at
+** some position (a model input: at the step's start) and held until its last reader, or the
+** step's end, as the policy (mem_*.c) says; one read only inside its fusion never reaches memory.
+** Adding a policy: a mem_NAME.c defining a cg_memory_policy, its line in POLICIES, and its test.
 */
+#include <string.h>
+
 #include "base/base.h"
 #include "compile/compileInt.h"
+
+static const cg_memory_policy *const POLICIES[] = {&cg_memory_liveness, &cg_memory_keep_all};
+
+static const cg_memory_policy *policy(const char *name) {
+  for (size_t i = 0; i < sizeof POLICIES / sizeof *POLICIES; i++)
+    if (strcmp(POLICIES[i]->name, name ? name : "liveness") == 0) return POLICIES[i];
+  return NULL;
+}
+
+int cg_memory_known(const char *name) { return policy(name) != NULL; }
 
 /* Whether every op touching tensor t is in one fusion: then it is never materialised. */
 static int fused_away(const cg_graph *g, const cg_tensor *t) {
@@ -17,7 +29,10 @@ static int fused_away(const cg_graph *g, const cg_tensor *t) {
   return t->nconsumers > 0;
 }
 
-void cg__liveness(cg_graph *g) {
+void cg__liveness(cg_graph *g, const cg_options *o) {
+  const cg_memory_policy *p = policy(o->memory);
+  if (p == NULL) p = &cg_memory_liveness;
+  g->memory = p->name;
   size_t n = g->nops;
   double *delta = base_xcalloc(n + 2, sizeof *delta);
   int *first = base_xcalloc(g->ntensors + 1, sizeof *first);
@@ -27,18 +42,16 @@ void cg__liveness(cg_graph *g) {
     for (int k = 0; k < op->nout; k++)
       if (first[op->out[k]] < 0) first[op->out[k]] = (int)i;
   }
-  double all = 0;
   for (size_t t = 0; t < g->ntensors; t++) {
     const cg_tensor *x = &g->tensors[t];
     if (x->kind == CG_TENSOR_WEIGHT || fused_away(g, x)) continue;
     int from = x->kind == CG_TENSOR_INPUT ? 0 : first[t];
     if (from < 0) continue;  /* never written in this step */
-    int to = from;
+    int to = p->frees_after_last_use(g, x) ? from : (int)n - 1;
     for (int k = 0; k < x->nconsumers; k++)
       if (g->ops[x->consumers[k]].order > to) to = g->ops[x->consumers[k]].order;
     delta[from] += x->bytes;
     delta[to + 1] -= x->bytes;
-    all += x->bytes;
   }
   double live = 0, peak = 0;
   for (size_t i = 0; i <= n; i++) {
@@ -46,7 +59,6 @@ void cg__liveness(cg_graph *g) {
     if (live > peak) peak = live;
   }
   g->peak = g->persistent + peak;
-  g->held = g->persistent + all;
   free(delta);
   free(first);
 }

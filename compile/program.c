@@ -34,10 +34,10 @@ struct cg_cache {
 };
 
 void cg_compile(cg_graph *g, const cg_options *o) {
-  cg__shard(g, o->replicas);
+  cg__shard(g, o);
   if (o->fusion) cg__fuse(g);
   cg__schedule(g);
-  cg__liveness(g);
+  cg__liveness(g, o);
 }
 
 static cg_program *lower(cg_graph *g, int n) {

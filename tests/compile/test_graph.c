@@ -156,21 +156,45 @@ static void test_fusion(void **state) {
   cg_cache_free(fused_c);
 }
 
-/* Liveness: the variables (688 bytes: 16x8 + 8 + 8x4 + 4 floats; SGD keeps no slots) are held
-** throughout; freeing each tensor after its last reader holds less than keeping them all, and
-** fusion holds less again (the tensors inside a kernel never exist). */
-static void test_liveness(void **state) {
+static const cg_graph *compiled_with(cg_cache **c, const cg_options *o) {
+  md_model_spec spec = mlp_spec();
+  md_optimizer_spec os = sgd();
+  *c = cg_cache_new(&spec, &os, o);
+  return cg_program_graph(cg_cache_get(*c, 4));
+}
+
+/* Memory policies: the variables (688 bytes: 16x8 + 8 + 8x4 + 4 floats; SGD keeps no slots) are
+** held by every policy. Keeping every tensor to the step's end holds all of them at once (the
+** MLP's, batch 4, float32: input 256; layer 0's chain dot 128, bias 128, its activation 128;
+** layer 1's dot 64, its activation (the logits) 64; the loss's gradient 64, layer 0's output
+** gradient 128, relu's derivative 128: 1088; the four variables' gradients 688 and their
+** all-reduced copies 688): 688 + 2464 = 3152; liveness frees each after its last reader and
+** holds less; fusion keeps the two 128-byte and the 64-byte tensors inside kernels out of
+** memory altogether. */
+static void test_memory_policies(void **state) {
   (void)state;
-  cg_cache *plain_c, *fused_c;
-  const cg_graph *g = cg_program_graph(compiled(&plain_c, 2, 0, 4));
-  const cg_graph *f = cg_program_graph(compiled(&fused_c, 2, 1, 4));
-  assert_true(g->persistent == 688.0);
-  assert_true(cg_graph_peak_bytes(g) > g->persistent + 4.0 * 4 * 16);  /* the input at least */
-  assert_true(cg_graph_peak_bytes(g) < cg_graph_held_bytes(g));
-  assert_true(cg_graph_held_bytes(f) == cg_graph_held_bytes(g) - 2 * 128.0 - 64.0);
-  assert_true(cg_graph_peak_bytes(f) <= cg_graph_peak_bytes(g));
-  cg_cache_free(plain_c);
-  cg_cache_free(fused_c);
+  cg_cache *c[4];
+  const cg_graph *live = compiled_with(&c[0], &(cg_options){.replicas = 2});
+  const cg_graph *all = compiled_with(&c[1], &(cg_options){.replicas = 2, .memory = "keep_all"});
+  const cg_graph *all_fused = compiled_with(&c[2], &(cg_options){.replicas = 2, .fusion = 1, .memory = "keep_all"});
+  const cg_graph *live_fused = compiled_with(&c[3], &(cg_options){.replicas = 2, .fusion = 1});
+  assert_true(live->persistent == 688.0);
+  assert_true(cg_graph_peak_bytes(all) == 3152.0);
+  assert_true(cg_graph_peak_bytes(all_fused) == 3152.0 - 2 * 128.0 - 64.0);
+  assert_true(cg_graph_peak_bytes(live) > live->persistent + 4.0 * 4 * 16);  /* the input at least */
+  assert_true(cg_graph_peak_bytes(live) < cg_graph_peak_bytes(all));
+  assert_true(cg_graph_peak_bytes(live_fused) <= cg_graph_peak_bytes(live));
+  assert_string_equal(live->memory, "liveness");
+  assert_string_equal(all->memory, "keep_all");
+  for (int i = 0; i < 4; i++) cg_cache_free(c[i]);
+}
+
+/* The registries answer by name; the defaults are data_parallel and liveness. */
+static void test_registries(void **state) {
+  (void)state;
+  assert_true(cg_sharding_known("data_parallel") && cg_sharding_known(NULL) && !cg_sharding_known("fsdp"));
+  assert_true(cg_memory_known("liveness") && cg_memory_known("keep_all") && cg_memory_known(NULL) &&
+              !cg_memory_known("remat"));
 }
 
 /* One program per batch size, and the same one again for a size seen before. */
@@ -216,7 +240,8 @@ int main(void) {
     cmocka_unit_test(test_tensors),
     cmocka_unit_test(test_sharding_inserts_all_reduces),
     cmocka_unit_test(test_fusion),
-    cmocka_unit_test(test_liveness),
+    cmocka_unit_test(test_memory_policies),
+    cmocka_unit_test(test_registries),
     cmocka_unit_test(test_cache),
     cmocka_unit_test(test_bert_large_flops),
   };

@@ -1,0 +1,30 @@
+/*
+** shard_data_parallel.c: data parallelism (MirroredStrategy, TPUStrategy, MultiWorkerMirrored's
+** replicas). The model inputs are split along the batch over the replicas, the variables
+** replicated. Walking the ops in trace order, an op's outputs are split along the batch when any
+** input is; a variable's gradient computed from batch-split tensors is a partial sum on each
+** replica (its product contracts over the batch), so it is all-reduced, and its update reads the
+** whole one. One replica: nothing is partial, nothing is inserted.
+*/
+#include "compile/compileInt.h"
+
+static void data_parallel(cg_graph *g, const cg_options *o) {
+  if (o->replicas < 2) return;
+  for (size_t i = 0; i < g->ntensors; i++)
+    g->tensors[i].shard = g->tensors[i].kind == CG_TENSOR_INPUT ? CG_SHARD_BATCH : CG_SHARD_REPLICATED;
+  for (size_t i = 0; i < g->nops; i++) {
+    const cg_op *op = &g->ops[i];
+    int split = 0;
+    for (int k = 0; k < op->nin; k++) split |= g->tensors[op->in[k]].shard != CG_SHARD_REPLICATED;
+    for (int k = 0; k < op->nout && split; k++) {
+      cg_tensor *t = &g->tensors[op->out[k]];
+      t->shard = t->kind == CG_TENSOR_WEIGHT_GRAD ? CG_SHARD_PARTIAL : CG_SHARD_BATCH;
+    }
+  }
+  size_t ntensors = g->ntensors;  /* the all-reduces add tensors: visit the traced ones */
+  for (size_t i = 0; i < ntensors; i++)
+    if (g->tensors[i].kind == CG_TENSOR_WEIGHT_GRAD && g->tensors[i].shard == CG_SHARD_PARTIAL)
+      cg__all_reduce(g, (int)i, o->replicas);
+}
+
+const cg_sharding_recipe cg_shard_data_parallel = {"data_parallel", data_parallel};
