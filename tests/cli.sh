@@ -306,6 +306,21 @@ echo text > "$tmp/afile"
 err=$("$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/afile" --quiet 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "$tmp/afile: outputs.dir: exists and is not a directory: Not a directory" ] && [ "$(cat "$tmp/afile")" = text ] \
   && ok || bad "outputs.dir a file: exit $rc, '$err'"
+# The compiled step (compile/): XLA's fusion changes what the step's kernels cost, never the
+# math (final_weights.csv byte for byte; compute_s smaller); outputs.ops writes ops.csv with an op
+# a row and step.hlo.txt; fusion needs XLA (jit_compile or a TPU), else exit 2 at the key.
+"$podsim" run tests/data/compile/fused_tpu.yaml -o "$tmp/fused" --quiet >/dev/null
+"$podsim" run tests/data/compile/fused_tpu.yaml -o "$tmp/unfused" --set training.compile.fusion=false --quiet >/dev/null
+cf=$(awk -F, 'NR == 6 {print $6}' "$tmp/fused/metrics.csv"); cu=$(awk -F, 'NR == 6 {print $6}' "$tmp/unfused/metrics.csv")
+cmp -s "$tmp/fused/final_weights.csv" "$tmp/unfused/final_weights.csv" && awk -v f="$cf" -v u="$cu" 'BEGIN {exit !(f < u)}' \
+  && [ "$(head -1 "$tmp/fused/ops.csv")" = "op,opcode,fusion,layer,phase,flops,bytes,seconds,bound" ] \
+  && [ "$(awk -F, 'NR > 1 && $3 != ""' "$tmp/fused/ops.csv" | wc -l)" -eq 8 ] \
+  && grep -q '^HloModule train_step, ops=31, traced=25' "$tmp/fused/step.hlo.txt" \
+  && [ "$(grep -c 'fusion=%' "$tmp/fused/step.hlo.txt")" -eq 5 ] && [ "$(grep -c 'fusion=%' "$tmp/unfused/step.hlo.txt")" -eq 0 ] \
+  && ok || bad "training.compile.fusion: compute_s $cf fused against $cu, or the weights or ops files differ"
+err=$("$podsim" run scenarios/examples/quickstart.yaml --set training.compile.fusion=true -o "$tmp/nofuse" --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "--set:1:10: training.compile: nothing is compiled: XLA compiles the step only with training.jit_compile: true (or on a TPU, always)" ] \
+  && [ ! -e "$tmp/nofuse" ] && ok || bad "fusion without XLA: exit $rc, '$err'"
 # A full disk (a 64 KiB tmpfs, when this host lets us mount one): the run's outputs do not fit,
 # so it ends with exit 2 naming the file and the errno text, and nothing is left on the disk;
 # once the disk is full to the last block, the run is refused before it starts.

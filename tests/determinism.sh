@@ -11,13 +11,14 @@ for scn in scenarios/examples/quickstart.yaml tests/golden/mlp_momentum/r4/scena
            scenarios/examples/ps_embedding.yaml scenarios/examples/cnn_tpu.yaml \
            tests/golden/attention_block/r2/scenario.yaml tests/golden/residual/r2/scenario.yaml \
            tests/golden/dlrm/r2/scenario.yaml scenarios/examples/dlrm_tpu_v4.yaml \
-           scenarios/examples/gnn_runner_tpu.yaml tests/golden/graphsage/r8/scenario.yaml; do
+           scenarios/examples/gnn_runner_tpu.yaml tests/golden/graphsage/r8/scenario.yaml \
+           tests/data/compile/fused_tpu.yaml; do
   ha=$("$a" run "$here/$scn" -o "$tmp/a" --quiet | sed -n 's/^run_hash //p')
   hb=$("$b" run "$here/$scn" -o "$tmp/b" --quiet | sed -n 's/^run_hash //p')
   same=1
   [ -n "$ha" ] && [ "$ha" = "$hb" ] || same=0
-  for f in metrics.csv final_weights.csv variables.csv trace.json evaluations.csv; do
-    [ -e "$tmp/a/$f" ] || [ -e "$tmp/b/$f" ] || continue  # evaluations.csv: runs with an evaluator
+  for f in metrics.csv final_weights.csv variables.csv trace.json evaluations.csv ops.csv step.hlo.txt; do
+    [ -e "$tmp/a/$f" ] || [ -e "$tmp/b/$f" ] || continue  # evaluations.csv: runs with an evaluator; ops: outputs.ops
     cmp -s "$tmp/a/$f" "$tmp/b/$f" || { echo "  $f differs"; same=0; }
   done
   if [ $same = 1 ]; then echo "same run_hash $ha: $scn"; passed=$((passed+1));
