@@ -101,3 +101,19 @@ def test_non_default_new_keys_are_refused(layer, option, tmp_path):
         podsim.check(podsim.from_keras(model, directory=tmp_path))
     assert e.value.key == "model.keras"
     assert f"layer 1 mha (class_name MultiHeadAttention): unsupported option {option}" in str(e.value)
+
+
+def test_python_md_example_runs(tmp_path, monkeypatch):
+    """docs/python.md's notebook example, its python blocks run in order (so it cannot go stale)."""
+    from conftest import ROOT
+    with open(os.path.join(ROOT, "docs", "python.md")) as f:
+        text = f.read()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert len(blocks) == 3
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    for block in blocks:
+        exec(compile(block, "docs/python.md", "exec"), scope)
+    assert scope["r"]["summary"]["steps_completed"] == 20
+    assert len(scope["p"]["sweep"]) == 4  # 2 slice types x 2 batches
+    assert "recommend" in scope["p"]["text"].lower()
