@@ -212,11 +212,13 @@ int podsim_command(const podsim_request *rq, FILE *out, FILE *errs, podsim_outco
 }
 
 /* The host ran out of memory for a run it could not hold: the run is refused like bad input,
-** and what it had written goes with it. */
+** and what it had written goes with it. _exit, not exit: in an api call's child the atexit
+** handlers are the host program's (a Python interpreter's libraries), not this process's. */
 void podsim_out_of_memory(size_t bytes) {
   fprintf(stderr, "podsim: out of host memory (%zu bytes): the run is too large for this host\n", bytes);
   if (live_stage && stage_owner == getpid() && access(live_stage->path, F_OK) == 0) nothing_kept(stderr, live_stage);
-  exit(TR_EXIT_INPUT);
+  fflush(NULL);
+  _exit(TR_EXIT_INPUT);
 }
 
 /* The child's side of an api call: the command with its streams on RES's buffers. Never returns. */
