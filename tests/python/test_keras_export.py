@@ -8,9 +8,11 @@ import os
 import pytest
 
 import podsim
-from podsim import _lib  # noqa: F401  (the package's library must be there: make python)
 
-keras = pytest.importorskip("keras", reason="tests/python needs the venv's tensorflow-cpu (Keras 3)")
+try:
+    import keras
+except ImportError as e:  # the suite fails without TensorFlow: it does not skip
+    raise ImportError("tests/python needs the venv's tensorflow-cpu==2.21.0 (Keras 3)") from e
 
 
 @pytest.fixture(autouse=True)
