@@ -250,7 +250,7 @@ valgrind:
 	done; echo "valgrind: $(words $(VALGRIND_EXAMPLES)) examples, no error and no leak"
 
 clean:
-	rm -rf build build-* podsim out
+	rm -rf build build-* podsim out python/podsim/libpodsim.so python/build python/*.egg-info
 
 # A test or bench compiles and links in one step, so gcc names its dependency file after the
 # binary (test_x.d): editing a test helper header rebuilds the tests that include it.

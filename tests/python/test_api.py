@@ -99,6 +99,7 @@ def test_scenario_error_in_a_dict_names_its_yaml(tmp_path):
     assert e.value.key == "training.steps"
     lines = e.value.source.splitlines()
     assert "steps" in lines[e.value.line - 1]  # the line of the YAML podsim read
+    assert not [f for f in os.listdir(".") if f.startswith(".podsim-")]  # the dict's file is gone
 
 
 def test_job_failed_is_exit_3_with_outputs(tmp_path):
@@ -109,6 +110,15 @@ def test_job_failed_is_exit_3_with_outputs(tmp_path):
     assert e.value.status == 3
     assert e.value.result["summary"]["error"]["kind"] == "ResourceExhaustedError"
     assert e.value.result["out"] == str(tmp_path / "oom")
+
+
+def test_expect_failed_is_exit_1_with_outputs(tmp_path):
+    """TINY runs 6 steps; an expect of 7 fails: exit 1, the run's outputs kept."""
+    with pytest.raises(podsim.ExpectFailed) as e:
+        podsim.run(TINY, out=tmp_path / "x", expect=[{"metric": "steps_completed", "eq": 7}])
+    assert e.value.status == 1
+    assert "steps_completed" in e.value.messages
+    assert e.value.result["summary"]["steps_completed"] == 6
 
 
 def test_plan(tmp_path):
