@@ -9,6 +9,10 @@ replica). podsim starts from the Keras model's own weights (from_keras writes th
 model.init.file) and writes final_weights.csv; every value agrees within 1e-5 relative (plus
 1e-7 absolute, for values that pass near zero).
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -125,3 +129,45 @@ def test_mixed_bfloat16_matches_tf(tmp_path):
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=bound * largest, err_msg=name)
     # the bound is not trivially met: it is below the distance the weights moved
     assert np.max(np.abs(want["d1/kernel"] - init["d1/kernel"])) > bound * largest
+
+
+def test_mirrored_two_replicas_matches_tf(tmp_path):
+    """Two replicas: tf.distribute.MirroredStrategy over two logical CPUs (tests/python/
+    tf_mirrored.py, its own process) against podsim's mirrored strategy on two devices, the Dense
+    MLP with SGD. Each global batch of 32 splits 16 + 16, each replica's loss is scaled by the
+    global batch (tf.nn.compute_average_loss) and the gradients are summed: the same numbers as
+    one device but for the order of the sums, so the float32 tolerance holds."""
+    keras.utils.set_random_seed(11)
+    model = keras.Sequential([keras.Input((4,), name="in")] + dense_mlp(), name="mlp")
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(STEPS * BATCH, 4)).astype(np.float32)
+    y = rng.integers(0, 3, size=STEPS * BATCH)
+    data = tmp_path / "data.csv"
+    with open(data, "w") as f:
+        f.write("f0,f1,f2,f3,label\n")
+        for row, label in zip(x, y):
+            f.write(",".join(f"{float(v):.9g}" for v in row) + f",{label}\n")
+    np.savez(tmp_path / "in.npz", x=x, y=y, steps=STEPS, batch=BATCH, lr=LR,
+             **{f"w{i}": w for i, w in enumerate(model.get_weights())})
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, os.path.join(here, "tf_mirrored.py"), str(tmp_path / "in.npz"),
+                    str(tmp_path / "out.npz")], check=True)
+    tf_out = np.load(tmp_path / "out.npz")
+    scenario = podsim.from_keras(model, global_batch=BATCH, steps=STEPS, optimizer=keras.optimizers.SGD(LR),
+                                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                                 dataset={"csv": str(data)}, directory=tmp_path,
+                                 cluster={"workers": {"machine": {"cpus": 8, "flops": "100GFLOP/s", "ram": "16GiB",
+                                                                  "accelerators": {"count": 2, "peak": "10TFLOP/s",
+                                                                                   "hbm": "16GiB",
+                                                                                   "hbm_bandwidth": "1TB/s",
+                                                                                   "link": "32GB/s"}}}},
+                                 strategy={"kind": "mirrored", "devices": ["GPU:0", "GPU:1"]})
+    r = podsim.run(scenario, out=tmp_path / "run")
+    assert r["summary"]["num_replicas_in_sync"] == 2
+    np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_out["losses"], rtol=1e-5)
+    got = final_weights(f"{r['out']}/final_weights.csv")
+    assert sorted(got) == ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel"]
+    for name in got:
+        np.testing.assert_allclose(got[name], tf_out[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    init = final_weights(scenario["model"]["init"]["file"])
+    assert np.max(np.abs(got["d1/kernel"] - init["d1/kernel"])) > 1e-3
