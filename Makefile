@@ -9,6 +9,8 @@ OPT      ?= -O2
 # library's cblas_sgemm (docs/architecture.md). gslcblas is linked in every build (GSL needs a CBLAS).
 BLAS     ?= podsim
 SAN      ?=
+# PIC=-fPIC: position-independent objects, for libpodsim.so (make python builds them in build-pic).
+PIC      ?=
 DEPS_PKGS = libgsl-dev libcsv-dev libcairo2-dev libcmocka-dev libyaml-dev libjansson-dev libxxhash-dev pkg-config
 
 PKGS      = gsl cairo yaml-0.1 jansson libxxhash
@@ -32,7 +34,7 @@ LIBS      = $(BLAS_LIBS) -lcsv $(shell pkg-config --libs cairo yaml-0.1 jansson 
 
 # -ffp-contract=off and no fast-math: the same scenario gives the same bits at -O0 and -O2.
 CFLAGS   = -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -ffp-contract=off -fno-fast-math \
-           $(OPT) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+           $(OPT) $(SAN) $(PIC) -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS  = $(SAN)
 
 LAYERS   = base sim models strategies compile plots scenarios
@@ -62,7 +64,7 @@ ifneq ($(BUILD),build)
   PODSIM = $(BUILD)/podsim
 endif
 
-.PHONY: all deps run test test-fast test-asan test-determinism test-install test-mpi bench fuzz valgrind clean install uninstall
+.PHONY: all deps python run test test-fast test-asan test-determinism test-install test-mpi bench fuzz valgrind clean install uninstall
 all: $(PODSIM) $(BUILD)/libpodsim.a
 
 $(BUILD)/%.o: %.c
@@ -102,6 +104,18 @@ $(BUILD)/libpodsim.a: $(OBJ)
 
 $(PODSIM): $(BUILD)/scenarios/main.o $(below_scenarios)
 	$(CC) $(CFLAGS) $< -o $@ $(below_scenarios) $(LIBS) $(LDFLAGS)
+
+# libpodsim.so: every layer (whole archives, so C programs can link it too), for the Python
+# package's ctypes calls (scenarios/api.h). Build it from -fPIC objects: make python does.
+$(BUILD)/libpodsim.so: $(below_scenarios)
+	$(CC) -shared -o $@ -Wl,--whole-archive $(below_scenarios) -Wl,--no-whole-archive $(LIBS) $(LDFLAGS)
+
+# make python: libpodsim.so from a -fPIC build of the layers in build-pic/ (the default build's
+# objects stay as they are; no MPI: a Python process is no mpirun rank), copied into python/podsim/ so that `pip install ./python` carries it.
+PIC_BUILD = build-pic
+python:
+	$(MAKE) BUILD=$(PIC_BUILD) PIC=-fPIC MPI=no $(PIC_BUILD)/libpodsim.so
+	cp $(PIC_BUILD)/libpodsim.so python/podsim/libpodsim.so
 
 $(BUILD)/bench/%: bench/%.c $(below_scenarios)
 	@mkdir -p $(dir $@)
@@ -237,7 +251,7 @@ valgrind:
 	done; echo "valgrind: $(words $(VALGRIND_EXAMPLES)) examples, no error and no leak"
 
 clean:
-	rm -rf build build-* podsim out
+	rm -rf build build-* podsim out python/podsim/libpodsim.so python/build python/*.egg-info
 
 # A test or bench compiles and links in one step, so gcc names its dependency file after the
 # binary (test_x.d): editing a test helper header rebuilds the tests that include it.

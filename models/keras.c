@@ -43,6 +43,7 @@ typedef enum {
   KJ_ZERO,          /* must be the number 0 */
   KJ_ONE,           /* must be the integer 1 */
   KJ_CHANNELS_LAST, /* null or channels_last */
+  KJ_SEQUENCE_AXES, /* null or [1]: attention over the positions of a [positions, features] example */
   KJ_IGNORED        /* anything: no bearing on what podsim computes */
 } kj_type;
 
@@ -69,7 +70,11 @@ typedef struct kj_class {
 #define POOL OPT("pool_size", KJ_PAIR, pool_size), OPT("strides", KJ_POOL_STRIDES, strides), \
   OPT("padding", KJ_PADDING, padding), CHECK("data_format", KJ_CHANNELS_LAST)
 
-static const kj_option INPUT_OPTS[] = {CHECK("sparse", KJ_FALSE), CHECK("ragged", KJ_FALSE), ENDOPT};
+/* Keys later Keras releases added are written at their defaults, which podsim computes with
+** (InputLayer optional, Keras 3.9; MultiHeadAttention use_gate and sliding_window, 3.13-3.15); at
+** another value they stay unsupported options. */
+static const kj_option INPUT_OPTS[] = {
+  CHECK("sparse", KJ_FALSE), CHECK("ragged", KJ_FALSE), CHECK("optional", KJ_FALSE), ENDOPT};
 static const kj_option DENSE_OPTS[] = {
   OPT("units", KJ_INT, units), OPT("activation", KJ_ACTIVATION, activation), OPT("use_bias", KJ_BOOL, use_bias),
   CHECK("lora_rank", KJ_NULL), ENDOPT};
@@ -89,15 +94,19 @@ static const kj_option RESHAPE_OPTS[] = {OPT("target_shape", KJ_SHAPE, target_sh
 static const kj_option DROPOUT_OPTS[] = {
   OPT("rate", KJ_FLOAT, rate), CHECK("noise_shape", KJ_NULL), CHECK("seed", KJ_IGNORED), ENDOPT};
 static const kj_option LAYER_NORM_OPTS[] = {NORM, CHECK("rms_scaling", KJ_FALSE), ENDOPT};
+/* renorm_clipping and renorm_momentum are read by Keras only under renorm, which must be false:
+** whatever they hold, the layer computes as podsim does. */
 static const kj_option BATCH_NORM_OPTS[] = {
-  NORM, OPT("momentum", KJ_FLOAT, momentum), OPT("synchronized", KJ_BOOL, synchronized), CHECK("renorm", KJ_FALSE), ENDOPT};
+  NORM, OPT("momentum", KJ_FLOAT, momentum), OPT("synchronized", KJ_BOOL, synchronized), CHECK("renorm", KJ_FALSE),
+  CHECK("renorm_clipping", KJ_IGNORED), CHECK("renorm_momentum", KJ_IGNORED), ENDOPT};
 static const kj_option ACTIVATION_OPTS[] = {OPT("activation", KJ_ACTIVATION, activation), ENDOPT};
 static const kj_option AXIS_OPTS[] = {OPT("axis", KJ_AXIS, axis), ENDOPT};
 static const kj_option NO_OPTS[] = {ENDOPT};
 static const kj_option ATTENTION_OPTS[] = {
   OPT("num_heads", KJ_INT, num_heads), OPT("key_dim", KJ_INT, key_dim), OPT("value_dim", KJ_VALUE_DIM, value_dim),
   OPT("use_bias", KJ_BOOL, use_bias), CHECK("dropout", KJ_ZERO), CHECK("output_shape", KJ_NULL),
-  CHECK("attention_axes", KJ_NULL), CHECK("query_shape", KJ_IGNORED), CHECK("key_shape", KJ_IGNORED),
+  CHECK("attention_axes", KJ_SEQUENCE_AXES), CHECK("use_gate", KJ_FALSE), CHECK("sliding_window", KJ_NULL),
+  CHECK("query_shape", KJ_IGNORED), CHECK("key_shape", KJ_IGNORED),
   CHECK("value_shape", KJ_IGNORED), CHECK("seed", KJ_IGNORED), CHECK("flash_attention", KJ_IGNORED), ENDOPT};
 
 static const kj_class CLASSES[] = {
@@ -199,6 +208,7 @@ typedef struct kj_ctx {
   int line, col;          /* its object's position */
   int have_input;         /* 1 once an input shape was given */
   int functional;         /* 1: a Functional model, whose inputs are its InputLayers */
+  int policy_seen;        /* 1 once a layer gave its dtype policy (k->dtype_policy) */
 } kj_ctx;
 
 /* An error about the current layer: returns -1. */
@@ -304,6 +314,12 @@ static int read_option(kj_ctx *c, const kj_option *o, const json_t *v, md_layer_
     const char *f = json_string_value(v);
     return json_is_null(v) || (f && !strcmp(f, "channels_last")) ? 0 : unsupported(c, o->key, v);
   }
+  case KJ_SEQUENCE_AXES: {
+    /* Keras 3 writes the axes it built with: [1] for the [batch, positions, features] query. */
+    const json_t *a = json_array_get(v, 0);
+    return json_is_null(v) || (json_array_size(v) == 1 && json_is_integer(a) && json_integer_value(a) == 1)
+               ? 0 : unsupported(c, o->key, v);
+  }
   case KJ_IGNORED: return 0;
   }
   return unsupported(c, o->key, v);
@@ -314,19 +330,42 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* The keys every class has: its name, trainable (true: podsim trains every layer), a float32
-** dtype (an InputLayer's may be int32: an Embedding's ids), initializers (the scenario's init gives the values), no regularizers or constraints, and
-** the input shape a Sequential model's first layer may carry. 1: handled; 0: not such a key. */
+/* Keras's dtype policy names; index = md_dtype_policy. */
+static const char *const POLICIES[] = {"float32", "mixed_bfloat16", "mixed_float16"};
+
+/* A layer's dtype: a name (Keras 2, tfjs) or Keras 3's DTypePolicy object, {"config": {"name":
+** ...}}. An InputLayer's is its input's: float32, or int32 (an Embedding's ids). Another layer's
+** is its policy, float32 or a mixed one, the same for every layer: podsim runs one policy over
+** the model (model.dtype_policy), and the layers give it. */
+static int layer_dtype(kj_ctx *c, const char *key, const json_t *v) {
+  const char *d = json_is_string(v) ? json_string_value(v)
+                                    : json_string_value(json_object_get(json_object_get(v, "config"), "name"));
+  if (json_is_null(v)) return 0;
+  if (d == NULL) return unsupported(c, key, v);
+  if (!strcmp(c->class_name, "InputLayer")) return !strcmp(d, "float32") || !strcmp(d, "int32") ? 0 : unsupported(c, key, v);
+  for (int p = 0; p < (int)(sizeof POLICIES / sizeof POLICIES[0]); p++) {
+    if (strcmp(d, POLICIES[p])) continue;
+    if (c->policy_seen && (int)c->k->dtype_policy != p)
+      return fail(c, "dtype policy %s where the layers before have %s: podsim runs one policy over the whole model "
+                  "(model.dtype_policy)", d, POLICIES[c->k->dtype_policy]);
+    c->k->dtype_policy = (md_dtype_policy)p;
+    c->policy_seen = 1;
+    return 0;
+  }
+  return unsupported(c, key, v);
+}
+
+/* The keys every class has: its name, trainable (true: podsim trains every layer), its dtype
+** (layer_dtype), initializers (the scenario's init gives the values), no regularizers,
+** constraints or quantization (Keras 3.13's quantization_config), and the input shape a
+** Sequential model's first layer may carry. 1: handled; 0: not such a key. */
 static int common_option(kj_ctx *c, const char *key, const json_t *v, int *rc) {
   *rc = 0;
   if (!strcmp(key, "name") || ends_with(key, "_initializer")) return 1;
   if (!strcmp(key, "trainable")) *rc = json_is_true(v) ? 0 : unsupported(c, key, v);
-  else if (!strcmp(key, "dtype")) {
-    const json_t *policy = json_object_get(json_object_get(v, "config"), "name");
-    const char *d = json_is_string(v) ? json_string_value(v) : json_string_value(policy);
-    int ids = d && !strcmp(d, "int32") && !strcmp(c->class_name, "InputLayer");
-    *rc = json_is_null(v) || (d && !strcmp(d, "float32")) || ids ? 0 : unsupported(c, key, v);
-  } else if (ends_with(key, "_regularizer") || ends_with(key, "_constraint"))
+  else if (!strcmp(key, "dtype")) *rc = layer_dtype(c, key, v);
+  else if (!strcmp(key, "quantization_config")) *rc = json_is_null(v) ? 0 : unsupported(c, key, v);
+  else if (ends_with(key, "_regularizer") || ends_with(key, "_constraint"))
     *rc = json_is_null(v) ? 0 : unsupported(c, key, v);
   else if (!strcmp(key, "batch_input_shape") || !strcmp(key, "batch_shape"))
     *rc = batch_shape(c, key, v);
@@ -462,12 +501,24 @@ static int check_shapes(const md_keras_model *k, md_error *err) {
   return 0;
 }
 
+/* config.input_layers and output_layers: a list of [name, node, tensor] references, or (Keras 3
+** from 3.0 on a model of one input or output) that one reference itself. */
+static size_t ref_count(const json_t *refs) {
+  return json_is_string(json_array_get(refs, 0)) ? 1 : json_array_size(refs);
+}
+
+/* The layer name of the i-th reference (NULL: none). */
+static const char *ref_name(const json_t *refs, size_t i) {
+  const json_t *ref = json_is_string(json_array_get(refs, 0)) ? (i == 0 ? refs : NULL) : json_array_get(refs, i);
+  return json_string_value(json_array_get(ref, 0));
+}
+
 /* Where the InputLayer `name` stands in config.input_layers (Keras's model.inputs): its index, or
 ** `next` when the config lists none (a Sequential model's one input); -1 when it is not listed. */
 static int input_slot(const json_t *input_layers, const char *name, int next) {
   if (!json_is_array(input_layers)) return next;
-  for (size_t i = 0; i < json_array_size(input_layers) && i < MD_MAX_MODEL_INPUTS; i++) {
-    const char *listed = json_string_value(json_array_get(json_array_get(input_layers, i), 0));
+  for (size_t i = 0; i < ref_count(input_layers) && i < MD_MAX_MODEL_INPUTS; i++) {
+    const char *listed = ref_name(input_layers, i);
     if (listed != NULL && !strcmp(name, listed)) return (int)i;
   }
   return -1;
@@ -564,9 +615,9 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
     k->nlayers++;
   }
   free(names);
-  if (rc == 0 && json_is_array(input_layers) && json_array_size(input_layers) != (size_t)k->ninputs)
+  if (rc == 0 && json_is_array(input_layers) && ref_count(input_layers) != (size_t)k->ninputs)
     rc = md_error_set(err, 1, 1, "config.input_layers lists %zu inputs, the config has %d InputLayers",
-                      json_array_size(input_layers), k->ninputs);
+                      ref_count(input_layers), k->ninputs);
   if (rc == 0 && k->ninputs > 1) rc = type_inputs(k, shapes, err);
   k->input_ids = k->ninputs <= 1 && k->nlayers > 0 && k->layers[0].kind == MD_LAYER_EMBEDDING;
   /* Keras's Embedding keeps [input_length, output_dim]; podsim's combines an example's ids into
@@ -577,9 +628,9 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
   if (rc == 0 && (k->nlayers == 0 || (!c.have_input && !k->input_ids)))
     rc = md_error_set(err, 1, 1, "expected an InputLayer or a first layer with batch_input_shape, and a layer after it");
   if (rc == 0 && functional) {
-    const json_t *out = json_array_get(json_object_get(config, "output_layers"), 0);
-    const char *last = json_string_value(json_array_get(out, 0));
-    if (json_array_size(json_object_get(config, "output_layers")) != 1 || last == NULL ||
+    const json_t *outputs = json_object_get(config, "output_layers");
+    const char *last = ref_name(outputs, 0);
+    if (ref_count(outputs) != 1 || last == NULL ||
         strcmp(last, k->layers[k->nlayers - 1].name))
       rc = md_error_set(err, k->line[k->nlayers - 1], k->col[k->nlayers - 1],
                         "expected one output, the last layer's (%s): podsim's model output is its last layer",

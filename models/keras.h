@@ -24,6 +24,8 @@ typedef struct md_keras_model {
   int nlayers;            /* entries in layers, line and col */
   md_layer_spec *layers;  /* owned; each with its Keras name and, in a Functional model, inputs */
   int *line, *col;        /* owned: where each layer's object starts in the JSON text (1-based) */
+  md_dtype_policy dtype_policy; /* the layers' dtype policy (Keras 3's DTypePolicy; float32 when
+                          ** none gives one), one for every layer */
 } md_keras_model;
 
 /* Reads len bytes of JSON text; file names it in messages. On an error (bad JSON, an unknown

@@ -2,25 +2,17 @@
 ** main.c: the podsim command line. Exit statuses: 0 done, 1 an `expect` failed, 2 bad
 ** scenario or usage, or outputs that cannot be written (nothing written), 3 the simulated job
 ** failed (outputs written), 130 / 143 stopped by SIGINT / SIGTERM (nothing written).
-**
-** Outputs are whole or absent: a run or plan writes into a staging directory beside DIR
-** (outputs_stage) that is renamed onto DIR only once everything is written; a refusal, an I/O
-** error or a stop removes it.
+** run, check and plan are podsim_command's (scenarios/api.c), which the Python package calls too.
 */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "scenarios/report/diff.h"
-#include "scenarios/report/expect.h"
-#include "scenarios/programs/plan.h"
-#include "scenarios/report/report.h"
+#include "base/base.h"
+#include "scenarios/api.h"
 #include "scenarios/programs/train.h"
-#include "scenarios/programs/workload.h"
-#include "scenarios/report/outputs.h"
+#include "scenarios/report/diff.h"
 
 #define PODSIM_VERSION "0.1.0"
 
@@ -100,166 +92,10 @@ static int parse_args(int argc, char **argv, cli *c) {
   return TR_EXIT_OK;
 }
 
-/* The signal that asked podsim to stop (0: none yet). */
-static volatile sig_atomic_t stop_signal;
-/* The stage a run writes into, and the process that opened it: a plan's point processes share
-** the pointer but must never remove their parent's stage. */
-static outputs_stage *live_stage;
-static pid_t stage_owner;
-
-static void on_stop_signal(int sig) {
-  stop_signal = sig;
-  train_stop_request = 1;
-}
-
-/* SIGINT and SIGTERM ask the run to stop at its engine's next check (within a few hundred
-** events), so the staging directory is removed and the exit says so; the handler is reset
-** after the first, so a second Ctrl-C ends podsim at once (a crashed run's stage keeps its
-** .partial name). No SA_RESTART: a plan waiting for its points wakes up to stop them. */
-static void catch_stop_signals(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESETHAND;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-}
-
-/* Ends a run that wrote nothing it keeps: removes the stage and says what became of DIR. */
-static void nothing_kept(outputs_stage *st) {
-  outputs_stage_discard(st);
-  fprintf(stderr, "podsim: nothing kept: %s was not written%s\n", st->dir,
-          access(st->dir, F_OK) == 0 ? " (the earlier one is unchanged)" : "");
-}
-
-/* A stop request ended the run (steps < 0: not a training run). Exit 128 + the signal. */
-static int stopped(outputs_stage *st, long steps) {
-  int sig = stop_signal ? stop_signal : SIGINT;
-  const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-  if (steps >= 0) fprintf(stderr, "podsim: stopped by %s after %ld simulated steps\n", name, steps);
-  else fprintf(stderr, "podsim: stopped by %s\n", name);
-  nothing_kept(st);
-  return 128 + sig;
-}
-
-/* Puts the finished stage in DIR's place. TR_EXIT_OK, or TR_EXIT_INPUT when it could not be. */
-static int commit(outputs_stage *st) {
-  char msg[8400];
-  int rc = outputs_stage_commit(st, msg, sizeof msg);
-  if (rc != 0) fprintf(stderr, "%s\n", msg);
-  if (rc < 0) fprintf(stderr, "podsim: nothing kept: %s was not written\n", st->dir);
-  return rc < 0 ? TR_EXIT_INPUT : TR_EXIT_OK;
-}
-
-/* A run's status when it did not finish: its error, or the stop. */
-static int unfinished(outputs_stage *st, int rc, const scn_error *err, long steps) {
-  if (rc == TR_STOPPED || stop_signal) return stopped(st, steps);
-  fprintf(stderr, "%s\n", err->msg);
-  if (strncmp(err->key, "outputs", 7) == 0) nothing_kept(st);  /* an I/O error: say what is left */
-  else outputs_stage_discard(st);
-  return TR_EXIT_INPUT;
-}
-
-static int run_workload(const cli *c, const scenario *s, outputs_stage *st) {
-  static scn_error err;
-  workload_summary w;
-  const char *dir = st->dir;
-  int rc = workload_run(s, st->path, &w, &err);
-  if (rc != 0 || stop_signal) return unfinished(st, rc, &err, -1);
-  if (commit(st) != TR_EXIT_OK) return TR_EXIT_INPUT;
-  if (!c->quiet) {
-    printf("podsim: %s\n", s->name);
-    if (s->workload_mm_m > 0) {
-      printf("  workload      matmul %d x %d x %d (m n k) %s on one %s device, %s model, %ld iterations\n",
-             s->workload_mm_m, s->workload_mm_n, s->workload_mm_k, s->workload_mm_dtype ? "float32" : "bfloat16",
-             w.group, w.algorithm, s->workload_iterations);
-      printf("  time          %.6g s per matmul (%.4g TFLOP/s)\n", w.mean_time_s, w.tflops);
-    } else {
-      printf("  workload      %s by %s on %d %s ranks, %.0f bytes, %ld iterations\n", w.op, w.algorithm,
-             w.ranks, w.group, s->workload_size_bytes, s->workload_iterations);
-      printf("  time          %.6g s per collective (bus bandwidth %.4g GB/s)\n", w.mean_time_s, w.busbw_GBps);
-    }
-    printf("  outputs       %s/ (%s, summary.json%s)\n", dir, s->workload_mm_m > 0 ? "matmul.csv" : "collective.csv",
-           s->trace ? ", trace.json" : "");
-    printf("  events        %llu in %.3f s wall\n", (unsigned long long)w.events, w.wall_s);
-  }
-  printf("run_hash %016llx\n", (unsigned long long)w.run_hash);
-  return TR_EXIT_OK;
-}
-
-/* The stage for DIR, before anything runs: a DIR that cannot be written is refused (exit 2),
-** and so is a stop asked for while the scenario loaded. */
-static int open_stage(const char *dir, outputs_stage *st) {
-  char msg[8400];
-  if (stop_signal) {
-    memset(st, 0, sizeof *st);
-    snprintf(st->dir, sizeof st->dir, "%s", dir);
-    return stopped(st, -1);
-  }
-  if (outputs_stage_open(st, dir, msg, sizeof msg) == 0) {
-    live_stage = st;
-    stage_owner = getpid();
-    return TR_EXIT_OK;
-  }
-  fprintf(stderr, "%s\n", msg);
-  return TR_EXIT_INPUT;
-}
-
-/* Every point validated before any runs; a point that fails is a row of the report, so the
-** plan itself exits 0 once its files are written. */
-static int plan_command(const cli *c) {
-  static scn_error err;
-  plan *p = plan_load(c->file, c->sets, c->nsets, &err);
-  if (p == NULL) {
-    fprintf(stderr, "%s\n", err.msg);
-    return TR_EXIT_INPUT;
-  }
-  static outputs_stage st;  /* static: live_stage points at it */
-  const char *dir = c->out_dir ? c->out_dir : plan_scenario(p)->out_dir;
-  int rc;
-  if (plan_mpi_ranks() > 1) {
-    /* Ranks of one sweep write its points side by side: into the directory itself. */
-    rc = plan_run(p, dir, c->jobs, &err);
-    if (rc != 0) fprintf(stderr, "%s\n", err.msg);
-    else if (!c->quiet && plan_is_root()) plan_print(p, dir, stdout);
-  } else if ((rc = open_stage(dir, &st)) == TR_EXIT_OK) {
-    rc = plan_run(p, st.path, c->jobs, &err);
-    if (rc != 0 || stop_signal) rc = unfinished(&st, rc, &err, -1);
-    else if ((rc = commit(&st)) == TR_EXIT_OK && !c->quiet) plan_print(p, st.dir, stdout);
-  }
-  plan_free(p);
-  return rc;
-}
-
+/* The command given, as podsim_command runs it: what the CLI prints goes to stdout and stderr. */
 static int run_command(const cli *c) {
-  static scenario s;
-  static scn_error err;
-  if (strcmp(c->command, "plan") == 0) return plan_command(c);
-  if (scenario_load(c->file, c->sets, c->nsets, &s, &err) != 0) {
-    fprintf(stderr, "%s\n", err.msg);
-    return TR_EXIT_INPUT;
-  }
-  if (strcmp(c->command, "check") == 0) {
-    if ((s.has_workload ? workload_check(&s, &err) : train_check(&s, &err)) != TR_EXIT_OK) {
-      fprintf(stderr, "%s\n", err.msg);
-      return TR_EXIT_INPUT;
-    }
-    printf("%s: ok\n", c->file);
-    return TR_EXIT_OK;
-  }
-  static outputs_stage st;  /* static: live_stage points at it */
-  int rc = open_stage(c->out_dir ? c->out_dir : s.out_dir, &st);
-  if (rc != TR_EXIT_OK) return rc;
-  if (s.has_workload) return run_workload(c, &s, &st);
-  run_summary sum = {0};  /* steps_completed is read when a stop came before the run */
-  rc = train_run_cli(&s, st.path, c->quiet, &sum, &err);
-  if (rc == TR_EXIT_INPUT || rc == TR_STOPPED || stop_signal) return unfinished(&st, rc, &err, sum.steps_completed);
-  if (commit(&st) != TR_EXIT_OK) return TR_EXIT_INPUT;
-  if (!c->quiet) report_print_summary(stdout, &s, st.dir, &sum);
-  else printf("run_hash %016llx\n", (unsigned long long)sum.run_hash);
-  if (expect_check(&s, &sum, stderr) > 0 && rc == TR_EXIT_OK) rc = TR_EXIT_EXPECT;
-  return rc;
+  podsim_request rq = { c->command, c->file, c->sets, c->nsets, c->out_dir, c->quiet, c->jobs };
+  return podsim_command(&rq, stdout, stderr, NULL);
 }
 
 /* podsim diff A B [-o DIR]: exit 0, or 2 for usage or a directory that is not a run. */
@@ -296,17 +132,9 @@ static int schema_command(int argc) {
   return TR_EXIT_OK;
 }
 
-/* The host ran out of memory for a run it could not hold: the run is refused like bad input,
-** and what it had written goes with it. */
-static void out_of_host_memory(size_t bytes) {
-  fprintf(stderr, "podsim: out of host memory (%zu bytes): the run is too large for this host\n", bytes);
-  if (live_stage && stage_owner == getpid() && access(live_stage->path, F_OK) == 0) nothing_kept(live_stage);
-  exit(TR_EXIT_INPUT);
-}
-
 int main(int argc, char **argv) {
-  base_set_oom_handler(out_of_host_memory);
-  catch_stop_signals();
+  base_set_oom_handler(podsim_out_of_memory);
+  podsim_catch_stop_signals();
   if (argc < 2) return usage_error("no command given", NULL);
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, stdout);

@@ -402,9 +402,15 @@ static int keras_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char 
   md_error me = {0};
   if (md_keras_read(file, &km, &me)) return cfg_fail(c, v, path, "%s:%d:%d: %s", rel, me.line, me.col, me.msg);
   int rc = 0;
+  /* The layers' DTypePolicy is the model's dtype_policy; one given beside keras must agree. */
+  const yt_node *policy = yt_path(c->root, "model.dtype_policy");
   if (km.nlayers > SCN_MAX_LAYERS) {
     rc = cfg_fail(c, v, path, "expected at most %d layers, found %d in %s", SCN_MAX_LAYERS, km.nlayers, rel);
+  } else if (policy && policy->kind == YT_SCALAR && strcmp(policy->text, POLICIES[km.dtype_policy])) {
+    rc = cfg_fail(c, policy, "model.dtype_policy", "%s: the layers of %s have the dtype policy %s: give the same, or "
+                  "leave model.dtype_policy out", policy->text, rel, POLICIES[km.dtype_policy]);
   } else {
+    s->dtype_policy = km.dtype_policy;
     memcpy(s->layers, km.layers, sizeof *km.layers * (size_t)km.nlayers);
     s->nlayers = km.nlayers;
     s->input_ids = km.input_ids;

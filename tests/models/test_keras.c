@@ -205,6 +205,21 @@ static void test_batch_normalization_synchronized(void **state) {
   md_keras_free(&k);
 }
 
+/* BASE with FROM replaced by TO is refused at LINE:COL with a message holding MSG (case LABEL). */
+static void expect_refused(const char *base, const char *from, const char *to, int line, int col, const char *msg,
+                           size_t label) {
+  static char text[16384];
+  const char *at = strstr(base, from);
+  assert_non_null(at);
+  snprintf(text, sizeof text, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
+  md_keras_model k;
+  md_error err = {0};
+  assert_int_equal(md_keras_parse(text, strlen(text), &k, &err), -1);
+  if (err.line != line || err.col != col || !strstr(err.msg, msg))
+    fail_msg("case %zu: %d:%d: %s", label, err.line, err.col, err.msg);
+  assert_int_equal(k.nlayers, 0);
+}
+
 /* Errors name the layer (its index in config.layers, name and class_name) at its object's
 ** line:col, or the JSON error's position. */
 static void test_errors(void **state) {
@@ -225,18 +240,78 @@ static void test_errors(void **state) {
       {"\"output_layers\": [[\"dense\"", "\"output_layers\": [[\"flatten\"", 6, 2, "expected one output, the last layer's (dense)"},
       {"\"units\": 3", "\"units\": 3 3", 6, 82, "'}' expected near '3'"},
   };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect_refused(KERAS2_ATTENTION, cases[i].from, cases[i].to, cases[i].line, cases[i].col, cases[i].msg, i);
+}
+
+/* Keras 3.15.1's model.to_json() (tests/data/keras/gen_keras315.py), one layer object a line:
+** config.layers[i] starts at line i + 2, column 1. It writes keys older releases did not
+** (InputLayer optional, quantization_config, renorm_clipping and renorm_momentum, use_gate,
+** sliding_window, the built attention_axes [1]), a DTypePolicy object per layer, and a model of
+** one input or output as that one reference (input_layers: ["in", 0, 0]). */
+static char *read_text(const char *rel) {
+  FILE *f = fopen(tu_src(rel), "rb");
+  assert_non_null(f);
+  static char text[16384];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  return text;
+}
+
+static void test_keras315_exports(void **state) {
+  (void)state;
+  md_keras_model k;
+  md_error err = {0};
+  if (md_keras_read(tu_src("tests/data/keras/keras315_mlp_bf16.json"), &k, &err)) fail_msg("%d:%d: %s", err.line, err.col, err.msg);
+  assert_int_equal(k.nlayers, 3);  /* d1, bn, d2: the InputLayer gives the input [4] */
+  assert_int_equal(k.input_shape.rank, 1);
+  assert_int_equal(k.input_shape.dim[0], 4);
+  assert_int_equal(k.layers[1].kind, MD_LAYER_BATCH_NORMALIZATION);
+  assert_int_equal(k.dtype_policy, MD_POLICY_MIXED_BFLOAT16);  /* every layer's DTypePolicy */
+  md_model *m = build(&k);
+  /* d1 4x8 + 8, bn gamma beta mean variance 4 x 8, d2 8x3 + 3: 40 + 32 + 27 = 99 */
+  assert_int_equal(md_model_num_params(m), 99);
+  md_model_free(m);
+  md_keras_free(&k);
+  if (md_keras_read(tu_src("tests/data/keras/keras315_attention.json"), &k, &err)) fail_msg("%d:%d: %s", err.line, err.col, err.msg);
+  assert_int_equal(k.nlayers, 4);  /* mha, ln, flat, out */
+  assert_int_equal(k.input_shape.rank, 2);
+  assert_int_equal(k.layers[0].kind, MD_LAYER_MULTI_HEAD_ATTENTION);
+  assert_int_equal(k.layers[0].ninputs, 1);
+  assert_int_equal(k.dtype_policy, MD_POLICY_FLOAT32);
+  md_keras_free(&k);
+}
+
+/* The new keys at another value than their default, and policies podsim cannot run, are refused
+** at the layer's line (i + 2 for config.layers[i]). */
+static void test_keras315_refusals(void **state) {
+  (void)state;
+  static const struct {
+    const char *file, *from, *to;
+    int line;
+    const char *msg;
+  } cases[] = {
+      {"mlp_bf16", "\"optional\": false", "\"optional\": true", 2,
+       "layer 0 in (class_name InputLayer): unsupported option optional: true"},
+      {"mlp_bf16", "\"quantization_config\": null", "\"quantization_config\": {\"mode\": \"int8\"}", 3,
+       "layer 1 d1 (class_name Dense): unsupported option quantization_config"},
+      {"mlp_bf16", "\"renorm\": false", "\"renorm\": true", 4, "unsupported option renorm: true"},
+      {"mlp_bf16", "\"name\": \"d2\", \"trainable\": true, \"dtype\": {\"module\": \"keras\", \"class_name\": \"DTypePolicy\", \"config\": {\"name\": \"mixed_bfloat16\"}",
+       "\"name\": \"d2\", \"trainable\": true, \"dtype\": {\"module\": \"keras\", \"class_name\": \"DTypePolicy\", \"config\": {\"name\": \"float32\"}", 5,
+       "layer 3 d2 (class_name Dense): dtype policy float32 where the layers before have mixed_bfloat16"},
+      {"mlp_bf16", "\"name\": \"d1\", \"trainable\": true, \"dtype\": {\"module\": \"keras\", \"class_name\": \"DTypePolicy\", \"config\": {\"name\": \"mixed_bfloat16\"}",
+       "\"name\": \"d1\", \"trainable\": true, \"dtype\": {\"module\": \"keras\", \"class_name\": \"DTypePolicy\", \"config\": {\"name\": \"bfloat16\"}", 3,
+       "unsupported option dtype"},
+      {"attention", "\"use_gate\": false", "\"use_gate\": true", 3,
+       "layer 1 mha (class_name MultiHeadAttention): unsupported option use_gate: true"},
+      {"attention", "\"sliding_window\": null", "\"sliding_window\": 4", 3, "unsupported option sliding_window: 4"},
+      {"attention", "\"attention_axes\": [1]", "\"attention_axes\": [2]", 3, "unsupported option attention_axes: [2]"},
+  };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char text[4096];
-    const char *at = strstr(KERAS2_ATTENTION, cases[i].from);
-    assert_non_null(at);
-    snprintf(text, sizeof text, "%.*s%s%s", (int)(at - KERAS2_ATTENTION), KERAS2_ATTENTION, cases[i].to,
-             at + strlen(cases[i].from));
-    md_keras_model k;
-    md_error err = {0};
-    assert_int_equal(md_keras_parse(text, strlen(text), &k, &err), -1);
-    if (err.line != cases[i].line || err.col != cases[i].col || !strstr(err.msg, cases[i].msg))
-      fail_msg("case %zu: %d:%d: %s", i, err.line, err.col, err.msg);
-    assert_int_equal(k.nlayers, 0);
+    char rel[128];
+    snprintf(rel, sizeof rel, "tests/data/keras/keras315_%s.json", cases[i].file);
+    expect_refused(read_text(rel), cases[i].from, cases[i].to, cases[i].line, 1, cases[i].msg, i);
   }
 }
 
@@ -250,6 +325,8 @@ int main(void) {
       cmocka_unit_test(test_keras2_and_keras3_forms),
       cmocka_unit_test(test_batch_normalization_synchronized),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_keras315_exports),
+      cmocka_unit_test(test_keras315_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
