@@ -389,6 +389,55 @@ static json_t *error_object(const run_error *e) {
   return o;
 }
 
+/* The kind of a TF device name: "TPU" of ".../device:TPU:3" (len bytes at *kind). */
+static const char *device_kind(const char *name, size_t *len) {
+  const char *at = strstr(name, "device:");
+  at = at ? at + strlen("device:") : name;
+  *len = strcspn(at, ":");
+  return at;
+}
+
+static int same_group(const run_device *a, const run_device *b) {
+  size_t la, lb;
+  const char *ka = device_kind(a->name, &la), *kb = device_kind(b->name, &lb);
+  return a->peak_bytes == b->peak_bytes && a->capacity_bytes == b->capacity_bytes && la == lb &&
+         memcmp(ka, kb, la) == 0;
+}
+
+/* summary.json's devices: a group per kind and figures alike, in the order of each group's first
+** device, with its devices as one set (outputs_device_set) and their count: a pod's 4096 chips
+** that peak alike are one entry. */
+static json_t *device_groups(const run_device *dev, int n) {
+  json_t *groups = json_array();
+  int *group = base_xcalloc((size_t)n + 1, sizeof *group);     /* each device's group's first */
+  const char **names = base_xcalloc((size_t)n + 1, sizeof *names);
+  int *firsts = base_xcalloc((size_t)n + 1, sizeof *firsts);   /* each group's first device */
+  int ngroups = 0;
+  for (int i = 0; i < n; i++) {
+    int g = 0;
+    while (g < ngroups && !same_group(&dev[firsts[g]], &dev[i])) g++;
+    if (g == ngroups) firsts[ngroups++] = i;
+    group[i] = g;
+  }
+  for (int g = 0; g < ngroups; g++) {
+    size_t count = 0;
+    for (int i = firsts[g]; i < n; i++)
+      if (group[i] == g) names[count++] = dev[i].name;
+    char *set = outputs_device_set(names, count);
+    json_t *o = json_object();
+    json_object_set_new(o, "devices", json_string(set));
+    json_object_set_new(o, "count", json_integer((json_int_t)count));
+    json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)dev[firsts[g]].peak_bytes));
+    json_object_set_new(o, "hbm_capacity_bytes", json_integer((json_int_t)dev[firsts[g]].capacity_bytes));
+    json_array_append_new(groups, o);
+    free(set);
+  }
+  free(firsts);
+  free(names);
+  free(group);
+  return groups;
+}
+
 int outputs_write_summary(const char *path, const run_summary *s) {
   char hash[17];
   snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->run_hash);
@@ -438,16 +487,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "price_model", json_string(s->price_model));
   if (!isfinite(s->cost_usd)) json_object_set_new(o, "cost_missing", json_string(s->price_missing));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
-  json_t *devices = json_array();
-  for (int i = 0; i < s->ndevices; i++) {
-    const run_device *d = &s->devices[i];
-    json_t *dev = json_object();
-    json_object_set_new(dev, "device", json_string(d->name));
-    json_object_set_new(dev, "hbm_peak_bytes", json_integer((json_int_t)d->peak_bytes));
-    json_object_set_new(dev, "hbm_capacity_bytes", json_integer((json_int_t)d->capacity_bytes));
-    json_array_append_new(devices, dev);
-  }
-  json_object_set_new(o, "devices", devices);
+  json_object_set_new(o, "devices", device_groups(s->devices, s->ndevices));
   json_object_set_new(o, "run_hash", json_string(hash));
   json_object_set_new(o, "wall_s", json_real(s->wall_s));
   if (s->failed) json_object_set_new(o, "error", error_object(&s->error));

@@ -1,10 +1,12 @@
 /*
 ** test_outputs.c: outputs sized by the model, not by the replicas (issue 31): a device set in
 ** one pattern (outputs_device_set), variables.csv a row per variable with its placement and the
-** per-copy listing behind outputs.variables, run_hash the same for both.
+** per-copy listing behind outputs.variables, run_hash the same for both; summary.json's devices in
+** groups of the same kind and figures.
 */
 #include "tests/testutil.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,11 +97,56 @@ static void variables_listings(void **state) {
   assert_true(compact == copies);
 }
 
+static void expect_group(json_t *groups, size_t g, const char *devices, int count, int peak) {
+  json_t *o = json_array_get(groups, g);
+  assert_non_null(o);
+  assert_string_equal(json_string_value(json_object_get(o, "devices")), devices);
+  assert_int_equal(json_integer_value(json_object_get(o, "count")), count);
+  assert_int_equal(json_integer_value(json_object_get(o, "hbm_peak_bytes")), peak);
+  assert_int_equal(json_integer_value(json_object_get(o, "hbm_capacity_bytes")), 1000);
+}
+
+/* summary.json's devices: a group per kind and figures, in the order of its first device. Four
+** TPUs peak at 100 but task:0/TPU:1 at 200, a CPU at 100 as well: three groups, the CPU's apart
+** (another kind), the three TPUs alike listed (task:0/TPU:1 missing: no product). */
+static void summary_device_groups(void **state) {
+  (void)state;
+  run_device dev[5] = {{"/job:w/replica:0/task:0/device:TPU:0", 100, 1000},
+                       {"/job:w/replica:0/task:0/device:TPU:1", 200, 1000},
+                       {"/job:w/replica:0/task:1/device:TPU:0", 100, 1000},
+                       {"/job:w/replica:0/task:1/device:TPU:1", 100, 1000},
+                       {"/job:w/replica:0/task:1/device:CPU:0", 100, 1000}};
+  run_summary sum = { .scenario = "groups", .numerics = "off", .strategy = "tpu", .replicas = 4,
+                      .all_reduce = "torus", .price_model = "on_demand", .devices = dev, .ndevices = 5 };
+  char *dir = tu_temp_dir("podsim-outputs"), path[512];
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  assert_int_equal(outputs_write_summary(path, &sum), 0);
+  json_error_t jerr;
+  json_t *j = json_load_file(path, 0, &jerr);
+  assert_non_null(j);
+  json_t *groups = json_object_get(j, "devices");
+  assert_int_equal(json_array_size(groups), 3);
+  expect_group(groups, 0, "/job:w/replica:0/task:0/device:TPU:0 /job:w/replica:0/task:1/device:TPU:0 "
+               "/job:w/replica:0/task:1/device:TPU:1", 3, 100);
+  expect_group(groups, 1, "/job:w/replica:0/task:0/device:TPU:1", 1, 200);
+  expect_group(groups, 2, "/job:w/replica:0/task:1/device:CPU:0", 1, 100);
+  json_decref(j);
+  dev[1].peak_bytes = 100;  /* all four TPUs alike: one product */
+  assert_int_equal(outputs_write_summary(path, &sum), 0);
+  j = json_load_file(path, 0, &jerr);
+  groups = json_object_get(j, "devices");
+  assert_int_equal(json_array_size(groups), 2);
+  expect_group(groups, 0, "/job:w/replica:0/task:[0-1]/device:TPU:[0-1]", 4, 100);
+  json_decref(j);
+  tu_remove_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(device_set_products),
       cmocka_unit_test(device_set_lists),
       cmocka_unit_test(variables_listings),
+      cmocka_unit_test(summary_device_groups),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
