@@ -501,9 +501,12 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->index = r;
     /* Numerics off: a model is shapes alone, which no step writes (md_model_train_step and the
     ** optimizer change values only), so the replicas share replica 0's: a pod's 4096 copies of
-    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). */
-    rep->model = r == 0 || !s->numerics_full ? first : md_model_clone(first);
-    rep->opt = md_optimizer_new(&s->optimizer, rep->model);
+    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). Its optimizer too (its slots'
+    ** shapes, 112 MB more): the shared one's iterations counts every replica's applies, which
+    ** only the values it has none of would read. */
+    int shared = r > 0 && !s->numerics_full;
+    rep->model = r == 0 || shared ? first : md_model_clone(first);
+    rep->opt = shared ? t->replicas[0].opt : md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->dropout = train_dropout_rng(s, rep->ws);
     if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
@@ -527,8 +530,10 @@ static void make_replicas(trainer *t, md_model *first) {
 void train__free(trainer *t) {
   for (int r = 0; t->replicas && r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
-    if (r == 0 || rep->model != t->replicas[0].model) md_model_free(rep->model);  /* shared: numerics off */
-    md_optimizer_free(rep->opt);
+    if (r == 0 || rep->model != t->replicas[0].model) {  /* else replica 0's (numerics off) */
+      md_model_free(rep->model);
+      md_optimizer_free(rep->opt);
+    }
     md_workspace_free(rep->ws);
     if (rep->dropout) gsl_rng_free(rep->dropout);
     md_grads_free(rep->grads);
