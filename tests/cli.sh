@@ -166,8 +166,12 @@ fi
 # table ends with the rule; `run` on the same file runs the base point alone.
 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/p1" -j 1 > "$tmp/p1.txt"; rc=$?
 [ $rc -eq 0 ] && [ "$(wc -l < "$tmp/p1/sweep.csv")" -eq 5 ] && grep -q '^1,1,16,1,.*,false,ResourceExhaustedError,' "$tmp/p1/sweep.csv" \
-  && [ -s "$tmp/p1/report.pdf" ] && [ -s "$tmp/p1/report.md" ] && [ -s "$tmp/p1/points/003/summary.json" ] \
-  && ok || bad "plan tiny: exit $rc or sweep.csv/report wrong"
+  && [ -s "$tmp/p1/report.pdf" ] && [ -s "$tmp/p1/report.md" ] && [ ! -e "$tmp/p1/points" ] \
+  && ok || bad "plan tiny: exit $rc or sweep.csv/report wrong (or points/ kept without outputs.keep_points)"
+# outputs.keep_points keeps each point's directory, and changes no byte of sweep.csv (run_hash included).
+"$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk" -j 2 --quiet --set outputs.keep_points=true; rc=$?
+[ $rc -eq 0 ] && [ -s "$tmp/pk/points/003/summary.json" ] && [ -s "$tmp/pk/points/000/variables.csv" ] \
+  && cmp -s "$tmp/p1/sweep.csv" "$tmp/pk/sweep.csv" && ok || bad "plan keep_points: exit $rc, points/ or sweep.csv wrong"
 grep -q '^Rule: the fewest chip-hours' "$tmp/p1.txt" && grep -q '^Point 0 (cluster.workers.count=1, dataset.global_batch=8)' "$tmp/p1.txt" \
   && ok || bad "plan tiny: no recommendation on stdout"
 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/p2" -j 2 --quiet > "$tmp/p2.txt"; rc=$?

@@ -1,5 +1,6 @@
 /*
-** keys_outputs.c: the outputs section: directory, charts, format, trace.
+** keys_outputs.c: the outputs section: directory, charts, format, trace, the variables listing,
+** plan points kept, prices.
 */
 #include "scenarios/config/configInt.h"
 
@@ -10,6 +11,7 @@
 static const char *const FORMATS[] = {"png", "svg", "pdf", NULL};
 static const char *const PRICE_MODELS[] = {"on_demand", "spot", NULL};
 static const char *const RECOMMEND[] = {"chip_hours", "cost", NULL};
+static const char *const VARIABLES[] = {"per_variable", "per_replica", NULL};
 
 /* outputs.plots: a list of chart names (report.h's REPORT_CHARTS), each once. */
 static int plots_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
@@ -44,6 +46,10 @@ const key_spec CFG_OUTPUTS_KEYS[] = {
   {.key = "trace", .type = V_BOOL, .st = S_INT, OFF(scenario, trace)},
   {.key = "ops", .type = V_BOOL, .st = S_INT, OFF(scenario, outputs_ops),
    .doc = "write the compiled step: ops.csv (an op a row: FLOPs, bytes, time, bound) and step.hlo.txt (docs/reports.md)"},
+  {.key = "variables", .type = V_ENUM, .names = VARIABLES, .st = S_INT, OFF(scenario, variables_per_replica),
+   .doc = "variables.csv: a row per variable with its placement, or a row per copy on each replica"},
+  {.key = "keep_points", .type = V_BOOL, .st = S_INT, OFF(scenario, keep_points),
+   .doc = "podsim plan: keep each point's output directory under points/ (default: only what the plan reads, then removed)"},
   {.key = "prices", .type = V_PATH, .st = S_CHARS, OFF(scenario, prices_file), .len = SCN_PATH_MAX,
    .doc = "a price table CSV replacing the built-in one (docs/scenario-format.md, Prices)"},
   {.key = "price_model", .type = V_ENUM, .names = PRICE_MODELS, .st = S_INT, OFF(scenario, price_spot),

@@ -264,6 +264,8 @@ typedef struct scenario {
   scn_plot_format format;       /* outputs.format (default png) */
   int    trace;                 /* outputs.trace (default true) */
   int    outputs_ops;           /* outputs.ops (default false): ops.csv and step.hlo.txt */
+  int    variables_per_replica; /* outputs.variables: 1 per_replica (a row per copy), 0 per_variable (default) */
+  int    keep_points;           /* outputs.keep_points: podsim plan keeps each point's files (default false) */
   char   prices_file[SCN_PATH_MAX]; /* outputs.prices, resolved; "" : the built-in table (prices.c) */
   int    price_spot;            /* outputs.price_model: 1 spot, 0 on_demand (default) */
   int    recommend_cost;        /* outputs.recommend: 1 cost, 0 chip_hours (default; podsim plan) */

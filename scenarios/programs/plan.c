@@ -9,7 +9,8 @@
 ** a bad value is reported at its own line and column before anything runs.
 ** plan_run forks a child per point, at most `jobs` at a time. A child runs the point with
 ** train_run into DIR/points/NNN/ (the same program and outputs as `podsim run -o`), measures it
-** (median step, largest batch, checkpoint size) and sends a plan_measure back through a pipe
+** (median step, largest batch, checkpoint size), removes DIR/points/NNN/ unless
+** outputs.keep_points (points/ itself goes once empty) and sends a plan_measure back through a pipe
 ** in one write (smaller than PIPE_BUF, so it is whole or absent). The engine's coroutines and
 ** _Thread_local scope stack make processes simpler than threads, and a crash stays in its child.
 **
@@ -341,6 +342,8 @@ static void measure(const plan *p, int i, const char *dir, plan_measure *m) {
   m->run_hash = sum.run_hash;
   char metrics[SCN_PATH_MAX + 80];
   median_step(outputs_path(metrics, sizeof metrics, out, "metrics.csv"), m);
+  /* The plan has read all it needs of the point (its run_hash was over the files as written). */
+  if (!s.keep_points) outputs_remove_tree(out);
   train_memory *mem = train_memory_new(&s, &err);
   if (mem == NULL) return;
   m->max_batch = plan_largest(memory_fits, mem, INT_MAX / train_memory_replicas(mem));
@@ -737,7 +740,7 @@ void plan_print(const plan *p, const char *dir, FILE *out) {
   char rec[1024];
   recommendation(p, rec, sizeof rec);
   fprintf(out, "%s\n%s\n", rec, plan_rule(p));
-  fprintf(out, "outputs: %s/ (sweep.csv, report.md, report.pdf, points/)\n", dir);
+  fprintf(out, "outputs: %s/ (sweep.csv, report.md, report.pdf%s)\n", dir, p->base.keep_points ? ", points/" : "");
   free(width);
   table_free(&t);
 }
@@ -878,8 +881,9 @@ static int write_markdown(const plan *p, const char *path) {
   recommendation(p, rec, sizeof rec);
   fprintf(f, "# Capacity plan: %s\n\n%d points of the sweep over", p->base.name, p->npoints);
   for (int k = 0; k < p->nkeys; k++) fprintf(f, "%s `%s`", k ? "," : "", p->base.sweep_paths[k]);
-  fprintf(f, "%s; each ran as `podsim run` with the point's values, into `points/NNN/`.\n\n"
-          "## Recommendation\n\n%s\n\n%s\n\n## Points\n\n", p->nkeys ? "" : " no key", rec, plan_rule(p));
+  fprintf(f, "%s; each ran as `podsim run` with the point's values, into `points/NNN/`%s.\n\n"
+          "## Recommendation\n\n%s\n\n%s\n\n## Points\n\n", p->nkeys ? "" : " no key",
+          p->base.keep_points ? "" : " (removed once measured: outputs.keep_points keeps them)", rec, plan_rule(p));
   plan_table t;
   table_build(p, &t);
   for (int i = -2; i < p->npoints; i++) {
@@ -962,6 +966,7 @@ int plan_run(plan *p, const char *dir, int jobs, scn_error *err) {
 #else
   int ran = run_points(p, dir, jobs);
 #endif
+  rmdir(outputs_path(path, sizeof path, dir, "points"));  /* empty unless outputs.keep_points */
   if (ran == TR_STOPPED) return TR_STOPPED;
   if (ran != 0) {
     train_error(err, dir, 0, 0, "outputs.dir", "cannot start a process for a sweep point: %s", strerror(errno));

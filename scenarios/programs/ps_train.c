@@ -717,23 +717,19 @@ static void free_trainer(ps_trainer *t) {
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
-/* variables.csv from the ps registry: name, kind, shape, device. */
-static int write_variables(const void *prog, const char *path) {
+/* variables.csv from the ps registry: each component on its ps task, a copy of its own. */
+static void each_copy(const void *prog, train_copy_fn fn, void *sink) {
   const ps_trainer *t = prog;
-  FILE *f = fopen(path, "w");
-  if (f == NULL) return -1;
-  fputs("name,kind,shape,device\n", f);
   int n = ds_ps_components(t->strategy, NULL, 0);
   ds_ps_component *c = base_xcalloc((size_t)n, sizeof *c);
   ds_ps_components(t->strategy, c, n);
   for (int i = 0; i < n; i++) {
-    fprintf(f, "%s,%s,", c[i].name, c[i].kind);
-    if (c[i].rank == 0) fputs("scalar", f);
-    for (int d = 0; d < c[i].rank; d++) fprintf(f, d ? "x%lld" : "%lld", (long long)c[i].shape[d]);
-    fprintf(f, ",%s\n", c[i].device);
+    char shape[256] = "scalar";
+    for (int d = 0, at = 0; d < c[i].rank && at < (int)sizeof shape; d++)
+      at += snprintf(shape + at, sizeof shape - (size_t)at, d ? "x%lld" : "%lld", (long long)c[i].shape[d]);
+    fn(sink, c[i].name, c[i].kind, shape, c[i].device);
   }
   free(c);
-  return base_fclose(f);
 }
 
 /* final_weights.csv: every variable's components as the ps tasks hold them at the end, shards
@@ -824,7 +820,7 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
            sum->retried_closures, sum->lost_updates);
   size_t nevents = 0;
   const report_fault *events = flog_events(lc_log(t->life), t->ended, &nevents);
-  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, write_variables, t, figures,
+  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, each_copy, NULL, t, figures,
                       events, nevents, NULL, NULL, NULL };
   ps_eval_attach_outputs(t->eval, &o);
   return train_write_outputs(t->in.s, &o, dir, sum, err);

@@ -214,6 +214,84 @@ int train_write_weights(const md_model *m, const char *path) {
   return (base_fclose(f) == 0 && rc == 0) ? 0 : -1;
 }
 
+/* variables.csv's rows on their way into the file or into run_hash, 64 KiB at a time: a pod's
+** per-copy listing is hundreds of megabytes that run_hash reads without a file. */
+typedef struct var_sink {
+  FILE *f;                /* the file, or NULL: into h */
+  run_hasher *h;          /* the hash, when f is NULL */
+  int counted;            /* the per_variable listing: a copy is a variable of count 1 */
+  size_t used;            /* bytes of buf waiting */
+  char buf[1 << 16];      /* rows not yet written or hashed */
+} var_sink;
+
+static void sink_flush(var_sink *k) {
+  if (k->f) fwrite(k->buf, 1, k->used, k->f);  /* a failed write shows in base_fclose */
+  else run_hasher_bytes(k->h, k->buf, k->used);
+  k->used = 0;
+}
+
+static void sink_put(var_sink *k, const char *text) {
+  for (size_t n = strlen(text); n > 0;) {
+    if (k->used == sizeof k->buf) sink_flush(k);
+    size_t m = sizeof k->buf - k->used < n ? sizeof k->buf - k->used : n;
+    memcpy(k->buf + k->used, text, m);
+    k->used += m;
+    text += m;
+    n -= m;
+  }
+}
+
+static void sink_fields(var_sink *k, const char *name, const char *kind, const char *shape, const char *where) {
+  const char *field[4] = { name, kind, shape, where };
+  for (int i = 0; i < 4; i++) {
+    if (i) sink_put(k, ",");
+    sink_put(k, field[i]);
+  }
+}
+
+static void copy_row(void *sink, const char *name, const char *kind, const char *shape, const char *device) {
+  var_sink *k = sink;
+  sink_fields(k, name, kind, shape, device);
+  sink_put(k, k->counted ? ",1\n" : "\n");
+}
+
+static void variable_row(void *sink, const char *name, const char *kind, const char *shape,
+                         const char *devices, long count) {
+  var_sink *k = sink;
+  char tail[32];
+  sink_fields(k, name, kind, shape, devices);
+  sink_put(k, base_format(tail, sizeof tail, ",%ld\n", count));
+}
+
+static const char COPY_HEADER[] = "name,kind,shape,device\n";
+
+/* variables.csv as outputs.variables asks: a row per variable (name,kind,shape,devices,count)
+** or per copy (name,kind,shape,device). 0 or -1 (errno). */
+static int write_variables(const scenario *s, const train_outputs *o, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  var_sink *k = base_xcalloc(1, sizeof *k);
+  *k = (var_sink){ .f = f, .counted = !s->variables_per_replica };
+  sink_put(k, s->variables_per_replica ? COPY_HEADER : "name,kind,shape,devices,count\n");
+  if (s->variables_per_replica || o->each_variable == NULL) o->each_copy(o->prog, copy_row, k);
+  else o->each_variable(o->prog, variable_row, k);
+  sink_flush(k);
+  free(k);
+  return base_fclose(f);
+}
+
+/* run_hash's part for variables.csv: the per_replica listing's bytes, as run_hasher_add_file
+** would read them from that file, whichever listing was written. */
+static void hash_variables(const train_outputs *o, run_hasher *h) {
+  var_sink *k = base_xcalloc(1, sizeof *k);
+  k->h = h;
+  run_hasher_begin_file(h, "variables.csv");
+  sink_put(k, COPY_HEADER);
+  o->each_copy(o->prog, copy_row, k);
+  sink_flush(k);
+  free(k);
+}
+
 int train_write_outputs(const scenario *s, const train_outputs *o, const char *dir, run_summary *sum,
                         scn_error *err) {
   char path[SCN_PATH_MAX + 32] = "";
@@ -229,7 +307,9 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
       case 0: bad = outputs_write_metrics(path, o->records, o->nrecords, o->sync_columns, s->nfaults > 0,
                                           o->ps_columns) != 0; break;
       case 1: bad = o->write_weights(o->prog, path) != 0; break;
-      case 2: bad = o->write_variables(o->prog, path) != 0; break;
+      case 2: bad = write_variables(s, o, path) != 0;
+              if (!bad) hash_variables(o, &h);
+              continue;
       case 3: if (!s->trace) continue;
               bad = sim_trace_write_json(o->engine, path) != 0; break;
     }

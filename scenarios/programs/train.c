@@ -499,8 +499,14 @@ static void make_replicas(trainer *t, md_model *first) {
     replica *rep = &t->replicas[r];
     rep->t = t;
     rep->index = r;
-    rep->model = r == 0 ? first : md_model_clone(first);
-    rep->opt = md_optimizer_new(&s->optimizer, rep->model);
+    /* Numerics off: a model is shapes alone, which no step writes (md_model_train_step and the
+    ** optimizer change values only), so the replicas share replica 0's: a pod's 4096 copies of
+    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). Its optimizer too (its slots'
+    ** shapes, 112 MB more): the shared one's iterations counts every replica's applies, which
+    ** only the values it has none of would read. */
+    int shared = r > 0 && !s->numerics_full;
+    rep->model = r == 0 || shared ? first : md_model_clone(first);
+    rep->opt = shared ? t->replicas[0].opt : md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->dropout = train_dropout_rng(s, rep->ws);
     if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
@@ -524,8 +530,10 @@ static void make_replicas(trainer *t, md_model *first) {
 void train__free(trainer *t) {
   for (int r = 0; t->replicas && r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
-    md_model_free(rep->model);
-    md_optimizer_free(rep->opt);
+    if (r == 0 || rep->model != t->replicas[0].model) {  /* else replica 0's (numerics off) */
+      md_model_free(rep->model);
+      md_optimizer_free(rep->opt);
+    }
     md_workspace_free(rep->ws);
     if (rep->dropout) gsl_rng_free(rep->dropout);
     md_grads_free(rep->grads);
@@ -585,40 +593,92 @@ static void stalled(const trainer *t, run_summary *sum) {
 
 /* ---- outputs --------------------------------------------------------------------------- */
 
-static void put_variable_row(FILE *f, const md_var *v, const char *kind, const char *device) {
-  char shape[96];
-  fprintf(f, "%s,%s,%s,%s\n", v->name, kind, md_var_shape_str(v, shape, sizeof shape), device);
-}
-
 /* The logical core that holds variable v of the model: its layer's logical_device (a layer's
 ** variables are consecutive, in layer order). */
 static int core_of_var(const trainer *t, int v) {
   return t->in.s->logical_device[layer_of_var(t->replicas[0].model, v)];
 }
 
+/* What every replica's copies share: the variables and slots are replica 0's by name and shape
+** (every replica builds the same model), each variable's core, and copies of each variable. */
+typedef struct var_layout {
+  int nvars, nslots;      /* the model's variables, the optimizer's slots */
+  int copies;             /* of a variable: replicas, times the cores with SPMD */
+  const char *kind;       /* "mirrored", or "variable" for one copy */
+  int *core;              /* each variable's logical core */
+  char (*shape)[96];      /* each variable's shape, then each slot's */
+} var_layout;
+
+static void layout_of(const trainer *t, var_layout *l) {
+  const replica *r0 = &t->replicas[0];
+  l->nvars = md_model_num_vars(r0->model);
+  l->nslots = md_optimizer_num_slots(r0->opt);
+  l->copies = t->nreplicas * (t->spmd ? t->cores : 1);
+  l->kind = l->copies > 1 ? "mirrored" : "variable";
+  l->core = base_xcalloc((size_t)l->nvars + 1, sizeof *l->core);
+  l->shape = base_xcalloc((size_t)(l->nvars + l->nslots) + 1, sizeof *l->shape);
+  for (int i = 0; i < l->nvars; i++) {
+    l->core[i] = core_of_var(t, i);
+    md_var_shape_str(md_model_var_const(r0->model, i), l->shape[i], sizeof l->shape[i]);
+  }
+  for (int i = 0; i < l->nslots; i++)
+    md_var_shape_str(md_optimizer_slot(r0->opt, i), l->shape[l->nvars + i], sizeof l->shape[0]);
+}
+
+static void layout_free(var_layout *l) {
+  free(l->core);
+  free(l->shape);
+}
+
 /* A row per copy: one per replica, on the logical core of its layer; with SPMD one per logical
 ** core of every replica (TPUStrategy copies each variable onto all of them). Optimizer slots are
 ** listed on each replica's first core. */
-static int write_variables(const void *prog, const char *path) {
+static void each_copy(const void *prog, train_copy_fn fn, void *sink) {
   const trainer *t = prog;
-  FILE *f = fopen(path, "w");
-  if (f == NULL) return -1;
-  fputs("name,kind,shape,device\n", f);
-  int copies = t->nreplicas * (t->spmd ? t->cores : 1), nvars = md_model_num_vars(t->replicas[0].model);
-  const char *kind = copies > 1 ? "mirrored" : "variable";
-  int *core = base_xcalloc((size_t)nvars + 1, sizeof *core); /* once, not per replica: a pod has 4096 */
-  for (int i = 0; i < nvars; i++) core[i] = core_of_var(t, i);
+  const replica *r0 = &t->replicas[0];
+  var_layout l;
+  layout_of(t, &l);
   for (int r = 0; r < t->nreplicas; r++) {
-    const replica *rep = &t->replicas[r];
-    for (int i = 0; i < nvars; i++)
+    for (int i = 0; i < l.nvars; i++)
       for (int c = 0; c < (t->spmd ? t->cores : 1); c++)
-        put_variable_row(f, md_model_var_const(rep->model, i), kind,
-                         ds_replica_core_device(t->strategy, r, t->spmd ? c : core[i]));
-    for (int i = 0; i < md_optimizer_num_slots(rep->opt); i++)
-      put_variable_row(f, md_optimizer_slot(rep->opt, i), "slot", ds_replica_device(t->strategy, r));
+        fn(sink, md_model_var_const(r0->model, i)->name, l.kind, l.shape[i],
+           ds_replica_core_device(t->strategy, r, t->spmd ? c : l.core[i]));
+    for (int i = 0; i < l.nslots; i++)
+      fn(sink, md_optimizer_slot(r0->opt, i)->name, "slot", l.shape[l.nvars + i], ds_replica_device(t->strategy, r));
   }
-  free(core);
-  return base_fclose(f);
+  layout_free(&l);
+}
+
+/* The devices of a variable on core `core` of every replica (t->cores: on every core, SPMD), as
+** outputs_device_set writes them. */
+static char *devices_on_core(const trainer *t, int core) {
+  int per = core == t->cores ? t->cores : 1;
+  const char **dev = base_xcalloc((size_t)t->nreplicas * (size_t)per, sizeof *dev);
+  for (int r = 0; r < t->nreplicas; r++)
+    for (int c = 0; c < per; c++) dev[r * per + c] = ds_replica_core_device(t->strategy, r, per > 1 ? c : core);
+  char *set = outputs_device_set(dev, (size_t)t->nreplicas * (size_t)per);
+  free(dev);
+  return set;
+}
+
+/* A row per variable, then per slot, with the devices of its copies: as each_copy's rows of
+** replica 0, with every replica's devices. The sets are made once per core: a pod's 4096
+** replicas make each one long to work out. */
+static void each_variable(const void *prog, train_variable_fn fn, void *sink) {
+  const trainer *t = prog;
+  const replica *r0 = &t->replicas[0];
+  var_layout l;
+  layout_of(t, &l);
+  char **set = base_xcalloc((size_t)t->cores + 1, sizeof *set);  /* by core; [cores]: SPMD's all */
+  for (int i = 0; i < l.nvars + l.nslots; i++) {
+    int slot = i >= l.nvars, at = slot ? 0 : t->spmd ? t->cores : l.core[i];
+    if (set[at] == NULL) set[at] = devices_on_core(t, at);
+    const md_var *v = slot ? md_optimizer_slot(r0->opt, i - l.nvars) : md_model_var_const(r0->model, i);
+    fn(sink, v->name, slot ? "slot" : l.kind, l.shape[i], set[at], slot ? t->nreplicas : l.copies);
+  }
+  for (int c = 0; c <= t->cores; c++) free(set[c]);
+  free(set);
+  layout_free(&l);
 }
 
 /* Trainable variables are mirrored: every replica applied the same reduced gradients. The
@@ -708,7 +768,7 @@ static int write_ops(trainer *t, const char *dir, scn_error *err) {
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
-  train_outputs o = { t->engine, t->records, t->completed, 1, 0, final_weights, write_variables, t, "",
+  train_outputs o = { t->engine, t->records, t->completed, 1, 0, final_weights, each_copy, each_variable, t, "",
                       events, nevents, NULL, NULL, NULL };
   int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
   return rc == TR_EXIT_OK && t->in.s->outputs_ops ? write_ops(t, dir, err) : rc;

@@ -49,6 +49,15 @@ int   train_write_weights(const md_model *m, const char *path);
 ds_machine      train_machine(const scn_machine *m);
 sim_fabric_kind train_fabric_kind(scn_fabric_topology t);
 
+/* A copy of a variable on its device: a row of variables.csv's per_replica listing. run_hash
+** covers that listing whichever one the file has (outputs.variables), so the listing is a
+** choice of layout, never of what was simulated. */
+typedef void (*train_copy_fn)(void *sink, const char *name, const char *kind, const char *shape,
+                              const char *device);
+/* A variable with its placement: its copies' devices (outputs_device_set) and how many there are. */
+typedef void (*train_variable_fn)(void *sink, const char *name, const char *kind, const char *shape,
+                                  const char *devices, long count);
+
 /* A run's output directory, the same for both programs: metrics.csv, final_weights.csv,
 ** variables.csv, trace.json (outputs.trace) and the program's extra file (evaluations.csv)
 ** through the program's writers, run_hash over them and the simulated figures, then the charts. */
@@ -59,7 +68,9 @@ typedef struct train_outputs {
   int sync_columns;           /* metrics.csv has compute_s, comm_s, idle_s (sync runs) */
   int ps_columns;             /* metrics.csv has worker, staleness (parameter-server runs) */
   int (*write_weights)(const void *prog, const char *path);   /* final_weights.csv: 0 or -1 */
-  int (*write_variables)(const void *prog, const char *path); /* variables.csv: 0 or -1 */
+  void (*each_copy)(const void *prog, train_copy_fn fn, void *sink); /* every copy, per_replica order */
+  void (*each_variable)(const void *prog, train_variable_fn fn, void *sink); /* every variable
+                                 (NULL: each copy is one, of count 1) */
   const void *prog;           /* their argument */
   const char *figures;        /* more simulated figures run_hash covers ("": none) */
   const report_fault *events; /* the faults chart's events (may be NULL) */

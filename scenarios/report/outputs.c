@@ -38,15 +38,22 @@ void run_hasher_add(run_hasher *h, const char *label, const void *data, size_t l
   XXH3_64bits_update(h->state, data, len);
 }
 
+void run_hasher_begin_file(run_hasher *h, const char *name) {
+  XXH3_64bits_update(h->state, name, strlen(name) + 1);
+}
+
+void run_hasher_bytes(run_hasher *h, const void *data, size_t len) {
+  XXH3_64bits_update(h->state, data, len);
+}
+
 int run_hasher_add_file(run_hasher *h, const char *path) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) return -1;
   const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
   char buf[1 << 16];
   size_t got;
-  XXH3_64bits_update(h->state, base, strlen(base) + 1);
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) XXH3_64bits_update(h->state, buf, got);
+  run_hasher_begin_file(h, base ? base + 1 : path);
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) run_hasher_bytes(h, buf, got);
   int bad = ferror(f);
   fclose(f);
   return bad ? -1 : 0;
@@ -204,6 +211,130 @@ void outputs_stage_discard(outputs_stage *st) {
   }
 }
 
+/* ---- sets of device names ---------------------------------------------------------------- */
+
+/* A device name's numbers: TF's have three (replica, task, device index). A digit run that starts
+** with 0 and goes on, or is longer than 9 digits, is text of the template, not a number. */
+#define NAME_FIELDS 8
+
+typedef struct name_fields {
+  int n;                          /* numbers found */
+  long value[NAME_FIELDS];        /* each number */
+  size_t start[NAME_FIELDS];      /* where its digits begin in the name */
+  size_t end[NAME_FIELDS];        /* one past its last digit */
+} name_fields;
+
+/* 0, or -1 when the name has more numbers than NAME_FIELDS. */
+static int parse_fields(const char *name, name_fields *f) {
+  memset(f, 0, sizeof *f);
+  for (size_t i = 0; name[i];) {
+    size_t j = i;
+    while (name[j] >= '0' && name[j] <= '9') j++;
+    int number = j > i && j - i <= 9 && (name[i] != '0' || j - i == 1);
+    if (number && f->n == NAME_FIELDS) return -1;
+    if (number) {
+      f->start[f->n] = i;
+      f->end[f->n] = j;
+      f->value[f->n++] = strtol(name + i, NULL, 10);
+    }
+    i = j > i ? j : i + 1;
+  }
+  return 0;
+}
+
+/* a and b have the same text around their numbers. */
+static int same_template(const char *a, const name_fields *fa, const char *b, const name_fields *fb) {
+  if (fa->n != fb->n) return 0;
+  size_t ia = 0, ib = 0;
+  for (int k = 0; k <= fa->n; k++) {
+    size_t ea = k < fa->n ? fa->start[k] : strlen(a), eb = k < fb->n ? fb->start[k] : strlen(b);
+    if (ea - ia != eb - ib || memcmp(a + ia, b + ib, ea - ia) != 0) return 0;
+    if (k < fa->n) { ia = fa->end[k]; ib = fb->end[k]; }
+  }
+  return 1;
+}
+
+typedef struct name_tuple { long v[NAME_FIELDS]; } name_tuple;
+
+static int cmp_tuple(const void *pa, const void *pb) {
+  const name_tuple *a = pa, *b = pb;
+  for (int k = 0; k < NAME_FIELDS; k++)
+    if (a->v[k] != b->v[k]) return a->v[k] < b->v[k] ? -1 : 1;
+  return 0;
+}
+
+static int cmp_long(const void *pa, const void *pb) {
+  long a = *(const long *)pa, b = *(const long *)pb;
+  return (a > b) - (a < b);
+}
+
+/* The n names as one template with [ranges] for the numbers that vary (outputs_device_set), or
+** -1 when they are not every combination of their numbers, each once. */
+static int put_product(FILE *out, const char *const *names, size_t n) {
+  name_fields first, f;
+  if (parse_fields(names[0], &first) != 0) return -1;
+  name_tuple *t = base_xcalloc(n, sizeof *t);
+  int ok = 1;
+  for (size_t i = 0; ok && i < n; i++) {
+    ok = parse_fields(names[i], &f) == 0 && same_template(names[0], &first, names[i], &f);
+    memcpy(t[i].v, f.value, sizeof f.value);
+  }
+  qsort(t, n, sizeof *t, cmp_tuple);
+  for (size_t i = 1; ok && i < n; i++) ok = cmp_tuple(&t[i - 1], &t[i]) != 0;
+  long *col = base_xcalloc(n, sizeof *col);
+  size_t distinct[NAME_FIELDS], combos = 1;
+  for (int k = 0; ok && k < first.n; k++) {
+    for (size_t i = 0; i < n; i++) col[i] = t[i].v[k];
+    qsort(col, n, sizeof *col, cmp_long);
+    distinct[k] = 1;
+    for (size_t i = 1; i < n; i++) distinct[k] += col[i] != col[i - 1];
+    combos = combos > n ? combos : combos * distinct[k];  /* past n it is no product: stop growing */
+  }
+  ok = ok && combos == n;
+  for (int k = 0; ok && k <= first.n; k++) {
+    size_t from = k ? first.end[k - 1] : 0, to = k < first.n ? first.start[k] : strlen(names[0]);
+    fwrite(names[0] + from, 1, to - from, out);
+    if (k == first.n) break;
+    if (distinct[k] == 1) { fprintf(out, "%ld", first.value[k]); continue; }
+    for (size_t i = 0; i < n; i++) col[i] = t[i].v[k];
+    qsort(col, n, sizeof *col, cmp_long);
+    fputc('[', out);
+    for (size_t i = 0, runs = 0; i < n;) {
+      size_t j = i;
+      while (j + 1 < n && (col[j + 1] == col[j] || col[j + 1] == col[j] + 1)) j++;
+      fprintf(out, col[j] > col[i] ? "%s%ld-%ld" : "%s%ld", runs++ ? ";" : "", col[i], col[j]);
+      i = j + 1;
+    }
+    fputc(']', out);
+  }
+  free(col);
+  free(t);
+  return ok ? 0 : -1;
+}
+
+/* A memory stream's text once closed (base_out_of_memory when the stream could not be had). */
+static FILE *text_open(char **text, size_t *len) {
+  FILE *out = open_memstream(text, len);
+  if (out == NULL) base_out_of_memory(4096);
+  return out;
+}
+
+static char *text_close(FILE *out, char **text) {
+  if (fclose(out) != 0) base_out_of_memory(4096);
+  return *text;
+}
+
+char *outputs_device_set(const char *const *devices, size_t n) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = text_open(&text, &len);
+  if (n == 0 || put_product(out, devices, n) == 0) return text_close(out, &text);
+  free(text_close(out, &text));  /* not one product: the list in its place */
+  out = text_open(&text, &len);
+  for (size_t i = 0; i < n; i++) fprintf(out, "%s%s", i ? " " : "", devices[i]);
+  return text_close(out, &text);
+}
+
 const char *outputs_seconds(char *buf, size_t len, int64_t ps) {
   const int64_t per_s = INT64_C(1000000000000);
   const char *sign = ps < 0 ? "-" : "";
@@ -258,6 +389,55 @@ static json_t *error_object(const run_error *e) {
   return o;
 }
 
+/* The kind of a TF device name: "TPU" of ".../device:TPU:3" (len bytes at *kind). */
+static const char *device_kind(const char *name, size_t *len) {
+  const char *at = strstr(name, "device:");
+  at = at ? at + strlen("device:") : name;
+  *len = strcspn(at, ":");
+  return at;
+}
+
+static int same_group(const run_device *a, const run_device *b) {
+  size_t la, lb;
+  const char *ka = device_kind(a->name, &la), *kb = device_kind(b->name, &lb);
+  return a->peak_bytes == b->peak_bytes && a->capacity_bytes == b->capacity_bytes && la == lb &&
+         memcmp(ka, kb, la) == 0;
+}
+
+/* summary.json's devices: a group per kind and figures alike, in the order of each group's first
+** device, with its devices as one set (outputs_device_set) and their count: a pod's 4096 chips
+** that peak alike are one entry. */
+static json_t *device_groups(const run_device *dev, int n) {
+  json_t *groups = json_array();
+  int *group = base_xcalloc((size_t)n + 1, sizeof *group);     /* each device's group's first */
+  const char **names = base_xcalloc((size_t)n + 1, sizeof *names);
+  int *firsts = base_xcalloc((size_t)n + 1, sizeof *firsts);   /* each group's first device */
+  int ngroups = 0;
+  for (int i = 0; i < n; i++) {
+    int g = 0;
+    while (g < ngroups && !same_group(&dev[firsts[g]], &dev[i])) g++;
+    if (g == ngroups) firsts[ngroups++] = i;
+    group[i] = g;
+  }
+  for (int g = 0; g < ngroups; g++) {
+    size_t count = 0;
+    for (int i = firsts[g]; i < n; i++)
+      if (group[i] == g) names[count++] = dev[i].name;
+    char *set = outputs_device_set(names, count);
+    json_t *o = json_object();
+    json_object_set_new(o, "devices", json_string(set));
+    json_object_set_new(o, "count", json_integer((json_int_t)count));
+    json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)dev[firsts[g]].peak_bytes));
+    json_object_set_new(o, "hbm_capacity_bytes", json_integer((json_int_t)dev[firsts[g]].capacity_bytes));
+    json_array_append_new(groups, o);
+    free(set);
+  }
+  free(firsts);
+  free(names);
+  free(group);
+  return groups;
+}
+
 int outputs_write_summary(const char *path, const run_summary *s) {
   char hash[17];
   snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->run_hash);
@@ -307,16 +487,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "price_model", json_string(s->price_model));
   if (!isfinite(s->cost_usd)) json_object_set_new(o, "cost_missing", json_string(s->price_missing));
   json_object_set_new(o, "events", json_integer((json_int_t)s->events));
-  json_t *devices = json_array();
-  for (int i = 0; i < s->ndevices; i++) {
-    const run_device *d = &s->devices[i];
-    json_t *dev = json_object();
-    json_object_set_new(dev, "device", json_string(d->name));
-    json_object_set_new(dev, "hbm_peak_bytes", json_integer((json_int_t)d->peak_bytes));
-    json_object_set_new(dev, "hbm_capacity_bytes", json_integer((json_int_t)d->capacity_bytes));
-    json_array_append_new(devices, dev);
-  }
-  json_object_set_new(o, "devices", devices);
+  json_object_set_new(o, "devices", device_groups(s->devices, s->ndevices));
   json_object_set_new(o, "run_hash", json_string(hash));
   json_object_set_new(o, "wall_s", json_real(s->wall_s));
   if (s->failed) json_object_set_new(o, "error", error_object(&s->error));

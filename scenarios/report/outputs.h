@@ -110,6 +110,10 @@ typedef struct run_hasher { XXH3_state_t *state; } run_hasher;
 int      run_hasher_init(run_hasher *h);
 void     run_hasher_add(run_hasher *h, const char *label, const void *data, size_t len);
 int      run_hasher_add_file(run_hasher *h, const char *path);
+/* A file's part without the file (what run_hasher_add_file hashes of it): its base name, then
+** its bytes through any number of run_hasher_bytes calls. */
+void     run_hasher_begin_file(run_hasher *h, const char *name);
+void     run_hasher_bytes(run_hasher *h, const void *data, size_t len);
 uint64_t run_hasher_finish(run_hasher *h);
 
 /* Writers. Each returns 0 or -1 (errno set). */
@@ -122,6 +126,12 @@ int outputs_write_summary(const char *path, const run_summary *s);
 ** (metrics.csv): *rows gets ncols values per record (free it), NaN for a column the header lacks.
 ** Returns the records read (header left out), or -1 when the file cannot be opened. */
 long outputs_read_columns(const char *path, const char *const *names, int ncols, double **rows);
+/* A set of n TF device names in few bytes (malloc'd; free it): when they share one template
+** (the same text around their numbers) and are every combination of the numbers each field
+** takes, the template with each varying field as [ranges], e.g. 4096 chips
+** "/job:worker/replica:0/task:[0-1023]/device:TPU:[0-3]" ("[1;3;8-11]": several ranges);
+** otherwise the names joined by spaces, in the order given. */
+char *outputs_device_set(const char *const *devices, size_t n);
 /* Exact decimal seconds of a picosecond count, trailing zeros trimmed: 261832217 -> "0.000261832217". */
 const char *outputs_seconds(char *buf, size_t len, int64_t ps);
 /* Joins dir and name into buf. */
