@@ -12,13 +12,13 @@
 **   coordinator.join()
 **
 ** The chief is an actor on its VM running that loop. A scheduled train_step runs on whichever
-** worker is idle (strategies/coordinator.h): its worker's next batch, every variable read from
+** worker is idle (strategies/ps/coordinator.h): its worker's next batch, every variable read from
 ** its ps, all at once with optimizer.iterations as TF's function issues them (the value as it is
 ** when the bytes arrive; an embedding only the batch's rows, gathered on the ps as TF's colocated
 ** ResourceGather does), the real forward and backward pass on the
 ** worker's own copy, the FLOPs charged on the worker's CPU, the gradients pushed (an embedding's
 ** as IndexedSlices); each ps applies them with the optimizer state it holds, in arrival order
-** (strategies/ps_strategy.h). Nothing
+** (strategies/ps/ps_strategy.h). Nothing
 ** waits for the other workers: this is async training.
 **
 ** dataset_fn is the scenario's tf.data program over row indices (input_plan.h's
@@ -65,10 +65,10 @@
 #include "scenarios/report/report.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/fault.h"
-#include "strategies/context.h"
-#include "strategies/coordinator.h"
-#include "strategies/ps_strategy.h"
-#include "strategies/variable.h"
+#include "strategies/core/context.h"
+#include "strategies/ps/coordinator.h"
+#include "strategies/ps/ps_strategy.h"
+#include "strategies/core/variable.h"
 
 typedef struct ps_trainer ps_trainer;
 

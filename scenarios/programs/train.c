@@ -5,7 +5,7 @@
 **
 ** Each replica is an actor on its worker's compute unit. A step is:
 **   0. (first step, with XLA) wait out the program's compile time (sim/compile.h); then wait
-**      until the input pipeline (strategies/pipeline.h) has put the step's batch on the device;
+**      until the input pipeline (strategies/input/pipeline.h) has put the step's batch on the device;
 **   1. take the replica's batch from the input plan (scenarios/programs/input_plan.h: the
 **      scenario's tf.data program distributed by the strategy) and run the real float32
 **      forward and backward pass (models/), scaled by the loss reduction;

@@ -16,8 +16,8 @@
 #include "scenarios/programs/train.h"
 #include "scenarios/programs/trainInt.h"
 #include "scenarios/report/report.h"
-#include "strategies/pipeline.h"
-#include "strategies/tpu_v1.h"
+#include "strategies/input/pipeline.h"
+#include "strategies/tpu/tpu_v1.h"
 
 typedef struct trainer trainer;
 
