@@ -32,33 +32,6 @@ void *ds__strategy_owned(const ds_strategy *s);
 void ds__strategy_set_host(ds_strategy *s, const char *device);
 
 
-/* n ints as "[1, 1, 1, 2]" into buf, for messages about shapes and coordinates; returns buf. */
-const char *ds__ints_str(const int *v, int n, char *buf, size_t len);
-
-/* ---- dataset.c: the graph rewrites of tf.data's auto-shard, for input.c ---- */
-struct ds_dataset;
-struct ds_status;
-struct ds_tensor_spec;
-struct md_tensor;
-/* FILE sharding: the same pipeline reading only files index, index + num_shards, ...
-** NotFoundError when no reader (ds_dataset_from_files) feeds it. With fewer files than shards,
-** as TF's require_non_empty: a shard with a file fails on its first element with
-** InvalidArgumentError, a shard without one is empty. */
-struct ds_dataset *ds__dataset_shard_files(struct ds_dataset *ds, int64_t num_shards,
-                                           int64_t index, struct ds_status *st);
-/* DATA sharding: shard(num_shards, index) at the end of the pipeline, under a final prefetch
-** so that the prefetch still buffers whole shard elements. The shard is require_non_empty as
-** TF's rewrite makes it: with fewer elements than shards, a shard's first element is an
-** InvalidArgumentError (a shard past the end is empty). */
-struct ds_dataset *ds__dataset_shard_data(struct ds_dataset *ds, int64_t num_shards,
-                                          int64_t index);
-/* Another reference to ds, for a pipeline that needs no transformation. */
-struct ds_dataset *ds__dataset_ref(struct ds_dataset *ds);
-/* An empty batch of a component: 0 rows, and 0 wherever the spec does not know a dim. */
-struct md_tensor *ds__dataset_empty_batch(const struct ds_tensor_spec *spec);
-
-/* strategy.c: TPUStrategy's parts of the strategy object. */
-struct ds_sharding_layout;
 /* What a kind of strategy is: one row per kind in strategy.c's KINDS, so adding a strategy is
 ** its builder and its row, not a test of its kind in every file. */
 typedef struct ds_kind_traits {
@@ -82,42 +55,11 @@ const ds_kind_traits *ds__traits(const ds_strategy *s);
 void ds__connect_process(const void *owner, const char *device);
 void ds__disconnect_process(const void *owner);
 const char *ds__process_device(void);
-struct ds_input_dataset;
-/* Marks a distributed dataset ParameterServerStrategy made: iterating it is TF's ValueError. */
-void ds__input_dataset_set_unbuilt(struct ds_input_dataset *dd);
 struct ds_cluster_resolver;
 /* Strategy.cluster_resolver of a TPUStrategy: set when it is built (from its resolver, or the
 ** default TPUClusterResolver of its slice); ds__strategy_resolver copies it into out, 0 if none. */
 void ds__strategy_set_resolver(ds_strategy *s, const struct ds_cluster_resolver *r);
 int  ds__strategy_resolver(const ds_strategy *s, struct ds_cluster_resolver *out);
-/* Keeps l (borrowed) as the strategy's layout (its builder puts reduce and gather results on the
-** layout's host device with ds__strategy_set_host). */
-void ds__strategy_set_layout(ds_strategy *s, const struct ds_sharding_layout *l);
-/* That layout, or NULL for a strategy that was not built from one. */
-const struct ds_sharding_layout *ds__strategy_layout(const ds_strategy *s);
-/* tpu_topology.c: the Topology of the slice a resolver names, as TF's TPU system metadata query
-** reads it, without initializing the system (what initialize_tpu_system returns). */
-struct ds_tpu_resolver;
-struct ds_tpu_topology;
-struct ds_tpu_topology *ds__tpu_system_topology(const struct ds_tpu_resolver *r);
-
-/* tpu_strategy.c: a TPUStrategy of `kind` on the slice resolver r names, built in e with
-** everything it stands on (the slice, its Topology, a device assignment, the layout), which the
-** strategy owns. ndevices == 0: every TPU device, in TF2's task-then-ordinal order, one logical
-** device each; otherwise replica i runs on device devices[i] of that list alone. The devices'
-** job is "localhost" for tpu="local", else the resolver's. Never fails on a resolver that
-** ds_tpu_resolver_new accepted and valid device indices. The devices are numbered as sim/tpu
-** numbers them (task * devices per task + ordinal); overrides (NULL: none) set the slice's figures;
-** *slice_out (when not NULL) gets the slice. */
-struct ds_tpu_machine;
-struct sim_tpu_slice;
-struct sim_tpu_overrides;
-ds_strategy *ds__tpu_strategy_on_resolver(sim_engine *e, ds_kind kind, const struct ds_tpu_resolver *r,
-                                          int ndevices, const int *devices,
-                                          const struct ds_tpu_machine *m, sim_algo algo,
-                                          const struct sim_tpu_overrides *overrides,
-                                          struct sim_tpu_slice **slice_out);
-
 /* variable.c: TF's variable_creator_scope with a creator that raises: while `why` is set,
 ** ds_variable_new fails with ValueError(why) (create_per_worker_dataset traces dataset_fn so).
 ** NULL lifts it. */
@@ -131,16 +73,27 @@ ds_variable *ds__variable_placed(const md_tensor *initial, const ds_variable_opt
 struct ds_sharded_variable;
 ds_variable *ds__variable_sharded(struct ds_sharded_variable *sv, const ds_variable_options *o,
                                   ds_strategy *s);
-/* tpu_strategy.c: where a variable made in a TPUStrategy's scope (one with a layout) lives, as
-** TPUExtended._create_variable places it: *replicas copies of total / *replicas devices each, the
-** devices' names (owned by the layout) in *device (free() it), copy-major. The total, or -1 with
-** st set. */
-int ds__tpu_variable_devices(const ds_strategy *s, int *replicas, const char ***device, ds_status *st);
-/* ps_strategy.c: ds_variable_new inside a ParameterServerStrategy's scope (colocate_with: the
-** innermost colocate_vars_with target, or NULL), and ds_variable_free of one of its variables. */
-ds_variable *ds__ps_create_variable(ds_strategy *s, const md_tensor *initial, const ds_variable_options *o,
-                                    const ds_variable *colocate_with, ds_status *st);
-void         ds__ps_forget_variable(ds_strategy *s, const ds_variable *v);
+/* What a kind's own folder does where the Strategy base's rules are not its rules (tpu/, ps/),
+** set by the kind's builder so the base calls up through it without naming that folder. */
+typedef struct ds__kind_ops {
+  /* Where a variable made in the strategy's scope lives (TPUExtended._create_variable):
+  ** *replicas copies of total / *replicas devices each, the devices' names (the strategy's,
+  ** borrowed) in *device (free() it), copy-major. The total, or -1 with st set. NULL: one copy
+  ** per replica on its device, or one on the strategy's. */
+  int (*variable_devices)(const ds_strategy *s, int *replicas, const char ***device, ds_status *st);
+  /* ds_variable_new in the strategy's scope when its kind places variables itself
+  ** (ds_kind_traits.ps_variables; colocate_with: the innermost colocate_vars_with target, or
+  ** NULL), and ds_variable_free of one of them. */
+  ds_variable *(*create_variable)(ds_strategy *s, const md_tensor *initial, const ds_variable_options *o,
+                                  const ds_variable *colocate_with, ds_status *st);
+  void (*forget_variable)(ds_strategy *s, const ds_variable *v);
+} ds__kind_ops;
+/* Sets s's kind ops (static, never freed) and the table they read (borrowed, may be NULL:
+** TPUStrategy's [replica][logical device] layout). */
+void ds__strategy_set_kind(ds_strategy *s, const ds__kind_ops *ops, const void *table);
+/* Those ops (NULL: the base's rules throughout) and that table. */
+const ds__kind_ops *ds__strategy_kind_ops(const ds_strategy *s);
+const void *ds__strategy_kind_table(const ds_strategy *s);
 
 /* context.c: whether the running code is a replica function (run() is driving the engine and
 ** no merge_fn is running). */

@@ -65,8 +65,8 @@ struct ds_strategy {
   sim_algo algo;          /* the gradient all-reduce algorithm */
   sim_multislice *multi;  /* several TPU slices: the gradient all-reduce is their hierarchical
                              one (borrowed); NULL otherwise */
-  const struct ds_sharding_layout *layout; /* TPUStrategy's [replica][logical device] table, borrowed;
-                             NULL for the other strategies */
+  const ds__kind_ops *kind_ops; /* what its kind's own folder does (strategiesInt.h), or NULL */
+  const void *kind_table; /* the table they read (TPUStrategy's layout), borrowed, or NULL */
   void (*owned_free)(void *); /* releases what the strategy's builder left to it, or NULL */
   void *owned;            /* its argument */
   int has_resolver;       /* a TPUStrategy: Strategy.cluster_resolver is `resolver` */
@@ -406,9 +406,13 @@ void ds__strategy_set_host(ds_strategy *s, const char *device) {
   snprintf(s->host, sizeof s->host, "%s", device);
 }
 
-void ds__strategy_set_layout(ds_strategy *s, const struct ds_sharding_layout *l) { s->layout = l; }
+void ds__strategy_set_kind(ds_strategy *s, const ds__kind_ops *ops, const void *table) {
+  s->kind_ops = ops;
+  s->kind_table = table;
+}
 
-const struct ds_sharding_layout *ds__strategy_layout(const ds_strategy *s) { return s->layout; }
+const ds__kind_ops *ds__strategy_kind_ops(const ds_strategy *s) { return s->kind_ops; }
+const void *ds__strategy_kind_table(const ds_strategy *s) { return s->kind_table; }
 void ds_strategy_set_exact_gather_shapes(ds_strategy *s, int on) { s->exact_gather = on != 0; }
 int ds_strategy_exact_gather_shapes(const ds_strategy *s) { return s->exact_gather; }
 

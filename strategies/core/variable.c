@@ -72,7 +72,7 @@ static void alloc_copies(ds_variable *v, int n, int per_copy) {
 static int place_on_tpu(ds_variable *v, ds_status *st) {
   int n;
   const char **device;
-  int total = ds__tpu_variable_devices(v->strategy, &n, &device, st);
+  int total = ds__strategy_kind_ops(v->strategy)->variable_devices(v->strategy, &n, &device, st);
   if (total < 0) return -1;
   alloc_copies(v, n, total / n);
   for (int j = 0; j < total; j++) snprintf(v->placed[j], sizeof v->placed[j], "%s", device[j]);
@@ -89,7 +89,8 @@ static int place_on_tpu(ds_variable *v, ds_status *st) {
 ** without one). */
 static int place(ds_variable *v, int distributed, ds_status *st) {
   const ds_variable *with = colocate_depth ? colocate_stack[colocate_depth - 1] : NULL;
-  int on_tpu = v->strategy && !with && ds__strategy_layout(v->strategy) != NULL;
+  const ds__kind_ops *ops = v->strategy && !with ? ds__strategy_kind_ops(v->strategy) : NULL;
+  int on_tpu = ops && ops->variable_devices;
   if (on_tpu && place_on_tpu(v, st) != 0) return -1;
   if (!on_tpu) {
     alloc_copies(v, with ? with->n : distributed ? ds_num_replicas_in_sync(v->strategy) : 1,
@@ -169,8 +170,8 @@ ds_variable *ds_variable_new(const md_tensor *initial, const ds_variable_options
     return NULL;
   }
   if (s && ds__traits(s)->ps_variables)
-    return ds__ps_create_variable(s, initial, &o,
-                                  colocate_depth ? colocate_stack[colocate_depth - 1] : NULL, st);
+    return ds__strategy_kind_ops(s)->create_variable(s, initial, &o,
+                                                     colocate_depth ? colocate_stack[colocate_depth - 1] : NULL, st);
   ds_variable_kind kind = !distributed ? DS_VARIABLE_PLAIN
                         : o.synchronization == DS_SYNC_ON_READ ? DS_VARIABLE_SYNC_ON_READ
                                                                : DS_VARIABLE_MIRRORED;
@@ -192,7 +193,7 @@ void ds_variable_free(ds_variable *v) {
   free(v->placed);
   ds_sharded_variable_free(v->sharded);
   if (v->strategy && ds__traits(v->strategy)->ps_variables)
-    ds__ps_forget_variable(v->strategy, v);
+    ds__strategy_kind_ops(v->strategy)->forget_variable(v->strategy, v);
   free(v);
 }
 

@@ -26,6 +26,7 @@
 
 #include "sim/rng.h"
 #include "strategies/core/strategiesInt.h"
+#include "strategies/input/inputInt.h"
 
 #define DS_FILE_NAME_MAX 128
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "strategies/core/strategiesInt.h"
+#include "strategies/input/inputInt.h"
 
 struct ds_input_dataset {
   ds_input_layout layout;     /* the caller's layout; devices points into `devices` */

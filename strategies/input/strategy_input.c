@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "strategies/core/strategiesInt.h"
+#include "strategies/input/inputInt.h"
 
 
 /* A strategy's ds_input_layout, in one block with the names it points at (free() frees it). */

@@ -124,4 +124,11 @@ int ds__ps_first_comp(const ps_state *ps, const ds_variable *v);
 /* The components of v (its shards; 1 for a plain variable), -1 when the ps tasks hold none. */
 int ds__ps_num_comps(const ps_state *ps, const ds_variable *v);
 
+/* ps_registry.c: the strategy's ds__kind_ops (strategiesInt.h): ds_variable_new inside its scope
+** (colocate_with: the innermost colocate_vars_with target, or NULL), and ds_variable_free of one
+** of its variables. */
+ds_variable *ds__ps_create_variable(ds_strategy *s, const md_tensor *initial, const ds_variable_options *o,
+                                    const ds_variable *colocate_with, ds_status *st);
+void         ds__ps_forget_variable(ds_strategy *s, const ds_variable *v);
+
 #endif

@@ -99,6 +99,11 @@ static size_t gpu_route(void *ctx, int from, int to, sim_link **out, size_t max)
 
 /* The strategy's replicas: worker 0's accelerators (each a compute unit, HBM, and links to the
 ** VM), or its CPU. */
+/* What a ParameterServerStrategy does where the Strategy base's rules are not its rules: its
+** variables live on the ps tasks (ps_registry.c). */
+static const ds__kind_ops PS_OPS = { .create_variable = ds__ps_create_variable,
+                                     .forget_variable = ds__ps_forget_variable };
+
 static ds_strategy *make_replicas(sim_engine *e, ps_state *ps, const ds_machine *m) {
   const ds_accelerators *a = &m->accel;
   ps_task *w0 = task(ps, DS_PS_WORKER, 0);
@@ -167,6 +172,7 @@ ds_strategy *ds_ps_strategy_new(sim_engine *e, const ds_ps_cluster_spec *spec, c
   ps->ops = base_xcalloc((size_t)ps->nworkers + 1, sizeof *ps->ops);
   ds_strategy *s = make_replicas(e, ps, &m->worker);
   ds__strategy_own(s, state_free, ps);
+  ds__strategy_set_kind(s, &PS_OPS, NULL);
   ds__strategy_set_host(s, task(ps, DS_PS_COORDINATOR, 0)->device);
   ds__connect_process(ps, task(ps, DS_PS_COORDINATOR, 0)->device);
   return s;

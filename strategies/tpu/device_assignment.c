@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/core/strategiesInt.h"
+#include "strategies/tpu/tpuInt.h"
 
 #define RANK DS_TPU_MESH_RANK
 

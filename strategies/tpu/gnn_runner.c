@@ -1,7 +1,7 @@
 /* gnn_runner.c: TF-GNN's runner.TPUStrategy (ds_gnn_runner_). */
 #include "strategies/tpu/gnn_runner.h"
 
-#include "strategies/core/strategiesInt.h"
+#include "strategies/tpu/tpuInt.h"
 
 ds_strategy *ds_gnn_runner_tpu_strategy_new(sim_engine *e, const char *tpu, const char *slice,
                                             const char *topology, const ds_tpu_machine *m,

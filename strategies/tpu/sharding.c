@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/core/strategiesInt.h"
+#include "strategies/tpu/tpuInt.h"
 
 struct ds_sharding_layout {
   int replicas;                      /* num_replicas_in_sync */

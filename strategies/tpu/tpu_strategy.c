@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "strategies/core/distribute.h"
-#include "strategies/core/strategiesInt.h"
+#include "strategies/tpu/tpuInt.h"
 
 /* Deeper experimental_logical_device nesting than any program needs. */
 #define LOGICAL_MAX 16
@@ -29,6 +29,16 @@ typedef struct rank_route {
 static size_t route_ranks(void *ctx, int from, int to, sim_link **out, size_t max) {
   const rank_route *rr = ctx;
   return sim_tpu_route(rr->slice, rr->device[from], rr->device[to], out, max);
+}
+
+static int variable_devices(const ds_strategy *s, int *replicas, const char ***device, ds_status *st);
+
+/* What a TPUStrategy does where the Strategy base's rules are not its rules. */
+static const ds__kind_ops TPU_OPS = { .variable_devices = variable_devices };
+
+/* The layout of s when it is a TPUStrategy, else NULL. */
+static const ds_sharding_layout *layout_of(const ds_strategy *s) {
+  return ds__strategy_kind_ops(s) == &TPU_OPS ? ds__strategy_kind_table(s) : NULL;
 }
 
 /* sim/tpu's index of a device TF names "/job:J/replica:0/task:T/device:TPU:K". */
@@ -73,7 +83,7 @@ ds_strategy *ds_tpu_strategy_new(sim_engine *e, ds_kind kind, sim_tpu_slice *sli
   sim_algo use = algo == SIM_ALGO_TORUS && !whole ? SIM_ALGO_RING : algo;
   ds_strategy *s = ds_strategy_new_table(e, kind, replicas, cores, table, route_ranks, rr, use);
   ds_strategy_set_exact_gather_shapes(s, 1);
-  ds__strategy_set_layout(s, l);
+  ds__strategy_set_kind(s, &TPU_OPS, l);
   ds__strategy_set_host(s, ds_sharding_host_device(l));
   /* TPUStrategy() without a resolver makes the default TPUClusterResolver of its TPU: one worker
   ** task per host, each with its devices. */
@@ -136,11 +146,11 @@ ds_strategy *ds_tpu_strategy_new_multislice(sim_engine *e, sim_multislice *ms, c
   return s;
 }
 
-const ds_sharding_layout *ds_tpu_strategy_layout(const ds_strategy *s) { return ds__strategy_layout(s); }
+const ds_sharding_layout *ds_tpu_strategy_layout(const ds_strategy *s) { return layout_of(s); }
 
 /* The layout of a TPUStrategy; NULL with TypeError for any other strategy. */
 static const ds_sharding_layout *tpu_layout(const ds_strategy *s, const char *method, ds_status *st) {
-  const ds_sharding_layout *l = ds__strategy_layout(s);
+  const ds_sharding_layout *l = layout_of(s);
   if (l == NULL)
     ds_status_set(st, DS_TYPE_ERROR, "%s is a TPUStrategy method; this strategy is %s", method,
                   ds_kind_name(ds_strategy_kind(s)));
@@ -207,10 +217,11 @@ int ds_tpu_strategy_logical_device(const ds_strategy *s) {
   return i < 0 ? 0 : logical_stack[i].logical_device;
 }
 
-/* TPUExtended._create_variable's devices for variable.c: a copy per replica on the innermost
-** experimental_logical_device, or under SPMD with several logical devices one on each of them. */
-int ds__tpu_variable_devices(const ds_strategy *s, int *replicas, const char ***device, ds_status *st) {
-  const ds_sharding_layout *l = ds__strategy_layout(s);
+/* TPUExtended._create_variable's devices (ds__kind_ops.variable_devices): a copy per replica on
+** the innermost experimental_logical_device, or under SPMD with several logical devices one on
+** each of them. */
+static int variable_devices(const ds_strategy *s, int *replicas, const char ***device, ds_status *st) {
+  const ds_sharding_layout *l = layout_of(s);
   int logical = ds_tpu_strategy_logical_device(s);
   int total = ds_sharding_variable_copies(l, logical, NULL, NULL, 0, st);
   if (total < 0) return -1;

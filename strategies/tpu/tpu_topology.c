@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/core/strategiesInt.h"
+#include "strategies/tpu/tpuInt.h"
 
 #define GRPC_PREFIX "grpc://"
 #define TPU_PORT 8470             /* the port Cloud TPU workers serve gRPC on */

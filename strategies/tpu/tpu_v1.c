@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/core/strategiesInt.h"
+#include "strategies/tpu/tpuInt.h"
 
 #define NAME_MAX_LEN 64  /* longest output name kept */
 

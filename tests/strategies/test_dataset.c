@@ -4,7 +4,7 @@
 #include "tests/testutil.h"
 
 #include "strategies/input/dataset.h"
-#include "strategies/core/strategiesInt.h"
+#include "strategies/input/inputInt.h"
 
 /* t holds exactly the n values want (any dtype), with n rows. */
 static void expect_values(const md_tensor *t, size_t n, const double *want) {
