@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "scenarios/config/machines.h"
-#include "strategies/device_assignment.h"
+#include "strategies/tpu/device_assignment.h"
 
 static const char *const TOPOLOGIES[] = {"star", "ring", "torus2d", "torus3d", "fat_tree", NULL};
 

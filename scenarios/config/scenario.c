@@ -20,7 +20,7 @@
 #include "scenarios/config/machines.h"
 #include "scenarios/programs/slice.h"
 #include "sim/compile.h"
-#include "strategies/device_assignment.h"
+#include "strategies/tpu/device_assignment.h"
 
 static const char *const NUMERICS[] = {"off", "full", NULL};
 

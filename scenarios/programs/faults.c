@@ -21,7 +21,7 @@
 #include "models/csvfile.h"
 #include "scenarios/programs/train.h"
 #include "scenarios/config/units.h"
-#include "strategies/ps_strategy.h"
+#include "strategies/ps/ps_strategy.h"
 
 typedef enum { T_WORKER, T_TPU, T_TPU_HOST, T_LINKS, T_PS, T_CHIEF, T_EVALUATOR } target_kind;
 

@@ -20,7 +20,7 @@
 #include "scenarios/config/scenario.h"
 #include "sim/fault.h"
 #include "sim/tpu.h"
-#include "strategies/strategy.h"
+#include "strategies/core/strategy.h"
 
 typedef struct faults faults;
 

@@ -40,7 +40,8 @@
 #include <string.h>
 
 #include "sim/rng.h"
-#include "strategies/distribute.h"
+#include "strategies/core/distribute.h"
+#include "strategies/input/strategy_input.h"
 
 typedef enum { RULE_PASSTHROUGH, RULE_REBATCH, RULE_LEGACY, RULE_FUNCTION } count_rule;
 

@@ -19,8 +19,8 @@
 #include <stdint.h>
 
 #include "scenarios/programs/trainInt.h"
-#include "strategies/dataset.h"
-#include "strategies/strategy.h"
+#include "strategies/input/dataset.h"
+#include "strategies/core/strategy.h"
 
 typedef struct inp_plan inp_plan;
 

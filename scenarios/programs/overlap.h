@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "sim/sim.h"
-#include "strategies/strategy.h"
+#include "strategies/core/strategy.h"
 
 /* One pack: consecutive variables, so one range of the flat gradient buffer (variables back to
 ** back in model order). */

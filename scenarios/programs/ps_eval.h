@@ -9,7 +9,7 @@
 
 #include "scenarios/programs/trainInt.h"
 #include "sim/fault.h"
-#include "strategies/ps_strategy.h"
+#include "strategies/ps/ps_strategy.h"
 
 typedef struct ps_eval ps_eval;
 

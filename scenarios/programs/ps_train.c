@@ -12,13 +12,13 @@
 **   coordinator.join()
 **
 ** The chief is an actor on its VM running that loop. A scheduled train_step runs on whichever
-** worker is idle (strategies/coordinator.h): its worker's next batch, every variable read from
+** worker is idle (strategies/ps/coordinator.h): its worker's next batch, every variable read from
 ** its ps, all at once with optimizer.iterations as TF's function issues them (the value as it is
 ** when the bytes arrive; an embedding only the batch's rows, gathered on the ps as TF's colocated
 ** ResourceGather does), the real forward and backward pass on the
 ** worker's own copy, the FLOPs charged on the worker's CPU, the gradients pushed (an embedding's
 ** as IndexedSlices); each ps applies them with the optimizer state it holds, in arrival order
-** (strategies/ps_strategy.h). Nothing
+** (strategies/ps/ps_strategy.h). Nothing
 ** waits for the other workers: this is async training.
 **
 ** dataset_fn is the scenario's tf.data program over row indices (input_plan.h's
@@ -65,10 +65,10 @@
 #include "scenarios/report/report.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/fault.h"
-#include "strategies/context.h"
-#include "strategies/coordinator.h"
-#include "strategies/ps_strategy.h"
-#include "strategies/variable.h"
+#include "strategies/core/context.h"
+#include "strategies/ps/coordinator.h"
+#include "strategies/ps/ps_strategy.h"
+#include "strategies/core/variable.h"
 
 typedef struct ps_trainer ps_trainer;
 
@@ -123,9 +123,8 @@ struct ps_trainer {
   ps_worker *workers;     /* one per worker task */
   ps_closure **closures;  /* one per schedule call, in order (pointers: stable as it grows) */
   long nclosures, cap_closures; /* entries, allocated */
-  step_record *records;   /* one per applied closure (invariant 1) */
-  unsigned char *kept;    /* per record: its update stays (invariant 5) */
-  long completed, cap_records; /* entries, allocated */
+  train_rows rows;        /* metrics.csv's rows, one per applied closure (invariant 1), each kept
+                          ** while its update stays (invariant 5); the progress bar */
   long duplicated;        /* closures counted duplicated */
   long lost_updates;      /* applied updates a restore rolled back */
   sim_actor *chief;       /* the coordinator's program */
@@ -141,7 +140,6 @@ struct ps_trainer {
   lc_job *life;           /* when the job stops, restarts or fails (lifecycle.h) */
   faults *faults;         /* the scenario's faults, NULL without */
   sim_fault_plan *plan;   /* their plan */
-  report_progress progress; /* the terminal's progress bar */
   ps_eval *eval;          /* the side-car evaluator, NULL without (scenarios/programs/ps_eval.h) */
   sim_time ended;         /* the chief's last join or save returned: summary.json's sim_time_s */
 };
@@ -216,31 +214,14 @@ static int failed_ps(const ps_trainer *t) {
 ** the worker's CPU; the rest is communication (reads, the push and the ps applying it). */
 static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time start, sim_time compute,
                    double loss, int n) {
-  if (t->completed == t->cap_records) {
-    t->cap_records *= 2;
-    step_record *grown = base_xcalloc((size_t)t->cap_records, sizeof *grown);
-    memcpy(grown, t->records, (size_t)t->completed * sizeof *grown);
-    free(t->records);
-    t->records = grown;
-    unsigned char *kept = base_xcalloc((size_t)t->cap_records, 1);
-    memcpy(kept, t->kept, (size_t)t->completed);
-    free(t->kept);
-    t->kept = kept;
-  }
-  t->kept[t->completed] = cl->job_attempt == lc_restarts(t->life);
+  step_record *rec = train_rows_add(&t->rows, t->in.s, cl->step, start, sim_now(t->engine), loss, n);
+  t->rows.kept[t->rows.n - 1] = cl->job_attempt == lc_restarts(t->life);
   t->duplicated += cl->job_attempt != lc_restarts(t->life) && !cl->duplicated;  /* a stray applies its step twice */
-  step_record *rec = &t->records[t->completed++];
-  rec->step = cl->step;
-  rec->end_ps = sim_now(t->engine);
-  rec->step_ps = rec->end_ps - start;
-  rec->loss = t->in.s->numerics_full ? (n > 0 ? loss / n : 0.0) : NAN;
-  rec->examples = n;
   rec->compute_ps = compute;
   rec->comm_ps = rec->step_ps - compute;
   rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
-  report_progress_step(&t->progress, t->completed);
 }
 
 static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg);
@@ -424,7 +405,7 @@ static int save_checkpoint(ps_trainer *t, sim_actor *self, long step, ds_status 
   ds_ps_snapshot_free(t->ckpt);
   t->ckpt = snap;
   t->ckpt_step = step;
-  t->ckpt_updates = t->completed;
+  t->ckpt_updates = t->rows.n;
   t->checkpoints++;
   t->ckpt_time += sim_now(t->engine) - start;
   flog_checkpoint(lc_log(t->life));
@@ -506,11 +487,11 @@ static void restart_job(void *arg) {
   /* The restart waits for every lost task's return (lifecycle.h): every ps is back. */
   for (int p = 0; p < ds_ps_num_tasks(t->strategy, DS_PS_PS); p++) ds_ps_set_failed(t->strategy, p, 0);
   if (t->ckpt) ds_ps_snapshot_restore(t->strategy, t->ckpt, &st);
-  for (long i = t->ckpt_updates; i < t->completed; i++) {
-    t->lost_updates += t->kept[i];
-    t->kept[i] = 0;
+  for (long i = t->ckpt_updates; i < t->rows.n; i++) {
+    t->lost_updates += t->rows.kept[i];
+    t->rows.kept[i] = 0;
   }
-  t->ckpt_updates = t->completed;
+  t->ckpt_updates = t->rows.n;
   t->next_step = t->ckpt ? t->ckpt_step : 0;
   t->iterators = make_iterators(t, &st);
   assert(t->iterators != NULL);  /* dataset_fn made them at the start: it cannot fail now */
@@ -697,8 +678,7 @@ static void free_trainer(ps_trainer *t) {
     free(t->closures[i]);
   }
   free(t->closures);
-  free(t->records);
-  free(t->kept);
+  train_rows_free(&t->rows);
   ds_ps_snapshot_free(t->ckpt);
   ps_eval_free(t->eval);
   if (t->plan) sim_fault_plan_free(t->plan);
@@ -761,17 +741,17 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->replicas = ds_num_replicas_in_sync(t->strategy);
   sum->all_reduce = "none";
   sum->sim_time_s = sim_time_to_s(t->ended);
-  sum->steps_completed = t->completed - t->lost_updates;
-  sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
+  sum->steps_completed = t->rows.n - t->lost_updates;
+  sum->final_loss = t->rows.n > 0 ? t->rows.at[t->rows.n - 1].loss : 0.0;
   double examples = 0;
   sim_time useful = 0, up = 0, end = t->ended;  /* the evaluator's drain after it is not training */
-  for (long i = 0; i < t->completed; i++) {
-    const step_record *r = &t->records[i];
+  for (long i = 0; i < t->rows.n; i++) {
+    const step_record *r = &t->rows.at[i];
     examples += r->examples;
-    sum->means.step_s += sim_time_to_s(r->step_ps) / (double)t->completed;
-    sum->means.compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
-    sum->means.comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
-    if (t->kept[i]) useful += r->step_ps;
+    sum->means.step_s += sim_time_to_s(r->step_ps) / (double)t->rows.n;
+    sum->means.compute_s += sim_time_to_s(r->compute_ps) / (double)t->rows.n;
+    sum->means.comm_s += sim_time_to_s(r->comm_ps) / (double)t->rows.n;
+    if (t->rows.kept[i]) useful += r->step_ps;
   }
   for (int w = 0; w < t->nworkers; w++) {
     const ps_worker *wk = &t->workers[w];
@@ -820,7 +800,7 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
            sum->retried_closures, sum->lost_updates);
   size_t nevents = 0;
   const report_fault *events = flog_events(lc_log(t->life), t->ended, &nevents);
-  train_outputs o = { t->engine, t->records, t->completed, 0, 1, write_weights, each_copy, NULL, t, figures,
+  train_outputs o = { t->engine, t->rows.at, t->rows.n, 0, 1, write_weights, each_copy, NULL, t, figures,
                       events, nevents, NULL, NULL, NULL };
   ps_eval_attach_outputs(t->eval, &o);
   return train_write_outputs(t->in.s, &o, dir, sum, err);
@@ -861,28 +841,26 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
   }
   t.engine = train_engine_new(s->trace || report_needs_trace(s->plots));
   t.life = lc_new(s, t.engine, s->has_restart && s->ckpt_every > 0, &CHIEF, &t);
-  t.cap_records = t.in.steps + 1;
-  t.records = base_xcalloc((size_t)t.cap_records, sizeof *t.records);
-  t.kept = base_xcalloc((size_t)t.cap_records, 1);
+  train_rows_init(&t.rows, t.in.steps, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);
     spawn_chief(&t);
     t.eval = ps_eval_new(&t.in, t.engine, t.strategy, t.nvars, t.vars, init);
-    report_progress_start(&t.progress, stderr, quiet, t.in.steps);
+    report_progress_start(&t.rows.progress, stderr, quiet, t.in.steps);
     /* The job ends when the chief's last join returns (or it fails): a worker's 3600 s recovery
     ** wait or a fault still to come must not run the clock on. */
     if (sim_run_while(t.engine, job_going, &t) == 1) {  /* stopped on request: nothing is written */
-      report_progress_end(&t.progress);
-      sum->steps_completed = t.completed;
+      report_progress_end(&t.rows.progress);
+      sum->steps_completed = t.rows.n;
       md_model_free(init);
       free_trainer(&t);
       return TR_STOPPED;
     }
     t.ended = sim_now(t.engine);
     if (t.finished) ps_eval_drain(t.eval);
-    report_progress_end(&t.progress);
+    report_progress_end(&t.rows.progress);
     if (!t.finished && !job_failed_for_good(&t))
       job_failed(&t, "SimulationStalled", ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0),
                  "the chief stopped before every step was applied: every worker was lost for good");

@@ -6,10 +6,10 @@
 
 #include "scenarios/config/machines.h"
 #include "scenarios/programs/train.h"
-#include "strategies/device_assignment.h"
-#include "strategies/sharding.h"
-#include "strategies/tpu_strategy.h"
-#include "strategies/tpu_v1.h"
+#include "strategies/tpu/device_assignment.h"
+#include "strategies/tpu/sharding.h"
+#include "strategies/tpu/tpu_strategy.h"
+#include "strategies/tpu/tpu_v1.h"
 
 struct slice_run {
   sim_tpu_slice *slice;       /* the hardware; NULL for tpu_v1, whose slice is v1's, and for several */

@@ -6,7 +6,7 @@
 ** TPUClusterResolver -> initialize_tpu_system (the Topology) -> DeviceAssignment.build when the
 ** scenario gives strategy.device_assignment (tpu_v1's num_cores is a device assignment of that
 ** many one-core replicas) -> TPUStrategy's layout -> the strategy on the slice
-** (strategies/tpu_strategy.h). The objects live as long as the run.
+** (strategies/tpu/tpu_strategy.h). The objects live as long as the run.
 */
 #ifndef PODSIM_SLICE_H
 #define PODSIM_SLICE_H
@@ -14,7 +14,7 @@
 #include "scenarios/config/scenario.h"
 #include "sim/multislice.h"
 #include "sim/tpu.h"
-#include "strategies/strategy.h"
+#include "strategies/core/strategy.h"
 
 typedef struct slice_run slice_run;
 

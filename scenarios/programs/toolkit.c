@@ -1,11 +1,13 @@
 /*
 ** toolkit.c: what both training programs (train.c's sync, ps_train.c's parameter-server) do the
 ** same way (train_, trainInt.h): read the data and build the model, count the steps, scale the
-** loss, describe the cluster to the strategies, record a failed job, write the output directory
+** loss, keep metrics.csv's rows, describe the cluster to the strategies, record a failed job, write
+** the output directory
 ** and finish the run.
 */
 #include "scenarios/programs/trainInt.h"
 
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -198,6 +200,46 @@ void train_out_of_memory(run_error *e, const char *device, const sim_mempool *po
            (unsigned long long)needed, device, (unsigned long long)sim_mempool_capacity(pool), parts);
   e->needed_bytes = needed;
   e->capacity_bytes = sim_mempool_capacity(pool);
+}
+
+void train_rows_init(train_rows *r, long steps, int keep) {
+  r->cap = steps + 1;
+  r->at = base_xcalloc((size_t)r->cap, sizeof *r->at);
+  r->kept = keep ? base_xcalloc((size_t)r->cap, 1) : NULL;
+}
+
+void train_rows_free(train_rows *r) {
+  free(r->at);
+  free(r->kept);
+}
+
+step_record *train_rows_next(train_rows *r) {
+  if (r->n == r->cap) {
+    r->cap *= 2;
+    step_record *grown = base_xcalloc((size_t)r->cap, sizeof *grown);
+    memcpy(grown, r->at, (size_t)r->n * sizeof *grown);
+    free(r->at);
+    r->at = grown;
+    if (r->kept) {
+      unsigned char *kept = base_xcalloc((size_t)r->cap, 1);
+      memcpy(kept, r->kept, (size_t)r->n);
+      free(r->kept);
+      r->kept = kept;
+    }
+  }
+  report_progress_step(&r->progress, r->n + 1);
+  return &r->at[r->n++];
+}
+
+step_record *train_rows_add(train_rows *r, const scenario *s, long step, sim_time start, sim_time now,
+                            double loss_sum, int examples) {
+  step_record *rec = train_rows_next(r);
+  rec->step = step;
+  rec->end_ps = now;
+  rec->step_ps = now - start;
+  rec->loss = !s->numerics_full ? NAN : examples > 0 ? loss_sum / examples : 0.0;
+  rec->examples = examples;
+  return rec;
 }
 
 void train_job_failed(run_summary *sum, const char *kind, const char *device, const char *msg) {

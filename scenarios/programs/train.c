@@ -5,7 +5,7 @@
 **
 ** Each replica is an actor on its worker's compute unit. A step is:
 **   0. (first step, with XLA) wait out the program's compile time (sim/compile.h); then wait
-**      until the input pipeline (strategies/pipeline.h) has put the step's batch on the device;
+**      until the input pipeline (strategies/input/pipeline.h) has put the step's batch on the device;
 **   1. take the replica's batch from the input plan (scenarios/programs/input_plan.h: the
 **      scenario's tf.data program distributed by the strategy) and run the real float32
 **      forward and backward pass (models/), scaled by the loss reduction;
@@ -119,19 +119,6 @@ static void replica_all_reduce(void *ctx, float *buf, size_t n) {
   rep->sync_ps += sim_now(t->engine) - before;
 }
 
-/* A new metrics row (the progress bar counts it). */
-static step_record *next_row(trainer *t) {
-  if ((size_t)t->completed == t->cap_records) {  /* restarts redo steps: more rows than steps */
-    t->cap_records *= 2;
-    step_record *grown = base_xcalloc(t->cap_records, sizeof *grown);
-    memcpy(grown, t->records, (size_t)t->completed * sizeof *grown);
-    free(t->records);
-    t->records = grown;
-  }
-  report_progress_step(&t->progress, t->completed + 1);
-  return &t->records[t->completed++];
-}
-
 static void record_step(trainer *t, long step, const step_marks *m, int examples) {
   double loss = 0.0;
   for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
@@ -139,12 +126,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   sim_time now = sim_now(t->engine),
            comm = (t->ovl ? m->reduced - m->computed - m->split_comm : ds_last_all_reduce_time(t->strategy)) +
                   m->split_comm;
-  step_record *rec = next_row(t);
-  rec->step = step;
-  rec->end_ps = now;
-  rec->step_ps = now - m->start;
-  rec->loss = !t->in.s->numerics_full ? NAN : examples > 0 ? loss / examples : 0.0;
-  rec->examples = examples;
+  step_record *rec = train_rows_add(&t->rows, t->in.s, step, m->start, now, loss, examples);
   rec->compile_ps = m->compiled - m->launched;
   rec->input_ps = m->fed - m->compiled;
   rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
@@ -226,9 +208,9 @@ static long steps_to_skip(trainer *t, long lo, long rep_hi, long in_hi) {
 
 /* Adds k copies of the last row, each a period later: what the k skipped steps record. */
 static void replay_rows(trainer *t, long k, sim_time period) {
-  step_record last = t->records[t->completed - 1];
+  step_record last = t->rows.at[t->rows.n - 1];
   for (long i = 1; i <= k; i++) {
-    step_record *rec = next_row(t);
+    step_record *rec = train_rows_next(&t->rows);
     *rec = last;
     rec->step = last.step + i;
     rec->end_ps = last.end_ps + i * period;
@@ -255,9 +237,9 @@ static void quiet_point(sim_engine *e, void *arg) {
   sim_snapshot_take(e, b);
   program_state(t, step, b);
   t->snap_step[1] = step;
-  t->snap_rows[1] = t->completed;
+  t->snap_rows[1] = t->rows.n;
   /* One step apart, one row recorded between, and nothing step-dependent in it. */
-  if (t->snap_step[0] != step - 1 || t->snap_rows[0] + 1 != t->completed || t->completed < 1) return;
+  if (t->snap_step[0] != step - 1 || t->snap_rows[0] + 1 != t->rows.n || t->rows.n < 1) return;
   long lo = step, rep_hi = step;
   for (int r = 0; r < t->nreplicas; r++) {
     if (t->replicas[r].step < lo) lo = t->replicas[r].step;
@@ -553,7 +535,7 @@ void train__free(trainer *t) {
   sim_snapshot_free(t->snap[0]);
   sim_snapshot_free(t->snap[1]);
   inp_plan_free(t->plan);
-  free(t->records);
+  train_rows_free(&t->rows);
   free(t->actors);
   ds_pipeline_free(t->input);  /* kills its actors: before the strategy and engine they use */
   rec_free(t->rec);            /* its plan's events and faulted resources: before the engine */
@@ -568,7 +550,7 @@ void train__free(trainer *t) {
 static void past_horizon(const trainer *t, run_summary *sum) {
   char msg[256];
   snprintf(msg, sizeof msg, "stopped after step %ld: simulated time passed podsim's horizon of "
-           "2^62 ps (53.4 days)", t->completed - 1);
+           "2^62 ps (53.4 days)", t->rows.n - 1);
   train_job_failed(sum, "SimulationHorizonExceeded", ds_replica_device(t->strategy, 0), msg);
 }
 
@@ -578,7 +560,7 @@ static void stalled(const trainer *t, run_summary *sum) {
   const char *names[8];
   size_t n = sim_deadlocked_actors(t->engine, names, 8); /* all of them: names holds the first 8 */
   char msg[512];
-  int at = snprintf(msg, sizeof msg, "the simulation stalled after step %ld with", t->completed - 1);
+  int at = snprintf(msg, sizeof msg, "the simulation stalled after step %ld with", t->rows.n - 1);
   for (size_t i = 0; i < n && i < 8 && at > 0 && (size_t)at < sizeof msg; i++)
     at += snprintf(msg + at, sizeof msg - (size_t)at, " %s", names[i]);
   if (n > 8 && at > 0 && (size_t)at < sizeof msg)
@@ -768,7 +750,7 @@ static int write_ops(trainer *t, const char *dir, scn_error *err) {
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
-  train_outputs o = { t->engine, t->records, t->completed, 1, 0, final_weights, each_copy, each_variable, t, "",
+  train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, "",
                       events, nevents, NULL, NULL, NULL };
   int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
   return rc == TR_EXIT_OK && t->in.s->outputs_ops ? write_ops(t, dir, err) : rc;
@@ -820,30 +802,30 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->slices = s->tpu_slices;
   sum->all_reduce_packs = t->ovl ? t->npacks : 0;
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
-  sum->final_loss = t->completed > 0 ? t->records[t->completed - 1].loss : 0.0;
+  sum->final_loss = t->rows.n > 0 ? t->rows.at[t->rows.n - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
   /* Steps redone after a restart count once: the rows a later row did not roll back. */
-  unsigned char *kept = base_xcalloc((size_t)t->completed + 1, 1);
-  rec_kept_rows(t->records, t->completed, kept);
+  unsigned char *kept = base_xcalloc((size_t)t->rows.n + 1, 1);
+  rec_kept_rows(t->rows.at, t->rows.n, kept);
   double examples = 0;
   run_step_means *m = &sum->means;
   sum->steps_completed = 0;
-  for (long i = 0; i < t->completed; i++) {
+  for (long i = 0; i < t->rows.n; i++) {
     if (!kept[i]) continue;
-    examples += t->records[i].examples;
+    examples += t->rows.at[i].examples;
     sum->steps_completed++;
   }
-  for (long i = 0; i < t->completed; i++) {  /* every row, redone steps too: time as it was spent */
-    const step_record *r = &t->records[i];
-    m->step_s += sim_time_to_s(r->step_ps - r->compile_ps) / (double)t->completed;
-    m->input_s += sim_time_to_s(r->input_ps) / (double)t->completed;
-    m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->completed;
-    m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->completed;
-    m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->completed;
-    m->comm_hidden_s += sim_time_to_s(r->hidden_ps) / (double)t->completed;
+  for (long i = 0; i < t->rows.n; i++) {  /* every row, redone steps too: time as it was spent */
+    const step_record *r = &t->rows.at[i];
+    m->step_s += sim_time_to_s(r->step_ps - r->compile_ps) / (double)t->rows.n;
+    m->input_s += sim_time_to_s(r->input_ps) / (double)t->rows.n;
+    m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->rows.n;
+    m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->rows.n;
+    m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->rows.n;
+    m->comm_hidden_s += sim_time_to_s(r->hidden_ps) / (double)t->rows.n;
   }
   free(kept);
-  if (t->rec) rec_summarise(t->rec, t->records, t->completed, sim_now(t->engine), sum);
+  if (t->rec) rec_summarise(t->rec, t->rows.at, t->rows.n, sim_now(t->engine), sum);
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->devices = base_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;
@@ -904,8 +886,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     train__free(&t);
     return TR_EXIT_INPUT;
   }
-  t.cap_records = (size_t)t.in.steps + 1;
-  t.records = base_xcalloc(t.cap_records, sizeof *t.records);
+  train_rows_init(&t.rows, t.in.steps, 0);
   make_replicas(&t, first);
   make_packs(&t);
   md_model_spec spec = scenario_model_spec(s, 1);
@@ -925,11 +906,11 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;
     spawn_attempt(&t, 0, 0);
-    report_progress_start(&t.progress, stderr, quiet, t.in.steps);
+    report_progress_start(&t.rows.progress, stderr, quiet, t.in.steps);
     int ran = sim_run(t.engine);
-    report_progress_end(&t.progress);
+    report_progress_end(&t.rows.progress);
     if (ran == 1) {  /* stopped on request: the steps so far say where, nothing is written */
-      sum->steps_completed = t.completed;
+      sum->steps_completed = t.rows.n;
       train__free(&t);
       return TR_STOPPED;
     }

@@ -11,7 +11,7 @@
 
 #include "scenarios/config/scenario.h"
 #include "scenarios/report/outputs.h"
-#include "strategies/strategy.h"
+#include "strategies/core/strategy.h"
 
 /* Exit statuses of the contract, and TR_STOPPED: the run stopped because train_stop_request
 ** was set and wrote nothing (the CLI exits 128 + the signal that set it). */

@@ -1,7 +1,7 @@
 /*
 ** trainInt.h: what the sync program (train.c) shares with the parameter-server program
 ** (ps_train.c): the inputs every training run reads the same way, the batching rule and the loss
-** scale, the job-failure record and the weights file (train_).
+** scale, metrics.csv's rows, the job-failure record and the weights file (train_).
 */
 #ifndef PODSIM_TRAIN_INT_H
 #define PODSIM_TRAIN_INT_H
@@ -37,6 +37,26 @@ int   train_load_data(train_input *in, const md_model *m, scn_error *err);
 int   train_count_steps(train_input *in, scn_error *err);
 /* The factor training.loss_reduction puts on the loss of a slice of `slice` examples. */
 float train_loss_scale(const scenario *s, int slice);
+/* metrics.csv's rows as a program adds them, one per step it ends (a restart's redone steps and a
+** parameter-server job's duplicated updates included, so a run can have more rows than steps):
+** grown by doubling, each new row counted on the terminal's progress bar. */
+typedef struct train_rows {
+  step_record *at;          /* the rows, in the order they ended */
+  unsigned char *kept;      /* per row, whether its update stays (ps_train.c's invariant 5); NULL
+                            ** when the program does not keep it */
+  long n, cap;              /* rows filled, allocated */
+  report_progress progress; /* the terminal's progress bar (inert when quiet or not a tty) */
+} train_rows;
+/* Room for steps + 1 rows (a run without restarts), with the kept flags when keep. */
+void         train_rows_init(train_rows *r, long steps, int keep);
+void         train_rows_free(train_rows *r);
+/* A new zeroed row at the end (a kept flag of 0 with it), counted on the progress bar. */
+step_record *train_rows_next(train_rows *r);
+/* train_rows_next with what both programs fill alike: the step, its end (now) and time since
+** start, its examples and their mean loss from loss_sum (NaN when numerics are off, 0 without
+** examples). */
+step_record *train_rows_add(train_rows *r, const scenario *s, long step, sim_time start, sim_time now,
+                            double loss_sum, int examples);
 /* The summary's error: the job failed with TF exception `kind` on `device`. */
 void  train_job_failed(run_summary *sum, const char *kind, const char *device, const char *msg);
 /* TF's ResourceExhaustedError for an allocation of `needed` bytes that `pool` (on `device`)

@@ -17,8 +17,8 @@
 #include "scenarios/programs/train.h"
 #include "scenarios/programs/trainInt.h"
 #include "scenarios/report/report.h"
-#include "strategies/pipeline.h"
-#include "strategies/tpu_v1.h"
+#include "strategies/input/pipeline.h"
+#include "strategies/tpu/tpu_v1.h"
 
 typedef struct trainer trainer;
 
@@ -101,13 +101,11 @@ struct trainer {
   rec_job *rec;           /* checkpoints and restarts */
   size_t nparams;         /* floats in the flattened gradient */
   size_t on_read_floats;  /* floats of the non-trainable variables, back to back */
-  step_record *records;   /* one per completed step, redone ones included */
-  long completed;         /* records filled */
-  size_t cap_records;     /* records allocated */
+  train_rows rows;        /* metrics.csv's rows, one per completed step (redone ones included), and
+                          ** the progress bar */
   int horizon_hit;        /* stopped: simulated time passed SIM_TIME_HORIZON */
   int *track;             /* trace track of each replica */
   inp_plan *plan;         /* which rows each replica reads at each step */
-  report_progress progress; /* the terminal's progress bar (inert when quiet or not a tty) */
   int traced;             /* the trace is written or drawn (outputs.trace, a chart that reads it) */
   int ff;                 /* fast-forward may skip steps (train.c, "fast-forward") */
   sim_snapshot *snap[2];  /* the last two quiet points' snapshots, [1] the latest */

@@ -35,7 +35,7 @@
 #include "sim/multislice.h"
 #include "sim/tpu.h"
 #include "scenarios/programs/train.h"
-#include "strategies/strategy.h"
+#include "strategies/core/strategy.h"
 
 /* Real buffers of every rank together may take this much host memory; more needs numerics off. */
 #define WORKLOAD_HOST_BYTES (1024.0 * 1024 * 1024)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
-#include "strategies/ps_strategy.h"
+#include "strategies/ps/ps_strategy.h"
 
 int fuzz_tf_config(const uint8_t *data, size_t size) {
   char *text = malloc(size + 1);

@@ -2,7 +2,7 @@
 ** test_tf_config.c: TF_CONFIG is checked twice, on purpose: the loader walks it as YAML so its
 ** errors name file:line:col (scenarios/config/keys_cluster.c, scenario.c's ps_checks), and
 ** ParameterServerStrategy checks the cluster spec as TF's constructor does for API users
-** (strategies/ps_cluster.c). This agreement test proves the two accept and refuse the same
+** (strategies/ps/ps_cluster.c). This agreement test proves the two accept and refuse the same
 ** TF_CONFIGs for a parameter_server run.
 */
 #include "tests/testutil.h"
@@ -10,7 +10,7 @@
 #include "base/base.h"
 #include "scenarios/config/scenario.h"
 #include "sim/sim.h"
-#include "strategies/ps_strategy.h"
+#include "strategies/ps/ps_strategy.h"
 
 /* What the loader says of cluster.tf_config = text (JSON is YAML): 1 accepted, 0 refused. */
 static int loader_accepts(const char *text, char *why, size_t len) {

@@ -4,8 +4,9 @@
 
 #include "tests/testutil.h"
 
-#include "strategies/context.h"
-#include "strategies/distribute.h"
+#include "strategies/core/context.h"
+#include "strategies/core/distribute.h"
+#include "strategies/input/strategy_input.h"
 
 /* Workers with `gpus` accelerators each (0: CPU replicas), on a star fabric. */
 static inline ds_cluster du_cluster(int workers, int gpus) {

@@ -4,8 +4,8 @@
 #include "tests/testutil.h"
 
 #include "sim/sim.h"
-#include "strategies/coordinator.h"
-#include "strategies/variable.h"
+#include "strategies/ps/coordinator.h"
+#include "strategies/core/variable.h"
 
 #define S(x) ((sim_time)((x) * 1e12))  /* seconds -> picoseconds (exact for the values used) */
 #define MAXC 64

@@ -3,8 +3,8 @@
 */
 #include "tests/testutil.h"
 
-#include "strategies/dataset.h"
-#include "strategies/strategiesInt.h"
+#include "strategies/input/dataset.h"
+#include "strategies/input/inputInt.h"
 
 /* t holds exactly the n values want (any dtype), with n rows. */
 static void expect_values(const md_tensor *t, size_t n, const double *want) {

@@ -4,7 +4,7 @@
 */
 #include "tests/strategies/dsutil.h"
 
-#include "strategies/gnn_runner.h"
+#include "strategies/tpu/gnn_runner.h"
 
 static const ds_tpu_machine MACHINE = { 1200e9, 275e12, 0, 1e12, {0} };
 

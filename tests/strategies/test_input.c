@@ -4,8 +4,8 @@
 */
 #include "tests/testutil.h"
 
-#include "strategies/input.h"
-#include "strategies/strategy.h"
+#include "strategies/input/input.h"
+#include "strategies/core/strategy.h"
 
 static const char *const two_gpus[] = { "/job:localhost/replica:0/task:0/device:GPU:0",
                                         "/job:localhost/replica:0/task:0/device:GPU:1" };

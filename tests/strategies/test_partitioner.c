@@ -5,7 +5,7 @@
 */
 #include "tests/testutil.h"
 
-#include "strategies/partitioner.h"
+#include "strategies/core/partitioner.h"
 
 /* Calls p on a rank-2 shape along axis 0 and returns shards, checking axis 1 got 1. */
 static int64_t shards2(const ds_partitioner *p, int64_t rows, int64_t cols, int64_t elem) {

@@ -8,8 +8,9 @@
 */
 #include "tests/strategies/dsutil.h"
 
-#include "strategies/coordinator.h"
-#include "strategies/ps_strategy.h"
+#include "strategies/ps/coordinator.h"
+#include "strategies/ps/ps_strategy.h"
+#include "strategies/input/strategy_input.h"
 
 /* The seed page's TF_CONFIG: 3 workers, 2 ps, a chief, and this program the chief. */
 static const char *const SEED_TF_CONFIG =

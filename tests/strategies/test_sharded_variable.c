@@ -5,7 +5,7 @@
 */
 #include "tests/testutil.h"
 
-#include "strategies/sharded_variable.h"
+#include "strategies/core/sharded_variable.h"
 
 /* A plain variable (no strategy in scope) of `rows` x `cols` float32 whose row r holds
 ** first + r in column 0 and 10 * (first + r) in column 1 (cols >= 2), 0 elsewhere. */

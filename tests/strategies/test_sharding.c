@@ -4,7 +4,7 @@
 */
 #include "tests/strategies/tpu_testutil.h"
 
-#include "strategies/sharding.h"
+#include "strategies/tpu/sharding.h"
 
 /* A TPUStrategy's devices: its topology, device assignment and layout, freed together. */
 typedef struct layout {

@@ -3,8 +3,8 @@
 */
 #include "tests/testutil.h"
 
-#include "strategies/input.h"
-#include "strategies/strategy.h"
+#include "strategies/input/input.h"
+#include "strategies/core/strategy.h"
 
 /* The rebatch rule on one worker (ds_input_batch_sizes_for_worker with W = 1), which the input
 ** plan's rebatch follows. G = 7 over 4 replicas: f = 7/4 = 1, 7 - 4*1 = 3 replicas get f+1 = 2

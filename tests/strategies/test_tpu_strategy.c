@@ -5,11 +5,12 @@
 #include "tests/strategies/tpu_testutil.h"
 
 #include "sim/tpu.h"
-#include "strategies/distribute.h"
-#include "strategies/gnn_runner.h"
-#include "strategies/sharding.h"
-#include "strategies/tpu_strategy.h"
-#include "strategies/variable.h"
+#include "strategies/core/distribute.h"
+#include "strategies/input/strategy_input.h"
+#include "strategies/tpu/gnn_runner.h"
+#include "strategies/tpu/sharding.h"
+#include "strategies/tpu/tpu_strategy.h"
+#include "strategies/core/variable.h"
 
 typedef struct fixture {
   sim_engine *e;

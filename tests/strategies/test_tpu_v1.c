@@ -5,7 +5,7 @@
 */
 #include "tests/strategies/dsutil.h"
 
-#include "strategies/tpu_v1.h"
+#include "strategies/tpu/tpu_v1.h"
 
 /* The simulated device cores run at the catalogue's peak (v4: 275e12 FLOP/s per chip device). */
 static const ds_tpu_machine MACHINE = { 1200e9, 275e12, 0, 1e12, {0} };

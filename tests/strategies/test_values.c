@@ -3,8 +3,8 @@
 */
 #include "tests/testutil.h"
 
-#include "strategies/status.h"
-#include "strategies/values.h"
+#include "strategies/core/status.h"
+#include "strategies/core/values.h"
 
 /* A PerReplica of two scalars 1 and 2 on two GPUs: experimental_local_results gives both, in
 ** replica order, each with its device; a copy is deep. */

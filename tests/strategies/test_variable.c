@@ -5,7 +5,7 @@
 */
 #include "tests/strategies/dsutil.h"
 
-#include "strategies/variable.h"
+#include "strategies/core/variable.h"
 
 static ds_variable *make_var(ds_strategy *s, float init, ds_synchronization sync, ds_aggregation agg) {
   ds_status st;

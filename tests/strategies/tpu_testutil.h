@@ -4,7 +4,7 @@
 
 #include "tests/testutil.h"
 
-#include "strategies/device_assignment.h"
+#include "strategies/tpu/device_assignment.h"
 
 /* initialize_tpu_system on a simulated slice such as "v3-8". */
 static inline ds_tpu_topology *tu_tpu_init(const char *slice) {
