@@ -226,8 +226,10 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
     switch (i) {
+      /* learning_rate: the rates a schedule gave the updates, which only runs with values make */
       case 0: bad = outputs_write_metrics(path, o->records, o->nrecords, o->sync_columns, s->nfaults > 0,
-                                          o->ps_columns) != 0; break;
+                                          o->ps_columns, o->sync_columns && s->numerics_full &&
+                                          s->optimizer.schedule.kind != MD_SCHEDULE_CONSTANT) != 0; break;
       case 1: bad = o->write_weights(o->prog, path) != 0; break;
       case 2: bad = o->write_variables(o->prog, path) != 0; break;
       case 3: if (!s->trace) continue;

@@ -153,6 +153,7 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->hidden_ps = t->ovl ? ovl_hidden(t->ovl, m->computed) : 0;
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
+  rec->learning_rate = m->learning_rate;
 }
 
 /* The logged ops as work on the replica's device: each op bound by its FLOPs or its bytes.
@@ -353,6 +354,7 @@ static void replica_main(sim_actor *self, void *arg) {
 
     md_cost opt_cost = {.ops = &rep->ops};
     md_op_log_clear(&rep->ops);
+    marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
     if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, &opt_cost);
     rep->phase = REP_APPLY;
     if (sim_exec(self, cpu, op_work(t, rep, 0, rep->ops.n)) != SIM_OK) return;

@@ -33,6 +33,7 @@ typedef struct step_marks {
   sim_time sync_comm;     /* of fed..computed, synchronized batch normalisations' all-reduces */
   sim_time updated;       /* the optimizer was done (then, ending a tpu_v1 loop, its outputs
                           ** travel back to the host before the step ends) */
+  float learning_rate;    /* the rate the update used, or would have (LossScaleOptimizer's skip) */
 } step_marks;
 
 /* Where a replica's step is, for fast-forward (train.c, invariant 4): waiting for its launch,

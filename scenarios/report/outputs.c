@@ -218,13 +218,14 @@ const char *outputs_seconds(char *buf, size_t len, int64_t ps) {
 }
 
 int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column, int ps_columns) {
+                          int restart_column, int ps_columns, int lr_column) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
   fputs(sync_columns ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s" : "", f);
   fputs(restart_column ? ",restarts" : "", f);
-  fputs(ps_columns ? ",worker,staleness\n" : "\n", f);
+  fputs(ps_columns ? ",worker,staleness" : "", f);
+  fputs(lr_column ? ",learning_rate\n" : "\n", f);
   char t[6][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
@@ -241,6 +242,7 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
               outputs_seconds(t[5], sizeof t[5], r->compile_ps));
     if (restart_column) fprintf(f, ",%d", r->restarts);
     if (ps_columns) fprintf(f, ",%d,%ld", r->worker, r->staleness);
+    if (lr_column) fprintf(f, ",%.9g", r->learning_rate);
     fputc('\n', f);
   }
   return base_fclose(f);

@@ -28,6 +28,8 @@ typedef struct step_record {
   int     worker;         /* parameter_server: the worker task that ran the step */
   long    staleness;      /* parameter_server: updates a component of the step received
                              between the step's read of it and its own update, at most */
+  float   learning_rate;  /* the rate the step's update used: the schedule at the optimizer's
+                             iterations before it (models/optimizer.h) */
 } step_record;
 
 typedef struct run_device {
@@ -114,9 +116,10 @@ uint64_t run_hasher_finish(run_hasher *h);
 
 /* Writers. Each returns 0 or -1 (errno set). */
 /* restart_column adds `restarts` (runs with faults); ps_columns adds `worker,staleness`
-** (parameter_server runs) last, so the columns before keep their places. */
+** (parameter_server runs) and lr_column `learning_rate` (a schedule's runs) last, so the columns
+** before keep their places. */
 int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column, int ps_columns);
+                          int restart_column, int ps_columns, int lr_column);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it
 ** (metrics.csv): *rows gets ncols values per record (free it), NaN for a column the header lacks.
