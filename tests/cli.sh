@@ -75,6 +75,18 @@ err=$("$podsim" run "$tmp/sched_nofault.yaml" -o "$tmp/sc" --quiet \
 [ $rc -eq 2 ] && [ "$err" = '--set:1:83: optimizer.learning_rate.values: expected one more value than boundaries (2), found 3' ] && [ ! -e "$tmp/sc" ] \
   && ok || bad "schedule: piecewise with a value too many: exit $rc, '$err'"
 
+# training.metrics: a metric reading float targets under sparse labels, a repeat and
+# parameter-server training are refused at load, naming the entry.
+golden=tests/golden/mlp_optimizers/adamw/r1/scenario.yaml
+for case in "[categorical_accuracy]|--set:1:19: training.metrics[0]: categorical_accuracy reads float targets, and this loss gives integer classes (sparse_categorical_crossentropy)" \
+            "[accuracy, accuracy]|--set:1:29: training.metrics[1]: accuracy is listed twice"; do
+  err=$("$podsim" run "$golden" -o "$tmp/me" --quiet --set "training.metrics=${case%%|*}" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$err" = "${case#*|}" ] && [ ! -e "$tmp/me" ] && ok || bad "metrics ${case%%|*}: exit $rc, '$err'"
+done
+err=$("$podsim" run scenarios/examples/ps_embedding.yaml -o "$tmp/me" --quiet --set 'training.metrics=[accuracy]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "--set:1:18: training.metrics: compiled metrics are computed under the sync strategies only, not parameter_server" ] \
+  && ok || bad "metrics under parameter_server: exit $rc, '$err'"
+
 # --set reaches the run: 3 steps instead of 300, and metrics.csv has 3 rows.
 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/q" --set training.steps=3 --quiet >/dev/null; rc=$?
 rows=$(($(wc -l < "$tmp/q/metrics.csv") - 1))

@@ -55,6 +55,12 @@ typedef struct replica {
   int32_t *labels;        /* batch labels */
   float *targets;         /* batch targets (losses other than sparse_categorical_crossentropy) */
   double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
+  float metric_total[MD_METRIC_KIND_COUNT]; /* training.metrics' running totals on this replica's
+                          ** slices (TF's SyncOnRead SUM variables: each replica's own) */
+  float metric_count[MD_METRIC_KIND_COUNT]; /* and the examples they counted */
+  float metric_kept[2][2][MD_METRIC_KIND_COUNT]; /* [parity][total, count]: after each step, for
+                          ** replica 0's row (a replica may be one step ahead) */
+  int metric_attempt;     /* the job's restarts when the totals started (a restart resets them) */
   float *on_read[2];      /* its non-trainable variables back to back after the forward of the
                           ** last step of each parity (a checkpoint reads their mean); NULL with
                           ** numerics off or none in the model */

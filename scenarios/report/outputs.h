@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <xxhash.h>
 
+#include "models/metric.h"
+
 /* Times are integer picoseconds, printed as exact decimal seconds. */
 typedef struct step_record {
   long    step;           /* 0-based training step */
@@ -30,6 +32,7 @@ typedef struct step_record {
                              between the step's read of it and its own update, at most */
   float   learning_rate;  /* the rate the step's update used: the schedule at the optimizer's
                              iterations before it (models/optimizer.h) */
+  float   metrics[MD_METRIC_KIND_COUNT]; /* training.metrics' results after the step, in order */
 } step_record;
 
 typedef struct run_device {
@@ -115,11 +118,19 @@ int      run_hasher_add_file(run_hasher *h, const char *path);
 uint64_t run_hasher_finish(run_hasher *h);
 
 /* Writers. Each returns 0 or -1 (errno set). */
-/* restart_column adds `restarts` (runs with faults); ps_columns adds `worker,staleness`
-** (parameter_server runs) and lr_column `learning_rate` (a schedule's runs) last, so the columns
-** before keep their places. */
-int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column, int ps_columns, int lr_column);
+/* The optional columns of metrics.csv, each group after the ones before so that they keep their
+** places: sync adds compute_s .. compile_s (sync runs), restart `restarts` (runs with faults), ps
+** `worker,staleness` (parameter_server runs), learning_rate (a schedule's runs), then one column
+** per compiled metric. */
+typedef struct outputs_columns {
+  int sync;           /* compute_s, comm_s, idle_s, hbm_bytes, input_s, compile_s */
+  int restart;        /* restarts */
+  int ps;             /* worker, staleness */
+  int learning_rate;  /* learning_rate */
+  int nmetrics;       /* compiled metrics: rows' metrics[0..nmetrics) */
+  const char *metric_names[MD_METRIC_KIND_COUNT]; /* their columns' names */
+} outputs_columns;
+int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it
 ** (metrics.csv): *rows gets ncols values per record (free it), NaN for a column the header lacks.
