@@ -592,8 +592,10 @@ static double losses(const md_model *m, md_workspace *w, const md_batch *b, floa
 const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost) {
   if (b->n == 0) return NULL;
   forward(m, w, b, 0, cost);
-  return w->a[m->nlayers - 1];
+  return md_model_last_output(m, w);
 }
+
+const float *md_model_last_output(const md_model *m, const md_workspace *w) { return w->a[m->nlayers - 1]; }
 
 /* The slices buffer grown for n examples of the embedding layer ly (no values when shapes only):
 ** a row of the table's width per id. */

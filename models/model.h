@@ -294,6 +294,9 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
 /* Forward only: the last layer's output (n * num_classes floats, after its activation), owned by
 ** w and valid until w is next used; NULL when n == 0. Cost added to *cost. */
 const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
+/* The last layer's output of the latest forward or train step on w (what md_model_forward returns;
+** a train step's predictions, before its update, for the compiled metrics). */
+const float *md_model_last_output(const md_model *m, const md_workspace *w);
 /* Forward only: per-example losses summed (for evaluation), cost added to *cost. */
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
 /* Bytes of activations a batch of n keeps alive for backward (for memory accounting). */

@@ -198,8 +198,23 @@ static void adagrad(const md_optimizer_spec *s, float *w, const float *g, float 
   }
 }
 
-void md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, const float *g,
+float md_optimizer_learning_rate(const md_optimizer_spec *spec, int64_t t) {
+  if (spec->schedule.kind == MD_SCHEDULE_CONSTANT) return spec->learning_rate;
+  return md_schedule_rate(&spec->schedule, t - 1);
+}
+
+/* spec with iteration t's rate as a plain learning_rate, which the formulas below read. */
+static md_optimizer_spec at_iteration(const md_optimizer_spec *spec, int64_t t) {
+  md_optimizer_spec now = *spec;
+  now.learning_rate = md_optimizer_learning_rate(spec, t);
+  now.schedule.kind = MD_SCHEDULE_CONSTANT;
+  return now;
+}
+
+void md_optimizer_update(const md_optimizer_spec *scheduled, int64_t t, float *w, const float *g,
                          float *const *slots, size_t n, md_cost *cost) {
+  md_optimizer_spec now = at_iteration(scheduled, t);
+  const md_optimizer_spec *spec = &now;
   size_t math = w != NULL ? n : 0;  /* shapes only: no math, the cost below */
   int momentum = md_optimizer_slots_per_var(spec) > 0;
   /* FLOPs per element of each formula, and the arrays each reads and writes. */
@@ -324,9 +339,11 @@ static void dense_from_slices(const md_optimizer_spec *spec, int64_t t, float *w
   free(dense);
 }
 
-void md_optimizer_update_sparse(const md_optimizer_spec *spec, int64_t t, float *w, size_t rows,
+void md_optimizer_update_sparse(const md_optimizer_spec *scheduled, int64_t t, float *w, size_t rows,
                                 size_t row, const int64_t *indices, const float *values, size_t nidx,
                                 float *const *slots, md_cost *cost) {
+  md_optimizer_spec now = at_iteration(scheduled, t);
+  const md_optimizer_spec *spec = &now;
   int math = w != NULL && values != NULL;
   int momentum = md_optimizer_slots_per_var(spec) > 0;
   if (spec->kind == MD_OPT_SGD && !momentum) {

@@ -19,12 +19,14 @@
 #define PODSIM_OPTIMIZER_H
 
 #include "models/model.h"
+#include "models/schedule.h"
 
 typedef enum { MD_OPT_SGD = 0, MD_OPT_ADAM, MD_OPT_ADAGRAD, MD_OPT_ADAMW, MD_OPT_LAMB } md_optimizer_kind;
 
 typedef struct md_optimizer_spec {
   md_optimizer_kind kind; /* which formula */
-  float learning_rate;    /* all kinds */
+  float learning_rate;    /* all kinds: the rate when schedule is CONSTANT */
+  md_schedule schedule;   /* all kinds: learning_rate as a Keras LearningRateSchedule */
   float momentum;         /* sgd (Keras default 0) */
   int nesterov;           /* sgd */
   float beta_1;           /* adam, adamw, lamb (0.9) */
@@ -46,7 +48,7 @@ const char *md_optimizer_slot_suffix(const md_optimizer_spec *spec, int k);
 float       md_optimizer_slot_initial(const md_optimizer_spec *spec);
 /* One update of n elements in place: w the variable (or a piece of it, a parameter server's
 ** shard), g its gradient, slots[k] the same elements of its slot k, t the 1-based iteration
-** (adam's bias correction). w NULL (shapes only): no math, only the cost of n elements, added to
+** (adam's bias correction, and the step spec's schedule is evaluated at). w NULL (shapes only): no math, only the cost of n elements, added to
 ** *cost. The one place the header's formulas are written; md_optimizer_apply runs it on every
 ** variable of a model. */
 void        md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, const float *g,
@@ -81,6 +83,9 @@ void          md_optimizer_free(md_optimizer *o);
 /* Applies one update to every variable of m from dense gradients (md_grads_new's: slices-only
 ** gradients go through md_optimizer_update_sparse); adds its cost. */
 void          md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost);
+/* The rate the update at 1-based iteration t uses: the schedule at step t - 1 (Keras evaluates it
+** on `iterations` before adding the update), else learning_rate. */
+float         md_optimizer_learning_rate(const md_optimizer_spec *spec, int64_t t);
 /* Slot variables, for variables.csv and memory accounting: name "VAR/momentum", "VAR/m", ... */
 int           md_optimizer_num_slots(const md_optimizer *o);
 const md_var *md_optimizer_slot(const md_optimizer *o, int i);

@@ -58,6 +58,35 @@ mkdir "$tmp/cwd"
 (cd "$tmp/cwd" && "$podsim" check "$OLDPWD/scenarios/examples/quickstart.yaml" >/dev/null) && ok || bad "check quickstart"
 [ -z "$(ls -A "$tmp/cwd")" ] && ok || bad "check wrote into its directory: $(ls -A "$tmp/cwd")"
 
+# A learning-rate schedule (models/schedule.h) resumes at the checkpoint's step after a
+# preemption: the redone steps 40..44 take the rates they took the first time, the final weights
+# are the uninterrupted run's bit for bit, and metrics.csv's learning_rate column holds the
+# CosineDecay warmup: 0.002 * 3/10 = 0.0006 at step 3, 0.002 at step 10 (warmup_steps).
+sched=tests/data/schedules/cosine_preempted.yaml
+sed '/^faults:/,/preempt/d' "$sched" > "$tmp/sched_nofault.yaml"
+"$podsim" run "$sched" -o "$tmp/sa" --quiet >/dev/null && "$podsim" run "$tmp/sched_nofault.yaml" -o "$tmp/sb" --quiet >/dev/null
+cmp -s "$tmp/sa/final_weights.csv" "$tmp/sb/final_weights.csv" && ok || bad "schedule: a restarted run's weights differ"
+lr=$(awk -F, 'NR == 1 {print $NF} $1 == 3 || $1 == 10 {print $NF}' "$tmp/sb/metrics.csv" | tr '\n' ' ')
+[ "$lr" = "learning_rate 0.000600000028 0.00200000009 " ] && ok || bad "schedule: learning_rate column '$lr'"
+redone=$(awk -F, '$1 == 42 {print $NF}' "$tmp/sa/metrics.csv" | sort -u | wc -l)
+[ "$redone" -eq 1 ] && ok || bad "schedule: the redone step 42 took $redone different rates"
+err=$("$podsim" run "$tmp/sched_nofault.yaml" -o "$tmp/sc" --quiet \
+      --set 'optimizer.learning_rate={kind: piecewise_constant_decay, boundaries: [5], values: [1, 2, 3]}' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = '--set:1:83: optimizer.learning_rate.values: expected one more value than boundaries (2), found 3' ] && [ ! -e "$tmp/sc" ] \
+  && ok || bad "schedule: piecewise with a value too many: exit $rc, '$err'"
+
+# training.metrics: a metric reading float targets under sparse labels, a repeat and
+# parameter-server training are refused at load, naming the entry.
+golden=tests/golden/mlp_optimizers/adamw/r1/scenario.yaml
+for case in "[categorical_accuracy]|--set:1:19: training.metrics[0]: categorical_accuracy reads float targets, and this loss gives integer classes (sparse_categorical_crossentropy)" \
+            "[accuracy, accuracy]|--set:1:29: training.metrics[1]: accuracy is listed twice"; do
+  err=$("$podsim" run "$golden" -o "$tmp/me" --quiet --set "training.metrics=${case%%|*}" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$err" = "${case#*|}" ] && [ ! -e "$tmp/me" ] && ok || bad "metrics ${case%%|*}: exit $rc, '$err'"
+done
+err=$("$podsim" run scenarios/examples/ps_embedding.yaml -o "$tmp/me" --quiet --set 'training.metrics=[accuracy]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "--set:1:18: training.metrics: compiled metrics are computed under the sync strategies only, not parameter_server" ] \
+  && ok || bad "metrics under parameter_server: exit $rc, '$err'"
+
 # --set reaches the run: 3 steps instead of 300, and metrics.csv has 3 rows.
 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/q" --set training.steps=3 --quiet >/dev/null; rc=$?
 rows=$(($(wc -l < "$tmp/q/metrics.csv") - 1))

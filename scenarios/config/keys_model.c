@@ -566,8 +566,94 @@ const key_spec CFG_MODEL_KEYS[] = {
   {.key = "dtype_policy", .type = V_ENUM, .names = POLICIES, .st = S_INT, OFF(scenario, dtype_policy)},
   END};
 
+/* optimizer.learning_rate: a number, or a Keras LearningRateSchedule by kind (models/schedule.h). */
+#define SCHED(f) OFF(md_optimizer_spec, schedule.f)
+#define SCHED_LR0 {.key = "initial_learning_rate", .type = V_NUM, .st = S_DOUBLE, SCHED(initial_learning_rate), .lo = 0, .required = 1}
+#define SCHED_STEPS {.key = "decay_steps", .type = V_NUM, .st = S_DOUBLE, SCHED(decay_steps), .lo = 0, .lo_open = 1, .required = 1}
+#define SCHED_RATE {.key = "decay_rate", .type = V_NUM, .st = S_DOUBLE, SCHED(decay_rate), .lo = 0, .required = 1}
+#define SCHED_STAIR {.key = "staircase", .type = V_BOOL, .st = S_INT, SCHED(staircase)}
+static const key_spec DECAY_KEYS[] = {{.key = "kind", .type = V_STR}, SCHED_LR0, SCHED_STEPS, SCHED_RATE, SCHED_STAIR, END};
+static const key_spec POLYNOMIAL_KEYS[] = {
+  {.key = "kind", .type = V_STR}, SCHED_LR0, SCHED_STEPS,
+  {.key = "end_learning_rate", .type = V_NUM, .st = S_DOUBLE, SCHED(end_learning_rate), .lo = 0},
+  {.key = "power", .type = V_NUM, .st = S_DOUBLE, SCHED(power), .lo = 0},
+  {.key = "cycle", .type = V_BOOL, .st = S_INT, SCHED(cycle)},
+  END};
+static const key_spec COSINE_KEYS[] = {
+  {.key = "kind", .type = V_STR}, SCHED_LR0, SCHED_STEPS,
+  {.key = "alpha", .type = V_NUM, .st = S_DOUBLE, SCHED(alpha), .lo = 0, .hi = 1},
+  {.key = "warmup_target", .type = V_NUM, .st = S_DOUBLE, SCHED(warmup_target), .lo = 0},
+  {.key = "warmup_steps", .type = V_INT, .st = S_DOUBLE, SCHED(warmup_steps), .lo = 0},
+  END};
+static int piecewise_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
+static const key_spec PIECEWISE_KEYS[] = {
+  {.key = "kind", .type = V_STR},
+  {.key = "boundaries", .type = V_FN, .fn = piecewise_fn, .required = 1,
+   .schema = "{\"type\":\"array\",\"minItems\":1,\"maxItems\":16,\"items\":{\"type\":\"integer\",\"minimum\":0},\"description\":\"increasing steps at which the rate changes\"}"},
+  {.key = "values", .type = V_FN, .fn = piecewise_fn, .required = 1,
+   .schema = "{\"type\":\"array\",\"minItems\":2,\"maxItems\":17,\"items\":{\"type\":\"number\",\"minimum\":0},\"description\":\"the rate up to each boundary and after the last: one more than boundaries\"}"},
+  END};
+/* Index = md_schedule_kind (CONSTANT, the plain number, has no mapping). */
+static const variant SCHEDULES[] = {
+  {"exponential_decay", DECAY_KEYS}, {"piecewise_constant_decay", PIECEWISE_KEYS},
+  {"polynomial_decay", POLYNOMIAL_KEYS}, {"cosine_decay", COSINE_KEYS},
+  {"inverse_time_decay", DECAY_KEYS}, {NULL, NULL}};
+
+/* boundaries: increasing integer steps; values: one number more, each a float32. */
+static int piecewise_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  md_schedule *s = &((md_optimizer_spec *)base)->schedule;
+  int bounds = !strcmp(k->key, "boundaries"), max = MD_SCHEDULE_MAX_PIECES + !bounds;
+  const key_spec num = {.key = k->key, .type = bounds ? V_INT : V_NUM, .st = bounds ? S_LONG : S_DOUBLE, .lo = 0};
+  char sub[256];
+  if (cfg_get_seq(c, v, path, bounds ? "a list of increasing steps such as [1000, 2000]"
+                                     : "a list of learning rates such as [0.1, 0.01, 0.001]")) return -1;
+  if (v->n < 1 + !bounds || v->n > max)
+    return cfg_fail(c, v, path, "expected %d to %d entries, found %d", 1 + !bounds, max, v->n);
+  for (int i = 0; i < v->n; i++) {
+    base_format(sub, sizeof sub, "%s[%d]", path, i);
+    long step = 0;
+    if (cfg_handle_value(c, &num, v->items[i], sub, bounds ? (void *)&step : (void *)&s->values[i])) return -1;
+    if (!bounds) continue;
+    if (i > 0 && step <= s->boundaries[i - 1])
+      return cfg_fail(c, v->items[i], sub, "expected a step above the one before (%lld), found %ld",
+                      (long long)s->boundaries[i - 1], step);
+    s->boundaries[i] = step;
+    s->nboundaries = i + 1;
+  }
+  return 0;
+}
+
+static int learning_rate_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  static const key_spec number = {.key = "learning_rate", .type = V_NUM, .st = S_FLOAT,
+                                  OFF(md_optimizer_spec, learning_rate), .lo = 0, .lo_open = 1};
+  md_optimizer_spec *o = base;
+  int which = 0;
+  (void)k;
+  if (v->kind != YT_MAP) return cfg_handle_value(c, &number, v, path, base);
+  const yt_node *kind = yt_get(v, "kind");
+  for (int i = 0; kind && kind->kind == YT_SCALAR && SCHEDULES[i].kind; i++)
+    if (!strcmp(SCHEDULES[i].kind, kind->text)) md_schedule_defaults(&o->schedule, (md_schedule_kind)(i + 1));
+  if (cfg_walk_variant(c, v, path, SCHEDULES, base, &which)) return -1;
+  o->schedule.kind = (md_schedule_kind)(which + 1);
+  const yt_node *values = yt_get(v, "values");
+  if (o->schedule.kind == MD_SCHEDULE_PIECEWISE && (int)values->n != o->schedule.nboundaries + 1) {
+    char sub[256];
+    cfg_join(sub, sizeof sub, path, "values");
+    return cfg_fail(c, values, sub, "expected one more value than boundaries (%d), found %d",
+                    o->schedule.nboundaries + 1, values->n);
+  }
+  if (yt_get(v, "warmup_steps") && !yt_get(v, "warmup_target")) {
+    char sub[256];
+    cfg_join(sub, sizeof sub, path, "warmup_target");
+    return cfg_fail(c, v, sub, "missing required key \"warmup_target\" (the rate warmup_steps reach)");
+  }
+  o->schedule.warmup = yt_get(v, "warmup_target") != NULL;
+  return 0;
+}
+
 /* optimizer: the keys depend on the kind. */
-#define LR {.key = "learning_rate", .type = V_NUM, .st = S_FLOAT, OFF(md_optimizer_spec, learning_rate), .lo = 0, .lo_open = 1}
+#define LR {.key = "learning_rate", .type = V_FN, .fn = learning_rate_fn, .variants = SCHEDULES, \
+  .schema = "{\"anyOf\":[{\"type\":\"number\",\"exclusiveMinimum\":0},\"$variants\"],\"description\":\"a number, or a Keras learning-rate schedule by kind (docs/scenario-format.md)\"}"}
 #define EPS {.key = "epsilon", .type = V_NUM, .st = S_FLOAT, OFF(md_optimizer_spec, epsilon), .lo = 0}
 static const key_spec SGD_KEYS[] = {
   {.key = "kind", .type = V_STR}, LR,

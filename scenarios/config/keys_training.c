@@ -3,6 +3,8 @@
 */
 #include "scenarios/config/configInt.h"
 
+#include <string.h>
+
 static const char *const REDUCTIONS[] = {"sum", "per_replica_mean", "global_batch", NULL};
 
 static const key_spec CHECKPOINT_KEYS[] = {
@@ -30,11 +32,35 @@ static int compile_post(cfg_ctx *c, const yt_node *map, const char *path, void *
   cfg_join(sub, sizeof sub, path, k->text);
   return cfg_fail(c, k, sub, "give either time (the whole compile) or base and per_op (the model), not both");
 }
+/* metrics: Keras names, each once; loss compatibility is checked with the model (scenario.c). */
+static int metrics_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  char sub[256], names[400] = "", fb[80];
+  scenario *s = c->s;
+  (void)k; (void)base;
+  for (int i = 0; i < MD_METRIC_KIND_COUNT; i++)
+    base_format(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " | " : "", md_metric_name((md_metric_kind)i));
+  if (cfg_get_seq(c, v, path, "a list of Keras metric names such as [accuracy]")) return -1;
+  for (int i = 0; i < v->n; i++) {
+    const yt_node *item = v->items[i];
+    int kind = -1;
+    base_format(sub, sizeof sub, "%s[%d]", path, i);
+    for (int j = 0; item->kind == YT_SCALAR && j < MD_METRIC_KIND_COUNT; j++)
+      if (!strcmp(item->text, md_metric_name((md_metric_kind)j))) kind = j;
+    if (kind < 0) return cfg_fail(c, item, sub, "expected one of %s, found %s", names, cfg_found(item, fb, sizeof fb));
+    for (int j = 0; j < s->nmetrics; j++)
+      if ((int)s->metrics[j] == kind) return cfg_fail(c, item, sub, "%s is listed twice", item->text);
+    s->metrics[s->nmetrics++] = (md_metric_kind)kind;
+  }
+  return 0;
+}
+
 const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, steps), .lo = 1, .hi = 1e7},
   {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e6},
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "jit_compile", .type = V_BOOL, .st = S_INT, OFF(scenario, jit_compile)},
+  {.key = "metrics", .type = V_FN, .fn = metrics_fn,
+   .schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"accuracy\",\"sparse_categorical_accuracy\",\"categorical_accuracy\",\"binary_accuracy\",\"top_k_categorical_accuracy\",\"sparse_top_k_categorical_accuracy\"]},\"description\":\"Keras compiled metrics, each a metrics.csv column (docs/scenario-format.md)\"}"},
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},
   {.key = "fast_forward", .doc = "skip steps proven to repeat the last one exactly (same outputs, less wall time)", .type = V_BOOL, .st = S_INT, OFF(scenario, fast_forward)},
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},

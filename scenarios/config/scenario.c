@@ -306,11 +306,40 @@ int scenario_layer_reads_ids(md_layer_kind kind) {
   return kind == MD_LAYER_EMBEDDING || kind == MD_LAYER_TOKEN_AND_POSITION_EMBEDDING;
 }
 
+/* training.metrics read the loss's labels: the sparse ones an integer class (sparse
+** categorical cross-entropy's), the others float targets, one per output; `accuracy` either, as
+** Keras picks. Parameter-server training and sequence outputs (a label per position) have none
+** yet (issue 28). */
+static int check_metrics(cfg_ctx *c, int positions) {
+  const scenario *s = c->s;
+  const yt_node *list = yt_path(c->root, "training.metrics");
+  int sparse = s->loss == MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+  if (list && s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
+    return cfg_fail(c, list, "training.metrics", "compiled metrics are computed under the sync strategies only, "
+                    "not parameter_server");
+  if (list && positions > 1)
+    return cfg_fail(c, list, "training.metrics", "compiled metrics read one label per example; this model's "
+                    "output has %d positions", positions);
+  if (list && s->epochs > 1)
+    return cfg_fail(c, list, "training.metrics", "compiled metrics are one epoch's running values: give "
+                    "training.steps or epochs: 1 (Keras resets them each epoch; not simulated yet)");
+  for (int i = 0; i < s->nmetrics; i++) {
+    char path[64];
+    if (s->metrics[i] == MD_METRIC_ACCURACY || md_metric_sparse(s->metrics[i]) == sparse) continue;
+    return cfg_fail(c, list->items[i], base_format(path, sizeof path, "training.metrics[%d]", i),
+                    "%s reads %s, and this loss gives %s", md_metric_name(s->metrics[i]),
+                    sparse ? "float targets" : "an integer class per example",
+                    sparse ? "integer classes (sparse_categorical_crossentropy)" : "float targets");
+  }
+  return 0;
+}
+
 /* The labels a loss reads: sparse_categorical_crossentropy one integer class per row
 ** (dataset.label), every other loss one float per model output (dataset.labels, or dataset.label
 ** for a single output; neither: the last columns), as the y a Keras user passes to fit. */
 static int check_labels(cfg_ctx *c, int classes, int positions) {
   const scenario *s = c->s;
+  if (check_metrics(c, positions)) return -1;
   const yt_node *labels = yt_path(c->root, "dataset.labels"), *label = yt_path(c->root, "dataset.label");
   const yt_node *from_logits = yt_path(c->root, "model.loss.from_logits");
   if (s->loss == MD_LOSS_MEAN_SQUARED_ERROR && from_logits)

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "models/metric.h"
 #include "models/model.h"
 #include "models/optimizer.h"
 #include "models/zoo.h"
@@ -238,6 +239,8 @@ typedef struct scenario {
   long   steps;                 /* training.steps, or epochs converted by the loader: -1 if epochs */
   long   epochs;                /* training.epochs, 0 if steps given */
   scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
+  int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
+  md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
   int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */
   int    rematerialize;         /* training.rematerialize (default false) */

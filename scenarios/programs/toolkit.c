@@ -343,11 +343,17 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
   if (run_hasher_init(&h) != 0) return train_error(err, dir, 0, 0, "outputs.dir", "out of memory");
   int bad = 0;
   const char *files[] = { "metrics.csv", "final_weights.csv", "variables.csv", "trace.json" };
+  /* learning_rate: the rates a schedule gave the updates, which only runs with values make; the
+  ** compiled metrics are the sync program's (the loader refuses them elsewhere). */
+  outputs_columns cols = {.sync = o->sync_columns, .restart = s->nfaults > 0, .ps = o->ps_columns,
+                          .learning_rate = o->sync_columns && s->numerics_full &&
+                                           s->optimizer.schedule.kind != MD_SCHEDULE_CONSTANT,
+                          .nmetrics = o->sync_columns ? s->nmetrics : 0};
+  for (int k = 0; k < cols.nmetrics; k++) cols.metric_names[k] = md_metric_name(s->metrics[k]);
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);
     switch (i) {
-      case 0: bad = outputs_write_metrics(path, o->records, o->nrecords, o->sync_columns, s->nfaults > 0,
-                                          o->ps_columns) != 0; break;
+      case 0: bad = outputs_write_metrics(path, o->records, o->nrecords, &cols) != 0; break;
       case 1: bad = o->write_weights(o->prog, path) != 0; break;
       case 2: bad = write_variables(s, o, path) != 0;
               if (!bad) hash_variables(o, &h);

@@ -135,6 +135,38 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->hidden_ps = t->ovl ? ovl_hidden(t->ovl, m->computed) : 0;
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
+  rec->learning_rate = m->learning_rate;
+  /* SyncOnRead SUM, read: every replica's totals and counts summed, then total / count (0 when
+  ** nothing was counted, Keras's divide_no_nan). */
+  for (int k = 0; k < t->in.s->nmetrics; k++) {
+    float total = 0.0f, count = 0.0f;
+    for (int r = 0; r < t->nreplicas; r++) {
+      total += t->replicas[r].metric_kept[step & 1][0][k];
+      count += t->replicas[r].metric_kept[step & 1][1][k];
+    }
+    rec->metrics[k] = !t->in.s->numerics_full ? NAN : count > 0.0f ? total / count : 0.0f;
+  }
+}
+
+/* training.metrics' update_state on the replica's step: the predictions of its forward (before
+** the update) against its batch's labels. A restarted job's metrics start again from zero, as a
+** new process's Keras metrics do (BackupAndRestore keeps no metric state). */
+static void update_metrics(trainer *t, replica *rep, long step, const md_batch *b) {
+  const scenario *s = t->in.s;
+  if (rec_restarts(t->rec) != rep->metric_attempt) {
+    memset(rep->metric_total, 0, sizeof rep->metric_total);
+    memset(rep->metric_count, 0, sizeof rep->metric_count);
+    rep->metric_attempt = rec_restarts(t->rec);
+  }
+  int outputs = md_model_num_classes(rep->model);
+  int sparse = s->loss == MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+  for (int k = 0; k < s->nmetrics; k++) {
+    if (b->n > 0)
+      md_metric_update(md_metric_resolve(s->metrics[k], outputs, sparse), md_model_last_output(rep->model, rep->ws),
+                       outputs, b, &rep->metric_total[k], &rep->metric_count[k]);
+    rep->metric_kept[step & 1][0][k] = rep->metric_total[k];
+    rep->metric_kept[step & 1][1][k] = rep->metric_count[k];
+  }
 }
 
 /* Kernels [from, to) of the compiled step as work on the replica's device: each bound by its
@@ -317,6 +349,7 @@ static void replica_main(sim_actor *self, void *arg) {
     md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
                         &rep->loss_sum[step & 1], NULL);
     if (rep->stopped) return;
+    if (s->numerics_full) update_metrics(t, rep, step, &b);
     marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
     if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
@@ -340,6 +373,7 @@ static void replica_main(sim_actor *self, void *arg) {
 
     size_t napply = 0;
     const cg_kernel *update = cg_program_apply(rep->program, &napply);
+    marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
     if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
     rep->phase = REP_APPLY;
     if (sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0)) != SIM_OK) return;

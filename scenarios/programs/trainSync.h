@@ -34,6 +34,7 @@ typedef struct step_marks {
   sim_time sync_comm;     /* of fed..computed, synchronized batch normalisations' all-reduces */
   sim_time updated;       /* the optimizer was done (then, ending a tpu_v1 loop, its outputs
                           ** travel back to the host before the step ends) */
+  float learning_rate;    /* the rate the update used, or would have (LossScaleOptimizer's skip) */
 } step_marks;
 
 /* Where a replica's step is, for fast-forward (train.c, invariant 4): waiting for its launch,
@@ -55,6 +56,12 @@ typedef struct replica {
   int32_t *labels;        /* batch labels */
   float *targets;         /* batch targets (losses other than sparse_categorical_crossentropy) */
   double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
+  float metric_total[MD_METRIC_KIND_COUNT]; /* training.metrics' running totals on this replica's
+                          ** slices (TF's SyncOnRead SUM variables: each replica's own) */
+  float metric_count[MD_METRIC_KIND_COUNT]; /* and the examples they counted */
+  float metric_kept[2][2][MD_METRIC_KIND_COUNT]; /* [parity][total, count]: after each step, for
+                          ** replica 0's row (a replica may be one step ahead) */
+  int metric_attempt;     /* the job's restarts when the totals started (a restart resets them) */
   float *on_read[2];      /* its non-trainable variables back to back after the forward of the
                           ** last step of each parity (a checkpoint reads their mean); NULL with
                           ** numerics off or none in the model */

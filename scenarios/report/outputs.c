@@ -348,30 +348,39 @@ const char *outputs_seconds(char *buf, size_t len, int64_t ps) {
   return buf;
 }
 
-int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column, int ps_columns) {
+/* A float as metrics.csv writes it: "nan" whatever the NaN's sign bit. */
+static const char *number(char *buf, size_t len, double x) {
+  if (isnan(x)) snprintf(buf, len, "nan");
+  else snprintf(buf, len, "%.9g", x);
+  return buf;
+}
+
+int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
-  fputs(sync_columns ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s" : "", f);
-  fputs(restart_column ? ",restarts" : "", f);
-  fputs(ps_columns ? ",worker,staleness\n" : "\n", f);
+  fputs(cols->sync ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s" : "", f);
+  fputs(cols->restart ? ",restarts" : "", f);
+  fputs(cols->ps ? ",worker,staleness" : "", f);
+  fputs(cols->learning_rate ? ",learning_rate" : "", f);
+  for (int k = 0; k < cols->nmetrics; k++) fprintf(f, ",%s", cols->metric_names[k]);
+  fputc('\n', f);
   char t[6][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
     double eps = r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
     char loss[32];
-    if (isnan(r->loss)) snprintf(loss, sizeof loss, "nan");  /* whatever the NaN's sign bit */
-    else snprintf(loss, sizeof loss, "%.9g", r->loss);
     fprintf(f, "%ld,%s,%s,%s,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
-            outputs_seconds(t[1], sizeof t[1], r->step_ps), loss, eps);
-    if (sync_columns)
+            outputs_seconds(t[1], sizeof t[1], r->step_ps), number(loss, sizeof loss, r->loss), eps);
+    if (cols->sync)
       fprintf(f, ",%s,%s,%s,%llu,%s,%s", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
               outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps),
               (unsigned long long)r->memory_bytes, outputs_seconds(t[4], sizeof t[4], r->input_ps),
               outputs_seconds(t[5], sizeof t[5], r->compile_ps));
-    if (restart_column) fprintf(f, ",%d", r->restarts);
-    if (ps_columns) fprintf(f, ",%d,%ld", r->worker, r->staleness);
+    if (cols->restart) fprintf(f, ",%d", r->restarts);
+    if (cols->ps) fprintf(f, ",%d,%ld", r->worker, r->staleness);
+    if (cols->learning_rate) fprintf(f, ",%.9g", r->learning_rate);
+    for (int k = 0; k < cols->nmetrics; k++) fprintf(f, ",%s", number(loss, sizeof loss, r->metrics[k]));
     fputc('\n', f);
   }
   return base_fclose(f);

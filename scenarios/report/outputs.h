@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <xxhash.h>
 
+#include "models/metric.h"
+
 /* Times are integer picoseconds, printed as exact decimal seconds. */
 typedef struct step_record {
   long    step;           /* 0-based training step */
@@ -28,6 +30,9 @@ typedef struct step_record {
   int     worker;         /* parameter_server: the worker task that ran the step */
   long    staleness;      /* parameter_server: updates a component of the step received
                              between the step's read of it and its own update, at most */
+  float   learning_rate;  /* the rate the step's update used: the schedule at the optimizer's
+                             iterations before it (models/optimizer.h) */
+  float   metrics[MD_METRIC_KIND_COUNT]; /* training.metrics' results after the step, in order */
 } step_record;
 
 typedef struct run_device {
@@ -117,10 +122,19 @@ void     run_hasher_bytes(run_hasher *h, const void *data, size_t len);
 uint64_t run_hasher_finish(run_hasher *h);
 
 /* Writers. Each returns 0 or -1 (errno set). */
-/* restart_column adds `restarts` (runs with faults); ps_columns adds `worker,staleness`
-** (parameter_server runs) last, so the columns before keep their places. */
-int outputs_write_metrics(const char *path, const step_record *rows, long n, int sync_columns,
-                          int restart_column, int ps_columns);
+/* The optional columns of metrics.csv, each group after the ones before so that they keep their
+** places: sync adds compute_s .. compile_s (sync runs), restart `restarts` (runs with faults), ps
+** `worker,staleness` (parameter_server runs), learning_rate (a schedule's runs), then one column
+** per compiled metric. */
+typedef struct outputs_columns {
+  int sync;           /* compute_s, comm_s, idle_s, hbm_bytes, input_s, compile_s */
+  int restart;        /* restarts */
+  int ps;             /* worker, staleness */
+  int learning_rate;  /* learning_rate */
+  int nmetrics;       /* compiled metrics: rows' metrics[0..nmetrics) */
+  const char *metric_names[MD_METRIC_KIND_COUNT]; /* their columns' names */
+} outputs_columns;
+int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it
 ** (metrics.csv): *rows gets ncols values per record (free it), NaN for a column the header lacks.

@@ -273,6 +273,56 @@ static void optimizer_goldens_from_scenarios(void **state) {
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) check_golden(CASES[i]);
 }
 
+/* The learning-rate schedule goldens (tests/golden/lr_schedules, TensorFlow 2.21 / Keras 3): SGD
+** with momentum under each schedule, 20 steps. Measured: losses within 1e-7 and weights within
+** 2.7e-7 of TF's; a rate taken one step late (at iterations after the update) misses by far more
+** (cosine_warmup's first update would move the weights at 0.06 where TF's rate is 0). */
+static void schedule_goldens_from_scenarios(void **state) {
+  (void)state;
+  static const char *const CASES[] = {"lr_schedules/exponential/r1", "lr_schedules/inverse_time/r1",
+                                      "lr_schedules/polynomial/r1", "lr_schedules/piecewise/r1",
+                                      "lr_schedules/cosine_warmup/r1"};
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) check_golden(CASES[i]);
+}
+
+/* training.metrics on the adamw golden (tests/golden/mlp_optimizers/adamw): Keras's running
+** SparseCategoricalAccuracy over 20 steps of 16 examples, from TensorFlow 2.21 / Keras 3 with the
+** same model, data, initial values and AdamW(0.01, weight_decay 0.1) in a GradientTape loop:
+**   acc = keras.metrics.SparseCategoricalAccuracy(); per step: logits = model(xb);
+**   acc.update_state(yb, logits); (the AdamW update); print("%.9g" % acc.result())
+** Step 0: 6 of 16 right, 0.375; step 1: 14 of 32, 0.4375. Under one_device (r1) and over two
+** workers (r2: each replica's totals and counts summed, SyncOnRead SUM) the columns are TF's
+** exactly: the totals are whole counts. `accuracy` resolves to the sparse metric (Keras 3's
+** compile_utils for sparse labels); the top-5 of 3 classes is always 1 (tf.math.in_top_k). */
+static void compiled_metrics_equal_tf_on_one_and_two_replicas(void **state) {
+  (void)state;
+  static const double TF[20] = {0.375, 0.4375, 0.458333343, 0.484375, 0.537500024, 0.552083313, 0.571428597,
+                                0.5859375, 0.604166687, 0.618749976, 0.630681813, 0.630208313, 0.644230783,
+                                0.651785731, 0.658333361, 0.65625, 0.665441155, 0.673611104, 0.677631557,
+                                0.678125024};
+  static const char *const VARIANTS[] = {"r1", "r2"};
+  const char *sets[] = {"training.metrics=[accuracy, sparse_top_k_categorical_accuracy, sparse_categorical_accuracy]"};
+  for (int v = 0; v < 2; v++) {
+    char rel[256], path[512];
+    static scenario s;
+    scn_error err;
+    snprintf(rel, sizeof rel, "tests/golden/mlp_optimizers/adamw/%s/scenario.yaml", VARIANTS[v]);
+    if (scenario_load(tu_src(rel), sets, 1, &s, &err) != 0) fail_msg("%s", err.msg);
+    char *out = tu_temp_dir("podsim-metrics");
+    run_summary sum;
+    if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+    snprintf(path, sizeof path, "%s/metrics.csv", out);
+    double got[3][32];
+    for (int c = 0; c < 3; c++) assert_int_equal(tu_read_column(path, 11 + c, got[c], 32, NULL), 20);
+    for (int i = 0; i < 20; i++) {
+      if ((float)got[0][i] != (float)TF[i] || got[2][i] != got[0][i] || got[1][i] != 1.0)
+        fail_msg("%s step %d: accuracy %.9g, top-5 %.9g, sparse %.9g; TF %.9g", VARIANTS[v], i, got[0][i],
+                 got[1][i], got[2][i], TF[i]);
+    }
+    tu_remove_dir(out);
+  }
+}
+
 static void run_hash_is_stable(void **state) {
   (void)state;
   char *a = tu_temp_dir("podsim-golden"), *b = tu_temp_dir("podsim-golden");
@@ -313,6 +363,8 @@ int main(void) {
     cmocka_unit_test(graphsage_golden_one_device_and_runner_tpu),
     cmocka_unit_test(loss_goldens_from_scenarios),
     cmocka_unit_test(optimizer_goldens_from_scenarios),
+      cmocka_unit_test(schedule_goldens_from_scenarios),
+      cmocka_unit_test(compiled_metrics_equal_tf_on_one_and_two_replicas),
     cmocka_unit_test(run_hash_is_stable),
     cmocka_unit_test(run_hash_tells_runs_apart),
   };
