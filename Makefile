@@ -64,7 +64,7 @@ ifneq ($(BUILD),build)
   PODSIM = $(BUILD)/podsim
 endif
 
-.PHONY: all deps python run test test-fast test-asan test-determinism test-install test-mpi bench fuzz valgrind clean install uninstall
+.PHONY: all deps python venv test-python run test test-fast test-asan test-determinism test-install test-mpi bench fuzz valgrind clean install uninstall
 all: $(PODSIM) $(BUILD)/libpodsim.a
 
 $(BUILD)/%.o: %.c
@@ -185,6 +185,7 @@ test: deps
 	$(MAKE) test-determinism
 	$(MAKE) test-install
 	$(MAKE) test-mpi
+	$(MAKE) test-python
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@awk '{p += $$1; f += $$2} END {printf "all suites: %d passed, %d failed\n", p, f}' $(TEST_TALLY)
 
@@ -204,6 +205,19 @@ test-determinism: $(PODSIM)
 
 test-install: all
 	tests/install.sh $(BUILD)
+
+# A Python venv for the tests (build/venv, made once: its stamp follows tests/python/requirements.txt)
+# with TensorFlow pinned (tensorflow-cpu, Keras 3, TensorBoard): the oracle of tests/python, and the
+# podsim package over libpodsim.so (make python). No TensorFlow, no venv: the stage fails, it never
+# skips.
+VENV = build/venv
+$(VENV)/.stamp: tests/python/requirements.txt
+	rm -rf $(VENV) && python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	touch $@
+venv: $(VENV)/.stamp
+test-python: venv python $(PODSIM)
+	tests/python.sh $(VENV)/bin/python
 
 # mpirun -n 1, 2, 3 podsim plan: the same files as the forked run (skipped without an MPI build).
 test-mpi: $(PODSIM)
