@@ -84,7 +84,13 @@ void sim__grow_to(void *arr, size_t *cap, size_t need, size_t elem) {
   *cap = n;
 }
 
-sim_time sim_time_from_s(double seconds) { return (sim_time)llround(seconds * (double)SIM_PS_PER_S); }
+sim_time sim_time_from_s(double seconds) {
+  double ps = seconds * (double)SIM_PS_PER_S;
+  /* 2^63 as a double: llround of anything at or past it is undefined (it wrapped to INT64_MIN). */
+  if (ps >= 9223372036854775808.0) return SIM_TIME_NEVER;
+  if (ps <= -9223372036854775808.0) return -SIM_TIME_NEVER;
+  return (sim_time)llround(ps);
+}
 double   sim_time_to_s(sim_time t) { return (double)t / (double)SIM_PS_PER_S; }
 
 /* ---- engine and raw events ------------------------------------------------------------ */

@@ -37,6 +37,8 @@ expect_error tests/data/inputs/no_label.yaml \
   'tests/data/inputs/no_label.csv:1:1: dataset.csv: no label column "label" in the header'
 expect_error tests/data/faults/bad_trace.yaml \
   'tests/data/faults/bad_trace.csv:3:29: faults[0].file: expected a slowdown >= 1, found "0"'
+expect_error tests/data/faults/horizon_trace.yaml \
+  "tests/data/faults/horizon_trace.csv:2:23: faults[0].file: duration: expected at most 4.61169e+06 s (53.4 days, the simulated clock's horizon), found 3000h"
 expect_error tests/data/faults/ps_in_tpu_run.yaml \
   'tests/data/faults/ps_in_tpu_run.yaml:28:26: faults[0].target: this run has no ps task (those are parameter-server training'"'"'s); its tasks are tpu and tpu_host:N'
 

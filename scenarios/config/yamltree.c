@@ -156,6 +156,13 @@ static yt_node *build_node(builder *b, yaml_event_t *ev, const char *path) {
     yaml_event_delete(ev);
     return NULL;
   }
+  /* A "\0" (or \u0000) escape in a double-quoted scalar: the text would end at the NUL, and a
+  ** name such as "a\u0000b/../../x" would run as "a", past the checks the whole value fails. */
+  if (ev->type == YAML_SCALAR_EVENT && memchr(ev->data.scalar.value, '\0', ev->data.scalar.length)) {
+    set_err(b->err, b->file, line, col, path, "expected a scalar without a NUL character, found one with a \\0 escape");
+    yaml_event_delete(ev);
+    return NULL;
+  }
   if (ev->type == YAML_SCALAR_EVENT) {
     n = node_new(YT_SCALAR, b->file, line, col);
     n->text = base_strdup((const char *)ev->data.scalar.value);
