@@ -23,6 +23,9 @@
 #include "scenarios/report/outputs.h"
 
 #define PODSIM_VERSION "0.1.0"
+/* The exit status of a command that did its work but could not write its standard output (the
+** contract's table, docs/scenario-format.md); train.h's TR_STOPPED, also 4, is never an exit. */
+enum { EXIT_STDOUT = 4 };
 
 static const char usage[] =
   "podsim " PODSIM_VERSION ": a deterministic simulator of distributed TensorFlow training\n"
@@ -48,7 +51,8 @@ static const char usage[] =
   "exit status: 0 done; 1 an expect assertion failed; 2 bad scenario or usage, or outputs that\n"
   "             cannot be written (nothing written); 3 the simulated job failed as TensorFlow\n"
   "             would (outputs written, see summary.json); 130 / 143 stopped by SIGINT / SIGTERM\n"
-  "             (nothing written: DIR appears only once complete)\n"
+  "             (nothing written: DIR appears only once complete); 4 done, DIR written, but the\n"
+  "             standard output could not be (a full disk or closed pipe behind it)\n"
   "\n"
   "the scenario format and every output file: docs/scenario-format.md\n";
 
@@ -304,30 +308,43 @@ static void out_of_host_memory(size_t bytes) {
   exit(TR_EXIT_INPUT);
 }
 
+/* The summary, run_hash and schema are outputs too: a full disk behind stdout is not a success.
+** A run's DIR is committed by then and stays (exit 2 would say nothing was written), so the
+** exit has its own status, EXIT_STDOUT, for every command; a failure already reported keeps its own. */
+static int stdout_written(int rc) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+  fprintf(stderr, "podsim: cannot write the standard output: %s%s\n", strerror(errno),
+          rc == TR_EXIT_OK ? "" : " (after the error above)");
+  return rc == TR_EXIT_OK ? EXIT_STDOUT : rc;
+}
+
 int main(int argc, char **argv) {
   base_set_oom_handler(out_of_host_memory);
   catch_stop_signals();
   if (argc < 2) return usage_error("no command given", NULL);
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, stdout);
-    return TR_EXIT_OK;
+    return stdout_written(TR_EXIT_OK);
   }
   if (strcmp(argv[1], "--version") == 0) {
     printf("podsim %s\n", PODSIM_VERSION);
-    return TR_EXIT_OK;
+    return stdout_written(TR_EXIT_OK);
   }
-  if (strcmp(argv[1], "diff") == 0) return diff_command(argc, argv);
-  if (strcmp(argv[1], "schema") == 0) return schema_command(argc);
-  if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "plan") != 0)
+  int rc;
+  if (strcmp(argv[1], "diff") == 0) rc = diff_command(argc, argv);
+  else if (strcmp(argv[1], "schema") == 0) rc = schema_command(argc);
+  else if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "plan") != 0)
     return usage_error("unknown command", argv[1]);
-  cli c = {0};
-  int rc = parse_args(argc, argv, &c);
-  if (rc == TR_EXIT_OK) rc = run_command(&c);
-  free(c.sets);
-  /* The summary and run_hash are outputs too: a full disk behind stdout is not a success. */
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, "podsim: cannot write the standard output: %s\n", strerror(errno));
-    if (rc == TR_EXIT_OK) rc = TR_EXIT_INPUT;
+  else {
+    cli c = {0};
+    char why[512];
+    if (scenario_host_memory_check(why, sizeof why) != 0) {
+      fprintf(stderr, "podsim: %s\n", why);
+      return TR_EXIT_INPUT;
+    }
+    rc = parse_args(argc, argv, &c);
+    if (rc == TR_EXIT_OK) rc = run_command(&c);
+    free(c.sets);
   }
-  return rc;
+  return stdout_written(rc);
 }

@@ -323,6 +323,24 @@ if mkdir -p "$tmp/tiny" && mount -t tmpfs -o size=64k tmpfs "$tmp/tiny" 2>/dev/n
   umount "$tmp/tiny"
 fi
 
+# A standard output that cannot be written (/dev/full): exit 4, not 0 (schema exited 0) nor 2 (a
+# run said "nothing written" although DIR was committed), and the run's DIR stays.
+if [ -w /dev/full ]; then
+  err=$("$podsim" schema 2>&1 >/dev/full); rc=$?
+  [ $rc -eq 4 ] && [[ "$err" == "podsim: cannot write the standard output: No space left on device" ]] \
+    && ok || bad "schema > /dev/full: exit $rc, '$err'"
+  "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/full" --set training.steps=3 --quiet >/dev/full 2>/dev/null; rc=$?
+  [ $rc -eq 4 ] && [ -f "$tmp/full/summary.json" ] && ok || bad "run > /dev/full: exit $rc, $(ls -A "$tmp/full" 2>&1)"
+fi
+# PODSIM_HOST_MEMORY that is not a size: exit 2 saying what it should be (it was ignored unsaid).
+err=$(PODSIM_HOST_MEMORY=lots "$podsim" check scenarios/examples/quickstart.yaml 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = 'podsim: PODSIM_HOST_MEMORY: expected a size above zero such as 8GiB or 512MB, found "lots"' ] \
+  && ok || bad "PODSIM_HOST_MEMORY=lots: exit $rc, '$err'"
+# Four sizes of 1e8 multiply to 1e32, past int64: the message said the product was 0.
+err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'model.input={shape: [100000000, 100000000, 100000000, 100000000]}' 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "--set:1:21: model.input.shape: expected at most 100000000 elements per example, found 1e+32" ] \
+  && ok || bad "shape product: exit $rc, '$err'"
+
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ $failed -eq 0 ]

@@ -395,11 +395,22 @@ static int dataset_checks(cfg_ctx *c, int classes);
 #define HOST_BYTES_PER_REPLICA (64.0 * 1024)
 #define HOST_BYTES_PER_DEVICE 2048.0
 
-double scenario_host_memory(void) {
+/* PODSIM_HOST_MEMORY's bytes (0: unset); -1 with WHY when it is set but not a size above zero. */
+static double host_memory_env(char *why, size_t len) {
   const char *env = getenv("PODSIM_HOST_MEMORY");
   double bytes;
-  char why[64];
-  if (env && units_parse(UNIT_SIZE, env, &bytes, why, sizeof why) == 0 && bytes > 0) return bytes;
+  if (env == NULL) return 0;
+  if (units_parse(UNIT_SIZE, env, &bytes, why, len) == 0 && bytes > 0) return bytes;
+  base_format(why, len, "PODSIM_HOST_MEMORY: expected a size above zero such as 8GiB or 512MB, found \"%s\"", env);
+  return -1;
+}
+
+int scenario_host_memory_check(char *why, size_t len) { return host_memory_env(why, len) < 0 ? -1 : 0; }
+
+double scenario_host_memory(void) {
+  char why[512];
+  double bytes = host_memory_env(why, sizeof why);
+  if (bytes > 0) return bytes;
   return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
 }
 
