@@ -609,8 +609,8 @@ int md_keras_parse(const char *text, size_t len, md_keras_model *out, md_error *
 
 int md_keras_read(const char *path, md_keras_model *out, md_error *err) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return md_error_set(err, 0, 0, "cannot open %s", path);
+  FILE *f = base_fopen_regular(path);
+  if (f == NULL) return md_error_set(err, 0, 0, "cannot open %s: %s", path, base_open_error(errno));
   size_t cap = 1 << 16, n = 0, got;
   char *text = base_xrealloc(NULL, cap);
   while ((got = fread(text + n, 1, cap - n, f)) > 0)

@@ -340,6 +340,15 @@ err=$(PODSIM_HOST_MEMORY=lots "$podsim" check scenarios/examples/quickstart.yaml
 err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'model.input={shape: [100000000, 100000000, 100000000, 100000000]}' 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "--set:1:21: model.input.shape: expected at most 100000000 elements per example, found 1e+32" ] \
   && ok || bad "shape product: exit $rc, '$err'"
+# podsim diff reads regular files only: metrics.csv symlinked to /dev/zero grew it until the OOM
+# killer; a scenario that is a FIFO blocked the open. Both exit 2 at once.
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/dA" --set training.steps=3 --quiet >/dev/null
+cp -r "$tmp/dA" "$tmp/dB" && ln -sf /dev/zero "$tmp/dB/metrics.csv"
+err=$(timeout 20 "$podsim" diff "$tmp/dA" "$tmp/dB" -o "$tmp/dD" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [[ "$err" == *"found a metrics.csv that is not a regular file" ]] && ok || bad "diff of /dev/zero: exit $rc, '$err'"
+mkfifo "$tmp/fifo.yaml"
+err=$(timeout 20 "$podsim" check "$tmp/fifo.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "$tmp/fifo.yaml: cannot open the scenario file: not a regular file" ] && ok || bad "FIFO scenario: exit $rc, '$err'"
 
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"

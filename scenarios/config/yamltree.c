@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -291,9 +292,9 @@ yt_doc *yt_parse_text(const char *text, const char *file, int line_base, int col
 }
 
 yt_doc *yt_parse_file(const char *file, yt_error *err) {
-  FILE *f = fopen(file, "rb");
+  FILE *f = base_fopen_regular(file);
   if (!f) {
-    set_err(err, file, 0, 0, "", "cannot open the scenario file");
+    set_err(err, file, 0, 0, "", "cannot open the scenario file: %s", base_open_error(errno));
     return NULL;
   }
   builder b;

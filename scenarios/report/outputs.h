@@ -120,7 +120,8 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, int
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it
 ** (metrics.csv): *rows gets ncols values per record (free it), NaN for a column the header lacks.
-** Returns the records read (header left out), or -1 when the file cannot be opened. */
+** Returns the records read (header left out), or -1 when the file cannot be opened (errno; EINVAL:
+** not a regular file, such as a symlink to /dev/zero, which would be read without end). */
 long outputs_read_columns(const char *path, const char *const *names, int ncols, double **rows);
 /* Exact decimal seconds of a picosecond count, trailing zeros trimmed: 261832217 -> "0.000261832217". */
 const char *outputs_seconds(char *buf, size_t len, int64_t ps);
