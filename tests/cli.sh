@@ -299,6 +299,13 @@ sleep 0.5  # the points' processes are the plan's children: none may outlive it 
 [ $stop_rc -eq 143 ] && [ $stop_s -le 5 ] && [ ! -e "$tmp/stopp" ] && [ -z "$(ls "$tmp" | grep partial)" ] \
   && ! pgrep -f -- "-o $tmp/stopp --quiet" >/dev/null \
   && ok || bad "SIGTERM on a plan: exit $stop_rc after ${stop_s}s, $(ls -A "$tmp"), $(cat "$tmp/stop.err")"
+# SIGKILL on a plan: no handler runs, yet its points die with it (PR_SET_PDEATHSIG) rather than run
+# 1e7 steps each; the next plan into the same DIR removes the dead plan's stage.
+stop_run KILL "$tmp/killp" plan tests/data/plan/tiny.yaml -j 2 --set training.steps=10000000
+for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f -- "-o $tmp/killp --quiet" >/dev/null || break; sleep 0.5; done
+! pgrep -f -- "-o $tmp/killp --quiet" >/dev/null && ok || bad "SIGKILL on a plan left its points running"
+"$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/killp" --quiet >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && [ -d "$tmp/killp" ] && [ -z "$(ls "$tmp" | grep killp.partial)" ] && ok || bad "plan after SIGKILL: exit $rc, $(ls "$tmp")"
 # An outputs.dir that cannot be created or is not a directory: exit 2 before the run, naming the
 # path and the reason (root ignores permissions, so a path under a regular file).
 err=$("$podsim" run scenarios/examples/quickstart.yaml -o /dev/null/x --quiet 2>&1 >/dev/null); rc=$?
@@ -349,6 +356,13 @@ err=$(timeout 20 "$podsim" diff "$tmp/dA" "$tmp/dB" -o "$tmp/dD" 2>&1 >/dev/null
 mkfifo "$tmp/fifo.yaml"
 err=$(timeout 20 "$podsim" check "$tmp/fifo.yaml" 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "$tmp/fifo.yaml: cannot open the scenario file: not a regular file" ] && ok || bad "FIFO scenario: exit $rc, '$err'"
+# A stage left by a SIGKILLed run is removed by the next run into DIR when its PID is gone; a live
+# PID's (this shell's) is a run in progress and stays, and so does a neighbour's name.
+sleep 0 & dead=$!; wait $dead
+mkdir -p "$tmp/st.partial-$dead/x" "$tmp/st.partial-$$" "$tmp/stx.partial-$dead"
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/st" --set training.steps=3 --quiet >/dev/null; rc=$?
+[ $rc -eq 0 ] && [ ! -e "$tmp/st.partial-$dead" ] && [ -d "$tmp/st.partial-$$" ] && [ -d "$tmp/stx.partial-$dead" ] && [ -d "$tmp/st" ] \
+  && ok || bad "dead stages: exit $rc, left $(ls -d "$tmp"/st* | tr '\n' ' ')"
 
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
