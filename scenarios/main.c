@@ -31,8 +31,9 @@ static const char usage[] =
   "podsim " PODSIM_VERSION ": a deterministic simulator of distributed TensorFlow training\n"
   "\n"
   "usage:\n"
-  "  podsim run FILE [-o DIR] [--set KEY=VALUE]... [--quiet]\n"
-  "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>)\n"
+  "  podsim run FILE [-o DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
+  "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>);\n"
+  "      --progress prints a progress line on stderr every 5 s of wall time, terminal or not\n"
   "  podsim check FILE [--set KEY=VALUE]...\n"
   "      validate the scenario and its input files; write nothing\n"
   "  podsim plan FILE [-o DIR] [-j N] [--set KEY=VALUE]... [--quiet]\n"
@@ -63,6 +64,7 @@ typedef struct cli {
   const char **sets;      /* --set KEY=VALUE texts */
   int nsets;              /* entries in sets */
   int quiet;              /* --quiet */
+  int progress;           /* --progress: progress lines on stderr, terminal or not */
   int jobs;               /* plan -j: points run at once (0: the online CPUs) */
 } cli;
 
@@ -91,6 +93,8 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->sets[c->nsets++] = a + 6;
     } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       c->quiet = 1;
+    } else if (strcmp(a, "--progress") == 0 && strcmp(c->command, "run") == 0) {
+      c->progress = 1;
     } else if (a[0] == '-') {
       return usage_error("unknown option", a);
     } else if (c->file == NULL) {
@@ -257,7 +261,8 @@ static int run_command(const cli *c) {
   if (rc != TR_EXIT_OK) return rc;
   if (s.has_workload) return run_workload(c, &s, &st);
   run_summary sum = {0};  /* steps_completed is read when a stop came before the run */
-  rc = train_run_cli(&s, st.path, c->quiet, &sum, &err);
+  int mode = c->progress ? REPORT_PROGRESS_LINES : c->quiet ? REPORT_PROGRESS_QUIET : REPORT_PROGRESS_BAR;
+  rc = train_run_cli(&s, st.path, mode, &sum, &err);
   if (rc == TR_EXIT_INPUT || rc == TR_STOPPED || stop_signal) return unfinished(&st, rc, &err, sum.steps_completed);
   if (commit(&st) != TR_EXIT_OK) return TR_EXIT_INPUT;
   if (!c->quiet) report_print_summary(stdout, &s, st.dir, &sum);

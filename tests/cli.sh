@@ -363,6 +363,19 @@ mkdir -p "$tmp/st.partial-$dead/x" "$tmp/st.partial-$$" "$tmp/stx.partial-$dead"
 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/st" --set training.steps=3 --quiet >/dev/null; rc=$?
 [ $rc -eq 0 ] && [ ! -e "$tmp/st.partial-$dead" ] && [ -d "$tmp/st.partial-$$" ] && [ -d "$tmp/stx.partial-$dead" ] && [ -d "$tmp/st" ] \
   && ok || bad "dead stages: exit $rc, left $(ls -d "$tmp"/st* | tr '\n' ' ')"
+# A fault storm (every worker preempted every 4 ms for 1 ms, restart delay 100 ms) postponed the
+# restart for ever and walked to the 53-day horizon a millisecond at a time (hours of wall time):
+# it fails after 10000 losses with no step (exit 3, summary.json says why), in seconds.
+t0=$SECONDS
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/storm" --quiet >/dev/null 2>&1 \
+  --set 'faults=[{kind: preempt, target: "worker:*", mtbf: 4ms, down_for: 1ms}]' --set 'training.restart={delay: 100ms}'; rc=$?
+[ $rc -eq 3 ] && [ $((SECONDS - t0)) -le 20 ] && grep -q '"message": "no progress: 10000 task losses and no step completed' "$tmp/storm/summary.json" \
+  && ok || bad "fault storm: exit $rc after $((SECONDS - t0)) s, $(grep -o '"message": "[^"]*' "$tmp/storm/summary.json" 2>&1)"
+# --progress: a line on stderr every 5 s of wall time although stderr is no terminal.
+timeout -s INT 8 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/prog" --set training.steps=10000000 --progress \
+  >/dev/null 2>"$tmp/prog.err"
+grep -Eq '^podsim: progress: step [0-9]+/10000000, simulated [0-9.e+-]+ s, [0-9]+ events, [0-9]+ s wall$' "$tmp/prog.err" \
+  && ok || bad "--progress: $(cat "$tmp/prog.err")"
 
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"

@@ -128,7 +128,9 @@ static void on_down(void *ctx, const sim_fault *f, int in_job) {
     if (was == LC_UP) j->lost_steps += j->last_done + 1 - j->saved.step;
     mark(j, "job stopped");
   }
-  if (lc_state_of(j->life) == LC_FAILED) {
+  if (lc_state_of(j->life) == LC_FAILED && lc_stalled(j->life)) {
+    sim_fault_plan_stop(j->plan);
+  } else if (lc_state_of(j->life) == LC_FAILED) {
     char device[96];
     task_name_device(j, f, device, sizeof device);
     lc_fail(j->life, "UnavailableError", device, "%s of %s at %.12g s stopped the job after step %ld; "
@@ -160,7 +162,10 @@ static void write_done(sim_engine *e, void *arg) {
 
 int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
                  const md_optimizer *o, const ls_state *ls) {
-  if (replica == 0) j->last_done = step;
+  if (replica == 0) {
+    j->last_done = step;
+    lc_progress(j->life);
+  }
   if (j->s->ckpt_every <= 0 || (step + 1) % j->s->ckpt_every != 0) return SIM_OK;
   sim_time now = sim_now(j->engine);
   if (!j->s->ckpt_async) {
