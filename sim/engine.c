@@ -63,6 +63,7 @@
 */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +251,25 @@ static void wake_event(sim_engine *e, void *arg) {
   actor_resume(e, a);
 }
 
+
+/* An actor's stack could not be mapped. Its mapping and guard page are two of the kernel's
+** vm.max_map_count (65530 by default), which a run of some 32000 actors (a 6-slice v4-8192 pod,
+** numerics off) reaches with memory to spare: that was abort() and exit 134. It is the host's
+** limit, so it goes where running out of host memory goes (base.h: the CLI refuses the run,
+** exit 2), with the count that reached it. */
+static _Noreturn void no_stack(const sim_engine *e) {
+  long limit = -1;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &limit) != 1) limit = -1;
+    fclose(f);
+  }
+  fprintf(stderr, "podsim: cannot map the stack of actor %zu (%zu KiB, two memory mappings with its guard page): "
+          "this run needs more actors than the host's vm.max_map_count (%ld) or memory allows; use fewer replicas, "
+          "or raise vm.max_map_count\n", e->n_actors + 1, ACTOR_STACK_BYTES / 1024, limit);
+  base_out_of_memory((e->n_actors + 1) * ACTOR_STACK_BYTES);
+  abort();  /* a handler that returned: base.h says it must not */
+}
 sim_actor *sim_actor_spawn(sim_engine *e, const char *name, sim_actor_fn fn, void *arg) {
   sim_actor *a = base_xcalloc(1, sizeof *a);
   a->engine = e;
@@ -257,7 +277,7 @@ sim_actor *sim_actor_spawn(sim_engine *e, const char *name, sim_actor_fn fn, voi
   a->fn = fn;
   a->arg = arg;
   a->coro = sim_coro_new(ACTOR_STACK_BYTES, actor_body, a);
-  if (a->coro == NULL) abort();
+  if (a->coro == NULL) no_stack(e);
   a->state = SIM_ACTOR_READY;
   a->wake_event = sim__eventq_push(&e->queue, e->now, wake_event, a);
   sim__grow(&e->actors, &e->cap_actors, e->n_actors + 1, sizeof *e->actors);
