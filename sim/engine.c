@@ -365,7 +365,7 @@ int sim_sleep(sim_actor *self, sim_time duration) {
   sim_engine *e = self->engine;
   assert(duration >= 0 && e->current == self);
   self->wake_result = SIM_OK;
-  self->wake_event = sim__eventq_push(&e->queue, e->now + duration, wake_event, self);
+  self->wake_event = sim__eventq_push(&e->queue, sim_time_add(e->now, duration), wake_event, self);
   return sim__actor_block(self, NULL, NULL);
 }
 

@@ -187,12 +187,20 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
     now = sim_now(j->engine);
   }
   snapshot(j, m, o, ls, step);
-  j->write_done = now + j->write_ps;
+  j->write_done = sim_time_add(now, j->write_ps);
   j->write_event = sim_schedule(j->engine, j->write_done, write_done, j);
   return SIM_OK;
 }
 
 /* ---- the rest ------------------------------------------------------------------------------ */
+
+/* One checkpoint's write: at most the clock's horizon. A tiny training.checkpoint.bandwidth can
+** make it longer than int64 picoseconds hold (1e-9 B/s: exit 134 in the event queue); any write
+** that long takes the run past the horizon, where it stops (trainSync.h's horizon_hit). */
+static sim_time write_time(const rec_job *j) {
+  sim_time t = sim_time_from_s(j->bytes / j->s->ckpt_bytes_per_s);
+  return t < SIM_TIME_HORIZON ? t : SIM_TIME_HORIZON;
+}
 
 rec_job *rec_new(const scenario *s, sim_engine *e, const md_model *model, const md_optimizer *opt,
                  faults *f, const ds_strategy *st, const sim_tpu_slice *slice,
@@ -207,14 +215,14 @@ rec_job *rec_new(const scenario *s, sim_engine *e, const md_model *model, const 
   copy_state(&j->saved, model, opt, &initial, 0);
   for (int i = 0; i < md_model_num_vars(model); i++) j->bytes += 4.0 * (double)md_model_var_const(model, i)->size;
   for (int i = 0; i < md_optimizer_num_slots(opt); i++) j->bytes += 4.0 * (double)md_optimizer_slot(opt, i)->size;
-  j->write_ps = sim_time_from_s(j->bytes / s->ckpt_bytes_per_s);
+  j->write_ps = write_time(j);
   if (f) j->plan = faults_plan(f, e, st, slice, on_down, j);
   return j;
 }
 
 void rec_add_checkpoint_bytes(rec_job *j, double bytes) {
   j->bytes += bytes;
-  j->write_ps = sim_time_from_s(j->bytes / j->s->ckpt_bytes_per_s);
+  j->write_ps = write_time(j);
 }
 
 void rec_free(rec_job *j) {
