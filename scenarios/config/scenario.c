@@ -450,6 +450,16 @@ static int host_memory_checks(cfg_ctx *c) {
     units = md_model_activation_bytes(m, 1) / 4.0;
     md_model_free(m);
   }
+  /* A checkpoint holds the parameters' float32 values at least: one whose write would outlast the
+  ** simulated clock's horizon overflowed it (exit 134), and a parameter-server evaluator would
+  ** poll all the way there. */
+  const yt_node *bw = yt_path(c->root, "training.checkpoint.bandwidth");
+  if (bw != NULL && s->ckpt_bytes_per_s > 0 && 4.0 * params / s->ckpt_bytes_per_s > SIM_TIME_HORIZON_S) {
+    char a[32];
+    return cfg_fail(c, bw, "training.checkpoint.bandwidth", "expected a bandwidth that writes a checkpoint (at least "
+                    "the %s of the parameters) within the simulated clock's horizon (53.4 days), found %s",
+                    outputs_bytes(a, sizeof a, 4.0 * params), bw->text);
+  }
   const char *key;
   double replicas = replicas_of(s, &key);
   double batch = ceil(s->global_batch / replicas);
