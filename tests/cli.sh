@@ -385,8 +385,8 @@ if [ "$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0)" -le 65530 ] 2>/de
   [ $rc -eq 2 ] && [[ "$err" == "podsim: cannot map the stack of actor "*"vm.max_map_count"* ]] && [ ! -e "$tmp/maps" ] \
     && ok || bad "actors past vm.max_map_count: exit $rc, '$err'"
 fi
-# A checkpoint bandwidth so low that a write outlasts the clock (1e-9 B/s: 5.3 KiB of parameters
-# take 5.7e12 s) overflowed it (exit 134): refused at the key; a merely slow one (1 B/s) runs on.
+# A checkpoint bandwidth so low that a write outlasts the clock (1e-9 B/s: quickstart's 21.5 KiB of
+# parameters take 2.2e13 s, past the horizon's 4.6e6) overflowed it (exit 134): refused at the key.
 err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'training.checkpoint={every_steps: 5, bandwidth: 1e-9B/s}' 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$err" == "--set:1:49: training.checkpoint.bandwidth: expected a bandwidth that writes a checkpoint "* ]] \
   && ok || bad "checkpoint past the horizon: exit $rc, '$err'"
