@@ -235,7 +235,7 @@ bench: deps $(BENCH_BIN) $(PODSIM)
 FUZZ_SECONDS ?= 60
 # make test's bounded run of each harness (a crash fails the suite; longer runs: make fuzz).
 TEST_FUZZ_SECONDS ?= 10
-FUZZ_NAMES = scenario tf_config csv keras
+FUZZ_NAMES = scenario tf_config csv keras diff
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" \

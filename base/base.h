@@ -35,6 +35,13 @@ void base_out_of_memory(size_t bytes);
 ** full disk is never a silently short file. errno is the failing call's (EIO when it is lost). */
 int base_fclose(FILE *f);
 
+/* fopen(path, "rb") for a reader that takes in the whole file: NULL, with errno EINVAL, when path
+** is not a regular file (a device such as /dev/zero, a FIFO, a directory, also through a symlink),
+** which would feed the reader without end or block it; opened without waiting on a FIFO. */
+FILE *base_fopen_regular(const char *path);
+/* strerror(e), and for base_fopen_regular's EINVAL "not a regular file". */
+const char *base_open_error(int e);
+
 /* vsnprintf into buf that truncates silently: messages and paths are bounded on purpose.
 ** Returns buf. */
 char *base_vformat(char *buf, size_t len, const char *fmt, va_list ap);

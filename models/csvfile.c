@@ -68,8 +68,8 @@ static void on_record(int term, void *arg) {
 }
 
 int md_csvfile_each(const char *path, md_csvfile_fn fn, void *ctx, int *lines, md_error *err) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL) return md_error_set(err, 0, 0, "%s", strerror(errno));
+  FILE *f = base_fopen_regular(path);
+  if (f == NULL) return md_error_set(err, 0, 0, "%s", base_open_error(errno));
   int rc = md_csvfile_each_stream(f, fn, ctx, lines, err);
   fclose(f);
   return rc;

@@ -12,6 +12,10 @@
 #include "models/error.h"
 #include "models/model.h"
 
+/* Layers a config may hold, InputLayers included: the scenario's own bound on model.layers
+** (SCN_MAX_LAYERS), checked before any layer is read, so a 100000-layer file is refused at once. */
+#define MD_KERAS_MAX_LAYERS 1024
+
 typedef struct md_keras_model {
   md_shape input_shape;   /* one example's input: the InputLayer's (or first layer's) batch shape
                           ** without the batch */
@@ -29,7 +33,8 @@ typedef struct md_keras_model {
 } md_keras_model;
 
 /* Reads len bytes of JSON text; file names it in messages. On an error (bad JSON, an unknown
-** class_name, an option podsim does not have, a layer that cannot follow its inputs) returns -1
+** class_name, an option podsim does not have, a layer that cannot follow its inputs, more than
+** MD_KERAS_MAX_LAYERS layers) returns -1
 ** with err's line and column at the offending layer's object (or the JSON error) and a message
 ** naming the layer and its class_name; *out is then empty. */
 int  md_keras_parse(const char *text, size_t len, md_keras_model *out, md_error *err);

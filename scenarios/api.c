@@ -194,7 +194,8 @@ static int run_command(const command *c) {
   if (rc != TR_EXIT_OK) return rc;
   if (s.has_workload) return run_workload(c, &s, &st);
   run_summary sum = {0};  /* steps_completed is read when a stop came before the run */
-  rc = train_run_cli(&s, st.path, rq->quiet, &sum, &err);
+  int mode = rq->progress ? REPORT_PROGRESS_LINES : rq->quiet ? REPORT_PROGRESS_QUIET : REPORT_PROGRESS_BAR;
+  rc = train_run_cli(&s, st.path, mode, &sum, &err);
   if (rc == TR_EXIT_INPUT || rc == TR_STOPPED || stop_signal) return unfinished(c, &st, rc, &err, sum.steps_completed);
   if (commit(c, &st) != TR_EXIT_OK) return TR_EXIT_INPUT;
   c->oc->run_hash = sum.run_hash;
@@ -285,17 +286,17 @@ static int count_sets(const char *const *overrides) {
 
 int podsim_api_run(const char *scenario, const char *const *overrides, const char *out_dir,
                    podsim_api_result *res) {
-  podsim_request rq = { "run", scenario, overrides, count_sets(overrides), out_dir, 1, 0 };
+  podsim_request rq = { "run", scenario, overrides, count_sets(overrides), out_dir, 1, 0, 0 };
   return api_call(&rq, res);
 }
 
 int podsim_api_check(const char *scenario, const char *const *overrides, podsim_api_result *res) {
-  podsim_request rq = { "check", scenario, overrides, count_sets(overrides), NULL, 1, 0 };
+  podsim_request rq = { "check", scenario, overrides, count_sets(overrides), NULL, 1, 0, 0 };
   return api_call(&rq, res);
 }
 
 int podsim_api_plan(const char *scenario, const char *const *overrides, const char *out_dir,
                     int jobs, podsim_api_result *res) {
-  podsim_request rq = { "plan", scenario, overrides, count_sets(overrides), out_dir, 0, jobs };
+  podsim_request rq = { "plan", scenario, overrides, count_sets(overrides), out_dir, 0, jobs, 0 };
   return api_call(&rq, res);
 }

@@ -27,6 +27,7 @@ typedef struct podsim_request {
   const char *out_dir;       /* -o, or NULL: outputs.dir, else out/<name> */
   int quiet;                 /* --quiet: the run_hash line only */
   int jobs;                  /* plan -j: points run at once (0: the online CPUs) */
+  int progress;              /* run --progress: progress lines on stderr, terminal or not */
 } podsim_request;
 
 /* What a command did besides its exit status: the refusal's place, the directory written. */

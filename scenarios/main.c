@@ -1,7 +1,8 @@
 /*
 ** main.c: the podsim command line. Exit statuses: 0 done, 1 an `expect` failed, 2 bad
 ** scenario or usage, or outputs that cannot be written (nothing written), 3 the simulated job
-** failed (outputs written), 130 / 143 stopped by SIGINT / SIGTERM (nothing written).
+** failed (outputs written), 4 done but the standard output could not be written, 130 / 143
+** stopped by SIGINT / SIGTERM (nothing written).
 ** run, check and plan are podsim_command's (scenarios/api.c), which the Python package calls too.
 */
 #include <errno.h>
@@ -15,13 +16,17 @@
 #include "scenarios/report/diff.h"
 
 #define PODSIM_VERSION "0.1.0"
+/* The exit status of a command that did its work but could not write its standard output (the
+** contract's table, docs/scenario-format.md); train.h's TR_STOPPED, also 4, is never an exit. */
+enum { EXIT_STDOUT = 4 };
 
 static const char usage[] =
   "podsim " PODSIM_VERSION ": a deterministic simulator of distributed TensorFlow training\n"
   "\n"
   "usage:\n"
-  "  podsim run FILE [-o DIR] [--set KEY=VALUE]... [--quiet]\n"
-  "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>)\n"
+  "  podsim run FILE [-o DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
+  "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>);\n"
+  "      --progress prints a progress line on stderr every 5 s of wall time, terminal or not\n"
   "  podsim check FILE [--set KEY=VALUE]...\n"
   "      validate the scenario and its input files; write nothing\n"
   "  podsim plan FILE [-o DIR] [-j N] [--set KEY=VALUE]... [--quiet]\n"
@@ -40,7 +45,8 @@ static const char usage[] =
   "exit status: 0 done; 1 an expect assertion failed; 2 bad scenario or usage, or outputs that\n"
   "             cannot be written (nothing written); 3 the simulated job failed as TensorFlow\n"
   "             would (outputs written, see summary.json); 130 / 143 stopped by SIGINT / SIGTERM\n"
-  "             (nothing written: DIR appears only once complete)\n"
+  "             (nothing written: DIR appears only once complete); 4 done, DIR written, but the\n"
+  "             standard output could not be (a full disk or closed pipe behind it)\n"
   "\n"
   "the scenario format and every output file: docs/scenario-format.md\n";
 
@@ -51,6 +57,7 @@ typedef struct cli {
   const char **sets;      /* --set KEY=VALUE texts */
   int nsets;              /* entries in sets */
   int quiet;              /* --quiet */
+  int progress;           /* --progress: progress lines on stderr, terminal or not */
   int jobs;               /* plan -j: points run at once (0: the online CPUs) */
 } cli;
 
@@ -79,6 +86,8 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->sets[c->nsets++] = a + 6;
     } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       c->quiet = 1;
+    } else if (strcmp(a, "--progress") == 0 && strcmp(c->command, "run") == 0) {
+      c->progress = 1;
     } else if (a[0] == '-') {
       return usage_error("unknown option", a);
     } else if (c->file == NULL) {
@@ -94,7 +103,7 @@ static int parse_args(int argc, char **argv, cli *c) {
 
 /* The command given, as podsim_command runs it: what the CLI prints goes to stdout and stderr. */
 static int run_command(const cli *c) {
-  podsim_request rq = { c->command, c->file, c->sets, c->nsets, c->out_dir, c->quiet, c->jobs };
+  podsim_request rq = { c->command, c->file, c->sets, c->nsets, c->out_dir, c->quiet, c->jobs, c->progress };
   return podsim_command(&rq, stdout, stderr, NULL);
 }
 
@@ -132,30 +141,43 @@ static int schema_command(int argc) {
   return TR_EXIT_OK;
 }
 
+/* The summary, run_hash and schema are outputs too: a full disk behind stdout is not a success.
+** A run's DIR is committed by then and stays (exit 2 would say nothing was written), so the
+** exit has its own status, EXIT_STDOUT, for every command; a failure already reported keeps its own. */
+static int stdout_written(int rc) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+  fprintf(stderr, "podsim: cannot write the standard output: %s%s\n", strerror(errno),
+          rc == TR_EXIT_OK ? "" : " (after the error above)");
+  return rc == TR_EXIT_OK ? EXIT_STDOUT : rc;
+}
+
 int main(int argc, char **argv) {
   base_set_oom_handler(podsim_out_of_memory);
   podsim_catch_stop_signals();
   if (argc < 2) return usage_error("no command given", NULL);
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, stdout);
-    return TR_EXIT_OK;
+    return stdout_written(TR_EXIT_OK);
   }
   if (strcmp(argv[1], "--version") == 0) {
     printf("podsim %s\n", PODSIM_VERSION);
-    return TR_EXIT_OK;
+    return stdout_written(TR_EXIT_OK);
   }
-  if (strcmp(argv[1], "diff") == 0) return diff_command(argc, argv);
-  if (strcmp(argv[1], "schema") == 0) return schema_command(argc);
-  if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "plan") != 0)
+  int rc;
+  if (strcmp(argv[1], "diff") == 0) rc = diff_command(argc, argv);
+  else if (strcmp(argv[1], "schema") == 0) rc = schema_command(argc);
+  else if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "plan") != 0)
     return usage_error("unknown command", argv[1]);
-  cli c = {0};
-  int rc = parse_args(argc, argv, &c);
-  if (rc == TR_EXIT_OK) rc = run_command(&c);
-  free(c.sets);
-  /* The summary and run_hash are outputs too: a full disk behind stdout is not a success. */
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, "podsim: cannot write the standard output: %s\n", strerror(errno));
-    if (rc == TR_EXIT_OK) rc = TR_EXIT_INPUT;
+  else {
+    cli c = {0};
+    char why[512];
+    if (scenario_host_memory_check(why, sizeof why) != 0) {
+      fprintf(stderr, "podsim: %s\n", why);
+      return TR_EXIT_INPUT;
+    }
+    rc = parse_args(argc, argv, &c);
+    if (rc == TR_EXIT_OK) rc = run_command(&c);
+    free(c.sets);
   }
-  return rc;
+  return stdout_written(rc);
 }

@@ -63,6 +63,7 @@
 */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,7 +85,13 @@ void sim__grow_to(void *arr, size_t *cap, size_t need, size_t elem) {
   *cap = n;
 }
 
-sim_time sim_time_from_s(double seconds) { return (sim_time)llround(seconds * (double)SIM_PS_PER_S); }
+sim_time sim_time_from_s(double seconds) {
+  double ps = seconds * (double)SIM_PS_PER_S;
+  /* 2^63 as a double: llround of anything at or past it is undefined (it wrapped to INT64_MIN). */
+  if (ps >= 9223372036854775808.0) return SIM_TIME_NEVER;
+  if (ps <= -9223372036854775808.0) return -SIM_TIME_NEVER;
+  return (sim_time)llround(ps);
+}
 double   sim_time_to_s(sim_time t) { return (double)t / (double)SIM_PS_PER_S; }
 
 /* ---- engine and raw events ------------------------------------------------------------ */
@@ -244,6 +251,25 @@ static void wake_event(sim_engine *e, void *arg) {
   actor_resume(e, a);
 }
 
+
+/* An actor's stack could not be mapped. Its mapping and guard page are two of the kernel's
+** vm.max_map_count (65530 by default), which a run of some 32000 actors (a 6-slice v4-8192 pod,
+** numerics off) reaches with memory to spare: that was abort() and exit 134. It is the host's
+** limit, so it goes where running out of host memory goes (base.h: the CLI refuses the run,
+** exit 2), with the count that reached it. */
+static _Noreturn void no_stack(const sim_engine *e) {
+  long limit = -1;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &limit) != 1) limit = -1;
+    fclose(f);
+  }
+  fprintf(stderr, "podsim: cannot map the stack of actor %zu (%zu KiB, two memory mappings with its guard page): "
+          "this run needs more actors than the host's vm.max_map_count (%ld) or memory allows; use fewer replicas, "
+          "or raise vm.max_map_count\n", e->n_actors + 1, ACTOR_STACK_BYTES / 1024, limit);
+  base_out_of_memory((e->n_actors + 1) * ACTOR_STACK_BYTES);
+  abort();  /* a handler that returned: base.h says it must not */
+}
 sim_actor *sim_actor_spawn(sim_engine *e, const char *name, sim_actor_fn fn, void *arg) {
   sim_actor *a = base_xcalloc(1, sizeof *a);
   a->engine = e;
@@ -251,7 +277,7 @@ sim_actor *sim_actor_spawn(sim_engine *e, const char *name, sim_actor_fn fn, voi
   a->fn = fn;
   a->arg = arg;
   a->coro = sim_coro_new(ACTOR_STACK_BYTES, actor_body, a);
-  if (a->coro == NULL) abort();
+  if (a->coro == NULL) no_stack(e);
   a->state = SIM_ACTOR_READY;
   a->wake_event = sim__eventq_push(&e->queue, e->now, wake_event, a);
   sim__grow(&e->actors, &e->cap_actors, e->n_actors + 1, sizeof *e->actors);
@@ -339,7 +365,7 @@ int sim_sleep(sim_actor *self, sim_time duration) {
   sim_engine *e = self->engine;
   assert(duration >= 0 && e->current == self);
   self->wake_result = SIM_OK;
-  self->wake_event = sim__eventq_push(&e->queue, e->now + duration, wake_event, self);
+  self->wake_event = sim__eventq_push(&e->queue, sim_time_add(e->now, duration), wake_event, self);
   return sim__actor_block(self, NULL, NULL);
 }
 

@@ -299,7 +299,7 @@ static void strike(sim_fault_plan *p, firing *fr) {
     case SIM_FAULT_PREEMPT:
     case SIM_FAULT_FAIL:
       if (o->process >= 0) {  /* the next one, a draw after the machine is back */
-        sim_time back = p->engine->now + f.duration, gap = draw_ps(&p->processes[o->process]);
+        sim_time back = sim_time_add(p->engine->now, f.duration), gap = draw_ps(&p->processes[o->process]);
         o->f.at = gap > SIM_TIME_HORIZON - back ? SIM_TIME_HORIZON + 1 : back + gap;
         schedule_first(p, fr->occ, o->f.at);
       }
@@ -324,7 +324,7 @@ static void fire(sim_engine *e, void *arg) {
     case PHASE_NOTICE:
       mark(p, "preempt notice", f);
       if (p->ops->notice) p->ops->notice(p->ctx, f);
-      schedule(p, fr->occ, PHASE_STRIKE, e->now + f->notice, NULL);
+      schedule(p, fr->occ, PHASE_STRIKE, sim_time_add(e->now, f->notice), NULL);
       break;
     case PHASE_STRIKE:
       strike(p, fr);

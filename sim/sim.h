@@ -19,9 +19,16 @@ typedef int64_t sim_time;                 /* picoseconds since the start of the 
 /* Simulated time podsim runs to at most: 2^62 ps (53.4 days), half of what int64 holds, so that
 ** no sum of times in a step can overflow; nothing is scheduled past it. */
 #define SIM_TIME_HORIZON (INT64_C(1) << 62)
+/* The horizon in seconds (4611686.018... s, 53.4 days): the bound load checks times against. */
+#define SIM_TIME_HORIZON_S ((double)SIM_TIME_HORIZON / (double)SIM_PS_PER_S)
 
-/* Seconds <-> picoseconds; sim_time_from_s rounds to the nearest picosecond. */
+/* Seconds <-> picoseconds; sim_time_from_s rounds to the nearest picosecond and saturates at
+** SIM_TIME_NEVER (or -SIM_TIME_NEVER) where int64 picoseconds cannot hold the value, rather than
+** wrapping: a time past the clock's range is one that never comes. */
 sim_time sim_time_from_s(double seconds);
+/* a + b for a, b >= 0, saturating at SIM_TIME_NEVER: the sum of two times each up to the
+** horizon is up to 2^63 ps, one past what int64 holds. */
+static inline sim_time sim_time_add(sim_time a, sim_time b) { return b > SIM_TIME_NEVER - a ? SIM_TIME_NEVER : a + b; }
 double   sim_time_to_s(sim_time t);
 
 typedef struct sim_engine sim_engine;

@@ -37,6 +37,8 @@ expect_error tests/data/inputs/no_label.yaml \
   'tests/data/inputs/no_label.csv:1:1: dataset.csv: no label column "label" in the header'
 expect_error tests/data/faults/bad_trace.yaml \
   'tests/data/faults/bad_trace.csv:3:29: faults[0].file: expected a slowdown >= 1, found "0"'
+expect_error tests/data/faults/horizon_trace.yaml \
+  "tests/data/faults/horizon_trace.csv:2:23: faults[0].file: duration: expected at most 4.61169e+06 s (53.4 days, the simulated clock's horizon), found 3000h"
 expect_error tests/data/faults/ps_in_tpu_run.yaml \
   'tests/data/faults/ps_in_tpu_run.yaml:28:26: faults[0].target: this run has no ps task (those are parameter-server training'"'"'s); its tasks are tpu and tpu_host:N'
 
@@ -330,6 +332,13 @@ sleep 0.5  # the points' processes are the plan's children: none may outlive it 
 [ $stop_rc -eq 143 ] && [ $stop_s -le 5 ] && [ ! -e "$tmp/stopp" ] && [ -z "$(ls "$tmp" | grep partial)" ] \
   && ! pgrep -f -- "-o $tmp/stopp --quiet" >/dev/null \
   && ok || bad "SIGTERM on a plan: exit $stop_rc after ${stop_s}s, $(ls -A "$tmp"), $(cat "$tmp/stop.err")"
+# SIGKILL on a plan: no handler runs, yet its points die with it (PR_SET_PDEATHSIG) rather than run
+# 1e7 steps each; the next plan into the same DIR removes the dead plan's stage.
+stop_run KILL "$tmp/killp" plan tests/data/plan/tiny.yaml -j 2 --set training.steps=10000000
+for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f -- "-o $tmp/killp --quiet" >/dev/null || break; sleep 0.5; done
+! pgrep -f -- "-o $tmp/killp --quiet" >/dev/null && ok || bad "SIGKILL on a plan left its points running"
+"$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/killp" --quiet >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && [ -d "$tmp/killp" ] && [ -z "$(ls "$tmp" | grep killp.partial)" ] && ok || bad "plan after SIGKILL: exit $rc, $(ls "$tmp")"
 # An outputs.dir that cannot be created or is not a directory: exit 2 before the run, naming the
 # path and the reason (root ignores permissions, so a path under a regular file).
 err=$("$podsim" run scenarios/examples/quickstart.yaml -o /dev/null/x --quiet 2>&1 >/dev/null); rc=$?
@@ -368,6 +377,67 @@ if mkdir -p "$tmp/tiny" && mount -t tmpfs -o size=64k tmpfs "$tmp/tiny" 2>/dev/n
     && ok || bad "full disk before the run: exit $rc, '$err'"
   umount "$tmp/tiny"
 fi
+
+# A standard output that cannot be written (/dev/full): exit 4, not 0 (schema exited 0) nor 2 (a
+# run said "nothing written" although DIR was committed), and the run's DIR stays.
+if [ -w /dev/full ]; then
+  err=$("$podsim" schema 2>&1 >/dev/full); rc=$?
+  [ $rc -eq 4 ] && [[ "$err" == "podsim: cannot write the standard output: No space left on device" ]] \
+    && ok || bad "schema > /dev/full: exit $rc, '$err'"
+  "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/full" --set training.steps=3 --quiet >/dev/full 2>/dev/null; rc=$?
+  [ $rc -eq 4 ] && [ -f "$tmp/full/summary.json" ] && ok || bad "run > /dev/full: exit $rc, $(ls -A "$tmp/full" 2>&1)"
+fi
+# PODSIM_HOST_MEMORY that is not a size: exit 2 saying what it should be (it was ignored unsaid).
+err=$(PODSIM_HOST_MEMORY=lots "$podsim" check scenarios/examples/quickstart.yaml 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = 'podsim: PODSIM_HOST_MEMORY: expected a size above zero such as 8GiB or 512MB, found "lots"' ] \
+  && ok || bad "PODSIM_HOST_MEMORY=lots: exit $rc, '$err'"
+# Four sizes of 1e8 multiply to 1e32, past int64: the message said the product was 0.
+err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'model.input={shape: [100000000, 100000000, 100000000, 100000000]}' 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "--set:1:21: model.input.shape: expected at most 100000000 elements per example, found 1e+32" ] \
+  && ok || bad "shape product: exit $rc, '$err'"
+# podsim diff reads regular files only: metrics.csv symlinked to /dev/zero grew it until the OOM
+# killer; a scenario that is a FIFO blocked the open. Both exit 2 at once.
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/dA" --set training.steps=3 --quiet >/dev/null
+cp -r "$tmp/dA" "$tmp/dB" && ln -sf /dev/zero "$tmp/dB/metrics.csv"
+err=$(timeout 20 "$podsim" diff "$tmp/dA" "$tmp/dB" -o "$tmp/dD" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [[ "$err" == *"found a metrics.csv that is not a regular file" ]] && ok || bad "diff of /dev/zero: exit $rc, '$err'"
+mkfifo "$tmp/fifo.yaml"
+err=$(timeout 20 "$podsim" check "$tmp/fifo.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "$tmp/fifo.yaml: cannot open the scenario file: not a regular file" ] && ok || bad "FIFO scenario: exit $rc, '$err'"
+# A stage left by a SIGKILLed run is removed by the next run into DIR when its PID is gone; a live
+# PID's (this shell's) is a run in progress and stays, and so does a neighbour's name.
+sleep 0 & dead=$!; wait $dead
+mkdir -p "$tmp/st.partial-$dead/x" "$tmp/st.partial-$$" "$tmp/stx.partial-$dead"
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/st" --set training.steps=3 --quiet >/dev/null; rc=$?
+[ $rc -eq 0 ] && [ ! -e "$tmp/st.partial-$dead" ] && [ -d "$tmp/st.partial-$$" ] && [ -d "$tmp/stx.partial-$dead" ] && [ -d "$tmp/st" ] \
+  && ok || bad "dead stages: exit $rc, left $(ls -d "$tmp"/st* | tr '\n' ' ')"
+# A fault storm (every worker preempted every 4 ms for 1 ms, restart delay 100 ms) postponed the
+# restart for ever and walked to the 53-day horizon a millisecond at a time (hours of wall time):
+# it fails after 10000 losses with no step (exit 3, summary.json says why), in seconds.
+t0=$SECONDS
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/storm" --quiet >/dev/null 2>&1 \
+  --set 'faults=[{kind: preempt, target: "worker:*", mtbf: 4ms, down_for: 1ms}]' --set 'training.restart={delay: 100ms}'; rc=$?
+[ $rc -eq 3 ] && [ $((SECONDS - t0)) -le 20 ] && grep -q '"message": "no progress: 10000 task losses and no step completed' "$tmp/storm/summary.json" \
+  && ok || bad "fault storm: exit $rc after $((SECONDS - t0)) s, $(grep -o '"message": "[^"]*' "$tmp/storm/summary.json" 2>&1)"
+# --progress: a line on stderr every 5 s of wall time although stderr is no terminal.
+timeout -s INT 8 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/prog" --set training.steps=10000000 --progress \
+  >/dev/null 2>"$tmp/prog.err"
+grep -Eq '^podsim: progress: step [0-9]+/10000000, simulated [0-9.e+-]+ s, [0-9]+ events, [0-9]+ s wall$' "$tmp/prog.err" \
+  && ok || bad "--progress: $(cat "$tmp/prog.err")"
+# More actors than vm.max_map_count can map stacks for (two mappings each: 6 v4-8192 slices are
+# 24576 chips, some 33000 actors, past the default 65530): exit 2 naming the limit, was abort()
+# (134). Only where the limit is the default or lower, else the run would go on for long.
+if [ "$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0)" -le 65530 ] 2>/dev/null; then
+  err=$(timeout 120 "$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/maps" --quiet --set numerics=off \
+        --set 'cluster.tpu={type: v4-8192, slices: 6}' --set training.steps=2 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [[ "$err" == "podsim: cannot map the stack of actor "*"vm.max_map_count"* ]] && [ ! -e "$tmp/maps" ] \
+    && ok || bad "actors past vm.max_map_count: exit $rc, '$err'"
+fi
+# A checkpoint bandwidth so low that a write outlasts the clock (1e-9 B/s: quickstart's 21.5 KiB of
+# parameters take 2.2e13 s, past the horizon's 4.6e6) overflowed it (exit 134): refused at the key.
+err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'training.checkpoint={every_steps: 5, bandwidth: 1e-9B/s}' 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$err" == "--set:1:49: training.checkpoint.bandwidth: expected a bandwidth that writes a checkpoint "* ]] \
+  && ok || bad "checkpoint past the horizon: exit $rc, '$err'"
 
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"

@@ -13,11 +13,11 @@ static int reshape_shape(md_layer *l, md_error *err) {
   int unknown = -1;
   for (int i = 0; i < t.rank; i++) {
     if (t.dim[i] == -1 && unknown < 0) unknown = i;
-    else if (t.dim[i] > 0) known *= t.dim[i];
+    else if (t.dim[i] > 0) known = known > in ? known : known * t.dim[i];  /* past `in` it stops growing: no overflow */
     else return md_error_set(err, 0, 0, "target_shape dimension %d is %d: expected > 0 or one -1", i, t.dim[i]);
   }
   if (unknown >= 0 && in % known == 0) t.dim[unknown] = (int)(in / known);
-  if (md_shape_size(&t) != in || (unknown >= 0 && in % known != 0))
+  if (known > in || md_shape_size(&t) != in || (unknown >= 0 && in % known != 0))
     return md_error_set(err, 0, 0, "cannot reshape %lld elements per example into target_shape",
                         (long long)in);
   l->out_shape = t;

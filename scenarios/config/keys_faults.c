@@ -64,16 +64,18 @@ static int distribution_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, cons
   return cfg_walk_map(c, v, path, DISTRIBUTION_KEYS, base);
 }
 
-/* Times are at most a year of simulated time (the run's horizon is 53 days). */
+/* Times and durations are at most the simulated clock's horizon (2^62 ps, 53.4 days): a run never
+** gets past it, and beyond 2^63 ps a time does not fit the clock at all. An mtbf is a mean, not a
+** time: up to a year, its draws saturate past the horizon (sim/fault.c). */
 #define FAULT_KIND {.key = "kind", .type = V_STR}
 #define FAULT_TASK {.key = "target", .type = V_FN, .fn = task_target_fn, .required = 1, \
   .schema = "{\"type\":\"string\",\"pattern\":\"^(worker|ps|tpu_host):([0-9]+|\\\\*)$|^(chief|evaluator|tpu)$\",\"description\":\"a task: worker:N, worker:*, ps:N, chief, evaluator, tpu (the slice), tpu_host:N, tpu_host:*\"}"}
 #define FAULT_LINK {.key = "target", .type = V_FN, .fn = link_target_fn, .required = 1, \
   .schema = "{\"type\":\"string\",\"pattern\":\"^(ici|dcn|fabric)(:([0-9]+|\\\\*))?$\",\"description\":\"links: ici:*, ici:N, dcn:*, dcn:N, fabric:*, fabric:N\"}"}
 #define FAULT_TIME(name, field, req) {.key = name, .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, \
-  OFF(scn_fault, field), .hi = 31536000, .required = req}
+  OFF(scn_fault, field), .hi = SIM_TIME_HORIZON_S, .required = req}
 #define FAULT_DURATION {.key = "duration", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, \
-  OFF(scn_fault, duration_s), .lo_open = 1, .hi = 31536000}
+  OFF(scn_fault, duration_s), .lo_open = 1, .hi = SIM_TIME_HORIZON_S}
 #define FAULT_TRIGGERS FAULT_TIME("at", at_s, 0),                                                        \
   {.key = "at_step", .type = V_INT, .st = S_LONG, OFF(scn_fault, at_step), .lo = 0, .hi = 1e7},         \
   {.key = "mtbf", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scn_fault, mtbf_s), .lo = 1e-3, .hi = 31536000}, \

@@ -40,16 +40,26 @@ static int int_list(cfg_ctx *c, const key_spec *k, const yt_node *v, const char 
   return 0;
 }
 
+/* The elements of one example of SHAPE (its -1, an inferred size, left out), at most k->hi. A
+** double: four sizes up to 1e8 multiply to 1e32, past any integer type (the message said 0). */
+static int elements_at_most(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, const md_shape *shape,
+                            double *elements) {
+  *elements = 1;
+  for (int i = 0; i < shape->rank; i++)
+    if (shape->dim[i] > 0) *elements *= shape->dim[i];
+  if (*elements > k->hi)
+    return cfg_fail(c, v, path, "expected at most %.0f elements per example, found %.15g", k->hi, *elements);
+  return 0;
+}
+
 /* model.input.shape: one example's shape, [h, w, c] for images (channels last, as Keras). */
 static int input_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   md_shape *shape = &((scenario *)base)->input_shape;
   if (int_list(c, k, v, path, MD_MAX_SHAPE_RANK, shape->dim, &shape->rank,
                "one example's shape as a list of 1 to 4 sizes, such as [32, 32, 3]"))
     return -1;
-  long long elements = 1;
-  for (int i = 0; i < shape->rank; i++) elements *= shape->dim[i];
-  if (elements > (long long)k->hi)
-    return cfg_fail(c, v, path, "expected at most %.0f elements per example, found %lld", k->hi, elements);
+  double elements;
+  if (elements_at_most(c, k, v, path, shape, &elements)) return -1;
   ((scenario *)base)->input_features = (int)elements;
   return 0;
 }
@@ -158,7 +168,8 @@ static int target_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, cons
     if (shape->dim[i] == -1 && inferred++)
       return cfg_fail(c, v->items[i], path, "expected -1 (an inferred size) at most once");
   }
-  return 0;
+  double elements;
+  return elements_at_most(c, k, v, path, shape, &elements);
 }
 
 /* softmax.axis: Keras's count, the batch being axis 0, so 1..4 or -1..-4 (the default -1). */

@@ -261,6 +261,8 @@ int cfg_handle_value(cfg_ctx *c, const key_spec *k, const yt_node *v,
         return cfg_fail(c, v, path, "expected %s greater than zero, found %s", units_expected(k->unit), v->text);
       if (x < k->lo || (k->lo_open && !(x > k->lo)))
         return cfg_fail(c, v, path, "expected at least %g %s, found %s", k->lo, u, v->text);
+      if (k->unit == UNIT_DURATION && k->hi >= 2 * 86400)
+        return cfg_fail(c, v, path, "expected at most %g %s (%.1f days), found %s", k->hi, u, k->hi / 86400, v->text);
       return cfg_fail(c, v, path, "expected at most %g %s, found %s", k->hi, u, v->text);
     }
     store(k, base, x, 0, NULL);

@@ -93,7 +93,7 @@ int cfg_prices(cfg_ctx *c) {
     need(&r, "vm", s->evaluator_machine.type, s->has_evaluator);
   }
   const char *file = s->prices_file[0] ? s->prices_file : BUILTIN_NAME;
-  FILE *f = s->prices_file[0] ? fopen(s->prices_file, "r") : fmemopen((void *)BUILTIN, sizeof BUILTIN - 1, "r");
+  FILE *f = s->prices_file[0] ? base_fopen_regular(s->prices_file) : fmemopen((void *)BUILTIN, sizeof BUILTIN - 1, "r");
   md_error e = {0};
   int rc = f ? md_csvfile_each_stream(f, price_row, &r, NULL, &e) : md_error_set(&e, 0, 0, "cannot read the file");
   if (f) fclose(f);

@@ -424,11 +424,22 @@ static int dataset_checks(cfg_ctx *c, int classes);
 #define HOST_BYTES_PER_REPLICA (64.0 * 1024)
 #define HOST_BYTES_PER_DEVICE 2048.0
 
-double scenario_host_memory(void) {
+/* PODSIM_HOST_MEMORY's bytes (0: unset); -1 with WHY when it is set but not a size above zero. */
+static double host_memory_env(char *why, size_t len) {
   const char *env = getenv("PODSIM_HOST_MEMORY");
   double bytes;
-  char why[64];
-  if (env && units_parse(UNIT_SIZE, env, &bytes, why, sizeof why) == 0 && bytes > 0) return bytes;
+  if (env == NULL) return 0;
+  if (units_parse(UNIT_SIZE, env, &bytes, why, len) == 0 && bytes > 0) return bytes;
+  base_format(why, len, "PODSIM_HOST_MEMORY: expected a size above zero such as 8GiB or 512MB, found \"%s\"", env);
+  return -1;
+}
+
+int scenario_host_memory_check(char *why, size_t len) { return host_memory_env(why, len) < 0 ? -1 : 0; }
+
+double scenario_host_memory(void) {
+  char why[512];
+  double bytes = host_memory_env(why, sizeof why);
+  if (bytes > 0) return bytes;
   return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
 }
 
@@ -467,6 +478,16 @@ static int host_memory_checks(cfg_ctx *c) {
     params = (double)md_model_num_params(m);
     units = md_model_activation_bytes(m, 1) / 4.0;
     md_model_free(m);
+  }
+  /* A checkpoint holds the parameters' float32 values at least: one whose write would outlast the
+  ** simulated clock's horizon overflowed it (exit 134), and a parameter-server evaluator would
+  ** poll all the way there. */
+  const yt_node *bw = yt_path(c->root, "training.checkpoint.bandwidth");
+  if (bw != NULL && s->ckpt_bytes_per_s > 0 && 4.0 * params / s->ckpt_bytes_per_s > SIM_TIME_HORIZON_S) {
+    char a[32];
+    return cfg_fail(c, bw, "training.checkpoint.bandwidth", "expected a bandwidth that writes a checkpoint (at least "
+                    "the %s of the parameters) within the simulated clock's horizon (53.4 days), found %s",
+                    outputs_bytes(a, sizeof a, 4.0 * params), bw->text);
   }
   const char *key;
   double replicas = replicas_of(s, &key);

@@ -289,6 +289,9 @@ typedef struct scenario {
 /* The host memory runs may use: PODSIM_HOST_MEMORY (a size such as 8GiB) when set, else the
 ** host's physical RAM. */
 double scenario_host_memory(void);
+/* 0 when PODSIM_HOST_MEMORY is unset or a size above zero; else -1 with WHY ("PODSIM_HOST_MEMORY:
+** expected ..., found ..."): the CLI refuses it (exit 2) rather than fall back to the RAM unsaid. */
+int scenario_host_memory_check(char *why, size_t len);
 
 /* Loads and validates FILE with the overrides ("key.path=value", YAML syntax for the value).
 ** Returns 0, or -1 with *err filled. */

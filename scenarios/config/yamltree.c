@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -156,6 +157,13 @@ static yt_node *build_node(builder *b, yaml_event_t *ev, const char *path) {
     yaml_event_delete(ev);
     return NULL;
   }
+  /* A "\0" (or \u0000) escape in a double-quoted scalar: the text would end at the NUL, and a
+  ** name such as "a\u0000b/../../x" would run as "a", past the checks the whole value fails. */
+  if (ev->type == YAML_SCALAR_EVENT && memchr(ev->data.scalar.value, '\0', ev->data.scalar.length)) {
+    set_err(b->err, b->file, line, col, path, "expected a scalar without a NUL character, found one with a \\0 escape");
+    yaml_event_delete(ev);
+    return NULL;
+  }
   if (ev->type == YAML_SCALAR_EVENT) {
     n = node_new(YT_SCALAR, b->file, line, col);
     n->text = base_strdup((const char *)ev->data.scalar.value);
@@ -284,9 +292,9 @@ yt_doc *yt_parse_text(const char *text, const char *file, int line_base, int col
 }
 
 yt_doc *yt_parse_file(const char *file, yt_error *err) {
-  FILE *f = fopen(file, "rb");
+  FILE *f = base_fopen_regular(file);
   if (!f) {
-    set_err(err, file, 0, 0, "", "cannot open the scenario file");
+    set_err(err, file, 0, 0, "", "cannot open the scenario file: %s", base_open_error(errno));
     return NULL;
   }
   builder b;

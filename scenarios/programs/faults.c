@@ -177,6 +177,13 @@ static int is_task_kind(sim_fault_kind k) { return k == SIM_FAULT_PREEMPT || k =
 
 
 /* One record of a trace file (md_csvfile_fn, ctx the faults). */
+/* A trace's times and durations are bounded as the scenario's own fault keys are: by the clock's
+** horizon, past which a run never gets (and past 2^63 ps a time no longer fits the clock). */
+static int past_horizon(md_error *err, int line, int col, const char *what, const char *text) {
+  return md_error_set(err, line, col, "%s: expected at most %g s (%.1f days, the simulated clock's horizon), found %s", what,
+                      SIM_TIME_HORIZON_S, SIM_TIME_HORIZON_S / 86400, text);
+}
+
 static int trace_row(void *ctx, int line, int nfields, char **fields, md_error *err) {
   faults *f = ctx;
   static const char *const header[] = {"time", "kind", "target", "duration", "factor"};
@@ -195,6 +202,7 @@ static int trace_row(void *ctx, int line, int nfields, char **fields, md_error *
   double at, duration = -1, factor = 1;
   if (units_parse(UNIT_DURATION, fields[0], &at, why, sizeof why))
     return md_error_set(err, line, 1, "time: %s", why);
+  if (at > SIM_TIME_HORIZON_S) return past_horizon(err, line, 1, "time", fields[0]);
   sim_fault_kind kind;
   if (sim_fault_kind_parse(fields[1], &kind))
     return md_error_set(err, line, 2, "expected a kind of preempt | fail | straggler | link_degrade | link_down, found \"%s\"",
@@ -204,6 +212,7 @@ static int trace_row(void *ctx, int line, int nfields, char **fields, md_error *
   if (resolve(f, fields[2], links, why, sizeof why)) return md_error_set(err, line, 3, "%s", why);
   if (fields[3][0] && units_parse(UNIT_DURATION, fields[3], &duration, why, sizeof why))
     return md_error_set(err, line, 4, "duration: %s", why);
+  if (duration > SIM_TIME_HORIZON_S) return past_horizon(err, line, 4, "duration", fields[3]);
   const char *fac = nfields == 5 ? fields[4] : "";
   int wants = kind == SIM_FAULT_STRAGGLER || kind == SIM_FAULT_LINK_DEGRADE;
   if (!wants && fac[0])

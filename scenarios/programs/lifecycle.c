@@ -19,6 +19,9 @@ struct lc_job {
   sim_time down_since;    /* invariant 1; -1 when running */
   sim_time downtime;      /* invariant 1 */
   int restarts;           /* restarts so far */
+  long idle_losses;       /* invariant 4: losses since the last completed step (or the start) */
+  sim_time idle_since;    /* when that step completed (0: the start) */
+  int stalled;            /* invariant 4 failed the job */
   run_error error;        /* why it failed, once FAILED */
   flog *log;              /* the faults chart's spans and marks (invariant 3) */
 };
@@ -65,6 +68,14 @@ lc_state lc_task_lost(lc_job *j, sim_time back_at) {
     j->state = LC_FAILED;
     return was;
   }
+  if (++j->idle_losses >= LC_MAX_IDLE_LOSSES) {
+    j->stalled = 1;
+    lc_fail(j, "UnavailableError", "/job:worker", "no progress: %d task losses and no step completed from %.12g s to "
+            "%.12g s (%d restarts so far); faults strike faster than the job restarts (training.restart.delay, the "
+            "faults' mtbf and down_for), so podsim stopped the run", LC_MAX_IDLE_LOSSES, sim_time_to_s(j->idle_since),
+            sim_time_to_s(now), j->restarts);
+    return was;
+  }
   sim_time at = now + sim_time_from_s(j->s->restart_delay_s);
   if (back_at > at) at = back_at;
   if (j->restart_event.generation != 0 && j->restart_at >= at) return was;
@@ -98,6 +109,13 @@ void lc_up(lc_job *j) {
   j->downtime += sim_now(j->engine) - j->down_since;
   j->down_since = -1;
 }
+
+void lc_progress(lc_job *j) {
+  j->idle_losses = 0;
+  j->idle_since = sim_now(j->engine);
+}
+
+int lc_stalled(const lc_job *j) { return j->stalled; }
 
 lc_state lc_state_of(const lc_job *j) { return j->state; }
 int      lc_restarts(const lc_job *j) { return j->restarts; }

@@ -15,6 +15,8 @@
 **   DOWN       a task the job needs is lost   DOWN       the restart moves later if this loss
 **                                                        needs it later, never earlier
 **   UP, RESTORING, DOWN  the job cannot restart  FAILED  stop (if running); the error is recorded
+**   UP, RESTORING, DOWN  the LC_MAX_IDLE_LOSSES-th FAILED  stop; the stall is recorded (lc_stalled)
+**              loss with no step done since
 **   DOWN       the restart event              RESTORING  restarts++; "restoring" opens; start
 **                                             (UP        when the program does not restore: start,
 **                                                        and the downtime span closes at once)
@@ -26,7 +28,11 @@
 **       attempt runs; downtime sums those spans (a job failed for good counts to the end);
 **   (2) at most one restart is pending, only while DOWN;
 **   (3) the faults chart's job span (faultlog.h) is "job down" while DOWN, "restoring" while
-**       RESTORING, none while UP.
+**       RESTORING, none while UP;
+**   (4) a job whose tasks are lost LC_MAX_IDLE_LOSSES times with no step completed in between (or
+**       since the start) fails: faults that strike faster than it restarts would otherwise walk
+**       simulated time to the horizon a loss at a time (hours of wall time, nothing to show), and
+**       no count of simulated losses depends on the wall clock.
 */
 #ifndef PODSIM_LIFECYCLE_H
 #define PODSIM_LIFECYCLE_H
@@ -36,6 +42,11 @@
 #include "scenarios/report/outputs.h"
 
 typedef enum { LC_UP, LC_RESTORING, LC_DOWN, LC_FAILED } lc_state;
+
+/* Invariant 4's bound: a storm of 4 workers preempted every 4 ms with a 100 ms restart delay trips
+** it after 10000 losses, 10 simulated seconds; a real job (thousands of tasks, MTBFs of hours)
+** completes a step between far fewer losses than that, or could never restart either. */
+#define LC_MAX_IDLE_LOSSES 10000
 
 typedef struct lc_program {
   void (*stop)(void *ctx);  /* kills the running attempt's actors and what they use */
@@ -55,9 +66,13 @@ void      lc_free(lc_job *j);
 flog     *lc_log(lc_job *j);
 
 /* A task the job needs is lost now and back at back_at (see the table). Returns the state it
-** was in; the job's state after is lc_state_of. A loss that fails the job leaves its error to
-** lc_fail. */
+** was in; the job's state after is lc_state_of. A loss that fails the job for want of a restart
+** leaves its error to lc_fail; one that trips invariant 4 records its own (lc_stalled). */
 lc_state  lc_task_lost(lc_job *j, sim_time back_at);
+/* A step completed: the count of invariant 4 starts again. */
+void      lc_progress(lc_job *j);
+/* 1 when invariant 4 failed the job (its error is recorded). */
+int       lc_stalled(const lc_job *j);
 /* The job failed for good with TF exception `kind` on `device` (the message printf-style). */
 void      lc_fail(lc_job *j, const char *kind, const char *device, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));

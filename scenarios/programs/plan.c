@@ -31,6 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 #include <csv.h>
 #include <gsl/gsl_math.h>
@@ -392,7 +395,7 @@ static int start_child(const plan *p, const char *dir, int i, const wait_state *
   int fds[2];
   if (pipe(fds) != 0) return -1;
   fflush(NULL);  /* a child must not write out the parent's buffered output again */
-  pid_t pid = fork();
+  pid_t parent = getpid(), pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
@@ -401,6 +404,14 @@ static int start_child(const plan *p, const char *dir, int i, const wait_state *
   if (pid == 0) {
     close(fds[0]);
     wait_state_leave(w);  /* the point's run must see SIGINT and SIGTERM to stop */
+#ifdef __linux__
+    /* A plan killed outright (SIGKILL: no handler runs to stop its points) takes its points with
+    ** it: each gets SIGTERM, and stops as on Ctrl-C. A parent already gone before the prctl is
+    ** seen by getppid. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(1);
+#else
+    (void)parent;
+#endif
     plan_measure m;
     memset(&m, 0, sizeof m);
     measure(p, i, dir, &m);

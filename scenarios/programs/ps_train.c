@@ -222,6 +222,7 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
+  lc_progress(t->life);
 }
 
 static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg);
@@ -516,7 +517,11 @@ static void stop_job(ps_trainer *t, int lost_ps, sim_time back_at) {
   const scenario *s = t->in.s;
   const char *device = lost_ps >= 0 ? ds_ps_task_device(t->strategy, DS_PS_PS, lost_ps)
                                     : ds_ps_task_device(t->strategy, DS_PS_COORDINATOR, 0);
-  if (lc_task_lost(t->life, back_at) == LC_DOWN) return;  /* already stopped: the restart may move */
+  if (lc_task_lost(t->life, back_at) == LC_DOWN && !lc_stalled(t->life)) return;  /* already stopped: the restart may move */
+  if (lc_stalled(t->life)) {
+    finish(t);  /* the error is the lifecycle's (invariant 4) */
+    return;
+  }
   if (job_failed_for_good(t)) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s was lost at %.6f s and %s", device, sim_time_to_s(sim_now(t->engine)),
@@ -828,7 +833,7 @@ static int build(ps_trainer *t, const md_model *init, run_summary *sum) {
   return -1;
 }
 
-int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary *sum, scn_error *err) {
+int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summary *sum, scn_error *err) {
   double w0 = train_wall_s();
   ps_trainer t = { .in.s = s };
   md_model *init = NULL;
@@ -848,7 +853,8 @@ int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary 
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);
     spawn_chief(&t);
     t.eval = ps_eval_new(&t.in, t.engine, t.strategy, t.nvars, t.vars, init);
-    report_progress_start(&t.rows.progress, stderr, quiet, t.in.steps);
+    report_progress_start(&t.rows.progress, stderr, progress, t.in.steps, t.engine);
+    train_engine_progress(t.engine, &t.rows.progress);
     /* The job ends when the chief's last join returns (or it fails): a worker's 3600 s recovery
     ** wait or a fault still to come must not run the clock on. */
     if (sim_run_while(t.engine, job_going, &t) == 1) {  /* stopped on request: nothing is written */

@@ -10,6 +10,6 @@
 
 /* As train_run_cli: TR_EXIT_OK, TR_EXIT_JOB_FAILED (outputs written, summary->error set) or
 ** TR_EXIT_INPUT (err filled, nothing written). */
-int ps_train_run(const scenario *s, const char *out_dir, int quiet, run_summary *sum, scn_error *err);
+int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summary *sum, scn_error *err);
 
 #endif

@@ -128,7 +128,9 @@ static void on_down(void *ctx, const sim_fault *f, int in_job) {
     if (was == LC_UP) j->lost_steps += j->last_done + 1 - j->saved.step;
     mark(j, "job stopped");
   }
-  if (lc_state_of(j->life) == LC_FAILED) {
+  if (lc_state_of(j->life) == LC_FAILED && lc_stalled(j->life)) {
+    sim_fault_plan_stop(j->plan);
+  } else if (lc_state_of(j->life) == LC_FAILED) {
     char device[96];
     task_name_device(j, f, device, sizeof device);
     lc_fail(j->life, "UnavailableError", device, "%s of %s at %.12g s stopped the job after step %ld; "
@@ -160,7 +162,10 @@ static void write_done(sim_engine *e, void *arg) {
 
 int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
                  const md_optimizer *o, const ls_state *ls) {
-  if (replica == 0) j->last_done = step;
+  if (replica == 0) {
+    j->last_done = step;
+    lc_progress(j->life);
+  }
   if (j->s->ckpt_every <= 0 || (step + 1) % j->s->ckpt_every != 0) return SIM_OK;
   sim_time now = sim_now(j->engine);
   if (!j->s->ckpt_async) {
@@ -182,12 +187,20 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
     now = sim_now(j->engine);
   }
   snapshot(j, m, o, ls, step);
-  j->write_done = now + j->write_ps;
+  j->write_done = sim_time_add(now, j->write_ps);
   j->write_event = sim_schedule(j->engine, j->write_done, write_done, j);
   return SIM_OK;
 }
 
 /* ---- the rest ------------------------------------------------------------------------------ */
+
+/* One checkpoint's write: at most the clock's horizon. A tiny training.checkpoint.bandwidth can
+** make it longer than int64 picoseconds hold (1e-9 B/s: exit 134 in the event queue); any write
+** that long takes the run past the horizon, where it stops (trainSync.h's horizon_hit). */
+static sim_time write_time(const rec_job *j) {
+  sim_time t = sim_time_from_s(j->bytes / j->s->ckpt_bytes_per_s);
+  return t < SIM_TIME_HORIZON ? t : SIM_TIME_HORIZON;
+}
 
 rec_job *rec_new(const scenario *s, sim_engine *e, const md_model *model, const md_optimizer *opt,
                  faults *f, const ds_strategy *st, const sim_tpu_slice *slice,
@@ -202,14 +215,14 @@ rec_job *rec_new(const scenario *s, sim_engine *e, const md_model *model, const 
   copy_state(&j->saved, model, opt, &initial, 0);
   for (int i = 0; i < md_model_num_vars(model); i++) j->bytes += 4.0 * (double)md_model_var_const(model, i)->size;
   for (int i = 0; i < md_optimizer_num_slots(opt); i++) j->bytes += 4.0 * (double)md_optimizer_slot(opt, i)->size;
-  j->write_ps = sim_time_from_s(j->bytes / s->ckpt_bytes_per_s);
+  j->write_ps = write_time(j);
   if (f) j->plan = faults_plan(f, e, st, slice, on_down, j);
   return j;
 }
 
 void rec_add_checkpoint_bytes(rec_job *j, double bytes) {
   j->bytes += bytes;
-  j->write_ps = sim_time_from_s(j->bytes / j->s->ckpt_bytes_per_s);
+  j->write_ps = write_time(j);
 }
 
 void rec_free(rec_job *j) {

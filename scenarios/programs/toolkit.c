@@ -33,10 +33,14 @@ int train_error(scn_error *err, const char *file, int line, int col, const char 
 
 volatile sig_atomic_t train_stop_request;
 
-static int stop_requested(void *unused) {
-  (void)unused;
+/* The engine's stop check, every SIM_STOP_CHECK_EVENTS events: also the progress lines' tick,
+** which must come while no step completes too. */
+static int stop_requested(void *progress) {
+  if (progress) report_progress_tick(progress);
   return train_stop_request != 0;
 }
+
+void train_engine_progress(sim_engine *e, report_progress *p) { sim_set_stop_check(e, stop_requested, p); }
 
 sim_engine *train_engine_new(int trace) {
   sim_engine *e = sim_engine_new();

@@ -896,11 +896,11 @@ int train_check(const scenario *s, scn_error *err) {
 }
 
 int train_run(const scenario *s, const char *out_dir, run_summary *sum, scn_error *err) {
-  return train_run_cli(s, out_dir, 1, sum, err);
+  return train_run_cli(s, out_dir, REPORT_PROGRESS_QUIET, sum, err);
 }
 
-int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *sum, scn_error *err) {
-  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER) return ps_train_run(s, out_dir, quiet, sum, err);
+int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summary *sum, scn_error *err) {
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER) return ps_train_run(s, out_dir, progress, sum, err);
   double w0 = train_wall_s();
   trainer t = { .in.s = s };
   md_model *first = NULL;
@@ -940,7 +940,8 @@ int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;
     spawn_attempt(&t, 0, 0);
-    report_progress_start(&t.rows.progress, stderr, quiet, t.in.steps);
+    report_progress_start(&t.rows.progress, stderr, progress, t.in.steps, t.engine);
+    train_engine_progress(t.engine, &t.rows.progress);
     int ran = sim_run(t.engine);
     report_progress_end(&t.rows.progress);
     if (ran == 1) {  /* stopped on request: the steps so far say where, nothing is written */

@@ -11,6 +11,7 @@
 
 #include "scenarios/config/scenario.h"
 #include "scenarios/report/outputs.h"
+#include "scenarios/report/report.h"
 #include "strategies/core/strategy.h"
 
 /* Exit statuses of the contract, and TR_STOPPED: the run stopped because train_stop_request
@@ -23,6 +24,8 @@ enum { TR_EXIT_OK = 0, TR_EXIT_EXPECT = 1, TR_EXIT_INPUT = 2, TR_EXIT_JOB_FAILED
 extern volatile sig_atomic_t train_stop_request;
 /* A program's engine: spans recorded when `trace`, stopping once train_stop_request is set. */
 sim_engine *train_engine_new(int trace);
+/* Ticks progress p (report.h) from e's stop check; p outlives the run loops. */
+void train_engine_progress(sim_engine *e, report_progress *p);
 
 /* Fills *err as a run-time input error: "file:line:col: key: what" (line 0: "file: key: what").
 ** Returns TR_EXIT_INPUT. */
@@ -44,9 +47,10 @@ int train_check(const scenario *s, scn_error *err);
 ** TR_EXIT_INPUT (err filled, nothing written) or TR_STOPPED (nothing written; summary's
 ** steps_completed says how far the run got). */
 int train_run(const scenario *s, const char *out_dir, run_summary *summary, scn_error *err);
-/* train_run as `podsim run` does it: with a progress bar on stderr when that is a terminal and
-** quiet is 0 (docs/reports.md). Outputs and run_hash are the same either way. */
-int train_run_cli(const scenario *s, const char *out_dir, int quiet, run_summary *summary,
+/* train_run as `podsim run` does it: progress on stderr in report.h's mode `progress`
+** (REPORT_PROGRESS_BAR: a bar when stderr is a terminal; _QUIET: none; _LINES: `--progress`'s
+** lines, docs/reports.md). Outputs and run_hash are the same either way. */
+int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summary *summary,
                   scn_error *err);
 
 /* The memory model of a run without running it, for `podsim plan`'s batch search: what each

@@ -6,6 +6,7 @@
 */
 #include "scenarios/report/diff.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -66,7 +67,14 @@ static int load_run(diff_run *r, const char *dir, char *msg, size_t msglen) {
   struct stat st;
   r->dir = dir;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return not_a_run(dir, "no such directory", msg, msglen);
-  r->summary = json_load_file(outputs_path(path, sizeof path, dir, "summary.json"), 0, &jerr);
+  FILE *f = base_fopen_regular(outputs_path(path, sizeof path, dir, "summary.json"));
+  if (f == NULL) {
+    char why[300];
+    base_format(why, sizeof why, "no readable summary.json (%s)", base_open_error(errno));
+    return not_a_run(dir, why, msg, msglen);
+  }
+  r->summary = json_loadf(f, 0, &jerr);
+  fclose(f);
   if (r->summary == NULL) {
     char why[300];
     base_format(why, sizeof why, "no readable summary.json (%s)", jerr.text);
@@ -75,7 +83,9 @@ static int load_run(diff_run *r, const char *dir, char *msg, size_t msglen) {
   if (!json_is_string(json_object_get(r->summary, "run_hash")))
     return not_a_run(dir, "a summary.json without run_hash", msg, msglen);
   r->n = outputs_read_columns(outputs_path(path, sizeof path, dir, "metrics.csv"), COLUMNS, C_COLUMNS, &r->rows);
-  if (r->n < 0) return not_a_run(dir, "no metrics.csv (a collective workload's directory?)", msg, msglen);
+  if (r->n < 0)
+    return not_a_run(dir, errno == EINVAL ? "a metrics.csv that is not a regular file" : "no metrics.csv (a collective workload's directory?)",
+                     msg, msglen);
   if (r->n > 0 && (isnan(r->rows[C_STEP_TIME]) || isnan(r->rows[C_LOSS])))
     return not_a_run(dir, "a metrics.csv without step_time_s and loss columns", msg, msglen);
   for (long i = 0; i < r->n; i++) {

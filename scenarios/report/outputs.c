@@ -11,7 +11,10 @@
 #include "base/base.h"
 
 #include <csv.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <math.h>
@@ -131,6 +134,36 @@ static int make_parents(outputs_stage *st) {
   return 0;
 }
 
+/* Stages left beside DIR by runs that died without removing them (SIGKILL, a crash): entries
+** "BASE.partial-PID" whose process is gone (kill(PID, 0) fails with ESRCH). A live PID's stage is
+** another run's, in progress, and stays; so does any "BASE.old-PID", which may be the only copy of
+** an earlier DIR. A PID is this host's: a stage on a shared file system written by another host's
+** process of that number is kept while the number lives here. */
+static void remove_dead_stages(const outputs_stage *st) {
+  char parent[sizeof st->dir], path[sizeof st->dir + 300];
+  memcpy(parent, st->dir, sizeof parent);
+  char *slash = strrchr(parent, '/');
+  const char *base = slash ? st->dir + (slash - parent) + 1 : st->dir;
+  if (slash == parent) parent[1] = '\0';
+  else if (slash) *slash = '\0';
+  else strcpy(parent, ".");
+  DIR *d = opendir(parent);
+  if (d == NULL) return;
+  size_t blen = strlen(base);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".partial-", 9) != 0) continue;
+    const char *digits = e->d_name + blen + 9;
+    char *end;
+    long pid = strtol(digits, &end, 10);
+    if (*digits < '1' || *digits > '9' || *end != '\0' || pid > INT_MAX) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+    outputs_remove_tree(path);
+  }
+  closedir(d);
+}
+
 int outputs_stage_open(outputs_stage *st, const char *dir, char *msg, size_t len) {
   memset(st, 0, sizeof *st);
   size_t n = strlen(dir);
@@ -159,6 +192,7 @@ int outputs_stage_open(outputs_stage *st, const char *dir, char *msg, size_t len
     return stage_fail(msg, len, st->dir, "cannot create its parent directory");
   }
   outputs_remove_tree(st->path);  /* left by a crashed process that had this pid */
+  remove_dead_stages(st);
   if (mkdir(st->path, 0777) != 0) {
     int e = errno;
     outputs_stage_discard(st);
@@ -542,7 +576,7 @@ static void column_record(int term, void *arg) {
 }
 
 long outputs_read_columns(const char *path, const char *const *names, int ncols, double **rows) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = base_fopen_regular(path);
   struct csv_parser csv;
   *rows = NULL;
   if (f == NULL || csv_init(&csv, 0) != 0) {

@@ -138,7 +138,8 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, con
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it
 ** (metrics.csv): *rows gets ncols values per record (free it), NaN for a column the header lacks.
-** Returns the records read (header left out), or -1 when the file cannot be opened. */
+** Returns the records read (header left out), or -1 when the file cannot be opened (errno; EINVAL:
+** not a regular file, such as a symlink to /dev/zero, which would be read without end). */
 long outputs_read_columns(const char *path, const char *const *names, int ncols, double **rows);
 /* A set of n TF device names in few bytes (malloc'd; free it): when they share one template
 ** (the same text around their numbers) and are every combination of the numbers each field

@@ -536,17 +536,31 @@ static double wall_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void report_progress_start(report_progress *p, FILE *out, int quiet, long total_steps) {
+void report_progress_start(report_progress *p, FILE *out, int mode, long total_steps, const sim_engine *e) {
   *p = (report_progress){0};
-  if (quiet || out == NULL || !isatty(fileno(out)) || total_steps <= 0) return;
+  int lines = mode == REPORT_PROGRESS_LINES;
+  if (mode == REPORT_PROGRESS_QUIET || out == NULL || (!lines && !isatty(fileno(out))) || total_steps <= 0) return;
   p->out = out;
+  p->lines = lines;
+  p->engine = e;
   p->total = total_steps;
   p->started = p->drawn = wall_now();
 }
 
+void report_progress_tick(report_progress *p) {
+  if (!p->lines) return;
+  double now = wall_now();
+  if (now - p->drawn < REPORT_PROGRESS_LINE_S) return;
+  p->drawn = now;
+  fprintf(p->out, "podsim: progress: step %ld/%ld, simulated %.6g s, %llu events, %.0f s wall\n", p->done, p->total,
+          sim_time_to_s(sim_now(p->engine)), (unsigned long long)sim_events_processed(p->engine), now - p->started);
+  fflush(p->out);
+}
+
 /* Each step costs a counter compare; the clock is read once per 1% of the run at most. */
 void report_progress_step(report_progress *p, long done) {
-  if (p->out == NULL || (done - p->shown) * 100 < p->total) return;
+  p->done = done;
+  if (p->out == NULL || p->lines || (done - p->shown) * 100 < p->total) return;
   double now = wall_now();
   if (now - p->drawn < 0.1 && done < p->total) return;
   p->shown = done;
@@ -563,7 +577,7 @@ void report_progress_step(report_progress *p, long done) {
 }
 
 void report_progress_end(report_progress *p) {
-  if (p->out == NULL || p->shown == 0) return;
+  if (p->out == NULL || p->lines || p->shown == 0) return;
   fputs("\r\033[K", p->out);  /* back to the line's start and clear it */
   fflush(p->out);
 }

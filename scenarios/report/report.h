@@ -62,21 +62,34 @@ double report_time_unit(double seconds, const char **name);
 /* The one-screen summary `podsim run` prints at the end. */
 void report_print_summary(FILE *f, const scenario *s, const char *dir, const run_summary *sum);
 
-/* A progress bar on a terminal, redrawn as simulated steps complete. It reads no simulated
-** state but the step counts it is given and writes only to its stream, so it changes no
-** output file and no run_hash. */
+/* A progress bar on a terminal, redrawn as simulated steps complete, or (`--progress`) a line
+** every REPORT_PROGRESS_LINE_S seconds of wall time on any stream, also while no step completes
+** (a job that keeps restarting). It reads no simulated state but the step counts it is given and
+** the engine's clock and event count, and writes only to its stream, so it changes no output file
+** and no run_hash: the wall clock paces the display and nothing else. */
 typedef struct report_progress {
   FILE *out;              /* the terminal (stderr), or NULL: no bar */
+  int lines;              /* REPORT_PROGRESS_LINES: lines, not a bar */
+  const sim_engine *engine; /* lines: the simulated time and events they show */
   long total;             /* steps the run will take */
+  long done;              /* steps completed so far */
   long shown;             /* steps the bar showed last */
   double started;         /* wall clock at the start (monotonic seconds) */
   double drawn;           /* wall clock of the last redraw */
 } report_progress;
 
-/* A bar on `out` when it is a terminal and not quiet; otherwise an inert one. */
-void report_progress_start(report_progress *p, FILE *out, int quiet, long total_steps);
-/* Called per completed step: redraws at most ten times a second. */
+/* The modes of report_progress_start: a bar on a terminal, nothing, lines on any stream. */
+enum { REPORT_PROGRESS_BAR = 0, REPORT_PROGRESS_QUIET = 1, REPORT_PROGRESS_LINES = 2 };
+#define REPORT_PROGRESS_LINE_S 5.0
+
+/* A bar on `out` when it is a terminal and mode is REPORT_PROGRESS_BAR; lines about engine e
+** when it is REPORT_PROGRESS_LINES; otherwise an inert one. */
+void report_progress_start(report_progress *p, FILE *out, int mode, long total_steps, const sim_engine *e);
+/* Called per completed step: redraws the bar at most ten times a second. */
 void report_progress_step(report_progress *p, long done);
+/* Called often whatever the steps do (every SIM_STOP_CHECK_EVENTS events): prints a line when
+** REPORT_PROGRESS_LINE_S seconds of wall time passed since the last. */
+void report_progress_tick(report_progress *p);
 /* Erases the bar. */
 void report_progress_end(report_progress *p);
 

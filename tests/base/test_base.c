@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -107,6 +110,42 @@ static void a_full_disk_fails_the_close(void **state) {
   assert_int_equal(base_fclose(f), 0);
 }
 
+/* Whole-file readers open only regular files: /dev/zero (metrics.csv symlinked to it grew podsim
+** diff until the OOM killer), a FIFO (which blocked the open with no writer) and a directory are
+** EINVAL; a missing file keeps its own errno; a symlink to a regular file is followed. */
+static void only_regular_files_open_for_reading(void **state) {
+  (void)state;
+  char dir[] = "/tmp/podsim_base_XXXXXX", path[64], link[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  const char *refused[] = {"/dev/zero", path, dir};
+  for (int i = 0; i < 3; i++) {
+    errno = 0;
+    assert_null(base_fopen_regular(refused[i]));
+    assert_int_equal(errno, EINVAL);
+  }
+  assert_string_equal(base_open_error(EINVAL), "not a regular file");
+  unlink(path);
+  assert_null(base_fopen_regular(path));
+  assert_int_equal(errno, ENOENT);
+  FILE *w = fopen(path, "w");
+  assert_non_null(w);
+  fputs("abc", w);
+  fclose(w);
+  snprintf(link, sizeof link, "%s/link", dir);
+  assert_int_equal(symlink(path, link), 0);
+  FILE *f = base_fopen_regular(link);
+  assert_non_null(f);
+  char buf[8] = "";
+  assert_non_null(fgets(buf, sizeof buf, f));
+  assert_string_equal(buf, "abc");
+  fclose(f);
+  unlink(link);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(allocations_are_zeroed_and_never_null),
@@ -114,6 +153,7 @@ int main(void) {
     cmocka_unit_test(aligned_blocks_are_aligned),
     cmocka_unit_test(formatting_truncates_silently),
     cmocka_unit_test(a_full_disk_fails_the_close),
+    cmocka_unit_test(only_regular_files_open_for_reading),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

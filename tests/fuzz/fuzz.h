@@ -18,5 +18,7 @@ int fuzz_tf_config(const uint8_t *data, size_t size);
 int fuzz_csv(const uint8_t *data, size_t size);
 /* A Keras model config (JSON), read into layer specs and the model built on shapes. */
 int fuzz_keras(const uint8_t *data, size_t size);
+/* A run directory for `podsim diff`: summary.json, a line "---", metrics.csv; compared with itself. */
+int fuzz_diff(const uint8_t *data, size_t size);
 
 #endif

@@ -315,6 +315,49 @@ static void test_keras315_refusals(void **state) {
   }
 }
 
+/* A Sequential config of an InputLayer ([8]) and n layers, one object per line: line 1 opens it,
+** the InputLayer is line 2, layer j line 3 + j, column 1; layer `bad` (-1: none) is a Reshape to
+** [3], which 8 elements cannot take. */
+static char *deep_config(int n, int bad) {
+  size_t cap = 200 + (size_t)n * 80, len = 0;
+  char *t = malloc(cap);
+  assert_non_null(t);
+  len += (size_t)snprintf(t + len, cap - len, "{\"class_name\": \"Sequential\", \"config\": {\"layers\": [\n"
+                          "{\"class_name\": \"InputLayer\", \"config\": {\"batch_input_shape\": [null, 8], \"name\": \"in\"}}");
+  for (int j = 0; j < n; j++)
+    len += (size_t)snprintf(t + len, cap - len, j == bad
+                            ? ",\n{\"class_name\": \"Reshape\", \"config\": {\"name\": \"r%d\", \"target_shape\": [3]}}"
+                            : ",\n{\"class_name\": \"Dense\", \"config\": {\"name\": \"d%d\", \"units\": 8}}", j);
+  snprintf(t + len, cap - len, "]}}\n");
+  return t;
+}
+
+/* Issue 29: 2000 layers took 9.5 s (each layer's position found from the file's start, every
+** prefix of the model built); now one pass and one build, bisected only on an error. The bound
+** (MD_KERAS_MAX_LAYERS, InputLayer included) is checked first, at the first layer's object
+** (line 2). A bad layer deep in a model is still named at its own line: 703 for layer 700. */
+static void test_many_layers(void **state) {
+  (void)state;
+  md_keras_model k;
+  md_error err = {0};
+  char *t = deep_config(MD_KERAS_MAX_LAYERS - 1, -1);
+  assert_int_equal(md_keras_parse(t, strlen(t), &k, &err), 0);
+  assert_int_equal(k.nlayers, MD_KERAS_MAX_LAYERS - 1);
+  assert_int_equal(k.line[MD_KERAS_MAX_LAYERS - 2], MD_KERAS_MAX_LAYERS + 1);
+  md_keras_free(&k);
+  free(t);
+  t = deep_config(MD_KERAS_MAX_LAYERS, -1);
+  assert_int_equal(md_keras_parse(t, strlen(t), &k, &err), -1);
+  assert_true(err.line == 2 && err.col == 1);
+  assert_string_equal(err.msg, "expected at most 1024 layers (InputLayers included), found 1025");
+  free(t);
+  t = deep_config(1000, 700);
+  assert_int_equal(md_keras_parse(t, strlen(t), &k, &err), -1);
+  assert_true(err.line == 703 && err.col == 1);
+  assert_non_null(strstr(err.msg, "layer r700 (the model's layer 700 without its InputLayer)"));
+  free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sequential),
@@ -327,6 +370,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_keras315_exports),
       cmocka_unit_test(test_keras315_refusals),
+      cmocka_unit_test(test_many_layers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

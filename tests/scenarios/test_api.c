@@ -69,7 +69,7 @@ static void test_command_in_process(void **state) {
   char *dir = tu_temp_dir("podsim-api");
   char out[4200];
   snprintf(out, sizeof out, "%s/cli", dir);
-  podsim_request rq = {"run", tu_src("scenarios/examples/quickstart.yaml"), THREE_STEPS, 2, out, 1, 0};
+  podsim_request rq = {"run", tu_src("scenarios/examples/quickstart.yaml"), THREE_STEPS, 2, out, 1, 0, 0};
   char text[256] = "";
   FILE *o = fmemopen(text, sizeof text - 1, "w");
   assert_non_null(o);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 
 #include "tests/fuzz/fuzz_csv.c"
+#include "tests/fuzz/fuzz_diff.c"
 #include "tests/fuzz/fuzz_keras.c"
 #include "tests/fuzz/fuzz_scenario.c"
 #include "tests/fuzz/fuzz_tf_config.c"
@@ -44,6 +45,7 @@ static void corpus_replays(void **state) {
   assert_true(replay("tf_config", fuzz_tf_config) >= 4);
   assert_true(replay("csv", fuzz_csv) > 10);
   assert_true(replay("keras", fuzz_keras) >= 8);
+  assert_true(replay("diff", fuzz_diff) >= 4);
 }
 
 int main(void) {

@@ -119,10 +119,41 @@ static void failure_and_immediate_restart(void **state) {
   sim_engine_free(q.e);
 }
 
+/* Invariant 4, the fault storm of issue 29: a loss every us while DOWN postpones the restart
+** (delay 10 us) for ever. The (LC_MAX_IDLE_LOSSES - 1)-th loss leaves the job DOWN; the next
+** fails it, stalled, with the span in its message: no step since 0 s, the last loss at
+** LC_MAX_IDLE_LOSSES us = 0.01 s. A completed step (lc_progress) in between starts the count
+** again: the same losses after one at the halfway mark leave the job DOWN. */
+static void losses_without_a_step_stop_the_job(void **state) {
+  (void)state;
+  scenario s = with_delay();
+  for (int progress = 0; progress <= 1; progress++) {
+    prog p = { .e = sim_engine_new() };
+    lc_program table = { stop, start, 1 };
+    p.job = lc_new(&s, p.e, 1, &table, &p);
+    for (int i = 1; i <= LC_MAX_IDLE_LOSSES; i++) {
+      sim_run_until(p.e, i * US);
+      if (progress && i == LC_MAX_IDLE_LOSSES / 2) lc_progress(p.job);
+      p.back = i * US;
+      lc_task_lost(p.job, p.back);
+      if (i == LC_MAX_IDLE_LOSSES - 1) assert_int_equal(lc_state_of(p.job), LC_DOWN);
+    }
+    run_error e;
+    assert_int_equal(lc_failed(p.job, &e), !progress);
+    assert_int_equal(lc_stalled(p.job), !progress);
+    if (!progress)
+      assert_non_null(strstr(e.message, "no progress: 10000 task losses and no step completed from 0 s to 0.01 s (0 restarts"));
+    assert_int_equal(p.starts, 0);
+    lc_free(p.job);
+    sim_engine_free(p.e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(losses_restart_once_at_the_latest_return),
     cmocka_unit_test(failure_and_immediate_restart),
+    cmocka_unit_test(losses_without_a_step_stop_the_job),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

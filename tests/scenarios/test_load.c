@@ -348,6 +348,9 @@ static const struct bad_case {
   {"expect_bad_comparator", 12, 26, "expect[0].approx", "unknown comparator \"approx\""},
   {"expect_unknown_metric", 12, 14, "expect[0].metric", "found \"accuracy\""},
   {"fault_bad_target", 12, 29, "faults[0].target", "found \"worker3\""},
+  /* 3000 h is 1.08e19 ps, past 2^63: it wrapped to a 60 s outage, and an `at` there tripped an assert. */
+  {"fault_at_past_horizon", 12, 42, "faults[0].at", "at most 4.61169e+06 s (53.4 days)"},
+  {"fault_down_for_past_horizon", 12, 59, "faults[0].down_for", "at most 4.61169e+06 s (53.4 days)"},
   {"fault_two_triggers", 12, 5, "faults[0]", "exactly one of at"},
   {"fault_typo_beats_tpu", 14, 62, "faults[0].durration", "unknown key \"durration\""},
   {"features_and_ids", 3, 24, "model.input.ids", "not both"},
@@ -357,6 +360,8 @@ static const struct bad_case {
   {"missing_csv_file", 8, 8, "dataset.csv", "file not found"},
   {"missing_layers", 3, 3, "model.layers", "missing required key \"layers\""},
   {"missing_name", 1, 1, "name", "missing required key \"name\""},
+  /* "a\u0000b/../../x" ran as "a": the NUL ended the text before the name's checks saw the rest. */
+  {"name_nul", 1, 7, "name", "without a NUL character"},
   {"missing_optimizer_kind", 6, 12, "optimizer.kind", "missing required key \"kind\""},
   {"missing_training", 1, 1, "training", "missing required key \"training\""},
   {"missing_unit", 12, 21, "cluster.fabric.latency", "expected a duration with a unit such as 5us, 20ms or 12.5s, found 5"},

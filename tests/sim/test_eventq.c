@@ -176,11 +176,24 @@ static void test_time_conversion(void **state) {
   assert_true(sim_time_to_s(2000000) == 2e-6);
 }
 
+/* Past int64 picoseconds a time saturates, never wraps: 3000 h is 1.08e19 ps, past 2^63 - 1, and
+** llround gave INT64_MIN (a 3000 h outage read as 60 s in the field). A sum of two times up to the
+** horizon (2^62 + 2^62 = 2^63) saturates as well. */
+static void test_time_saturates(void **state) {
+  (void)state;
+  assert_int_equal(sim_time_from_s(3000.0 * 3600), SIM_TIME_NEVER);
+  assert_int_equal(sim_time_from_s(-3000.0 * 3600), -SIM_TIME_NEVER);
+  assert_int_equal(sim_time_from_s(SIM_TIME_HORIZON_S), SIM_TIME_HORIZON);
+  assert_int_equal(sim_time_add(SIM_TIME_HORIZON, SIM_TIME_HORIZON), SIM_TIME_NEVER);
+  assert_int_equal(sim_time_add(SIM_TIME_HORIZON, 5), SIM_TIME_HORIZON + 5);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_time_order),     cmocka_unit_test(test_fifo_ties),
       cmocka_unit_test(test_cancel),         cmocka_unit_test(test_interleaved),
       cmocka_unit_test(test_tie_break_from_callback), cmocka_unit_test(test_time_conversion),
+      cmocka_unit_test(test_time_saturates),
       cmocka_unit_test(test_far_times),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
