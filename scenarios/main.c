@@ -207,7 +207,20 @@ static int open_stage(const char *dir, outputs_stage *st) {
 }
 
 /* Every point validated before any runs; a point that fails is a row of the report, so the
-** plan itself exits 0 once its files are written. */
+** plan itself exits 0 once its files are written, unless no point ran at all (each crashed or
+** failed before its run): then 3, the files written all the same. Each point that did not run is
+** named on stderr with its exit status. */
+static int plan_crashes(const plan *p) {
+  int ran = 0;
+  for (int i = 0; i < plan_num_points(p); i++) {
+    const plan_measure *m = &plan_point(p, i)->m;
+    if (plan_point_ran(p, i)) ran++;
+    else fprintf(stderr, "podsim plan: point %d did not run (%s, exit status %d): %s\n", i, m->error,
+                 plan_point_exit(p, i), m->message);
+  }
+  return ran > 0 ? TR_EXIT_OK : TR_EXIT_JOB_FAILED;
+}
+
 static int plan_command(const cli *c) {
   static scn_error err;
   plan *p = plan_load(c->file, c->sets, c->nsets, &err);
@@ -228,6 +241,7 @@ static int plan_command(const cli *c) {
     if (rc != 0 || stop_signal) rc = unfinished(&st, rc, &err, -1);
     else if ((rc = commit(&st)) == TR_EXIT_OK && !c->quiet) plan_print(p, st.dir, stdout);
   }
+  if (rc == TR_EXIT_OK && plan_is_root()) rc = plan_crashes(p);
   plan_free(p);
   return rc;
 }

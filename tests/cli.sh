@@ -176,6 +176,17 @@ grep -q '^Rule: the fewest chip-hours' "$tmp/p1.txt" && grep -q '^Point 0 (clust
 "$podsim" run tests/data/plan/tiny.yaml -o "$tmp/base" --quiet >/dev/null; rc=$?
 [ $rc -eq 0 ] && [ "$(wc -l < "$tmp/base/metrics.csv")" -eq 6 ] && [ ! -e "$tmp/base/points" ] && grep -q '"num_replicas_in_sync": 1' "$tmp/base/summary.json" \
   && ok || bad "run on a file with a sweep: exit $rc, expected the base point only"
+# Points whose process dies (PODSIM_PLAN_KILL_POINTS: SIGKILL, exit status 137) are rows saying so,
+# never "does not fit", and each is named on stderr; the plan exits 0 while a point ran, 3 (its
+# files written all the same) when none did.
+err=$(PODSIM_PLAN_KILL_POINTS=1 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk1" --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && grep -q '^1,1,16,1,,16,.*,,PointCrashed,137,' "$tmp/pk1/sweep.csv" \
+  && [ "$err" = "podsim plan: point 1 did not run (PointCrashed, exit status 137): the process running the point died of signal 9" ] \
+  && ok || bad "plan with a killed point: exit $rc, '$err'"
+PODSIM_PLAN_KILL_POINTS=0,1,2,3 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk4" > "$tmp/pk4.txt" 2> "$tmp/pk4.err"; rc=$?
+[ $rc -eq 3 ] && [ "$(grep -c ',PointCrashed,137,' "$tmp/pk4/sweep.csv")" -eq 4 ] && [ "$(grep -c 'did not run' "$tmp/pk4.err")" -eq 4 ] \
+  && grep -q '^No point ran' "$tmp/pk4.txt" && ! grep -q ' no  ' "$tmp/pk4.txt" \
+  && ok || bad "plan with every point killed: exit $rc, $(cat "$tmp/pk4.err")"
 # A bad sweep value: exit 2 at the value's position, nothing written; a bad -j is a usage error.
 err=$("$podsim" plan tests/data/plan/bad_value.yaml -o "$tmp/pbad" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "tests/data/plan/bad_value.yaml:23:29: sweep.dataset.global_batch[1]: expected an integer >= 1, found 0" ] \
