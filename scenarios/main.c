@@ -270,6 +270,7 @@ static int run_command(const cli *c) {
   rc = train_run_cli(&s, st.path, c->quiet, &sum, &err);
   if (rc == TR_EXIT_INPUT || rc == TR_STOPPED || stop_signal) return unfinished(&st, rc, &err, sum.steps_completed);
   if (commit(&st) != TR_EXIT_OK) return TR_EXIT_INPUT;
+  for (int i = 0; i < sum.nwarnings; i++) fprintf(stderr, "podsim: warning: %s\n", sum.warnings[i]);
   if (!c->quiet) report_print_summary(stdout, &s, st.dir, &sum);
   else printf("run_hash %016llx\n", (unsigned long long)sum.run_hash);
   if (expect_check(&s, &sum, stderr) > 0 && rc == TR_EXIT_OK) rc = TR_EXIT_EXPECT;

@@ -358,6 +358,15 @@ for form in layer0:3:2 inputs:4:2 keras:1:3; do
   done
 done
 
+# A fault the run never reaches is a warning on stderr and in summary.json (a ps run of 8 steps, a
+# preemption at step 100); `--set faults=[]` switches faults off: no warning, "warnings": [].
+err=$("$podsim" run tests/data/ps/forms/layer0.yaml -o "$tmp/nf" --quiet --set 'faults=[{kind: preempt, target: "worker:1", at_step: 100}]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && [[ "$err" == "podsim: warning: faults[0] (preempt worker:1, at_step 100): never struck: the run ended at "*" s" ]] \
+  && python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["warnings"]; sys.exit(len(w) != 1 or "never struck" not in w[0])' "$tmp/nf/summary.json" \
+  && ok || bad "a fault that never strikes: exit $rc, '$err'"
+err=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/nf0" --quiet --set 'faults=[]' --set 'expect=[{metric: preemptions, eq: 0}]' --set training.steps=20 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && [ -z "$err" ] && grep -q '"warnings": \[\]' "$tmp/nf0/summary.json" && ok || bad "faults=[]: exit $rc, '$err'"
+
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ $failed -eq 0 ]

@@ -784,6 +784,7 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->preemptions = t->plan ? sim_fault_plan_count(t->plan, SIM_FAULT_PREEMPT) : 0;
   sum->failures = t->plan ? sim_fault_plan_count(t->plan, SIM_FAULT_FAIL) : 0;
+  if (t->plan) faults_unstruck(t->faults, t->plan, end, sum);
   sum->restarts = lc_restarts(t->life);
   sum->lost_steps = t->lost_updates;
   sum->lost_updates = t->lost_updates;
