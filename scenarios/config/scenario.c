@@ -445,26 +445,15 @@ static int host_memory_checks(cfg_ctx *c) {
   double values = s->numerics_full ? 4.0 * (5.0 * params + 3.0 * units * batch) : 0;
   double rows = s->numerics_full ? 4.0 * (double)s->synthetic_rows * (s->synthetic_features + 1.0) : 0;
   double devices = (double)s->workers + s->ps + 2 + (s->tpu_type[0] ? replicas : 0);
-  /* The parameter-server program keeps every variable's values on its ps tasks, numerics off too
-  ** (strategies/ holds them as tensors): MLPerf's DLRM would be 96 GB of them. */
-  double ps_values = s->strategy == SCN_STRATEGY_PARAMETER_SERVER && !s->numerics_full ? 4.0 * params : 0;
-  double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows + ps_values;
+  double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows;
   double have = scenario_host_memory();
   c->s->host_bytes = need;
   if (need <= have) return 0;
   /* The key to change: the dataset when its rows are most of it, the model when one replica
   ** alone would not fit either, else what sets the number of replicas. */
-  double alone = HOST_BYTES_PER_REPLICA + values + devices * HOST_BYTES_PER_DEVICE + rows + ps_values;
+  double alone = HOST_BYTES_PER_REPLICA + values + devices * HOST_BYTES_PER_DEVICE + rows;
   if (rows > need / 2) key = "dataset.synthetic.rows";
   else if (alone > have) key = s->has_zoo ? "model.zoo" : "model.layers";
-  if (ps_values > need / 2) {
-    const yt_node *at = yt_path(c->root, key);
-    char a[32], b[32];
-    return cfg_fail(c, at ? at : c->root, key, "expected a run this host can hold (%s of memory%s), found one "
-                    "needing about %s: parameter-server training holds every variable's values on the host, "
-                    "numerics: off too; use a smaller model", outputs_bytes(b, sizeof b, have),
-                    getenv("PODSIM_HOST_MEMORY") ? ", PODSIM_HOST_MEMORY" : "", outputs_bytes(a, sizeof a, need));
-  }
   const yt_node *at = yt_path(c->root, key);
   char a[32], b[32], d[32], per[32];
   outputs_bytes(per, sizeof per, HOST_BYTES_PER_REPLICA + values);
