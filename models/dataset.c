@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_randist.h>
+#include <xxhash.h>
 
 #include "models/dataset.h"
 #include "models/modelsInt.h"
@@ -257,8 +258,19 @@ md_dataset *md_dataset_synthetic(size_t rows, int features, int classes, gsl_rng
   return d;
 }
 
+md_dataset *md_dataset_shapes(size_t rows, int width, int classes, int targets_width, int is_ids,
+                              const int *vocab, uint64_t seed) {
+  md_dataset *d = base_xcalloc(1, sizeof *d);
+  *d = (md_dataset){ .rows = rows, .width = width, .classes = classes, .targets_width = targets_width,
+                     .is_ids = is_ids, .draw_seed = seed };
+  d->vocab = base_xcalloc((size_t)(width > 0 ? width : 1), sizeof *d->vocab);
+  if (width > 0) memcpy(d->vocab, vocab, sizeof *d->vocab * (size_t)width);
+  return d;
+}
+
 void md_dataset_free(md_dataset *d) {
   if (d == NULL) return;
+  free(d->vocab);
   if (d->columns != NULL)
     for (int j = 0; j < d->width; j++) free(d->columns[j]);
   free(d->columns);
@@ -269,10 +281,28 @@ void md_dataset_free(md_dataset *d) {
   free(d);
 }
 
+/* Row r of shapes-only data (md_dataset_shapes) into slot i of the caller's buffers. */
+static void draw_row(const md_dataset *d, size_t r, int i, float *x, int32_t *ids, int32_t *labels,
+                     float *targets) {
+  size_t w = (size_t)d->width, tw = (size_t)d->targets_width, lw = md_dataset_labels_per_row(d);
+  for (size_t c = 0; c < w; c++) {
+    uint64_t key[2] = { (uint64_t)r, (uint64_t)c };
+    int32_t id = d->vocab[c] > 0 ? (int32_t)(XXH64(key, sizeof key, d->draw_seed) % (uint64_t)d->vocab[c]) : 0;
+    if (x != NULL && !d->is_ids) x[i * w + c] = (float)id;
+    if (ids != NULL && d->is_ids) ids[i * w + c] = id;
+  }
+  if (labels != NULL && tw == 0) memset(labels + i * lw, 0, sizeof(int32_t) * lw);
+  if (targets != NULL && tw > 0) memset(targets + i * tw, 0, sizeof(float) * tw);
+}
+
 /* Row r of d into slot i of the caller's buffers. */
 static void copy_row(const md_dataset *d, size_t r, int i, float *x, int32_t *ids, int32_t *labels,
                      float *targets) {
   size_t w = (size_t)d->width, tw = (size_t)d->targets_width;
+  if (d->vocab != NULL) {
+    draw_row(d, r, i, x, ids, labels, targets);
+    return;
+  }
   if (x != NULL && !d->is_ids) memcpy(x + i * w, d->x + r * w, sizeof(float) * w);
   if (ids != NULL && d->is_ids) memcpy(ids + i * w, d->ids + r * w, sizeof(int32_t) * w);
   size_t lw = md_dataset_labels_per_row(d);

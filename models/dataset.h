@@ -22,6 +22,10 @@ typedef struct md_dataset {
   float *targets;         /* rows*targets_width floats (the dense losses), else NULL */
   int classes;            /* 1 + the largest label */
   char **columns;         /* width feature column names (CSV header order) */
+  int *vocab;             /* shapes-only data (md_dataset_shapes: no row held, x, ids, labels and
+                          ** targets NULL): per column, the vocab its ids are drawn from, 0 for a
+                          ** float column; NULL when the rows are held */
+  uint64_t draw_seed;     /* shapes-only data: the seed its ids are drawn from */
 } md_dataset;
 
 /* label_column NULL: the last column. ids_vocab > 0 reads features as integer ids in
@@ -46,6 +50,13 @@ int  md_dataset_targets_to_labels(md_dataset *d, int classes, md_error *err);
 void md_dataset_one_hot(md_dataset *d, int width);
 /* rows x features normal(0,1) draws; label = argmax_c sum_j x_j*M[j][c] with M drawn first. */
 md_dataset *md_dataset_synthetic(size_t rows, int features, int classes, gsl_rng *rng);
+/* rows rows of width columns, none held (numerics off: a run counts them). A gather still hands
+** out a row: its id columns (vocab[c] > 0; vocab holds width entries, copied) an id uniform in
+** [0, vocab[c]) that is a function of (seed, row, column) alone, as a synthetic tf.data input
+** (tf.random.uniform(maxval=vocab, dtype=int64)) gives them, the ps's shard routing needs them;
+** every other value, the labels and targets 0. is_ids: the ids go to the gather's ids buffer. */
+md_dataset *md_dataset_shapes(size_t rows, int width, int classes, int targets_width, int is_ids,
+                              const int *vocab, uint64_t seed);
 void md_dataset_free(md_dataset *d);
 
 /* Appends the rows of `more` (a CSV read the same way) after d's: the several files of one

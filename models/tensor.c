@@ -25,6 +25,22 @@ int md_dtype_is_floating(md_dtype dtype) {
   return dtype == MD_FLOAT32;
 }
 
+md_tensor *md_tensor_shape(md_dtype dtype, int rank, const int64_t *shape) {
+  assert(rank >= 0 && rank <= MD_TENSOR_MAX_RANK);
+  md_tensor *t = base_xcalloc(1, sizeof *t);
+  t->dtype = dtype;
+  t->rank = rank;
+  t->size = 1;
+  for (int i = 0; i < rank; i++) {
+    assert(shape[i] >= 0);
+    t->shape[i] = shape[i];
+    t->size *= (size_t)shape[i];
+  }
+  return t;
+}
+
+int md_tensor_has_values(const md_tensor *t) { return t->data != NULL || t->size == 0; }
+
 md_tensor *md_tensor_new(md_dtype dtype, int rank, const int64_t *shape) {
   assert(rank >= 0 && rank <= MD_TENSOR_MAX_RANK);
   md_tensor *t = base_xrealloc(NULL, sizeof *t);
@@ -45,6 +61,7 @@ md_tensor *md_tensor_new(md_dtype dtype, int rank, const int64_t *shape) {
 }
 
 md_tensor *md_tensor_from(md_dtype dtype, int rank, const int64_t *shape, const void *values) {
+  if (values == NULL) return md_tensor_shape(dtype, rank, shape);  /* shapes only stay so */
   md_tensor *t = md_tensor_new(dtype, rank, shape);
   if (t->size > 0) memcpy(t->data, values, t->size * md_dtype_size(dtype));
   return t;
@@ -173,6 +190,7 @@ md_tensor *md_tensor_concat(md_tensor *const *parts, int n, int axis) {
     assert(parts[k]->dtype == parts[0]->dtype && parts[k]->rank == parts[0]->rank);
     shape[axis] += parts[k]->shape[axis];
   }
+  if (!md_tensor_has_values(parts[0])) return md_tensor_shape(parts[0]->dtype, parts[0]->rank, shape);
   md_tensor *r = md_tensor_new(parts[0]->dtype, parts[0]->rank, shape);
   size_t outer, inner, es = md_dtype_size(r->dtype);
   split_at_axis(r, axis, &outer, &inner);
@@ -193,6 +211,7 @@ md_tensor *md_tensor_slice0(const md_tensor *t, int64_t begin, int64_t end) {
   memcpy(shape, t->shape, sizeof shape);
   shape[0] = end - begin;
   size_t row = t->shape[0] ? t->size / (size_t)t->shape[0] : 0;
+  if (!md_tensor_has_values(t)) return md_tensor_shape(t->dtype, t->rank, shape);
   return md_tensor_from(t->dtype, t->rank, shape,
                         (const char *)t->data + (size_t)begin * row * md_dtype_size(t->dtype));
 }

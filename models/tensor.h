@@ -26,7 +26,8 @@ typedef struct md_tensor {
   int rank;               /* 0 (scalar) .. MD_TENSOR_MAX_RANK */
   int64_t shape[MD_TENSOR_MAX_RANK]; /* shape[0..rank) >= 0 */
   size_t size;            /* number of elements: the product of the shape (1 for a scalar) */
-  void *data;             /* size elements of dtype, row-major, owned; NULL when size is 0 */
+  void *data;             /* size elements of dtype, row-major, owned; NULL when size is 0 or
+                          ** the tensor is a shape alone (md_tensor_shape) */
 } md_tensor;
 
 const char *md_dtype_name(md_dtype dtype);           /* "float32", "int32", "int64" */
@@ -35,7 +36,13 @@ int         md_dtype_is_floating(md_dtype dtype);
 
 /* A zero-filled tensor. */
 md_tensor *md_tensor_new(md_dtype dtype, int rank, const int64_t *shape);
-/* A tensor holding a copy of values (size elements of dtype, row-major). */
+/* A tensor of shape alone (numerics off): data NULL whatever its size, so it costs its bytes
+** without holding them. Copies, slices and concatenations of it are shapes alone too; the
+** arithmetic below needs values. */
+md_tensor *md_tensor_shape(md_dtype dtype, int rank, const int64_t *shape);
+/* Whether t holds its values (not md_tensor_shape's). */
+int        md_tensor_has_values(const md_tensor *t);
+/* A tensor holding a copy of values (size elements of dtype, row-major; NULL: shape alone). */
 md_tensor *md_tensor_from(md_dtype dtype, int rank, const int64_t *shape, const void *values);
 md_tensor *md_tensor_scalar_f32(float v);
 md_tensor *md_tensor_vector_f32(size_t n, const float *values);

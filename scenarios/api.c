@@ -152,7 +152,20 @@ static int open_stage(const command *c, const char *dir, outputs_stage *st) {
 }
 
 /* Every point validated before any runs; a point that fails is a row of the report, so the
-** plan itself exits 0 once its files are written. */
+** plan itself exits 0 once its files are written, unless no point ran at all (each crashed or
+** failed before its run): then 3, the files written all the same. Each point that did not run is
+** named on stderr with its exit status. */
+static int plan_crashes(const command *c, const plan *p) {
+  int ran = 0;
+  for (int i = 0; i < plan_num_points(p); i++) {
+    const plan_measure *m = &plan_point(p, i)->m;
+    if (plan_point_ran(p, i)) ran++;
+    else fprintf(c->errs, "podsim plan: point %d did not run (%s, exit status %d): %s\n", i, m->error,
+                 plan_point_exit(p, i), m->message);
+  }
+  return ran > 0 ? TR_EXIT_OK : TR_EXIT_JOB_FAILED;
+}
+
 static int plan_command(const command *c) {
   static scn_error err;
   const podsim_request *rq = c->rq;
@@ -174,6 +187,7 @@ static int plan_command(const command *c) {
     if (rc != 0 || stop_signal) rc = unfinished(c, &st, rc, &err, -1);
     else if ((rc = commit(c, &st)) == TR_EXIT_OK && !rq->quiet) plan_print(p, st.dir, c->out);
   }
+  if (rc == TR_EXIT_OK && plan_is_root()) rc = plan_crashes(c, p);
   plan_free(p);
   return rc;
 }
@@ -198,6 +212,7 @@ static int run_command(const command *c) {
   rc = train_run_cli(&s, st.path, mode, &sum, &err);
   if (rc == TR_EXIT_INPUT || rc == TR_STOPPED || stop_signal) return unfinished(c, &st, rc, &err, sum.steps_completed);
   if (commit(c, &st) != TR_EXIT_OK) return TR_EXIT_INPUT;
+  for (int i = 0; i < sum.nwarnings; i++) fprintf(c->errs, "podsim: warning: %s\n", sum.warnings[i]);
   c->oc->run_hash = sum.run_hash;
   if (!rq->quiet) report_print_summary(c->out, &s, st.dir, &sum);
   else fprintf(c->out, "run_hash %016llx\n", (unsigned long long)sum.run_hash);

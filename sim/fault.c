@@ -45,6 +45,7 @@ typedef struct occurrence {
   sim_fault f;               /* what and when (at of a random one: its current draw) */
   int process;               /* index in processes for a random one, else -1 */
   int fired;                 /* an at_step one has struck (invariant 3) */
+  long struck;               /* times it struck (a random one strikes again and again) */
 } occurrence;
 
 typedef struct firing firing;
@@ -160,6 +161,8 @@ int sim_fault_plan_track(sim_fault_plan *p) {
 }
 
 long sim_fault_plan_count(const sim_fault_plan *p, sim_fault_kind k) { return p->count[k]; }
+
+long sim_fault_plan_struck(const sim_fault_plan *p, size_t i) { return p->occs[i].struck; }
 
 static const char *target_name(const sim_fault_plan *p, int target) {
   return p->ops->name ? p->ops->name(p->ctx, target) : "target";
@@ -294,6 +297,7 @@ static void strike(sim_fault_plan *p, firing *fr) {
   occurrence *o = &p->occs[fr->occ];
   sim_fault f = o->f;
   p->count[f.kind]++;
+  o->struck++;
   mark(p, sim_fault_kind_name(f.kind), &f);
   switch (f.kind) {
     case SIM_FAULT_PREEMPT:

@@ -100,6 +100,9 @@ long sim_fault_plan_next_step(const sim_fault_plan *p, long from);
 void sim_fault_plan_stop(sim_fault_plan *p);
 /* Occurrences that struck so far, by kind (a preemption counts when its machine stops). */
 long sim_fault_plan_count(const sim_fault_plan *p, sim_fault_kind k);
+/* Times occurrence i (the i-th added by sim_fault_plan_add or _add_random, from 0) struck so far:
+** 0 for one whose time or step the run never reached. */
+long sim_fault_plan_struck(const sim_fault_plan *p, size_t i);
 /* The trace track "faults" (made on first use) where the plan marks each fault as an instant;
 ** the program marks its recovery there too. */
 int  sim_fault_plan_track(sim_fault_plan *p);

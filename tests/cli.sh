@@ -211,6 +211,17 @@ grep -q '^Rule: the fewest chip-hours' "$tmp/p1.txt" && grep -q '^Point 0 (clust
 "$podsim" run tests/data/plan/tiny.yaml -o "$tmp/base" --quiet >/dev/null; rc=$?
 [ $rc -eq 0 ] && [ "$(wc -l < "$tmp/base/metrics.csv")" -eq 6 ] && [ ! -e "$tmp/base/points" ] && grep -q '"num_replicas_in_sync": 1' "$tmp/base/summary.json" \
   && ok || bad "run on a file with a sweep: exit $rc, expected the base point only"
+# Points whose process dies (PODSIM_PLAN_KILL_POINTS: SIGKILL, exit status 137) are rows saying so,
+# never "does not fit", and each is named on stderr; the plan exits 0 while a point ran, 3 (its
+# files written all the same) when none did.
+err=$(PODSIM_PLAN_KILL_POINTS=1 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk1" --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && grep -q '^1,1,16,1,,16,.*,,PointCrashed,137,' "$tmp/pk1/sweep.csv" \
+  && [ "$err" = "podsim plan: point 1 did not run (PointCrashed, exit status 137): the process running the point died of signal 9" ] \
+  && ok || bad "plan with a killed point: exit $rc, '$err'"
+PODSIM_PLAN_KILL_POINTS=0,1,2,3 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk4" > "$tmp/pk4.txt" 2> "$tmp/pk4.err"; rc=$?
+[ $rc -eq 3 ] && [ "$(grep -c ',PointCrashed,137,' "$tmp/pk4/sweep.csv")" -eq 4 ] && [ "$(grep -c 'did not run' "$tmp/pk4.err")" -eq 4 ] \
+  && grep -q '^No point ran' "$tmp/pk4.txt" && ! grep -q ' no  ' "$tmp/pk4.txt" \
+  && ok || bad "plan with every point killed: exit $rc, $(cat "$tmp/pk4.err")"
 # A bad sweep value: exit 2 at the value's position, nothing written; a bad -j is a usage error.
 err=$("$podsim" plan tests/data/plan/bad_value.yaml -o "$tmp/pbad" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "tests/data/plan/bad_value.yaml:23:29: sweep.dataset.global_batch[1]: expected an integer >= 1, found 0" ] \
@@ -438,6 +449,45 @@ fi
 err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'training.checkpoint={every_steps: 5, bandwidth: 1e-9B/s}' 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$err" == "--set:1:49: training.checkpoint.bandwidth: expected a bandwidth that writes a checkpoint "* ]] \
   && ok || bad "checkpoint past the horizon: exit $rc, '$err'"
+# An embedding fed ids, in each form the model can take (a layer-0 embedding on model.input ids,
+# model.inputs id columns, a Keras JSON model): under parameter_server and a sync strategy, with
+# numerics full and off, on its csv and on synthetic data. Synthetic data with numerics cannot give
+# ids (exit 2 at the --set); every other run exits 0 and leaves no DIR.partial-PID (issue 27: the
+# ps ran numerics off on synthetic ids into a NULL dataset, exit 139).
+sync=(--set 'cluster={workers: {count: 2, machine: n2-standard-8}}' --set 'strategy={kind: multi_worker_mirrored, all_reduce: ring}')
+for form in layer0:3:2 inputs:4:2 keras:1:3; do
+  IFS=: read -r name features classes <<< "$form"
+  syn="dataset={synthetic: {rows: 100, features: $features, classes: $classes}, global_batch: 16}"
+  for strategy in ps sync; do
+    for data in csv synthetic; do
+      for numerics in full off; do
+        args=(--set numerics=$numerics)
+        [ $strategy = sync ] && args+=("${sync[@]}")
+        [ $data = synthetic ] && args+=(--set "$syn")
+        want=0; [ $data$numerics = syntheticfull ] && want=2
+        rm -rf "$tmp/form"*
+        err=$("$podsim" run "tests/data/ps/forms/$name.yaml" -o "$tmp/form" --quiet "${args[@]}" 2>&1 >/dev/null); rc=$?
+        [ $rc -eq $want ] && [ -z "$(ls -d "$tmp/form".partial-* 2>/dev/null)" ] \
+          && { [ $want -eq 0 ] || [[ "$err" == *"dataset.synthetic: synthetic data gives float features"* ]]; } \
+          && ok || bad "$name, $strategy, $data, numerics $numerics: exit $rc (expected $want), '$err'"
+      done
+    done
+  done
+done
+
+# A fault the run never reaches is a warning on stderr and in summary.json (a ps run of 8 steps, a
+# preemption at step 100); `--set faults=[]` switches faults off: no warning, "warnings": [].
+err=$("$podsim" run tests/data/ps/forms/layer0.yaml -o "$tmp/nf" --quiet --set 'faults=[{kind: preempt, target: "worker:1", at_step: 100}]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && [[ "$err" == "podsim: warning: faults[0] (preempt worker:1, at_step 100): never struck: the run ended at "*" s" ]] \
+  && python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["warnings"]; sys.exit(len(w) != 1 or "never struck" not in w[0])' "$tmp/nf/summary.json" \
+  && ok || bad "a fault that never strikes: exit $rc, '$err'"
+err=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/nf0" --quiet --set 'faults=[]' --set 'expect=[{metric: preemptions, eq: 0}]' --set training.steps=20 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && [ -z "$err" ] && grep -q '"warnings": \[\]' "$tmp/nf0/summary.json" && ok || bad "faults=[]: exit $rc, '$err'"
+
+# numerics off holds no variable value, parameter_server included: MLPerf's DLRM on ps tasks (89.5
+# GiB of tables) passes the host memory check of a 16 GiB host and runs its 3 steps.
+PODSIM_HOST_MEMORY=16GiB "$podsim" run tests/data/ps/dlrm_numerics_off.yaml -o "$tmp/dlrm" --quiet >/dev/null; rc=$?
+[ $rc -eq 0 ] && grep -q '"steps_completed": 3,' "$tmp/dlrm/summary.json" && ok || bad "DLRM on ps, numerics off: exit $rc"
 
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"

@@ -111,7 +111,10 @@ int cfg_faults_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *p
   static const char *const TRIGGERS[] = {"at", "at_step", "mtbf", "rate", NULL};
   char sub[256];
   (void)k; (void)base;
-  if (cfg_get_seq(c, v, path, "a sequence of faults such as [{kind: preempt, target: worker:1, at: 10s}]")) return -1;
+  /* [] is no faults: what `--set faults=[]` switches them off with. */
+  if (!(v->kind == YT_SEQ && v->n == 0) &&
+      cfg_get_seq(c, v, path, "a sequence of faults such as [{kind: preempt, target: worker:1, at: 10s}]"))
+    return -1;
   if (v->n > SCN_MAX_FAULTS)
     return cfg_fail(c, v->items[SCN_MAX_FAULTS], path, "expected at most %d faults (a trace file holds more), found %d",
                 SCN_MAX_FAULTS, v->n);

@@ -51,7 +51,7 @@ const key_spec CFG_ROOT_KEYS[] = {
   {.key = "training", .doc = "steps or epochs, loss reduction, XLA compile, checkpoints, restarts", .type = V_MAP, .sub = CFG_TRAINING_KEYS, .post = cfg_training_post},
   {.key = "workload", .doc = "a collective or matmul microbenchmark instead of a training run", .type = V_MAP, .sub = CFG_WORKLOAD_KEYS},
   {.key = "faults", .type = V_FN, .fn = cfg_faults_fn, .variants = CFG_FAULT_KINDS,
-   .schema = "{\"type\":\"array\",\"minItems\":1,\"maxItems\":32,\"items\":\"$variants\",\"description\":\"preemptions, failures, stragglers, degraded and downed links (docs/faults.md); at most 32, a trace file holds any number\"}"},
+   .schema = "{\"type\":\"array\",\"maxItems\":32,\"items\":\"$variants\",\"description\":\"preemptions, failures, stragglers, degraded and downed links (docs/faults.md); at most 32, a trace file holds any number; [] for none\"}"},
   {.key = "outputs", .doc = "where results go and which charts are drawn", .type = V_MAP, .sub = CFG_OUTPUTS_KEYS},
   {.key = "expect", .type = V_FN, .fn = cfg_expect_fn, .map = CFG_EXPECT_KEYS,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"maxItems\":32,\"items\":{\"allOf\":[\"$map\"],\"minProperties\":2,\"maxProperties\":2},\"description\":\"checks of summary.json figures: {metric: M, CMP: number}, exactly one comparator; a failed one exits 1\"}"},
@@ -216,7 +216,7 @@ static int xla_combine_checks(cfg_ctx *c) {
   if (s->tpu_slices > 1)
     return cfg_fail(c, v, "strategy.xla_combine_threshold", "overlapped all-reduces run on one slice: expected "
                     "cluster.tpu.slices 1, found %d", s->tpu_slices);
-  if (yt_get(c->root, "faults"))
+  if (s->nfaults > 0)
     return cfg_fail(c, v, "strategy.xla_combine_threshold", "all-reduces overlapped with the backward pass are not "
                     "modelled with faults: remove the threshold or the faults");
   return 0;
@@ -238,7 +238,7 @@ static int communication_checks(cfg_ctx *c) {
   if (bpp && fmod(s->comm_bytes_per_pack, 1.0) != 0.0)
     return cfg_fail(c, bpp, "strategy.communication.bytes_per_pack", "expected a whole number of bytes, found %s "
                     "(%.17g bytes)", bpp->text, s->comm_bytes_per_pack);
-  if (s->comm_bytes_per_pack > 0 && yt_get(c->root, "faults"))
+  if (s->comm_bytes_per_pack > 0 && s->nfaults > 0)
     return cfg_fail(c, bpp, "strategy.communication.bytes_per_pack", "packs overlapped with the backward pass "
                     "are not modelled with faults: expected 0B with faults, found %s", bpp->text);
   if (s->comm_implementation == 0) return 0;
@@ -495,26 +495,15 @@ static int host_memory_checks(cfg_ctx *c) {
   double values = s->numerics_full ? 4.0 * (5.0 * params + 3.0 * units * batch) : 0;
   double rows = s->numerics_full ? 4.0 * (double)s->synthetic_rows * (s->synthetic_features + 1.0) : 0;
   double devices = (double)s->workers + s->ps + 2 + (s->tpu_type[0] ? replicas : 0);
-  /* The parameter-server program keeps every variable's values on its ps tasks, numerics off too
-  ** (strategies/ holds them as tensors): MLPerf's DLRM would be 96 GB of them. */
-  double ps_values = s->strategy == SCN_STRATEGY_PARAMETER_SERVER && !s->numerics_full ? 4.0 * params : 0;
-  double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows + ps_values;
+  double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows;
   double have = scenario_host_memory();
   c->s->host_bytes = need;
   if (need <= have) return 0;
   /* The key to change: the dataset when its rows are most of it, the model when one replica
   ** alone would not fit either, else what sets the number of replicas. */
-  double alone = HOST_BYTES_PER_REPLICA + values + devices * HOST_BYTES_PER_DEVICE + rows + ps_values;
+  double alone = HOST_BYTES_PER_REPLICA + values + devices * HOST_BYTES_PER_DEVICE + rows;
   if (rows > need / 2) key = "dataset.synthetic.rows";
   else if (alone > have) key = s->has_zoo ? "model.zoo" : "model.layers";
-  if (ps_values > need / 2) {
-    const yt_node *at = yt_path(c->root, key);
-    char a[32], b[32];
-    return cfg_fail(c, at ? at : c->root, key, "expected a run this host can hold (%s of memory%s), found one "
-                    "needing about %s: parameter-server training holds every variable's values on the host, "
-                    "numerics: off too; use a smaller model", outputs_bytes(b, sizeof b, have),
-                    getenv("PODSIM_HOST_MEMORY") ? ", PODSIM_HOST_MEMORY" : "", outputs_bytes(a, sizeof a, need));
-  }
   const yt_node *at = yt_path(c->root, key);
   char a[32], b[32], d[32], per[32];
   outputs_bytes(per, sizeof per, HOST_BYTES_PER_REPLICA + values);
@@ -610,7 +599,7 @@ static int cross_checks(cfg_ctx *c) {
   if (model && s->tpu_slices > 1) {
     const char *why = s->strategy != SCN_STRATEGY_TPU ? "strategy.kind tpu, found "
                       : yt_path(root, "strategy.device_assignment") ? "no strategy.device_assignment, found one"
-                      : yt_get(root, "faults") ? "no faults, found some" : NULL;
+                      : s->nfaults > 0 ? "no faults, found some" : NULL;
     if (why)
       return cfg_fail(c, yt_path(root, "cluster.tpu.slices"), "cluster.tpu.slices",
                       "training across %d slices (data parallel, one replica per device) needs %s%s", s->tpu_slices,

@@ -32,10 +32,16 @@ typedef struct target {
   char prefix[32];        /* T_LINKS: the links whose names start with it */
 } target;
 
+typedef struct timed_fault {
+  sim_fault f;            /* the occurrence */
+  int entry;              /* the faults entry it came from */
+} timed_fault;
+
 typedef struct random_fault {
   sim_fault f;            /* the template: kind, target, notice, down time */
   sim_fault_dist dist;    /* time between occurrences */
   char stream[64];        /* RNG stream name */
+  int entry;              /* the faults entry it came from */
 } random_fault;
 
 struct faults {
@@ -46,9 +52,10 @@ struct faults {
   int ps_run;             /* a parameter_server run: ps, chief and evaluator are targets */
   target *targets;        /* invariant 1 */
   int n_targets, cap_targets; /* entries, allocated */
-  sim_fault *timed;       /* scheduled and traced occurrences, in file order */
+  timed_fault *timed;     /* scheduled and traced occurrences, in file order: the plan's first */
   int n_timed, cap_timed; /* entries, allocated */
-  random_fault *random;   /* random processes, in file order */
+  random_fault *random;   /* random processes, in file order: the plan's occurrences after timed */
+  int entry;              /* the entry being loaded */
   int n_random, cap_random; /* entries, allocated */
   int *hits;              /* scratch: the targets one name stands for */
   int n_hits, cap_hits;   /* entries, allocated */
@@ -166,8 +173,8 @@ static int resolve(faults *f, const char *text, int links, char *why, size_t len
 static void add_timed(faults *f, const sim_fault *tmpl) {
   for (int i = 0; i < f->n_hits; i++) {
     grow(&f->timed, &f->cap_timed, f->n_timed + 1, sizeof *f->timed);
-    f->timed[f->n_timed] = *tmpl;
-    f->timed[f->n_timed++].target = f->hits[i];
+    f->timed[f->n_timed] = (timed_fault){ .f = *tmpl, .entry = f->entry };
+    f->timed[f->n_timed++].f.target = f->hits[i];
   }
 }
 
@@ -259,7 +266,7 @@ static int load_entry(faults *f, int i, scn_error *err) {
   for (int h = 0; h < f->n_hits; h++) {
     grow(&f->random, &f->cap_random, f->n_random + 1, sizeof *f->random);
     random_fault *rf = &f->random[f->n_random++];
-    *rf = (random_fault){.f = tmpl, .dist = {sf->mtbf_s, sf->weibull_shape}};
+    *rf = (random_fault){.f = tmpl, .dist = {sf->mtbf_s, sf->weibull_shape}, .entry = i};
     rf->f.target = f->hits[h];
     snprintf(rf->stream, sizeof rf->stream, "faults[%d].%s", i, f->targets[f->hits[h]].name);
   }
@@ -284,6 +291,7 @@ int faults_load(const scenario *s, faults **out, scn_error *err) {
     f->hosts = sim_tpu_layout_hosts(g, s->tpu_dims);
   }
   for (int i = 0; i < s->nfaults; i++) {
+    f->entry = i;
     int rc = load_entry(f, i, err);
     if (rc != TR_EXIT_OK) {
       faults_free(f);
@@ -384,9 +392,50 @@ sim_fault_plan *faults_plan(faults *f, sim_engine *e, const ds_strategy *st,
   else ds_links(st, f->links, f->n_links);
   f->ops = (sim_fault_ops){.name = op_name, .cpus = op_cpus, .links = op_links, .down = op_down};
   sim_fault_plan *p = sim_fault_plan_new(e, &f->ops, f);
-  for (int i = 0; i < f->n_timed; i++) sim_fault_plan_add(p, &f->timed[i]);
+  for (int i = 0; i < f->n_timed; i++) sim_fault_plan_add(p, &f->timed[i].f);
   for (int i = 0; i < f->n_random; i++)
     sim_fault_plan_add_random(p, &f->random[i].f, &f->random[i].dist, f->s->seed, f->random[i].stream);
   sim_fault_plan_start(p);
   return p;
+}
+
+/* ---- faults that never struck ---------------------------------------------------------------- */
+
+/* Entry i's trigger as written: "at 10 s", "at_step 5", "mtbf 0.02 s" (and a preemption's notice). */
+static void trigger_text(const scn_fault *sf, char *buf, size_t len) {
+  int at = 0;
+  if (sf->at_s >= 0) at = snprintf(buf, len, ", at %.9g s", sf->at_s);
+  else if (sf->at_step >= 0) at = snprintf(buf, len, ", at_step %ld", sf->at_step);
+  else if (sf->mtbf_s > 0) at = snprintf(buf, len, ", mtbf %.9g s", sf->mtbf_s);
+  if (sf->notice_s > 0 && at >= 0 && (size_t)at < len) snprintf(buf + at, len - (size_t)at, ", notice %.9g s", sf->notice_s);
+}
+
+void faults_unstruck(const faults *f, const sim_fault_plan *p, sim_time end, run_summary *sum) {
+  for (int e = 0; e < f->s->nfaults && sum->nwarnings < RUN_MAX_WARNINGS; e++) {
+    long configured = 0, struck = 0;
+    size_t occ = 0;
+    for (int i = 0; i < f->n_timed; i++, occ++) {
+      if (f->timed[i].entry != e) continue;
+      configured++;
+      struck += sim_fault_plan_struck(p, occ) > 0;
+    }
+    /* A random entry strikes when any of its targets' processes drew a time within the run. */
+    int random = 0;
+    for (int i = 0; i < f->n_random; i++, occ++) {
+      if (f->random[i].entry != e) continue;
+      random = 1;
+      struck += sim_fault_plan_struck(p, occ);
+    }
+    if (random ? struck > 0 : struck == configured) continue;
+    const scn_fault *sf = &f->s->faults[e];
+    char what[SCN_PATH_MAX + 96], when[96] = "", ended[48], part[64] = "";
+    if (sf->trace) snprintf(what, sizeof what, "trace %s", sf->file);
+    else {
+      trigger_text(sf, when, sizeof when);
+      snprintf(what, sizeof what, "%s %s%s", sim_fault_kind_name(sf->kind), sf->target, when);
+    }
+    if (!random && struck > 0) snprintf(part, sizeof part, "%ld of its %ld faults ", configured - struck, configured);
+    snprintf(sum->warnings[sum->nwarnings++], sizeof sum->warnings[0], "faults[%d] (%.160s): %snever struck: "
+             "the run ended at %s s", e, what, part, outputs_seconds(ended, sizeof ended, end));
+  }
 }

@@ -20,6 +20,7 @@
 #include "scenarios/config/scenario.h"
 #include "sim/fault.h"
 #include "sim/tpu.h"
+#include "scenarios/report/outputs.h"
 #include "strategies/core/strategy.h"
 
 typedef struct faults faults;
@@ -39,6 +40,10 @@ typedef void (*faults_down_fn)(void *ctx, const sim_fault *f, int in_job);
 ** Free it with sim_fault_plan_free before faults_free. */
 sim_fault_plan *faults_plan(faults *f, sim_engine *e, const ds_strategy *st,
                             const sim_tpu_slice *slice, faults_down_fn down, void *ctx);
+/* One warning in sum (sum->warnings) for each entry that never struck in plan p by the run's end:
+** a timed entry (at, at_step, a trace's rows) some of whose faults never struck, a random one none
+** of whose targets' draws fell within the run. */
+void faults_unstruck(const faults *f, const sim_fault_plan *p, sim_time end, run_summary *sum);
 /* The task a task fault's target is (parameter-server runs route each kind to its own
 ** handling), and its index in its job (0 for the chief and the evaluator). */
 typedef enum { FAULTS_WORKER = 0, FAULTS_PS, FAULTS_CHIEF, FAULTS_EVALUATOR, FAULTS_OTHER } faults_task;

@@ -311,12 +311,17 @@ static void point_dir(const plan *p, const char *dir, int i, char *buf, size_t l
   snprintf(buf, len, "%s/points/%0*d", dir, p->npoints > 1000 ? 4 : 3, i);
 }
 
+/* A measure before its point ran: none of its figures (NAN: an empty cell). */
+static void no_figures(plan_measure *m) {
+  m->step_s = m->compute_s = m->comm_s = m->idle_s = m->input_s = m->compile_s = m->checkpoint_bytes = NAN;
+}
+
 /* Runs point i as `podsim run -o DIR/points/NNN` would and measures it. */
 static void measure(const plan *p, int i, const char *dir, plan_measure *m) {
   static scenario s;
   static scn_error err;
   char out[SCN_PATH_MAX + 64];
-  m->step_s = m->compute_s = m->comm_s = m->idle_s = m->input_s = NAN;
+  no_figures(m);
   if (scenario_from_tree(p->docs[i], p->path, &s, &err) != 0) {  /* plan_load validated it */
     m->failed = 1;
     snprintf(m->error, sizeof m->error, "InvalidScenario");
@@ -391,6 +396,18 @@ static void wait_state_leave(const wait_state *w) {
   sigprocmask(SIG_SETMASK, &w->mask, NULL);
 }
 
+/* Whether PODSIM_PLAN_KILL_POINTS (a test hook: point numbers separated by commas) names point i,
+** whose process then dies of SIGKILL before it runs, as the host's OOM killer would end it. */
+static int killed_by_test(int i) {
+  const char *at = getenv("PODSIM_PLAN_KILL_POINTS");
+  for (char *end; at != NULL && *at != '\0'; at = *end == ',' ? end + 1 : end) {
+    long n = strtol(at, &end, 10);
+    if (end == at) return 0;
+    if (n == i) return 1;
+  }
+  return 0;
+}
+
 static int start_child(const plan *p, const char *dir, int i, const wait_state *w, child *c) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
@@ -412,6 +429,7 @@ static int start_child(const plan *p, const char *dir, int i, const wait_state *
 #else
     (void)parent;
 #endif
+    if (killed_by_test(i)) raise(SIGKILL);
     plan_measure m;
     memset(&m, 0, sizeof m);
     measure(p, i, dir, &m);
@@ -429,7 +447,7 @@ static void finish_child(plan *p, child *c, int status) {
   close(c->fd);
   if (got != (ssize_t)sizeof *m) {
     memset(m, 0, sizeof *m);
-    m->step_s = m->compute_s = m->comm_s = m->idle_s = m->input_s = NAN;
+    no_figures(m);
     m->failed = 1;
     m->exit = WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
     snprintf(m->error, sizeof m->error, "PointCrashed");
@@ -570,11 +588,21 @@ static int mpi_master(plan *p, const char *dir) {
 
 static int ran(const plan_row *r) { return !r->m.failed && isfinite(r->m.step_s) && r->m.step_s > 0; }
 
+int plan_point_exit(const plan *p, int i) {
+  int exit = p->rows[i].m.exit;
+  return exit < 0 ? 128 - exit : exit;
+}
+
+int plan_point_ran(const plan *p, int i) {
+  int exit = p->rows[i].m.exit;
+  return exit == TR_EXIT_OK || exit == TR_EXIT_EXPECT || exit == TR_EXIT_JOB_FAILED;
+}
+
 static void derive(plan *p) {
   for (int i = 0; i < p->npoints; i++) {
     plan_row *r = &p->rows[i];
-    r->fits = (r->m.exit == TR_EXIT_OK || r->m.exit == TR_EXIT_JOB_FAILED) &&
-              strcmp(r->m.error, "ResourceExhaustedError") != 0;
+    /* A point that did not run has no memory verdict: it is never "does not fit". */
+    r->fits = !plan_point_ran(p, i) ? -1 : strcmp(r->m.error, "ResourceExhaustedError") != 0;
     if (r->steps < 0) r->steps = r->m.steps_completed;  /* epochs: the run counted them */
     r->examples_per_s = r->efficiency = r->goodput = r->time_s = r->chip_hours = r->cost_usd = NAN;
     if (!ran(r)) continue;
@@ -619,7 +647,7 @@ static int write_csv(const plan *p, const char *path) {
   for (int k = 0; k < p->nkeys; k++) fprintf(f, ",%s", p->base.sweep_paths[k]);
   fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,compile_s,examples_per_s,"
         "examples_per_s_per_chip,scaling_efficiency,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
-        "error,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
+        "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
         "chip_hours,cost_usd,recommended,run_hash\n", f);
   for (int i = 0; i < p->npoints; i++) {
     const plan_row *r = &p->rows[i];
@@ -629,12 +657,16 @@ static int write_csv(const plan *p, const char *path) {
       if (strpbrk(r->values[k], ",\"\r\n")) csv_fwrite(f, r->values[k], strlen(r->values[k]));
       else fputs(r->values[k], f);
     }
-    fprintf(f, ",%d,%d,%d", r->chips, r->m.replicas, r->global_batch);
+    /* A point that did not run has only the figures its scenario gives (chips, batch, steps). */
+    fprintf(f, r->fits < 0 ? ",%d,,%d" : ",%d,%d,%d", r->chips, r->fits < 0 ? r->global_batch : r->m.replicas,
+            r->global_batch);
     const double reals[] = { r->m.step_s, r->m.compute_s, r->m.comm_s, r->m.idle_s, r->m.input_s, r->m.compile_s,
                              r->examples_per_s, r->examples_per_s / r->chips, r->efficiency };
     for (size_t j = 0; j < sizeof reals / sizeof *reals; j++) put_real(f, reals[j]);
-    fprintf(f, ",%llu,%llu,%llu,%s,%s,%ld", (unsigned long long)r->m.hbm_peak, (unsigned long long)r->m.hbm_needed,
-            (unsigned long long)r->m.hbm_capacity, r->fits ? "true" : "false", r->m.error, r->m.max_batch);
+    if (r->fits < 0) fprintf(f, ",,,,,%s,%d,", r->m.error, plan_point_exit(p, i));
+    else fprintf(f, ",%llu,%llu,%llu,%s,%s,%d,%ld", (unsigned long long)r->m.hbm_peak,
+                 (unsigned long long)r->m.hbm_needed, (unsigned long long)r->m.hbm_capacity,
+                 r->fits ? "true" : "false", r->m.error, plan_point_exit(p, i), r->m.max_batch);
     put_real(f, r->m.checkpoint_bytes);
     put_real(f, r->faults.rate_per_s * 3600.0);
     put_real(f, r->goodput);
@@ -684,10 +716,15 @@ static void table_build(const plan *p, plan_table *t) {
     real_text(cell[c++], 48, "%.4g", r->examples_per_s);
     real_text(cell[c++], 48, "%.3f", r->efficiency);
     char need[20], cap[20];
-    snprintf(cell[c++], 48, "%s / %s", outputs_bytes(need, sizeof need, (double)r->m.hbm_needed),
-             outputs_bytes(cap, sizeof cap, (double)r->m.hbm_capacity));
-    snprintf(cell[c++], 48, "%s", r->fits ? "yes" : "no");
-    snprintf(cell[c++], 48, "%ld", r->m.max_batch);
+    if (r->fits < 0) snprintf(cell[c++], 48, "-");
+    else snprintf(cell[c++], 48, "%s / %s", outputs_bytes(need, sizeof need, (double)r->m.hbm_needed),
+                  outputs_bytes(cap, sizeof cap, (double)r->m.hbm_capacity));
+    int exit = plan_point_exit(p, i);
+    if (r->fits >= 0) snprintf(cell[c++], 48, "%s", r->fits ? "yes" : "no");
+    else if (r->m.exit < 0) snprintf(cell[c++], 48, "crashed (signal %d, exit %d)", -r->m.exit, exit);
+    else snprintf(cell[c++], 48, "failed (exit %d)", exit);
+    if (r->fits < 0) snprintf(cell[c++], 48, "-");
+    else snprintf(cell[c++], 48, "%ld", r->m.max_batch);
     real_text(cell[c++], 48, "%.4f", r->goodput);
     real_text(cell[c++], 48, "%.4g", r->time_s / 3600.0);
     real_text(cell[c++], 48, "%.4g", r->chip_hours);
@@ -714,6 +751,12 @@ static const char *plan_rule(const plan *p) {
 }
 
 static void recommendation(const plan *p, char *buf, size_t len) {
+  int ran_any = 0;
+  for (int i = 0; i < p->npoints; i++) ran_any |= plan_point_ran(p, i);
+  if (!ran_any) {
+    snprintf(buf, len, "No point ran: each crashed or failed before its run (the fits column says how).");
+    return;
+  }
   if (p->recommended < 0) {
     snprintf(buf, len, p->base.recommend_cost ? "No point that fits in device memory and reaches the training steps has "
              "a price for all its machines (outputs.prices, outputs.price_model)." : "No point fits in device memory and "

@@ -56,7 +56,8 @@ typedef struct plan_row {
   long   steps;           /* training steps to reach (training.steps; with epochs, the run's) */
   plan_faults faults;     /* the point's fault model */
   plan_measure m;         /* what its run measured */
-  int    fits;            /* its memory reservation fit */
+  int    fits;            /* 1 its memory reservation fit, 0 it did not (ResourceExhaustedError), -1 no
+                          ** verdict: the point did not run (crashed, or failed before its run) */
   double examples_per_s;  /* global_batch / step_s */
   double efficiency;      /* per-chip throughput over the reference point's (docs/reports.md) */
   double goodput;         /* expected useful fraction of the job's time (plan_goodput) */
@@ -82,6 +83,12 @@ int   plan_is_root(void);
 ** plan_run starts MPI: several ranks write one directory together, so it cannot be staged. */
 int   plan_mpi_ranks(void);
 int   plan_num_points(const plan *p);
+/* The exit status of point i's run as a shell sees `podsim run`'s: train_run's, or 128 + N when its
+** process died of signal N. */
+int   plan_point_exit(const plan *p, int i);
+/* Whether point i ran to a verdict (done, an expect failed, or its simulated job failed); not when
+** its process crashed or it failed before running (an output it could not write). */
+int   plan_point_ran(const plan *p, int i);
 const plan_row *plan_point(const plan *p, int i);
 /* The recommended point (docs/reports.md: the fewest chip-hours, or with outputs.recommend: cost
 ** the lowest cost, among the points that fit and reach the steps, ties to fewer chips, then to the

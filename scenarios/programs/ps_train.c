@@ -611,8 +611,8 @@ static int create_variables(ps_trainer *t, const md_model *init, ds_status *st) 
   if (ds_scope_enter(t->strategy, st) != 0) return -1;
   for (int i = 0; i < t->nvars; i++) {
     const md_var *v = md_model_var_const(init, i);
-    md_tensor *value = md_tensor_new(MD_FLOAT32, v->rank, v->shape);
-    if (v->data) memcpy(md_tensor_f32(value), v->data, v->size * sizeof(float));
+    /* numerics off: the variable is its shape alone, on the ps as here (no value is held) */
+    md_tensor *value = md_tensor_from(MD_FLOAT32, v->rank, v->shape, v->data);
     ds_variable_options o = { .name = v->name, .trainable = 1 };
     t->vars[i] = ds_variable_new(value, &o, st);
     md_tensor_free(value);
@@ -642,7 +642,9 @@ static void make_workers(ps_trainer *t, const md_model *init) {
     w->grad = base_xcalloc((size_t)t->nvars, sizeof *w->grad);
     for (int v = 0; v < t->nvars; v++) {
       const md_var *var = md_model_var_const(init, v);
-      if (v != embedding_var(w)) w->grad[v] = md_tensor_new(MD_FLOAT32, var->rank, var->shape);
+      if (v != embedding_var(w))  /* numerics off: the gradient's shape alone, pushed for its bytes */
+        w->grad[v] = s->numerics_full ? md_tensor_new(MD_FLOAT32, var->rank, var->shape)
+                                      : md_tensor_shape(MD_FLOAT32, var->rank, var->shape);
     }
     w->track = sim_trace_track(t->engine, ds_ps_task_device(t->strategy, DS_PS_WORKER, i));
     if (!s->numerics_full) continue;
@@ -765,6 +767,7 @@ static void summarise(ps_trainer *t, run_summary *sum) {
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
   sum->preemptions = t->plan ? sim_fault_plan_count(t->plan, SIM_FAULT_PREEMPT) : 0;
   sum->failures = t->plan ? sim_fault_plan_count(t->plan, SIM_FAULT_FAIL) : 0;
+  if (t->plan) faults_unstruck(t->faults, t->plan, end, sum);
   sum->restarts = lc_restarts(t->life);
   sum->lost_steps = t->lost_updates;
   sum->lost_updates = t->lost_updates;

@@ -287,6 +287,7 @@ void rec_kept_rows(const step_record *rows, long n, unsigned char *kept) {
 void rec_summarise(const rec_job *j, const step_record *rows, long n, sim_time end, run_summary *sum) {
   sum->preemptions = j->plan ? sim_fault_plan_count(j->plan, SIM_FAULT_PREEMPT) : 0;
   sum->failures = j->plan ? sim_fault_plan_count(j->plan, SIM_FAULT_FAIL) : 0;
+  if (j->plan) faults_unstruck(j->faults, j->plan, end, sum);
   sum->restarts = lc_restarts(j->life);
   sum->lost_steps = j->lost_steps;
   sum->checkpoints = j->checkpoints;

@@ -106,11 +106,16 @@ int train_load_data(train_input *in, const md_model *m, scn_error *err) {
     if (in->data == NULL)
       return train_error(err, s->csv, me.line, me.col, "dataset.csv", "%s", me.msg);
   } else if (!s->numerics_full) {
-    /* Shapes only: the rows need not exist, which is what lets a planner use any size. */
-    in->data = base_xcalloc(1, sizeof *in->data);
-    *in->data = (md_dataset){ .rows = s->synthetic_rows, .width = s->synthetic_features,
-                             .classes = s->synthetic_classes, .targets_width = targets ? classes : 0,
-                             .is_ids = s->input_ids > 0 };
+    /* Shapes only: the rows need not exist, which is what lets a planner use any size. Their
+    ** ids are drawn when a batch is taken: a ps routes each to its shard. */
+    int *vocab = base_xcalloc((size_t)s->synthetic_features + 1, sizeof *vocab);
+    for (int k = 0, col = 0; k < s->ninputs; col += s->inputs[k].features + s->inputs[k].ids, k++)
+      for (int j = 0; j < s->inputs[k].ids; j++) vocab[col + j] = s->inputs[k].vocab;
+    for (int c = 0; s->input_ids > 0 && c < s->synthetic_features; c++) vocab[c] = s->input_vocab;
+    in->data = md_dataset_shapes(s->synthetic_rows, s->synthetic_features, s->synthetic_classes,
+                                 targets ? classes : 0, s->input_ids > 0, vocab,
+                                 sim_rng_derive_seed(s->seed, "dataset.synthetic.ids"));
+    free(vocab);
   } else {
     gsl_rng *rng = sim_rng_stream(s->seed, "dataset.synthetic");
     in->data = md_dataset_synthetic(s->synthetic_rows, s->synthetic_features, s->synthetic_classes, rng);

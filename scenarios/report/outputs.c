@@ -534,6 +534,9 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "run_hash", json_string(hash));
   json_object_set_new(o, "wall_s", json_real(s->wall_s));
   if (s->failed) json_object_set_new(o, "error", error_object(&s->error));
+  json_t *warnings = json_array();
+  for (int i = 0; i < s->nwarnings; i++) json_array_append_new(warnings, json_string(s->warnings[i]));
+  json_object_set_new(o, "warnings", warnings);
   int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
   json_decref(o);
   return rc;

@@ -59,6 +59,8 @@ typedef struct run_step_means {
   double comm_hidden_s;   /* with packs: the all-reduce time the backward hid (not in comm_s) */
 } run_step_means;
 
+#define RUN_MAX_WARNINGS 32 /* a run's warnings: one per faults entry at most */
+
 typedef struct run_summary {
   char   scenario[128];   /* scenario name */
   uint64_t seed;          /* scenario seed */
@@ -108,6 +110,9 @@ typedef struct run_summary {
   uint64_t run_hash;      /* over everything simulated */
   int    failed;          /* the simulated job failed */
   run_error error;        /* when failed */
+  char   warnings[RUN_MAX_WARNINGS][320]; /* what the run was asked for but never happened (a fault
+                             that never struck), one line each: stderr and summary.json */
+  int    nwarnings;       /* entries in warnings */
 } run_summary;
 
 /* Accumulates the run hash over file contents in a fixed order. */

@@ -157,7 +157,7 @@ void ds_sharded_variable_lookup_shard(const ds_sharded_variable *sv, const md_te
   for (size_t j = 0; j < ids->size; j++) {
     int64_t p, local;
     ds_div_index(sv->offsets[sv->n], sv->n, id_at(ids, j), &p, &local);
-    if (p == shard && row > 0)
+    if (p == shard && row > 0 && md_tensor_has_values(v))  /* shapes only: the rows stay zeros */
       memcpy((char *)out->data + j * row, (const char *)v->data + (size_t)local * row, row);
   }
 }

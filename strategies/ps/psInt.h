@@ -30,7 +30,8 @@ typedef struct ps_component {
   const char *kind;       /* "variable", "shard" or "iterations" */
   int64_t version;        /* updates applied (invariant 2) */
   int nslots;             /* optimizer slots it has */
-  float *slots[MAX_SLOTS];/* their values, as many elements as the component */
+  float *slots[MAX_SLOTS];/* their values, as many elements as the component; NULL for a
+                          ** component of shapes alone (numerics off) */
   char slot_names[MAX_SLOTS][DS_DEVICE_NAME_MAX]; /* "<component>/<suffix>" */
   uint64_t bytes;         /* reserved on its ps's RAM: value and slots (invariant 5) */
 } ps_component;

@@ -84,7 +84,7 @@ static int64_t id_at(const md_tensor *ids, size_t j) {
 /* Rows of a plain value picked by ids into out (the checks done). */
 static void gather_rows(const md_tensor *value, const md_tensor *ids, md_tensor *out) {
   size_t row = value->shape[0] ? value->size / (size_t)value->shape[0] * md_dtype_size(value->dtype) : 0;
-  for (size_t j = 0; j < ids->size; j++) {
+  for (size_t j = 0; md_tensor_has_values(value) && j < ids->size; j++) {
     memcpy((char *)out->data + j * row, (const char *)value->data + (size_t)id_at(ids, j) * row, row);
   }
 }
@@ -101,7 +101,7 @@ static void read_done(sim_engine *e, sim_activity *act, void *arg) {
   const md_tensor *value = ds_variable_copy(r->v, x->shard);
   if (r->ids && sv) ds_sharded_variable_lookup_shard(sv, r->ids, x->shard, r->out);
   else if (r->ids) gather_rows(value, r->ids, r->out);
-  else if (ds__ps_value_bytes(value) > 0)
+  else if (ds__ps_value_bytes(value) > 0 && md_tensor_has_values(value))
     memcpy((char *)r->out->data + (sv ? (size_t)ds_sharded_variable_offset(sv, x->shard) * ds__ps_value_bytes(value)
                                           / (size_t)value->shape[0] : 0),
            value->data, ds__ps_value_bytes(value));
@@ -122,7 +122,8 @@ static md_tensor *read_result(ds_variable *v, const md_tensor *ids, int64_t *row
       const md_tensor *c = ds_variable_copy(v, k);
       rows[k] = c->rank ? c->shape[0] : 1;
     }
-    return md_tensor_new(first->dtype, rank, shape);
+    /* A variable of shapes alone (numerics off) reads as one: its bytes travel, none is held. */
+    return md_tensor_has_values(first) ? md_tensor_new(first->dtype, rank, shape) : md_tensor_shape(first->dtype, rank, shape);
   }
   if ((ids->dtype != MD_INT32 && ids->dtype != MD_INT64) || first->rank < 1 ||
       ids->rank + first->rank - 1 > MD_TENSOR_MAX_RANK) {

@@ -47,8 +47,9 @@ static int add_slots(ps_state *ps, ps_component *c, ds_status *st) {
   const char *name = ds_variable_copy_name(c->holder, c->shard);
   int base = (int)(strchr(name, ':') ? strchr(name, ':') - name : (long)strlen(name));
   for (int k = 0; k < n; k++) {
-    c->slots[k] = base_xcalloc(t->size, sizeof(float));
-    for (size_t j = 0; j < t->size; j++) c->slots[k][j] = md_optimizer_slot_initial(&ps->opt);
+    /* A variable of shapes alone (numerics off) has slots of shapes alone: reserved, not held. */
+    c->slots[k] = md_tensor_has_values(t) ? base_xcalloc(t->size, sizeof(float)) : NULL;
+    for (size_t j = 0; c->slots[k] && j < t->size; j++) c->slots[k][j] = md_optimizer_slot_initial(&ps->opt);
     snprintf(c->slot_names[k], sizeof c->slot_names[k], "%.*s/%s", base, name,
              md_optimizer_slot_suffix(&ps->opt, k));
   }

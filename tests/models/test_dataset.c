@@ -187,6 +187,51 @@ static void test_dataset_targets(void **state) {
   unlink(path);
 }
 
+/* Shapes-only data holds no row, yet a gather hands one out: id columns drawn in [0, vocab) from
+** (seed, row, column) alone, the same row the same ids whichever gather asks, float columns,
+** labels and targets 0. 4000 draws over a vocab of 4: each id between 900 and 1100 times (1000
+** expected, sd sqrt(4000 x 0.25 x 0.75) = 27: a draw that ignored the row or column fails). */
+static void test_shapes_draws_ids(void **state) {
+  (void)state;
+  const int vocab[3] = {0, 4, 4};  /* a float column, then two id columns (model.inputs) */
+  md_dataset *d = md_dataset_shapes(2000, 3, 2, 0, 0, vocab, 7);
+  assert_null(d->x);
+  float x[2000 * 3];
+  int32_t labels[2000];
+  memset(labels, 0xff, sizeof labels);
+  md_dataset_gather(d, 0, 2000, x, NULL, labels, NULL);
+  int count[4] = {0};
+  for (int i = 0; i < 2000; i++) {
+    assert_true(x[i * 3] == 0.0f && labels[i] == 0);
+    for (int c = 1; c < 3; c++) {
+      float id = x[i * 3 + c];
+      assert_true(id >= 0 && id < 4 && id == (float)(int)id);
+      count[(int)id]++;
+    }
+  }
+  for (int k = 0; k < 4; k++) assert_in_range(count[k], 900, 1100);
+  float again[3];
+  int64_t row = 1234;
+  md_dataset_gather_rows(d, &row, 1, again, NULL, NULL, NULL);
+  assert_memory_equal(again, x + 1234 * 3, sizeof again);
+  md_dataset_free(d);
+
+  /* An id dataset (model.input ids) fills the ids buffer, and another seed draws other ids. */
+  const int ids_vocab[2] = {1000, 1000};
+  md_dataset *a = md_dataset_shapes(10, 2, 2, 0, 1, ids_vocab, 7), *b = md_dataset_shapes(10, 2, 2, 0, 1, ids_vocab, 8);
+  int32_t ia[20], ib[20];
+  md_dataset_gather(a, 0, 10, NULL, ia, NULL, NULL);
+  md_dataset_gather(b, 0, 10, NULL, ib, NULL, NULL);
+  int differ = 0;
+  for (int i = 0; i < 20; i++) {
+    assert_true(ia[i] >= 0 && ia[i] < 1000);
+    differ += ia[i] != ib[i];
+  }
+  assert_true(differ > 15);
+  md_dataset_free(a);
+  md_dataset_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_good),
@@ -194,6 +239,7 @@ int main(void) {
       cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_gather_wraps),
       cmocka_unit_test(test_dataset_targets),
+      cmocka_unit_test(test_shapes_draws_ids),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -401,9 +401,50 @@ static void mixed_float16_run_resumes_bit_identical(void **state) {
   assert_resumes_bit_identical(sets, 3, 5);
 }
 
+/* Faults the run never reaches are warnings, one per entry, and change nothing: a preemption whose
+** notice comes at 0.5 s but whose machine would stop an hour later, a straggler at 1 h, a fail at
+** step 500 of 40, and a preemption of each host with an mtbf of a year (no draw within the ~1 s run).
+** The straggler at 0 s struck (no warning) and slowed nothing that ran (it ended before the 1 s compile),
+** so the run ends as the baseline, to the bit. */
+static void faults_that_never_strike_warn(void **state) {
+  (void)state;
+  const run *base = baseline();
+  static run r;
+  const char *sets[] = {"faults=[{kind: preempt, target: tpu, at: 0.5s, notice: 1h}, "
+                        "{kind: straggler, target: \"tpu_host:1\", slowdown: 2, at: 0s, duration: 1ms}, "
+                        "{kind: straggler, target: \"tpu_host:0\", slowdown: 2, at: 1h}, "
+                        "{kind: fail, target: tpu, at_step: 500}, {kind: preempt, target: \"tpu_host:*\", mtbf: 8760h}]"};
+  tpu(&r, sets, 1);
+  assert_int_equal(r.rc, TR_EXIT_OK);
+  assert_true(r.sum.sim_time_s == base->sum.sim_time_s);
+  assert_int_equal(r.sum.preemptions + r.sum.failures, 0);
+  static const char *const want[] = {
+    "faults[0] (preempt tpu, at 0.5 s, notice 3600 s): never struck: the run ended at ",
+    "faults[2] (straggler tpu_host:0, at 3600 s): never struck: the run ended at ",
+    "faults[3] (fail tpu, at_step 500): never struck: the run ended at ",
+    "faults[4] (preempt tpu_host:*, mtbf 31536000 s): never struck: the run ended at ",
+  };
+  assert_int_equal(r.sum.nwarnings, 4);
+  char end[64];
+  snprintf(end, sizeof end, "%.12g s", base->sum.sim_time_s);
+  for (int i = 0; i < 4; i++) {
+    if (strncmp(r.sum.warnings[i], want[i], strlen(want[i])) != 0) fail_msg("got \"%s\"", r.sum.warnings[i]);
+    const char *at = r.sum.warnings[i] + strlen(want[i]);
+    if (strtod(at, NULL) != base->sum.sim_time_s) fail_msg("%s: the run ended at %s", r.sum.warnings[i], end);
+  }
+  /* Without faults there is nothing to warn of; `faults: []` is no faults. */
+  assert_int_equal(base->sum.nwarnings, 0);
+  const char *none[] = {"faults=[]"};
+  tpu(&r, none, 1);
+  assert_int_equal(r.rc, TR_EXIT_OK);
+  assert_int_equal(r.sum.nwarnings, 0);
+  assert_true(r.sum.sim_time_s == base->sum.sim_time_s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(slice_preempted_between_checkpoints),
+    cmocka_unit_test(faults_that_never_strike_warn),
     cmocka_unit_test(shuffled_run_resumes_bit_identical),
     cmocka_unit_test(dropout_run_resumes_bit_identical),
     cmocka_unit_test(mixed_float16_run_resumes_bit_identical),

@@ -5,8 +5,10 @@
 #include "tests/testutil.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "scenarios/programs/plan.h"
 #include "scenarios/programs/train.h"
@@ -230,6 +232,50 @@ static void test_jobs_deterministic(void **state) {
   assert_int_equal(system(a), 0);
 }
 
+/* Points that did not run: point 1's process is killed (PODSIM_PLAN_KILL_POINTS, as the host's OOM
+** killer would), point 2 cannot make its directory (points/002 is a file: an OutputError, exit 2).
+** Neither is "does not fit": no memory verdict (fits -1, an empty cell), their exit statuses
+** 128 + 9 = 137 and 2, no figures; points 0 and 3 ran as in test_tiny_grid, point 0 recommended. */
+static void test_points_that_did_not_run(void **state) {
+  (void)state;
+  char dir[] = "/tmp/podsim-plan-crash-XXXXXX", path[128], cell[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/points", dir);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof path, "%s/points/002", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  setenv("PODSIM_PLAN_KILL_POINTS", "1", 1);
+  plan *p = plan_load(tu_src("tests/data/plan/tiny.yaml"), NULL, 0, &E);
+  if (p == NULL) fail_msg("%s", E.msg);
+  int rc = plan_run(p, dir, 2, &E);
+  unsetenv("PODSIM_PLAN_KILL_POINTS");
+  if (rc != 0) fail_msg("%s", E.msg);
+  static const int fits[] = { 1, -1, -1, 1 }, ran[] = { 1, 0, 0, 1 }, exits[] = { 0, 137, 2, 0 };
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(plan_point(p, i)->fits, fits[i]);
+    assert_int_equal(plan_point_ran(p, i), ran[i]);
+    assert_int_equal(plan_point_exit(p, i), exits[i]);
+  }
+  assert_string_equal(plan_point(p, 1)->m.error, "PointCrashed");
+  assert_string_equal(plan_point(p, 2)->m.error, "OutputError");
+  assert_int_equal(plan_recommended(p), 0);
+  plan_free(p);
+  static const struct { int row; const char *column, *want; } cells[] = {
+    { 2, "fits", "" }, { 2, "error", "PointCrashed" }, { 2, "exit_status", "137" }, { 2, "hbm_capacity_bytes", "" },
+    { 2, "max_batch_per_replica", "" }, { 3, "fits", "" }, { 3, "error", "OutputError" }, { 3, "exit_status", "2" },
+    { 3, "compile_s", "" }, { 1, "fits", "true" }, { 1, "exit_status", "0" }, { 4, "max_batch_per_replica", "13" },
+  };
+  snprintf(path, sizeof path, "%s/sweep.csv", dir);
+  for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+    csv_cell(path, cells[i].row, cells[i].column, cell, sizeof cell);
+    if (strcmp(cell, cells[i].want)) fail_msg("row %d %s: got \"%s\", want \"%s\"", cells[i].row, cells[i].column, cell, cells[i].want);
+  }
+  snprintf(path, sizeof path, "rm -rf '%s'", dir);
+  assert_int_equal(system(path), 0);
+}
+
 /* A bad value is reported at its place in the sweep, as that value's error. */
 static void test_bad_values(void **state) {
   (void)state;
@@ -254,6 +300,7 @@ int main(void) {
     cmocka_unit_test(test_faults_of),
     cmocka_unit_test(test_tiny_grid),
     cmocka_unit_test(test_jobs_deterministic),
+    cmocka_unit_test(test_points_that_did_not_run),
     cmocka_unit_test(test_bad_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -861,6 +861,72 @@ static void failed_ps_is_unavailable(void **state) {
   sim_engine_free(e);
 }
 
+/* A closure on a variable of shapes alone: one read of it, then its gradient (the read's shape)
+** pushed with the step the read gave. */
+typedef struct shape_job {
+  ds_strategy *s;         /* the strategy */
+  ds_variable *v;         /* the variable */
+  md_tensor *got;         /* what the read returned */
+  int64_t version;        /* the version it saw */
+  int64_t step;           /* iterations + 1 as read */
+  ds_status st;           /* its error */
+} shape_job;
+
+static void shape_closure(sim_actor *self, void *arg) {
+  shape_job *j = arg;
+  if (ds_ps_read_many(j->s, self, 0, 1, &j->v, NULL, &j->got, &j->version, &j->step, &j->st) != 0) return;
+  ds_ps_grad g = { .dense = j->got };
+  ds_ps_apply_gradients(j->s, self, 0, 1, &j->v, &g, j->step, NULL, &j->st);
+}
+
+/* numerics off: a [2e9, 64] float32 table (512 GB, twenty times this host's memory) in 2 shards on
+** 2 ps tasks of 1 TB, trained by Adagrad, is its shape alone: no shard, slot, read or checkpoint
+** holds a value (held, the first allocation would fail and the test with it), while the ps tasks
+** reserve what TF's would hold, 2 x (256 GB + a 256 GB accumulator) + the 8 bytes of iterations,
+** and a checkpoint counts those bytes. A closure reads it and pushes a dense gradient (step 1);
+** restoring the checkpoint taken before gives iterations 0 back. */
+static void shapes_alone_hold_no_values(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  ds_ps_cluster_spec spec = counts(1, 2);
+  ds_ps_cluster m = machines();
+  m.ps.ram_bytes = 1e12;
+  ds_partitioner two = ds_fixed_shards_partitioner(2);
+  ds_status st;
+  ds_strategy *s = ds_ps_strategy_new(e, &spec, &m, &two, &st);
+  assert_non_null(s);
+  int64_t shape[2] = { 2000000000, 64 };
+  md_tensor *init = md_tensor_shape(MD_FLOAT32, 2, shape);
+  assert_false(md_tensor_has_values(init));
+  shape_job j = { .s = s, .v = var_in(s, init, "table") };
+  md_optimizer_spec adagrad;
+  md_optimizer_spec_defaults(&adagrad, MD_OPT_ADAGRAD);
+  assert_int_equal(ds_ps_set_optimizer(s, &adagrad, &st), 0);
+  for (int k = 0; k < 2; k++) {
+    assert_null(ds_variable_copy(j.v, k)->data);
+    assert_true(ds_variable_copy(j.v, k)->size == 64000000000u);
+  }
+  uint64_t used = sim_mempool_used(ds_ps_task_memory(s, DS_PS_PS, 0)) + sim_mempool_used(ds_ps_task_memory(s, DS_PS_PS, 1));
+  assert_true(used == 2 * 2 * 256000000000u + 8);
+  ds_ps_snapshot *snap = ds_ps_snapshot_take(s);
+  assert_true(ds_ps_snapshot_bytes(snap) == used);
+  sim_actor_spawn(e, "worker0", shape_closure, &j);
+  assert_int_equal(sim_run(e), 0);
+  assert_int_equal(j.st.kind, DS_OK);
+  assert_int_equal(j.step, 1);
+  assert_null(j.got->data);
+  assert_true(j.got->size == 128000000000u);
+  assert_int_equal(ds_ps_optimizer_iterations(s), 1);
+  assert_int_equal(ds_ps_snapshot_restore(s, snap, &st), 0);
+  assert_int_equal(ds_ps_optimizer_iterations(s), 0);
+  ds_ps_snapshot_free(snap);
+  md_tensor_free(j.got);
+  md_tensor_free(init);
+  ds_variable_free(j.v);
+  ds_strategy_free(s);
+  sim_engine_free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tf_config_and_tasks), cmocka_unit_test(cluster_value_errors),
@@ -872,6 +938,7 @@ int main(void) {
     cmocka_unit_test(arrival_order_and_versions), cmocka_unit_test(closure_reads_share_one_latency),
     cmocka_unit_test(adam_step_from_the_read),
     cmocka_unit_test(killed_push_applies_nothing), cmocka_unit_test(failed_ps_is_unavailable),
+    cmocka_unit_test(shapes_alone_hold_no_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
