@@ -42,21 +42,8 @@ md_tensor *md_tensor_shape(md_dtype dtype, int rank, const int64_t *shape) {
 int md_tensor_has_values(const md_tensor *t) { return t->data != NULL || t->size == 0; }
 
 md_tensor *md_tensor_new(md_dtype dtype, int rank, const int64_t *shape) {
-  assert(rank >= 0 && rank <= MD_TENSOR_MAX_RANK);
-  md_tensor *t = base_xrealloc(NULL, sizeof *t);
-  memset(t, 0, sizeof *t);
-  t->dtype = dtype;
-  t->rank = rank;
-  t->size = 1;
-  for (int i = 0; i < rank; i++) {
-    assert(shape[i] >= 0);
-    t->shape[i] = shape[i];
-    t->size *= (size_t)shape[i];
-  }
-  if (t->size > 0) {
-    t->data = base_xrealloc(NULL, t->size * md_dtype_size(dtype));
-    memset(t->data, 0, t->size * md_dtype_size(dtype));
-  }
+  md_tensor *t = md_tensor_shape(dtype, rank, shape);
+  if (t->size > 0) t->data = base_xcalloc(t->size, md_dtype_size(dtype));
   return t;
 }
 

@@ -66,9 +66,8 @@ CASES = {
 }
 
 
-def train_both(layers, optimizer, tmp_path):
-    """The model of `layers` trained by podsim and by tf.keras from the same weights and rows:
-    (podsim's losses, TF's, podsim's final weights, Keras's, the initial weights), weights by name."""
+def model_and_rows(layers, tmp_path):
+    """The Sequential model of `layers` (seeded) and STEPS batches of rows, also as podsim's CSV."""
     keras.utils.set_random_seed(11)
     model = keras.Sequential([keras.Input((4,), name="in")] + layers(), name="mlp")
     rng = np.random.default_rng(5)
@@ -79,6 +78,13 @@ def train_both(layers, optimizer, tmp_path):
         f.write("f0,f1,f2,f3,label\n")
         for row, label in zip(x, y):
             f.write(",".join(f"{float(v):.9g}" for v in row) + f",{label}\n")
+    return model, x, y, data
+
+
+def train_both(layers, optimizer, tmp_path):
+    """The model of `layers` trained by podsim and by tf.keras from the same weights and rows:
+    (podsim's losses, TF's, podsim's final weights, Keras's, the initial weights), weights by name."""
+    model, x, y, data = model_and_rows(layers, tmp_path)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     scenario = podsim.from_keras(model, global_batch=BATCH, steps=STEPS, optimizer=optimizer(),
                                  loss=loss, dataset={"csv": str(data)}, directory=tmp_path)
@@ -137,16 +143,7 @@ def test_mirrored_two_replicas_matches_tf(tmp_path):
     MLP with SGD. Each global batch of 32 splits 16 + 16, each replica's loss is scaled by the
     global batch (tf.nn.compute_average_loss) and the gradients are summed: the same numbers as
     one device but for the order of the sums, so the float32 tolerance holds."""
-    keras.utils.set_random_seed(11)
-    model = keras.Sequential([keras.Input((4,), name="in")] + dense_mlp(), name="mlp")
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=(STEPS * BATCH, 4)).astype(np.float32)
-    y = rng.integers(0, 3, size=STEPS * BATCH)
-    data = tmp_path / "data.csv"
-    with open(data, "w") as f:
-        f.write("f0,f1,f2,f3,label\n")
-        for row, label in zip(x, y):
-            f.write(",".join(f"{float(v):.9g}" for v in row) + f",{label}\n")
+    model, x, y, data = model_and_rows(dense_mlp, tmp_path)
     np.savez(tmp_path / "in.npz", x=x, y=y, steps=STEPS, batch=BATCH, lr=LR,
              **{f"w{i}": w for i, w in enumerate(model.get_weights())})
     here = os.path.dirname(os.path.abspath(__file__))
