@@ -482,7 +482,7 @@ err=$("$podsim" run tests/data/ps/forms/layer0.yaml -o "$tmp/nf" --quiet --set '
   && python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["warnings"]; sys.exit(len(w) != 1 or "never struck" not in w[0])' "$tmp/nf/summary.json" \
   && ok || bad "a fault that never strikes: exit $rc, '$err'"
 err=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/nf0" --quiet --set 'faults=[]' --set 'expect=[{metric: preemptions, eq: 0}]' --set training.steps=20 2>&1 >/dev/null); rc=$?
-[ $rc -eq 0 ] && [ -z "$err" ] && grep -q '"warnings": \[\]' "$tmp/nf0/summary.json" && ok || bad "faults=[]: exit $rc, '$err'"
+[ $rc -eq 0 ] && [[ "$err" != *"podsim: warning"* ]] && grep -q '"warnings": \[\]' "$tmp/nf0/summary.json" && ok || bad "faults=[]: exit $rc, '$err'"
 
 # numerics off holds no variable value, parameter_server included: MLPerf's DLRM on ps tasks (89.5
 # GiB of tables) passes the host memory check of a 16 GiB host and runs its 3 steps.
