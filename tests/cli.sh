@@ -216,7 +216,7 @@ grep -q '^Rule: the fewest chip-hours' "$tmp/p1.txt" && grep -q '^Point 0 (clust
 # files written all the same) when none did.
 err=$(PODSIM_PLAN_KILL_POINTS=1 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk1" --quiet 2>&1 >/dev/null); rc=$?
 [ $rc -eq 0 ] && grep -q '^1,1,16,1,,16,.*,,PointCrashed,137,' "$tmp/pk1/sweep.csv" \
-  && [ "$err" = "podsim plan: point 1 did not run (PointCrashed, exit status 137): the process running the point died of signal 9" ] \
+  && printf '%s\n' "$err" | grep -qxF "podsim plan: point 1 did not run (PointCrashed, exit status 137): the process running the point died of signal 9" \
   && ok || bad "plan with a killed point: exit $rc, '$err'"
 PODSIM_PLAN_KILL_POINTS=0,1,2,3 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pk4" > "$tmp/pk4.txt" 2> "$tmp/pk4.err"; rc=$?
 [ $rc -eq 3 ] && [ "$(grep -c ',PointCrashed,137,' "$tmp/pk4/sweep.csv")" -eq 4 ] && [ "$(grep -c 'did not run' "$tmp/pk4.err")" -eq 4 ] \
