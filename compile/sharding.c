@@ -8,7 +8,6 @@
 */
 #include <string.h>
 
-#include "base/base.h"
 #include "compile/compileInt.h"
 
 static const cg_sharding_recipe *const RECIPES[] = {&cg_shard_data_parallel};
@@ -26,24 +25,6 @@ void cg__shard(cg_graph *g, const cg_options *o) {
   if (r != NULL) r->partition(g, o);
 }
 
-/* Replaces what op reads: from -> to, in its inputs and in the two tensors' consumer lists. */
-static void reroute(cg_graph *g, int op, int from, int to) {
-  cg_op *o = &g->ops[op];
-  for (int i = 0; i < o->nin; i++)
-    if (o->in[i] == from) o->in[i] = to;
-  cg_tensor *t = &g->tensors[from];
-  int k = 0;
-  for (int i = 0; i < t->nconsumers; i++)
-    if (t->consumers[i] != op) t->consumers[k++] = t->consumers[i];
-  t->nconsumers = k;
-  cg_tensor *u = &g->tensors[to];
-  if (u->nconsumers == u->cap) {
-    u->cap = u->cap ? 2 * u->cap : 4;
-    u->consumers = base_xrealloc(u->consumers, (size_t)u->cap * sizeof *u->consumers);
-  }
-  u->consumers[u->nconsumers++] = op;
-}
-
 /* A ring all-reduce adds (p - 1) / p of the elements on each device. */
 void cg__all_reduce(cg_graph *g, int t, int replicas) {
   const cg_tensor partial = g->tensors[t];
@@ -52,11 +33,18 @@ void cg__all_reduce(cg_graph *g, int t, int replicas) {
   int ar = cg__op_new(g, &proto);
   int whole = cg__tensor_new(g, partial.kind, partial.bytes, partial.layer, partial.var);
   g->tensors[whole].shard = CG_SHARD_REPLICATED;
-  int readers = g->tensors[t].nconsumers;
-  int *was = base_xcalloc((size_t)readers + 1, sizeof *was);
-  for (int k = 0; k < readers; k++) was[k] = g->tensors[t].consumers[k];
-  for (int k = 0; k < readers; k++) reroute(g, was[k], t, whole);
-  free(was);
+  /* every reader of the partial tensor reads the whole one instead: the consumer list moves */
+  cg_tensor *from = &g->tensors[t], *to = &g->tensors[whole];
+  for (int k = 0; k < from->nconsumers; k++) {
+    cg_op *reader = &g->ops[from->consumers[k]];
+    for (int i = 0; i < reader->nin; i++)
+      if (reader->in[i] == t) reader->in[i] = whole;
+  }
+  to->consumers = from->consumers;
+  to->nconsumers = from->nconsumers;
+  to->cap = from->cap;
+  from->consumers = NULL;
+  from->nconsumers = from->cap = 0;
   cg__op_read(g, ar, t);
   cg__op_write(g, ar, whole);
 }
