@@ -252,11 +252,11 @@ static void wake_event(sim_engine *e, void *arg) {
 }
 
 
-/* An actor's stack could not be mapped. Its mapping and guard page are two of the kernel's
-** vm.max_map_count (65530 by default), which a run of some 32000 actors (a 6-slice v4-8192 pod,
-** numerics off) reaches with memory to spare: that was abort() and exit 134. It is the host's
-** limit, so it goes where running out of host memory goes (base.h: the CLI refuses the run,
-** exit 2), with the count that reached it. */
+/* An actor's stack could not be mapped. Guarded stacks are two of the kernel's vm.max_map_count
+** mappings each, which a run of some 32000 actors (a 6-slice v4-8192 pod, numerics off) used to
+** reach (abort(), exit 134); coro.c now guards only as many as a quarter of the limit holds, so
+** this is the host's memory (or a limit lowered below what the libraries need). It goes where
+** running out of host memory goes (base.h: the CLI refuses the run, exit 2), with the count. */
 static _Noreturn void no_stack(const sim_engine *e) {
   long limit = -1;
   FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
@@ -264,9 +264,9 @@ static _Noreturn void no_stack(const sim_engine *e) {
     if (fscanf(f, "%ld", &limit) != 1) limit = -1;
     fclose(f);
   }
-  fprintf(stderr, "podsim: cannot map the stack of actor %zu (%zu KiB, two memory mappings with its guard page): "
-          "this run needs more actors than the host's vm.max_map_count (%ld) or memory allows; use fewer replicas, "
-          "or raise vm.max_map_count\n", e->n_actors + 1, ACTOR_STACK_BYTES / 1024, limit);
+  fprintf(stderr, "podsim: cannot map the stack of actor %zu (%zu KiB): the host's memory or its "
+          "vm.max_map_count (%ld) is exhausted; use fewer replicas or workers\n",
+          e->n_actors + 1, ACTOR_STACK_BYTES / 1024, limit);
   base_out_of_memory((e->n_actors + 1) * ACTOR_STACK_BYTES);
   abort();  /* a handler that returned: base.h says it must not */
 }

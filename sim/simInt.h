@@ -12,6 +12,11 @@
 #include <stddef.h>
 
 #include "sim/coro.h"
+
+/* coro.c's guarded stacks (for tests): how many may be live at once (default: a quarter of
+** vm.max_map_count), and whether c got one. */
+void sim__coro_set_guard_budget(long stacks);
+int  sim__coro_guarded(const sim_coro *c);
 #include "sim/sim.h"
 
 /* ---- event queue (eventq.c) ----------------------------------------------------------- */

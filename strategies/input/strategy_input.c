@@ -1,6 +1,7 @@
 /* strategy_input.c: tf.distribute.Strategy's input methods (ds_, strategy_input.h). */
 #include "strategies/input/strategy_input.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,34 +26,45 @@ static void host_of(const char *device, char *out, size_t len) {
 
 ds_input_layout *ds_strategy_input_layout(const ds_strategy *s, const ds_input_options *options,
                                           int *replica_of, ds_status *st) {
+  /* Workers in the order their first replica appears, and each one's replicas in replica order:
+  ** a counting sort by worker index, linear in the replicas (a search of the workers seen so far
+  ** per replica was quadratic: 40,000 CPU workers spent 15 s here). */
   int n = ds_num_replicas_in_sync(s), nw = 0, uneven = 0;
-  int *order = base_xcalloc((size_t)n, sizeof *order), *count = base_xcalloc((size_t)n, sizeof *count);
+  int *rank = base_xcalloc((size_t)ds_strategy_num_workers(s), sizeof *rank); /* worker -> 1 + its place; 0: unseen */
+  int *count = base_xcalloc((size_t)n + 1, sizeof *count);   /* per place; then where its run starts */
   for (int r = 0; r < n; r++) {
-    int w = 0;
-    while (w < nw && order[w] != ds_replica_worker(s, r)) w++;
-    if (w == nw) order[nw++] = ds_replica_worker(s, r);
-    count[w]++;
+    int w = ds_replica_worker(s, r);
+    assert(w >= 0 && w < ds_strategy_num_workers(s));
+    if (rank[w] == 0) rank[w] = ++nw;
+    count[rank[w]]++;
   }
-  for (int w = 1; w < nw; w++) uneven |= count[w] != count[0];
-  free(count);
+  for (int w = 2; w <= nw; w++) uneven |= count[w] != count[1];
   if (uneven) {
-    free(order);
+    free(rank);
+    free(count);
     ds_status_set(st, DS_NOT_IMPLEMENTED_ERROR, "the replicas are spread unevenly over their %d "
                   "input workers; podsim's input distribution needs as many on each", nw);
     return NULL;
   }
+  for (int w = 1, start = 0; w <= nw; w++) {
+    int c = count[w];
+    count[w] = start;
+    start += c;
+  }
+  int *order = base_xcalloc((size_t)n, sizeof *order);       /* replicas, worker-major */
+  for (int r = 0; r < n; r++) order[count[rank[ds_replica_worker(s, r)]]++] = r;
+  free(rank);
+  free(count);
   int to_device = options == NULL || options->fetch_to_device;
   size_t names = to_device ? 0 : (size_t)n * DS_DEVICE_NAME_MAX;
   strategy_layout *sl = base_xcalloc(1, sizeof *sl + (size_t)n * sizeof sl->devices[0] + names);
   char (*hosts)[DS_DEVICE_NAME_MAX] = (void *)(sl->devices + n);
-  for (int w = 0, i = 0; w < nw; w++)
-    for (int r = 0; r < n; r++) {
-      if (ds_replica_worker(s, r) != order[w]) continue;
-      if (!to_device) host_of(ds_replica_device(s, r), hosts[i], sizeof hosts[i]);
-      sl->devices[i] = to_device ? ds_replica_device(s, r) : hosts[i];
-      if (replica_of) replica_of[i] = r;
-      i++;
-    }
+  for (int i = 0; i < n; i++) {
+    int r = order[i];
+    if (!to_device) host_of(ds_replica_device(s, r), hosts[i], sizeof hosts[i]);
+    sl->devices[i] = to_device ? ds_replica_device(s, r) : hosts[i];
+    if (replica_of) replica_of[i] = r;
+  }
   free(order);
   sl->l = (ds_input_layout){ .num_workers = nw, .num_replicas_in_sync = n, .worker_index = -1,
                              .devices = sl->devices, .tpu = ds__traits(s)->tpu,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
+#include "sim/simInt.h" /* the actors' coroutines, for the guarded-stack test */
 
 #define MS(x) ((sim_time)(x) * 1000000000)  /* milliseconds -> picoseconds */
 
@@ -404,6 +405,50 @@ static void test_stop_check(void **state) {
   }
 }
 
+/* Stacks past the guarded budget (coro.c: a quarter of vm.max_map_count, here 3) are unguarded
+** mappings with a canary: they run actors as the guarded ones do, deep frames and interleaved
+** switches included, and the budget is given back when their actors end (a second engine gets 3
+** guarded stacks again). Before, each stack was two mappings and some 32,000 actors hit the
+** kernel's limit (exit 134, later exit 2). */
+static int deep(int depth, volatile char *seen) {
+  volatile char frame[2048];                  /* 16 frames: 32 KiB of a 256 KiB stack touched */
+  frame[0] = (char)depth;
+  frame[sizeof frame - 1] = (char)depth;
+  if (depth == 0) return frame[0] + *seen;
+  return deep(depth - 1, seen) + frame[sizeof frame - 1];
+}
+typedef struct { trail_t *trail; char letter; sim_time nap; int sum; } diver_t;
+static void diver(sim_actor *self, void *arg) {
+  diver_t *d = arg;
+  char seen = 1;
+  assert_int_equal(sim_sleep(self, d->nap), SIM_OK);
+  d->sum = deep(16, &seen);
+  assert_int_equal(sim_sleep(self, d->nap), SIM_OK);
+  mark(d->trail, sim_actor_engine(self), d->letter);
+}
+static void test_unguarded_stacks(void **state) {
+  (void)state;
+  sim__coro_set_guard_budget(3);
+  for (int round = 0; round < 2; round++) {
+    sim_engine *e = sim_engine_new();
+    trail_t t = {0};
+    diver_t d[8];
+    sim_actor *a[8];
+    /* Naps 8, 7, ..., 1 ms: they finish in reverse spawn order, each after two naps. */
+    for (int i = 0; i < 8; i++) {
+      d[i] = (diver_t){ &t, (char)('A' + i), MS(8 - i), 0 };
+      a[i] = sim_actor_spawn(e, "d", diver, &d[i]);
+      assert_int_equal(sim__coro_guarded(a[i]->coro), i < 3);
+    }
+    assert_int_equal(sim_run(e), 0);
+    assert_string_equal(t.order, "HGFEDCBA");
+    /* deep(16): the bottom returns frame[0] + seen = 0 + 1, each level above adds its depth: 1 + (1 + ... + 16) = 137. */
+    for (int i = 0; i < 8; i++) assert_int_equal(d[i].sum, 137);
+    sim_engine_free(e);
+  }
+  sim__coro_set_guard_budget(-1);  /* read vm.max_map_count again */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sleep_order),   cmocka_unit_test(test_spawn_order),
@@ -411,6 +456,7 @@ int main(void) {
       cmocka_unit_test(test_kill_from_actor), cmocka_unit_test(test_deadlock),      cmocka_unit_test(test_barrier_reuse),
       cmocka_unit_test(test_barrier_kill), cmocka_unit_test(test_waited_notification),
       cmocka_unit_test(test_wait_extend), cmocka_unit_test(test_stop_check),
+      cmocka_unit_test(test_unguarded_stacks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
