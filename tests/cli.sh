@@ -446,6 +446,14 @@ if [[ "$podsim" != *build-asan* ]]; then
   [ $rc -eq 0 ] && grep -q '"num_replicas_in_sync": 16384' "$tmp/maps/summary.json" \
     && ok || bad "actors past a quarter of vm.max_map_count: exit $rc, '$out'"
 fi
+# 100,000 CPU workers (the key's maximum) in a ring all-reduce: 2e10 transfers a step, hours of
+# planning (it ran until killed): refused at the key with the estimate, in well under a second.
+t0=$SECONDS
+err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'cluster.workers={count: 100000, machine: n2-standard-8}' \
+      --set numerics=off --set dataset.global_batch=200000 --set dataset.synthetic.rows=200000 2>&1); rc=$?
+[ $rc -eq 2 ] && [ $((SECONDS - t0)) -le 10 ] \
+  && [[ "$err" == "--set:1:25: cluster.workers.count: expected a ring all-reduce this host can plan "*"found 100000 replicas: 2e+10 transfers an all-reduce"*"halving_doubling"* ]] \
+  && ok || bad "100000 workers in a ring: exit $rc, '$err'"
 # A checkpoint bandwidth so low that a write outlasts the clock (1e-9 B/s: quickstart's 21.5 KiB of
 # parameters take 2.2e13 s, past the horizon's 4.6e6) overflowed it (exit 134): refused at the key.
 err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'training.checkpoint={every_steps: 5, bandwidth: 1e-9B/s}' 2>&1); rc=$?

@@ -514,6 +514,36 @@ static int host_memory_checks(cfg_ctx *c) {
                   replicas, per, devices, outputs_bytes(d, sizeof d, rows));
 }
 
+/* Ring transfers the event-by-event planner takes about a second for (measured: a 10,000-worker
+** ring all-reduce, 2.0e8 transfers, in 37 s on one core of the 2-core CI host: 5.4e6 a second),
+** and the most one all-reduce may need before a run is refused as work this host cannot finish
+** in reasonable time: 2e9, some 6 minutes. */
+#define RING_TRANSFERS_PER_S 5.4e6
+#define RING_TRANSFERS_MAX 2e9
+
+/* A ring all-reduce over p workers' replicas is 2 (p - 1) steps of p transfers each (twice
+** that bidirectional): 100,000 CPU workers (the key's maximum) are 2e10 transfers a step, hours
+** of the host's time before the first step ends. Refused at the key with the estimate, as the
+** memory check refuses what the host cannot hold; the tree algorithms' p log p go through. */
+static int ring_work_checks(cfg_ctx *c) {
+  const scenario *s = c->s;
+  if (s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED) return 0;
+  scn_allreduce a = s->all_reduce;
+  int ring = a == SCN_ALLREDUCE_AUTO || a == SCN_ALLREDUCE_RING || a == SCN_ALLREDUCE_NCCL;
+  if (!ring && a != SCN_ALLREDUCE_BIDIRECTIONAL_RING) return 0;
+  const char *key;
+  double p = replicas_of(s, &key);
+  double transfers = 2.0 * (p - 1) * p * (ring ? 1 : 2);
+  if (transfers <= RING_TRANSFERS_MAX) return 0;
+  const yt_node *at = yt_path(c->root, key);
+  return cfg_fail(c, at ? at : c->root, key, "expected a ring all-reduce this host can plan (at most %.3g "
+                  "transfers, some %.0f minutes), found %.6g replicas: %.3g transfers an all-reduce, about "
+                  "%.3g hours; use fewer workers or strategy.all_reduce: halving_doubling or "
+                  "double_binary_tree (p log p transfers)", RING_TRANSFERS_MAX,
+                  RING_TRANSFERS_MAX / RING_TRANSFERS_PER_S / 60, p, transfers,
+                  transfers / RING_TRANSFERS_PER_S / 3600);
+}
+
 /* workload.collective.axis, .shift and cluster.tpu.slices: what each needs of the rest. */
 static int workload_tpu_checks(cfg_ctx *c, const yt_node *tpu) {
   const yt_node *root = c->root;
@@ -690,7 +720,8 @@ static int dataset_checks(cfg_ctx *c, int classes) {
                   "expected at most the model's %d classes (the last layer's outputs), found %d", classes,
                   s->synthetic_classes);
   }
-  return host_memory_checks(c);
+  if (host_memory_checks(c) != 0) return -1;
+  return ring_work_checks(c);
 }
 
 static void set_defaults(scenario *s) {
