@@ -235,14 +235,14 @@ bench: deps $(BENCH_BIN) $(PODSIM)
 FUZZ_SECONDS ?= 60
 # make test's bounded run of each harness (a crash fails the suite; longer runs: make fuzz).
 TEST_FUZZ_SECONDS ?= 10
-FUZZ_NAMES = scenario tf_config csv keras diff
+FUZZ_NAMES = scenario tf_config csv keras diff overrides
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
 	  build-fuzz/libscenarios.a build-fuzz/libplots.a build-fuzz/libcompile.a build-fuzz/libstrategies.a build-fuzz/libmodels.a \
 	  build-fuzz/libsim.a build-fuzz/libbase.a
 	@for n in $(FUZZ_NAMES); do \
-	  clang -std=c11 -D_DEFAULT_SOURCE -DPODSIM_LIBFUZZER -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -I. $(PKG_CFLAGS) \
+	  clang -std=c11 -D_DEFAULT_SOURCE -DPODSIM_LIBFUZZER -DPODSIM_SOURCE_DIR=\"$(CURDIR)\" -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -I. $(PKG_CFLAGS) \
 	    tests/fuzz/fuzz_$$n.c -o build-fuzz/fuzz_$$n $(call below_scenarios_in,build-fuzz) $(LIBS) || exit 1; \
 	  mkdir -p build-fuzz/corpus/$$n && cp tests/fuzz/corpus/$$n/* build-fuzz/corpus/$$n/; \
 	  echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \

@@ -20,5 +20,7 @@ int fuzz_csv(const uint8_t *data, size_t size);
 int fuzz_keras(const uint8_t *data, size_t size);
 /* A run directory for `podsim diff`: summary.json, a line "---", metrics.csv; compared with itself. */
 int fuzz_diff(const uint8_t *data, size_t size);
+/* A real example (the first byte picks it) with the rest's lines applied as --set overrides, loaded. */
+int fuzz_overrides(const uint8_t *data, size_t size);
 
 #endif

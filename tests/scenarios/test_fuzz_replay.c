@@ -10,6 +10,7 @@
 #include "tests/fuzz/fuzz_csv.c"
 #include "tests/fuzz/fuzz_diff.c"
 #include "tests/fuzz/fuzz_keras.c"
+#include "tests/fuzz/fuzz_overrides.c"
 #include "tests/fuzz/fuzz_scenario.c"
 #include "tests/fuzz/fuzz_tf_config.c"
 
@@ -46,6 +47,7 @@ static void corpus_replays(void **state) {
   assert_true(replay("csv", fuzz_csv) > 10);
   assert_true(replay("keras", fuzz_keras) >= 8);
   assert_true(replay("diff", fuzz_diff) >= 4);
+  assert_true(replay("overrides", fuzz_overrides) >= 17);
 }
 
 int main(void) {
