@@ -659,6 +659,12 @@ static void empty_replica_step(md_model *m, md_workspace *w, const md_batch *b, 
     }
 }
 
+int md_model_cross_replica(const md_model *m) {
+  for (int l = 0; l < m->nlayers; l++)
+    if (m->layers[l].cross_replica) return 1;
+  return 0;
+}
+
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);

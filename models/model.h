@@ -301,6 +301,9 @@ const float *md_model_last_output(const md_model *m, const md_workspace *w);
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
 /* Bytes of activations a batch of n keeps alive for backward (for memory accounting). */
 double md_model_activation_bytes(const md_model *m, int n);
+/* 1 when a train step's layers reduce across the replicas (synchronized batch normalisation,
+** through md_workspace_set_all_reduce): the step's pass then takes simulated time of its own. */
+int    md_model_cross_replica(const md_model *m);
 
 /* Megatron-style tensor parallelism as XLA's SPMD partitioner runs it when every kernel that
 ** can be split is given to experimental_split_to_logical_devices over a replica's `devices`

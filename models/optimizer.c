@@ -203,18 +203,22 @@ float md_optimizer_learning_rate(const md_optimizer_spec *spec, int64_t t) {
   return md_schedule_rate(&spec->schedule, t - 1);
 }
 
-/* spec with iteration t's rate as a plain learning_rate, which the formulas below read. */
-static md_optimizer_spec at_iteration(const md_optimizer_spec *spec, int64_t t) {
-  md_optimizer_spec now = *spec;
-  now.learning_rate = md_optimizer_learning_rate(spec, t);
-  now.schedule.kind = MD_SCHEDULE_CONSTANT;
+/* The spec the formulas below read at iteration t: spec itself under a constant rate, else a
+** copy in *now with iteration t's rate as a plain learning_rate. Only a schedule pays the copy
+** (a spec holds a piecewise schedule's tables): a pod's 4096 replicas' updates of every one of
+** ResNet-50's variables copied it for each, 7% of a numerics-off run's time. */
+static const md_optimizer_spec *at_iteration(const md_optimizer_spec *spec, int64_t t, md_optimizer_spec *now) {
+  if (spec->schedule.kind == MD_SCHEDULE_CONSTANT) return spec;
+  *now = *spec;
+  now->learning_rate = md_optimizer_learning_rate(spec, t);
+  now->schedule.kind = MD_SCHEDULE_CONSTANT;
   return now;
 }
 
 void md_optimizer_update(const md_optimizer_spec *scheduled, int64_t t, float *w, const float *g,
                          float *const *slots, size_t n, md_cost *cost) {
-  md_optimizer_spec now = at_iteration(scheduled, t);
-  const md_optimizer_spec *spec = &now;
+  md_optimizer_spec now;
+  const md_optimizer_spec *spec = at_iteration(scheduled, t, &now);
   size_t math = w != NULL ? n : 0;  /* shapes only: no math, the cost below */
   int momentum = md_optimizer_slots_per_var(spec) > 0;
   /* FLOPs per element of each formula, and the arrays each reads and writes. */
@@ -342,8 +346,8 @@ static void dense_from_slices(const md_optimizer_spec *spec, int64_t t, float *w
 void md_optimizer_update_sparse(const md_optimizer_spec *scheduled, int64_t t, float *w, size_t rows,
                                 size_t row, const int64_t *indices, const float *values, size_t nidx,
                                 float *const *slots, md_cost *cost) {
-  md_optimizer_spec now = at_iteration(scheduled, t);
-  const md_optimizer_spec *spec = &now;
+  md_optimizer_spec now;
+  const md_optimizer_spec *spec = at_iteration(scheduled, t, &now);
   int math = w != NULL && values != NULL;
   int momentum = md_optimizer_slots_per_var(spec) > 0;
   if (spec->kind == MD_OPT_SGD && !momentum) {

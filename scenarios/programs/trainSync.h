@@ -107,6 +107,7 @@ struct trainer {
   faults *faults;         /* the scenario's faults, NULL without */
   rec_job *rec;           /* checkpoints and restarts */
   size_t nparams;         /* floats in the flattened gradient */
+  int cross_replica;      /* the model's train step reduces across replicas (md_model_cross_replica) */
   size_t on_read_floats;  /* floats of the non-trainable variables, back to back */
   train_rows rows;        /* metrics.csv's rows, one per completed step (redone ones included), and
                           ** the progress bar */
