@@ -597,13 +597,14 @@ const float *md_model_forward(md_model *m, md_workspace *w, const md_batch *b, m
 
 const float *md_model_last_output(const md_model *m, const md_workspace *w) { return w->a[m->nlayers - 1]; }
 
-/* The slices buffer grown for n examples of the embedding layer ly (no values when shapes only):
-** a row of the table's width per id. */
+/* The slices buffer of the id-reading layer ly's table grown for n examples (no values when
+** shapes only): a row of the table's width per id. */
 static void grow_slices(const md_model *m, md_grads *g, int n, const md_layer *ly) {
-  size_t need = (size_t)n * (size_t)ly->in * (size_t)m->vars[MD_LAYER_KERNEL(ly)].shape[1];
-  if (m->shapes_only || need <= g->slices_cap) return;
-  g->slices = base_xrealloc(g->slices, sizeof(float) * need);
-  g->slices_cap = need;
+  int v = MD_LAYER_KERNEL(ly);
+  size_t need = (size_t)n * (size_t)ly->in * (size_t)m->vars[v].shape[1];
+  if (m->shapes_only || need <= g->slices_cap[v]) return;
+  g->slices[v] = base_xrealloc(g->slices[v], sizeof(float) * need);
+  g->slices_cap[v] = need;
 }
 
 /* Mixed policies: the gradient reaching layer l's op is in the compute dtype (invariant 7); an
@@ -621,8 +622,8 @@ static void round_gradients_out(const md_model *m, const md_layer_run *r, const 
   for (int k = 0; !ly->ops->float32_variables && k < ly->nvars; k++) {
     int v = ly->var[k];
     if (grads->g[v] != NULL) md_round_to_policy(m->policy, grads->g[v], m->vars[v].size);
-    if (v == grads->slices_var && grads->slices != NULL)
-      md_round_to_policy(m->policy, grads->slices, (size_t)r->n * ly->in * (size_t)m->vars[v].shape[1]);
+    if (md_grads_slices(grads, v) != NULL)
+      md_round_to_policy(m->policy, grads->slices[v], (size_t)r->n * ly->in * (size_t)m->vars[v].shape[1]);
   }
 }
 
@@ -705,7 +706,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       md_activation_backward(ly->spec.activation, activation_rows(ly, b->n),
                              ly->out_shape.dim[ly->out_shape.rank - 1], w->z[l], w->a[l], w->g[l],
                              m->act_bytes, cost);
-    if (ly->nvars > 0 && MD_LAYER_KERNEL(ly) == grads->slices_var) grow_slices(m, grads, b->n, ly);
+    if (ly->nvars > 0 && grads->table[MD_LAYER_KERNEL(ly)]) grow_slices(m, grads, b->n, ly);
     r.dz = w->g[l];
     for (int k = 0, s = 0; k < ly->ninputs; k++)
       if (ly->input[k] >= 0) r.dxs[k] = ly->dx_adds[k] ? w->scratch[s++] : w->g[ly->input[k]];
@@ -813,18 +814,28 @@ double md_model_activation_bytes(const md_model *m, int n) {
   return 4.0 * inputs + m->act_bytes * (elements + transient);
 }
 
+/* Layer l's table, when it looks the batch's ids up: its first variable; -1 otherwise. */
+static int table_of(const md_model *m, int l) {
+  const md_layer *ly = &m->layers[l];
+  return ly->ops->reads_ids && ly->nvars > 0 ? MD_LAYER_KERNEL(ly) : -1;
+}
+
 static md_grads *grads_new(const md_model *m, int slices_only) {
   md_grads *g = base_xrealloc(NULL, sizeof *g);
   g->nvars = m->nvars;
-  g->g = base_xrealloc(NULL, sizeof(float *) * m->nvars);
-  /* Several tables (several model inputs) keep their dense gradients. */
-  g->slices_var = m->ninputs == 0 && m->layers[0].ops->reads_ids ? MD_LAYER_KERNEL(&m->layers[0]) : -1;
-  g->slices_only = slices_only && g->slices_var >= 0;
-  g->slices = NULL;
-  g->slices_cap = 0;
+  g->g = base_xcalloc((size_t)m->nvars + 1, sizeof *g->g);
+  g->table = base_xcalloc((size_t)m->nvars + 1, sizeof *g->table);
+  g->slices = base_xcalloc((size_t)m->nvars + 1, sizeof *g->slices);
+  g->slices_cap = base_xcalloc((size_t)m->nvars + 1, sizeof *g->slices_cap);
+  g->ntables = 0;
+  for (int l = 0; l < m->nlayers; l++)
+    if (table_of(m, l) >= 0 && !g->table[table_of(m, l)]) {
+      g->table[table_of(m, l)] = 1;
+      g->ntables++;
+    }
+  g->slices_only = slices_only && g->ntables > 0;
   for (int i = 0; i < m->nvars; i++) {
-    g->g[i] = NULL;
-    if (m->shapes_only || (g->slices_only && i == g->slices_var)) continue;
+    if (m->shapes_only || (g->slices_only && g->table[i])) continue;
     g->g[i] = base_xrealloc(NULL, sizeof(float) * m->vars[i].size);
     memset(g->g[i], 0, sizeof(float) * m->vars[i].size);
   }
@@ -837,8 +848,45 @@ md_grads *md_grads_new_slices(const md_model *m) { return grads_new(m, 1); }
 
 void md_grads_free(md_grads *g) {
   if (g == NULL) return;
-  for (int i = 0; i < g->nvars; i++) free(g->g[i]);
+  for (int i = 0; i < g->nvars; i++) {
+    free(g->g[i]);
+    free(g->slices[i]);
+  }
   free(g->g);
+  free(g->table);
   free(g->slices);
+  free(g->slices_cap);
   free(g);
+}
+
+float *md_grads_slices(const md_grads *g, int v) { return g->table[v] ? g->slices[v] : NULL; }
+int md_grads_sparse(const md_grads *g, int v) { return g->slices_only && g->table[v]; }
+
+/* The layer whose table variable v is, -1 when none. */
+static int layer_of_table(const md_model *m, int v) {
+  for (int l = 0; l < m->nlayers; l++)
+    if (table_of(m, l) == v) return l;
+  return -1;
+}
+
+int md_model_table_ids_per_example(const md_model *m, int v) {
+  int l = layer_of_table(m, v);
+  return l < 0 ? 0 : m->layers[l].in;
+}
+
+size_t md_model_table_ids(const md_model *m, int v, const md_batch *b, int64_t *out) {
+  int l = layer_of_table(m, v);
+  if (l < 0) return 0;
+  size_t per = (size_t)m->layers[l].in, count = (size_t)b->n * per;
+  if (m->ninputs == 0) { /* the one id input, the first layer's */
+    for (size_t j = 0; j < count; j++) out[j] = b->ids != NULL ? b->ids[j] : 0;
+    return count;
+  }
+  /* Input k's columns of each example's row of x, the ids as floats (models/inputs.c). */
+  int k = MD_MODEL_INPUT(m->layers[l].input[0]), col = 0, width = md_inputs_width(m->inputs, m->ninputs);
+  for (int j = 0; j < k; j++) col += m->inputs[j].features + m->inputs[j].ids;
+  for (int i = 0; i < b->n; i++)
+    for (size_t j = 0; j < per; j++)
+      out[(size_t)i * per + j] = b->x != NULL ? (int64_t)b->x[(size_t)i * width + col + j] : 0;
+  return count;
 }

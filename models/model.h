@@ -264,26 +264,39 @@ void          md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, 
 ** first: every mark is the log's final length. NULL (the default) records nothing. */
 void          md_workspace_set_marks(md_workspace *w, size_t *marks);
 
-/* Gradient buffers shaped like the model's variables. An embedding's gradient is also kept as
-** TF computes it, the gradient of a gather (tf.IndexedSlices): indices = the batch's ids in batch
-** order, duplicates included, values = one row per id; g of that variable is the values'
-** unsorted_segment_sum, added from zero in the same order (so the same bits).
-** Slices only (md_grads_new_slices): the embedding's gradient is its IndexedSlices alone, as a
+/* Gradient buffers shaped like the model's variables. A table an id-reading layer looks up (an
+** embedding's, a token embedding's; each of several model inputs' tables) also keeps its
+** gradient as TF computes it, the gradient of a gather (tf.IndexedSlices): indices = the batch's
+** ids in batch order, duplicates included, values = one row per id; g of that variable is the
+** values' unsorted_segment_sum, added from zero in the same order (so the same bits).
+** Slices only (md_grads_new_slices): a table's gradient is its IndexedSlices alone, as a
 ** parameter-server worker holds it: its dense g is never allocated, zeroed nor accumulated
-** (g[slices_var] is NULL) and the backward pass's cost counts only the n*ids rows, not the
-** [vocab, dim] table. Sync strategies keep the dense form: they all-reduce dense tensors. */
+** (g[v] is NULL) and the backward pass's cost counts only the n*ids rows, not the [vocab, dim]
+** table. Sync strategies keep the dense form: they all-reduce dense tensors. */
 typedef struct md_grads {
   int nvars;              /* same as the model's */
-  float **g;              /* g[i] has md_model_var(m,i)->size floats; NULL: shapes only, or the
-                          ** embedding's under slices_only */
-  int slices_var;         /* the embedding's variable, -1 without one (it can only be layer 0) */
-  int slices_only;        /* 1: that variable's gradient is its slices alone (no dense g) */
-  float *slices;          /* its IndexedSlices values of the last step: n*ids rows of dim floats */
-  size_t slices_cap;      /* floats allocated in slices */
+  float **g;              /* g[i] has md_model_var(m,i)->size floats; NULL: shapes only, or a
+                          ** table's under slices_only */
+  int ntables;            /* variables with table[i] */
+  unsigned char *table;   /* per variable: 1 for a table looked up by the batch's ids */
+  int slices_only;        /* 1: the tables' gradients are their slices alone (no dense g) */
+  float **slices;         /* per variable: a table's IndexedSlices values of the last step, n*ids
+                          ** rows of its width; NULL for the others (and with shapes only) */
+  size_t *slices_cap;     /* per variable: floats allocated in slices[i] */
 } md_grads;
 md_grads *md_grads_new(const md_model *m);
 md_grads *md_grads_new_slices(const md_model *m);
 void      md_grads_free(md_grads *g);
+/* Variable v's IndexedSlices values of the last step, NULL when v is no table (or shapes only). */
+float    *md_grads_slices(const md_grads *g, int v);
+/* 1 when variable v's gradient is its slices alone (a table under md_grads_new_slices). */
+int       md_grads_sparse(const md_grads *g, int v);
+/* The ids table variable v's layer looked up for batch b, n*ids of them in batch order, into out
+** (as int64, the dtype tf.data gives them); how many (0 when v is no table). Zeros when the
+** batch holds no values (numerics off): only their count is known. */
+size_t    md_model_table_ids(const md_model *m, int v, const md_batch *b, int64_t *out);
+/* The ids per example table variable v's layer looks up (0 when v is no table). */
+int       md_model_table_ids_per_example(const md_model *m, int v);
 
 /* Forward and backward over the batch. The loss differentiated is scale * sum of the
 ** per-example losses of the model's md_loss_kind (scale = 1, 1/n or 1/G for the three loss

@@ -8,7 +8,7 @@
 **   1. Rows are added in id order; the mean is a division by the id count, as
 **      tf.nn.embedding_lookup_sparse's mean does, not a multiply by 1/k.
 **   2. The gradient is TF's gather gradient, IndexedSlices: one row per id (segment_mean's grad:
-**      dz / k) into grads->slices; unless slices_only, the table's dense gradient too, zero
+**      dz / k) into its slices (md_grads_slices); unless slices_only, the table's dense gradient too, zero
 **      except the rows used: each id's row added from zero in batch order, unsorted_segment_sum's
 **      order over the same rows.
 */
@@ -50,7 +50,7 @@ void md_embedding_rows_grad(const md_layer_run *r, int var, const float *dz, siz
   const md_var *e = &r->vars[var];
   size_t dim = (size_t)e->shape[1];
   float *g = r->grads->g[var];
-  float *slices = var == r->grads->slices_var ? r->grads->slices : NULL;
+  float *slices = md_grads_slices(r->grads, var);
   if (g != NULL) memset(g, 0, sizeof(float) * e->size);
   for (size_t i = 0; i < count; i++) {
     if (slices) memcpy(slices + i * dim, dz + i * dim, sizeof(float) * dim);
@@ -89,7 +89,7 @@ static void embedding_backward(const md_layer *l, const md_layer_run *r) {
     return;
   }
   float *g = r->grads->g[MD_LAYER_KERNEL(l)];
-  float *slices = MD_LAYER_KERNEL(l) == r->grads->slices_var ? r->grads->slices : NULL;
+  float *slices = md_grads_slices(r->grads, MD_LAYER_KERNEL(l));
   if (g != NULL) memset(g, 0, sizeof(float) * e->size);
   for (int i = 0; (g != NULL || slices != NULL) && i < r->n; i++) {
     const float *di = r->dz + (size_t)i * dim;
@@ -114,7 +114,7 @@ static void embedding_cost(const md_layer *l, const md_layer_run *r, md_pass pas
   md_cost c = {.flops = rows,
                .bytes_moved = 4.0 * (rows + (double)r->n * l->in) + r->act_bytes * (double)r->n * l->out};
   if (pass == MD_PASS_BACKWARD) {
-    int dense = !(r->grads->slices_only && MD_LAYER_KERNEL(l) == r->grads->slices_var);
+    int dense = !md_grads_sparse(r->grads, MD_LAYER_KERNEL(l));
     c.bytes_moved = dense ? 4.0 * (size + 3.0 * rows) : 4.0 * 2.0 * rows;
   }
   md_cost_add(cost, &c);

@@ -70,7 +70,7 @@ static void tpe_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
   double rows = (double)r->n * l->in * l->spec.dim, table = (double)l->spec.vocab * l->spec.dim;
   md_cost c = {.flops = rows, .bytes_moved = 4.0 * (2.0 * rows + (double)r->n * l->in) + r->act_bytes * rows};
   if (pass == MD_PASS_BACKWARD) {
-    int dense = !(r->grads->slices_only && l->var[0] == r->grads->slices_var);
+    int dense = !md_grads_sparse(r->grads, l->var[0]);
     c.bytes_moved = 4.0 * ((dense ? table + 3.0 * rows : 2.0 * rows) + 2.0 * rows);
   }
   md_cost_add(cost, &c);

@@ -88,9 +88,10 @@ typedef struct ps_worker {
   md_op_log ops;          /* the pass's ops, for the roofline */
   int track;              /* its trace track */
   sim_event_handle back;  /* its pending recovery */
-  md_tensor *lookup_ids;  /* the batch's ids, int64 [n * ids]: the embedding lookup's, and the
-                          ** indices of its gradient's IndexedSlices; NULL without an embedding */
-  md_tensor *slices;      /* that gradient's values [n * ids, dim] (zeros with numerics off) */
+  md_tensor **lookup_ids; /* per variable: a table's batch ids, int64 [n * ids], its lookup's and
+                          ** the indices of its gradient's IndexedSlices; NULL for the others */
+  md_tensor **slices;     /* per variable: that gradient's values [n * ids, dim] (zeros with
+                          ** numerics off) */
   ds_ps_grad *push;       /* per variable, what apply_gradients pushes */
   const md_tensor **read_ids; /* per variable, the ids its read looks up (NULL: read whole) */
   md_tensor **values;     /* per variable, what the read returned (a kill leaves them to the op) */
@@ -146,28 +147,38 @@ struct ps_trainer {
 
 /* ---- the training step ------------------------------------------------------------------ */
 
-/* The embedding layer's variable (layer 0 when there is one), -1 without. */
-static int embedding_var(const ps_worker *w) { return w->grads->slices_var; }
+/* 1 when variable v is a table the batch's ids look up (every embedding's: layer 0's, or one per
+** id input of model.inputs), read by rows and pushed as IndexedSlices. */
+static int is_table(const ps_worker *w, int v) { return w->grads->table[v]; }
 
-/* The batch's ids into w->lookup_ids as int64, the dtype they travel in (a tf.data integer CSV
-** column), duplicates and order kept: what the embedding's gather receives. Numerics off too:
-** the per-shard bytes depend on the ids. */
-static void batch_ids(ps_trainer *t, ps_worker *w, const int64_t *rows, int n) {
-  int width = t->in.data->width;
-  int64_t shape[2] = { (int64_t)n * width, md_model_var_const(w->model, embedding_var(w))->shape[1] };
-  int32_t *ids = base_xcalloc((size_t)shape[0] + 1, sizeof *ids);
-  md_dataset_gather_rows(t->in.data, rows, n, NULL, ids, NULL, NULL);
-  md_tensor_free(w->lookup_ids);
-  md_tensor_free(w->slices);
-  w->lookup_ids = md_tensor_new(MD_INT64, 1, shape);
-  w->slices = md_tensor_new(MD_FLOAT32, 2, shape);
-  for (int64_t j = 0; j < shape[0]; j++) md_tensor_i64(w->lookup_ids)[j] = ids[j];
+/* Each table's batch ids into w->lookup_ids as int64, the dtype they travel in (a tf.data
+** integer CSV column), duplicates and order kept: what its gather receives (b: the batch's
+** values). Numerics off too: the per-shard bytes depend on the ids, which an id dataset still
+** gives; several inputs' ids are then unknown (zeros), only their count and the rows' bytes. */
+static void batch_ids(ps_trainer *t, ps_worker *w, const int64_t *rows, const md_batch *b) {
+  md_batch with_ids = *b;
+  int32_t *ids = NULL;
+  if (b->x == NULL && b->ids == NULL && t->in.data->is_ids) {
+    ids = base_xcalloc((size_t)b->n * (size_t)t->in.data->width + 1, sizeof *ids);
+    md_dataset_gather_rows(t->in.data, rows, b->n, NULL, ids, NULL, NULL);
+    with_ids.ids = ids;
+  }
+  for (int v = 0; v < t->nvars; v++) {
+    if (!is_table(w, v)) continue;
+    int64_t shape[2] = { (int64_t)b->n * md_model_table_ids_per_example(w->model, v),
+                         md_model_var_const(w->model, v)->shape[1] };
+    md_tensor_free(w->lookup_ids[v]);
+    md_tensor_free(w->slices[v]);
+    w->lookup_ids[v] = md_tensor_new(MD_INT64, 1, shape);
+    w->slices[v] = md_tensor_new(MD_FLOAT32, 2, shape);
+    md_model_table_ids(w->model, v, &with_ids, md_tensor_i64(w->lookup_ids[v]));
+  }
   free(ids);
 }
 
 /* Reads the variables into the worker's model, the versions seen into the closure's table, and
 ** optimizer.iterations + 1 into *step: all in one operation, as the closure's tf.function issues
-** them (ds_ps_read_many: one latency, not one per variable). The embedding is not read whole:
+** them (ds_ps_read_many: one latency, not one per variable). A table is not read whole:
 ** TF's gather runs on the ps (ResourceGather is colocated with its variable; a ShardedVariable
 ** gathers per shard), so only the batch's rows travel and are written into the worker's copy;
 ** the other rows stay stale there, and nothing reads them. */
@@ -177,16 +188,16 @@ static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closu
     w->read_ids = base_xcalloc((size_t)t->nvars, sizeof *w->read_ids);
     w->values = base_xcalloc((size_t)t->nvars, sizeof *w->values);
   }
-  if (embedding_var(w) >= 0) w->read_ids[embedding_var(w)] = w->lookup_ids;
+  for (int i = 0; i < t->nvars; i++) w->read_ids[i] = w->lookup_ids[i];
   int rc = ds_ps_read_many(t->strategy, self, w->index, t->nvars, t->vars, w->read_ids, w->values,
                            cl->read_version, step, st);
   for (int i = 0; rc == 0 && i < t->nvars; i++) {
-    int emb = i == embedding_var(w);
+    int emb = is_table(w, i);
     md_tensor *value = w->values[i];
     md_var *dst = md_model_var(w->model, i);
     size_t row = emb ? (size_t)dst->shape[1] : value->size;
     for (size_t j = 0; dst->data && j < value->size / (row ? row : 1); j++) {
-      size_t to = emb ? (size_t)md_tensor_i64(w->lookup_ids)[j] * row : 0;
+      size_t to = emb ? (size_t)md_tensor_i64(w->lookup_ids[i])[j] * row : 0;
       memcpy(dst->data + to, md_tensor_f32(value) + j * row, row * sizeof(float));
     }
     md_tensor_free(value);
@@ -230,17 +241,17 @@ static void job_failed(ps_trainer *t, const char *kind, const char *device, cons
 /* ---- worker RAM ------------------------------------------------------------------------------ */
 
 /* Bytes of variable i one closure reads from the ps and pushes back, float32: the whole variable
-** both ways, except the embedding, which receives the looked-up rows (one per id, duplicates
+** both ways, except a table, which receives the looked-up rows (one per id, duplicates
 ** included, as the gather returns them) and pushes IndexedSlices (those rows and an int64 index
 ** each). The one place that says what a closure holds of a variable; batch_ids came first. */
 static uint64_t bytes_read(const ps_worker *w, int i) {
-  if (i != embedding_var(w)) return (uint64_t)md_model_var_const(w->model, i)->size * sizeof(float);
-  return (uint64_t)w->slices->size * sizeof(float);
+  if (!is_table(w, i)) return (uint64_t)md_model_var_const(w->model, i)->size * sizeof(float);
+  return (uint64_t)w->slices[i]->size * sizeof(float);
 }
 
 static uint64_t bytes_pushed(const ps_worker *w, int i) {
-  if (i != embedding_var(w)) return bytes_read(w, i);
-  return bytes_read(w, i) + (uint64_t)w->lookup_ids->size * sizeof(int64_t);
+  if (!is_table(w, i)) return bytes_read(w, i);
+  return bytes_read(w, i) + (uint64_t)w->lookup_ids[i]->size * sizeof(int64_t);
 }
 
 /* What TF's worker holds while a closure of batch n runs: the values it read, the activations kept
@@ -307,8 +318,12 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   ** simulated time), so nothing of it is held when the closure is killed. */
   const int64_t *rows = md_tensor_i64(next[0]);
   int n = (int)next[0]->size;
-  if (embedding_var(w) >= 0) batch_ids(t, w, rows, n);
-  if (s->numerics_full) md_dataset_gather_rows(t->in.data, rows, n, w->x, w->ids, w->labels, w->targets);
+  md_batch b = { n, NULL, NULL, NULL, NULL };
+  if (s->numerics_full) {
+    md_dataset_gather_rows(t->in.data, rows, n, w->x, w->ids, w->labels, w->targets);
+    b = (md_batch){ n, t->in.data->is_ids ? NULL : w->x, t->in.data->is_ids ? w->ids : NULL, w->labels, w->targets };
+  }
+  if (w->grads->ntables > 0) batch_ids(t, w, rows, &b);
   md_tensor_free(next[0]);
   if (reserve_ram(t, w, n) != 0)
     return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
@@ -318,9 +333,6 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     release_ram(w);
     return ds_closure_fail_ps(ctx, failed_ps(t));
   }
-  md_batch b = { n, NULL, NULL, NULL, NULL };
-  if (s->numerics_full)
-    b = (md_batch){ n, t->in.data->is_ids ? NULL : w->x, t->in.data->is_ids ? w->ids : NULL, w->labels, w->targets };
   double loss = 0.0;
   md_cost cost = {.ops = &w->ops};
   md_op_log_clear(&w->ops);
@@ -333,13 +345,14 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
   sim_time compute = sim_now(t->engine) - computing;
 
-  /* The embedding pushes its IndexedSlices (the batch's ids, one gradient row per id), the ps
+  /* A table pushes its IndexedSlices (the batch's ids, one gradient row per id), the ps
   ** deduplicating them as Keras does; every other variable its dense gradient. */
   if (w->push == NULL) w->push = base_xcalloc((size_t)t->nvars, sizeof *w->push);
   for (int i = 0; i < t->nvars; i++) {
-    if (i == embedding_var(w)) {
-      if (w->grads->slices && n > 0) memcpy(w->slices->data, w->grads->slices, w->slices->size * sizeof(float));
-      w->push[i] = (ds_ps_grad){ .indices = w->lookup_ids, .values = w->slices };
+    if (is_table(w, i)) {
+      const float *slices = md_grads_slices(w->grads, i);
+      if (slices && n > 0) memcpy(w->slices[i]->data, slices, w->slices[i]->size * sizeof(float));
+      w->push[i] = (ds_ps_grad){ .indices = w->lookup_ids[i], .values = w->slices[i] };
       continue;
     }
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
@@ -636,13 +649,15 @@ static void make_workers(ps_trainer *t, const md_model *init) {
     w->model = md_model_clone(init);
     w->ws = md_workspace_new(w->model);
     w->dropout = train_dropout_rng(s, w->ws);
-    /* An embedding's gradient is pushed as IndexedSlices: nothing of the table's size is
-    ** computed, held or copied on a worker (no dense g, no dense tensor to push). */
+    /* A table's gradient is pushed as IndexedSlices: nothing of the table's size is computed,
+    ** held or copied on a worker (no dense g, no dense tensor to push). */
     w->grads = md_grads_new_slices(w->model);
     w->grad = base_xcalloc((size_t)t->nvars, sizeof *w->grad);
+    w->lookup_ids = base_xcalloc((size_t)t->nvars, sizeof *w->lookup_ids);
+    w->slices = base_xcalloc((size_t)t->nvars, sizeof *w->slices);
     for (int v = 0; v < t->nvars; v++) {
       const md_var *var = md_model_var_const(init, v);
-      if (v != embedding_var(w))  /* numerics off: the gradient's shape alone, pushed for its bytes */
+      if (!is_table(w, v))  /* numerics off: the gradient's shape alone, pushed for its bytes */
         w->grad[v] = s->numerics_full ? md_tensor_new(MD_FLOAT32, var->rank, var->shape)
                                       : md_tensor_shape(MD_FLOAT32, var->rank, var->shape);
     }
@@ -662,11 +677,15 @@ static void free_workers(ps_trainer *t) {
     md_workspace_free(w->ws);
     if (w->dropout) gsl_rng_free(w->dropout);
     md_grads_free(w->grads);
-    for (int v = 0; v < t->nvars; v++) md_tensor_free(w->grad[v]);
+    for (int v = 0; v < t->nvars; v++) {
+      md_tensor_free(w->grad[v]);
+      md_tensor_free(w->lookup_ids ? w->lookup_ids[v] : NULL);
+      md_tensor_free(w->slices ? w->slices[v] : NULL);
+    }
     free(w->grad);
     md_op_log_free(&w->ops);
-    md_tensor_free(w->lookup_ids);
-    md_tensor_free(w->slices);
+    free(w->lookup_ids);
+    free(w->slices);
     free(w->push);
     free(w->read_ids);
     free(w->values);

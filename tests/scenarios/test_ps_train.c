@@ -279,10 +279,10 @@ static size_t reference_reading(const scenario *s, int sparse, int by_dataset, f
     md_model_train_step(m, ws, &b, train_loss_scale(s, n), g, NULL, NULL);
     for (int i = 0; i < nv; i++) {
       md_var *v = md_model_var(m, i);
-      if (sparse && i == g->slices_var) {
+      if (sparse && md_grads_slices(g, i) != NULL) {
         for (int j = 0; j < n * width; j++) ids64[j] = ids[j];
         md_optimizer_update_sparse(&s->optimizer, k + 1, v->data, (size_t)v->shape[0], (size_t)v->shape[1], ids64,
-                                   g->slices, (size_t)n * width, slots[i], NULL);
+                                   md_grads_slices(g, i), (size_t)n * width, slots[i], NULL);
       } else {
         md_optimizer_update(&s->optimizer, k + 1, v->data, g->g[i], slots[i], v->size, NULL);
       }
