@@ -518,6 +518,14 @@ err=$("$podsim" run scenarios/examples/ps_spot_vms.yaml -o "$tmp/nf0" --quiet --
 PODSIM_HOST_MEMORY=16GiB "$podsim" run tests/data/ps/dlrm_numerics_off.yaml -o "$tmp/dlrm" --quiet >/dev/null; rc=$?
 [ $rc -eq 0 ] && grep -q '"steps_completed": 3,' "$tmp/dlrm/summary.json" && ok || bad "DLRM on ps, numerics off: exit $rc"
 
+# The README's front page shows `make run`'s summary: it is what the quickstart prints, line for
+# line, but for the wall time (and the output path, which make run gives as out/quickstart/).
+want=$(awk '/^`make run` trains/{f=1; next} f && /^```$/{n++; if (n == 2) exit; next} f && n == 1' README.md \
+       | grep -v '^  events ')
+got=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/readme" 2>/dev/null | grep -v '^  events ' \
+      | sed "s|  outputs       $tmp/readme/|  outputs       out/quickstart/|")
+[ -n "$want" ] && [ "$want" = "$got" ] && ok || bad "README's quickstart summary is stale: $(diff <(echo "$want") <(echo "$got"))"
+
 echo "cli: $passed passed, $failed failed"
 [ -n "${TEST_TALLY:-}" ] && echo "$passed $failed" >> "$TEST_TALLY"
 [ $failed -eq 0 ]
