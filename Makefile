@@ -123,7 +123,8 @@ $(BUILD)/bench/%: bench/%.c $(below_scenarios)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the CLI, libpodsim.a with its public headers (every
 # layer's .h but the *Int.h internals and the headers that include them) under include/podsim/,
-# podsim.pc, the man page, bash completion and the examples; make uninstall removes those files.
+# podsim.pc, the man page, bash completion, the examples, the scenario schema and the docs (share/doc/podsim);
+# make uninstall removes those files.
 PREFIX   ?= /usr/local
 VERSION  := $(shell sed -n 's/^\#define PODSIM_VERSION "\(.*\)"/\1/p' $(CLI_SRC))
 PUBLIC_H := $(shell grep -L '^\#include ".*Int\.h"' $(filter-out %Int.h,$(foreach l,$(LAYERS),$(wildcard $(l)/*.h $(l)/*/*.h))))
@@ -134,6 +135,7 @@ INST_INC  = $(DESTDIR)$(PREFIX)/include/podsim
 INST_MAN  = $(DESTDIR)$(PREFIX)/share/man/man1
 INST_SHARE = $(DESTDIR)$(PREFIX)/share/podsim
 INST_COMPL = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+INST_DOC  = $(DESTDIR)$(PREFIX)/share/doc/podsim
 
 $(BUILD)/podsim.pc: dist/podsim.pc.in $(CLI_SRC)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
@@ -150,12 +152,14 @@ install: all
 	install -m 644 dist/podsim.bash $(INST_COMPL)/podsim
 	for h in $(PUBLIC_H); do install -D -m 644 $$h $(INST_INC)/$$h || exit 1; done
 	for f in $(EXAMPLES); do install -D -m 644 scenarios/examples/$$f $(INST_SHARE)/examples/$$f || exit 1; done
+	install -D -m 644 docs/scenario.schema.json $(INST_SHARE)/scenario.schema.json
+	for f in README.md $(wildcard docs/*.md) $(wildcard docs/img/*.png); do install -D -m 644 $$f $(INST_DOC)/$$f || exit 1; done
 
 # Removes the files install wrote and the directories of podsim's own (include/podsim, share/podsim).
 uninstall:
 	rm -f $(INST_BIN)/podsim $(INST_LIB)/libpodsim.a $(INST_LIB)/pkgconfig/podsim.pc \
 	      $(INST_MAN)/podsim.1 $(INST_COMPL)/podsim
-	rm -rf $(INST_INC) $(INST_SHARE)
+	rm -rf $(INST_INC) $(INST_SHARE) $(INST_DOC)
 
 # Installs the Debian packages the build needs, only those missing (sudo when not root).
 deps:

@@ -22,7 +22,9 @@ check "make install: $(tail -3 "$tmp/install.log")" test $? -eq 0
 for f in bin/podsim lib/libpodsim.a lib/pkgconfig/podsim.pc include/podsim/scenarios/config/scenario.h \
          include/podsim/scenarios/programs/train.h share/man/man1/podsim.1 \
          share/bash-completion/completions/podsim share/podsim/examples/quickstart.yaml \
-         share/podsim/examples/data/clicks.csv; do
+         share/podsim/examples/data/clicks.csv share/podsim/scenario.schema.json \
+         share/doc/podsim/README.md share/doc/podsim/docs/scenario-format.md \
+         share/doc/podsim/docs/img/quickstart-step-time.png; do
   check "installed $f" test -s "$p/$f"
 done
 check "an internal header was installed" test -z "$(find "$p/include" -name '*Int.h')"
