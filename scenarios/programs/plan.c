@@ -220,6 +220,13 @@ double plan_goodput(double rate_per_s, double work_s, double checkpoint_s, doubl
   return isfinite(lost) ? rate_per_s * work_s / lost : 0.0;
 }
 
+double plan_ps_goodput(const plan_faults *f, double work_s, double checkpoint_s, double restart_s,
+                       double closure_s) {
+  double job = plan_goodput(f->rate_per_s, work_s, checkpoint_s, restart_s);
+  double lambda = f->worker_rate_per_s, kept = 1.0 - lambda * closure_s / 2.0;
+  return job * (kept > 0 ? kept : 0.0) / (1.0 + lambda * f->worker_down_s);
+}
+
 /* How many of the run's tasks a fault target names: a wildcard matches each of its kind. */
 static double targets_of(const char *target, const yt_node *root, const scenario *s) {
   if (!strcmp(target, "worker:*")) return s->workers;
@@ -247,16 +254,29 @@ static double unit_value(const yt_node *n, unit_kind k, double otherwise) {
 void plan_faults_of(const struct yt_doc *tree, const scenario *s, plan_faults *out) {
   const yt_node *root = tree->root, *faults = yt_get(root, "faults");
   memset(out, 0, sizeof *out);
+  out->parameter_server = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  out->workers = s->workers;
+  double down = 0;  /* the workers' rate-weighted down_for, summed */
   for (int i = 0; faults && faults->kind == YT_SEQ && i < faults->n; i++) {
     const yt_node *f = faults->items[i], *kind = yt_get(f, "kind"), *target = yt_get(f, "target");
     if (!kind || !target || (strcmp(kind->text, "preempt") && strcmp(kind->text, "fail"))) continue;
     double mtbf = unit_value(yt_get(f, "mtbf"), UNIT_DURATION, 0);
     double rate = mtbf > 0 ? 1.0 / mtbf : unit_value(yt_get(f, "rate"), UNIT_RATE, 0);
-    out->rate_per_s += rate * targets_of(target->text, root, s);
+    double targets = targets_of(target->text, root, s);
+    if (out->parameter_server && !strncmp(target->text, "worker:", 7)) {
+      /* One worker's rate: worker:* strikes each at the rate, worker:N one of them. */
+      double each = rate * targets / (s->workers > 0 ? s->workers : 1);
+      out->worker_rate_per_s += each;
+      down += each * unit_value(yt_get(f, "down_for"), UNIT_DURATION, 0);
+      continue;
+    }
+    out->rate_per_s += rate * targets;
   }
+  if (out->worker_rate_per_s > 0) out->worker_down_s = down / out->worker_rate_per_s;
   /* The loader's figures, defaults included, so the model and the run agree (docs/faults.md). */
   out->checkpoint_steps = s->ckpt_every;
   out->checkpoint_bytes_per_s = s->ckpt_bytes_per_s;
+  out->checkpoint_async = s->ckpt_async;
   out->restart_delay_s = s->restart_delay_s;
 }
 
@@ -606,13 +626,21 @@ static void derive(plan *p) {
     if (r->steps < 0) r->steps = r->m.steps_completed;  /* epochs: the run counted them */
     r->examples_per_s = r->efficiency = r->goodput = r->time_s = r->chip_hours = r->cost_usd = NAN;
     if (!ran(r)) continue;
-    r->examples_per_s = r->global_batch / r->m.step_s;
     const plan_faults *f = &r->faults;
+    /* A step of a parameter-server run is one worker's closure (its reads and pushes under the
+    ** ps tasks' load included): the fleet runs `workers` of them at once. */
+    double step_s = f->parameter_server && f->workers > 1 ? r->m.step_s / f->workers : r->m.step_s;
+    r->examples_per_s = r->global_batch / step_s;
     int checkpoints = f->checkpoint_steps > 0;
-    double work = (checkpoints ? (double)f->checkpoint_steps : (double)r->steps) * r->m.step_s;
+    double work = (checkpoints ? (double)f->checkpoint_steps : (double)r->steps) * step_s;
     double write = checkpoints ? r->m.checkpoint_bytes / f->checkpoint_bytes_per_s : 0.0;
-    r->goodput = plan_goodput(f->rate_per_s, work, write, f->restart_delay_s + r->m.compile_s + write);
-    r->time_s = r->m.compile_s + (double)r->steps * r->m.step_s / r->goodput;
+    /* An async write goes on behind the next steps: they wait only for what outlasts the
+    ** interval, and a failure loses the segment since the last complete write, C more. */
+    double wait = f->checkpoint_async ? fmax(0.0, write - work) : write;
+    double restart = f->restart_delay_s + r->m.compile_s + write + (f->checkpoint_async ? write : 0.0);
+    r->goodput = f->parameter_server ? plan_ps_goodput(f, work, wait, restart, r->m.step_s)
+                                     : plan_goodput(f->rate_per_s, work, wait, restart);
+    r->time_s = r->m.compile_s + (double)r->steps * step_s / r->goodput;
     r->chip_hours = r->chips * r->time_s / 3600.0;
     r->cost_usd = r->price_per_hour * r->time_s / 3600.0;
     if (p->reference < 0 || r->chips < p->rows[p->reference].chips) p->reference = i;

@@ -42,11 +42,25 @@ typedef struct plan_measure {
 /* The fault model of a point, as the goodput formula reads it. */
 typedef struct plan_faults {
   double rate_per_s;          /* job-stopping failures per second: each random preempt/fail
-                                 fault's rate (1/mtbf) times the targets it matches */
+                                 fault's rate (1/mtbf) times the targets it matches (under
+                                 parameter_server, the ps tasks' and the chief's only) */
   long   checkpoint_steps;    /* training.checkpoint.every_steps (0: no checkpoints) */
   double checkpoint_bytes_per_s; /* training.checkpoint.bandwidth (default 2 GB/s) */
+  int    checkpoint_async;    /* training.checkpoint.async: the write goes on behind the steps */
   double restart_delay_s;     /* training.restart.delay (default 0) */
+  int    parameter_server;    /* the workers run closures on their own: a worker's loss costs its
+                                 share of the fleet, not a restart */
+  double workers;             /* parameter_server: the workers */
+  double worker_rate_per_s;   /* parameter_server: one worker's preemptions and failures a second */
+  double worker_down_s;       /* parameter_server: a worker's mean time down after one (down_for,
+                                 weighted by the faults' rates) */
 } plan_faults;
+
+/* Expected goodput of a parameter-server job (docs/reports.md, "Expected goodput"): the ps tasks'
+** and chief's failures by plan_goodput, times each worker's share of the fleet it keeps, up
+** 1 / (1 + lambda_w d) of the time and losing half a closure of closure_s to each loss. */
+double plan_ps_goodput(const plan_faults *f, double work_s, double checkpoint_s, double restart_s,
+                       double closure_s);
 
 /* One row of sweep.csv. */
 typedef struct plan_row {

@@ -4,6 +4,7 @@
 ** point as a row, the same bytes with 1 and 2 parallel jobs, the PDF's pages, bad sweep values. */
 #include "tests/testutil.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,64 @@ static void test_faults_of(void **state) {
   assert_true(f.checkpoint_bytes_per_s == 1e9);
   assert_true(f.restart_delay_s == 60);
   yt_doc_free(d);
+}
+
+/* A parameter-server job's expected goodput: worker:* preempted every 20 ms for 5 ms and a chief
+** failing at 0.5/h; each worker keeps (1 - lambda t / 2) / (1 + lambda d) of its time, lambda =
+** 50/s, t = 100 us a closure, d = 5 ms: (1 - 0.0025) / 1.25 = 0.798; the chief's failures stop
+** the job as a sync job's would: plan_goodput(0.5/3600, 10, 0, 60) = 0.9986... by Daly. */
+static void test_ps_goodput(void **state) {
+  (void)state;
+  static scenario s;
+  s.workers = 8;
+  s.strategy = SCN_STRATEGY_PARAMETER_SERVER;
+  s.restart_delay_s = 60;
+  yt_error ye;
+  yt_doc *d = yt_parse_text("faults:\n"
+                            "  - {kind: preempt, target: \"worker:*\", mtbf: 20ms, down_for: 5ms}\n"
+                            "  - {kind: fail, target: chief, rate: 0.5/h}\n",
+                            "faults.yaml", 0, 0, &ye);
+  assert_non_null(d);
+  plan_faults f;
+  plan_faults_of(d, &s, &f);
+  assert_true(f.parameter_server);
+  close_to(f.worker_rate_per_s, 50.0, 1e-12);   /* one worker's, not the fleet's 400/s */
+  close_to(f.worker_down_s, 0.005, 1e-15);
+  close_to(f.rate_per_s, 0.5 / 3600, 1e-18);    /* the chief's alone stops the job */
+  double job = plan_goodput(0.5 / 3600, 10, 0, 60);
+  close_to(plan_ps_goodput(&f, 10, 0, 60, 100e-6), job * (1 - 50 * 100e-6 / 2) / 1.25, 1e-15);
+  close_to(plan_ps_goodput(&f, 10, 0, 60, 100e-6) / job, 0.798, 1e-12);
+  yt_doc_free(d);
+}
+
+/* tests/data/plan/ps_workers.yaml: a parameter-server plan's examples/s is the fleet's, workers x
+** global_batch / the median closure, not one closure's: it grows with the workers and is what
+** each point's run measured (summary.json, examples over simulated time; no faults there). Was
+** global_batch / one closure, the same for 10 and 40 workers up to the ps tasks' load. */
+static void test_ps_plan_throughput(void **state) {
+  (void)state;
+  char dir[] = "/tmp/podsim-plan-XXXXXX", path[256], cmd[128];
+  assert_non_null(mkdtemp(dir));
+  plan *p = plan_load(tu_src("tests/data/plan/ps_workers.yaml"), NULL, 0, &E);
+  if (p == NULL) fail_msg("%s", E.msg);
+  assert_int_equal(plan_num_points(p), 3);
+  if (plan_run(p, dir, 2, &E) != 0) fail_msg("%s", E.msg);
+  static const double workers[] = { 10, 20, 40 };
+  for (int i = 0; i < 3; i++) {
+    const plan_row *r = plan_point(p, i);
+    close_to(r->examples_per_s, workers[i] * 64 / r->m.step_s, 1e-6 * r->examples_per_s);
+    if (i > 0) assert_true(r->examples_per_s > plan_point(p, i - 1)->examples_per_s);
+    snprintf(path, sizeof path, "%s/points/%03d/summary.json", dir, i);
+    json_t *sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    double run = json_real_value(json_object_get(sum, "examples_per_s"));
+    close_to(r->examples_per_s, run, 1e-6 * run);
+    assert_true(r->goodput == 1.0);  /* no faults, no checkpoints */
+    json_decref(sum);
+  }
+  plan_free(p);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
 }
 
 /* Column `name` of sweep.csv's row `row` (1-based after the header), as text. */
@@ -298,6 +357,8 @@ int main(void) {
     cmocka_unit_test(test_largest),
     cmocka_unit_test(test_largest_batch_closed_form),
     cmocka_unit_test(test_faults_of),
+    cmocka_unit_test(test_ps_goodput),
+    cmocka_unit_test(test_ps_plan_throughput),
     cmocka_unit_test(test_tiny_grid),
     cmocka_unit_test(test_jobs_deterministic),
     cmocka_unit_test(test_points_that_did_not_run),
