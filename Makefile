@@ -119,7 +119,7 @@ python:
 
 $(BUILD)/bench/%: bench/%.c $(below_scenarios)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(below_scenarios) $(LIBS) $(LDFLAGS)
+	$(CC) $(CFLAGS) -DPODSIM_SOURCE_DIR=\"$(CURDIR)\" $< -o $@ $(below_scenarios) $(LIBS) $(LDFLAGS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the CLI, libpodsim.a with its public headers (every
 # layer's .h but the *Int.h internals and the headers that include them) under include/podsim/,
