@@ -225,13 +225,19 @@ static sim_time run_alone(sim_engine *e, work_arg *w) {
 }
 
 /* Compute at peak / devices per chip: 275e12 FLOPs take 1 s on a v4 chip, 61.5e12 on a v3 core
-** (123e12 / 2). Overrides replace the per-chip figures: peak 100e12, HBM 16 GiB, ICI 10 GB/s. */
+** (123e12 / 2). A v4 link runs at 0.746 of its 45 GB/s spec (sim/tpu.c). Overrides replace the
+** per-chip figures: peak 100e12, HBM 16 GiB, ICI 10 GB/s, as given (no efficiency applied). */
 static void test_peak_and_overrides(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
   sim_tpu_slice *s = build(e, "v4-8", NULL);
   work_arg w = {.cpu = sim_tpu_device_cpu(s, 0), .flops = 275e12};
   assert_int_equal(run_alone(e, &w), SIM_PS_PER_S);
+  /* The catalogue's ICI figure is the spec; a link carries what collectives achieve of it. */
+  sim_link *r0[4];
+  assert_int_equal(sim_tpu_route(s, 0, 1, r0, 4), 1);
+  assert_true(sim_link_bandwidth(r0[0]) == 45e9 * 0.746);
+  assert_true(sim_link_bandwidth(r0[0]) == sim_tpu_ici_rate(sim_tpu_generation_figures(sim_tpu_slice_generation(s)), 0));
   sim_tpu_slice_free(s);
   s = build(e, "v3-8", NULL);
   w = (work_arg){.cpu = sim_tpu_device_cpu(s, 1), .flops = 61.5e12};
