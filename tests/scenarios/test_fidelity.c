@@ -344,7 +344,8 @@ static void check_v6e_gemm_row(const fidelity_row *row, double dispatch_s) {
 ** benchmark, timed on the host; the TFLOP/s are the file's). The per-op model for v6e: 4 MXUs of
 ** 256 x 256 at 918 TFLOP/s, 8 x 256 output tiles, 0.89 of peak and 0.96 of 1638 GB/s, 1 us an
 ** op (bench/fit_tpu_gemm.py, fitted on the n = k shapes with a 123 us host dispatch):
-**   4096 x 8192 x 8192: 16384 waves of 4 tiles, 673.88 us + 123 = 796.88 us: 689.9 (688.9, +0.1%)
+**   4096 x 8192 x 8192: 512 x 32 = 16384 tiles in 4096 waves of 4, each 2 x 8 x 256 x 8192 FLOPs
+**     at 918e12 x 0.89 / 4: 672.88 us + 1 us + 123 us = 796.88 us: 689.9 (688.9, +0.1%)
 **   2048 x 8192 x 8192: 337.44 + 123 us: 597.0 (596.4, +0.1%)
 **   8192 x 4096 x 4096: the same FLOPs, 337.44 + 123 us: 597.0 (612.0, -2.5%)
 ** These three are of the fit's 14 rows. */
