@@ -255,6 +255,7 @@ out=$("$podsim" diff "$tmp/da" "$tmp/db" -o "$tmp/dd"); rc=$?
   && printf '%s\n' "$out" | grep -Eq '^  steps_completed +20 +20 +1$' \
   && printf '%s\n' "$out" | grep -Eq '^  mean step \(us\) +[0-9.]+ +[0-9.]+ +0\.[0-9]+$' \
   && printf '%s\n' "$out" | grep -Eq '^    communication +[0-9.]+ +[0-9.]+ +[0-9.]+$' \
+  && printf '%s\n' "$out" | grep -Eq '^    host +0 +0 +-$' \
   && printf '%s\n' "$out" | grep -Eq '^  run_hash +[0-9a-f]{16} +[0-9a-f]{16} +different$' \
   && [ "$(head -c 4 "$tmp/dd/diff_step_time.png" | tail -c 3)" = PNG ] && [ "$(head -c 4 "$tmp/dd/diff_loss.png" | tail -c 3)" = PNG ] \
   && ok || bad "diff: exit $rc, '$out'"
