@@ -60,14 +60,12 @@ static const slice_shape LITE_SHAPES[] = {
 ** links' spec and L = 1.79 us a hop (the DMA set-up and the synchronisation of every step, not
 ** the wire's latency alone). The two sizes cross the same 3 hops, so they fit a fixed cost per
 ** collective as well as one per hop; per hop is the form that lives in the link model (a ring
-** of d steps pays d of them, as XLA's collectives synchronise each step). v6e has its own
-** efficiency from the one measured v6e collective, Google's collective benchmark recipe's psum
-** of 606 MB over a v6e-256 (AI-Hypercomputer tpu-recipes, microbenchmarks/trillium/collectives/
-** README.md: busbw 235.76 GB/s): at v5e's 1.79 us a hop, its links carry 0.602 of their spec (at
-** v5e's 0.746 podsim gave 290.7, +23%). v2, v3, v4 and v5p take v5e's figures (NF: no profile of
-** theirs was found). */
+** of d steps pays d of them, as XLA's collectives synchronise each step). v5e's is the fit; the
+** other generations take it (NF: no profile of theirs was found). Held out against it (docs/
+** fidelity.md): v6e's one measured collective, a 2.4 MB psum over a v6e-256 in about 20 us, which
+** no per-hop cost of a microsecond allows (podsim: 127 us) and a fixed cost per collective with
+** sub-microsecond hops would; that form needs a start cost in the collective engine, not here. */
 #define ICI_EFFICIENCY 0.746
-#define ICI_EFFICIENCY_V6E 0.602
 #define ICI_HOP ((sim_time)1790000)
 
 /* name, prefix, cores, devices, chips/host, rank, ICI links, pod chips, HBM, HBM B/s, peak,
@@ -87,7 +85,7 @@ static const sim_tpu_generation GENERATIONS[] = {
    {2, 4, 1}, 0, 16, LITE_SHAPES},
   {{"v5p", "v5p", 2, 1, 4, 3, 6, 8960, 95 * GIB, 2765 * GB, 459e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 15 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 4, 0, V5P_SHAPES},
-  {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY_V6E, 32 * GB, US, 100 * GB,
+  {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 32 * GB, US, 100 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
 };

@@ -69,11 +69,10 @@ static double training_examples_per_s(const char *rel) {
 /* The rows of docs/fidelity.md, published figures with their sources there. The pod rows are
 ** the spec sheets' per-pod all-reduce bandwidth (chips x links x link rate), not measurements:
 ** podsim's links carry 0.746 of the spec, as the scaling book's measured v5e all-gather does
-** (sim/tpu.c, ICI_EFFICIENCY), so the busbw sits 26% under each page's figure; v6e's 0.602, as
-** its measured psum (below), 41%:
+** (sim/tpu.c, ICI_EFFICIENCY), so the busbw sits 26% under each page's figure:
 **   Cloud TPU v4: 1.1 PB/s all-reduce per 4096-chip pod = 268.6 GB/s per chip (podsim 198.2)
 **   Cloud TPU v5e: 51.2 TB/s per 256-chip pod = 200 GB/s per chip (148.0)
-**   Cloud TPU v6e: the page's per-pod all-reduce bandwidth per chip, 400 GB/s (237.7)
+**   Cloud TPU v6e: the page's per-pod all-reduce bandwidth per chip, 400 GB/s (293.7)
 **   Ying et al. 2018: ResNet-50 on 1024 TPU v3 chips, global batch 64K, 1.05M images/s (podsim
 **   1.424M, +35.6%: 32 images a core; MLPerf v0.6's 2019 software on the same slice at 16 a core
 **   ran 1.30M, 24% more per core than this 2018 run, and podsim is within 1.2% of that one,
@@ -83,7 +82,7 @@ static void published_measurements_within_their_bands(void **state) {
   static const fidelity_row ROWS[] = {
     {"allreduce_v4_8192", "busbw GB/s per chip", 268.6, -0.28, -0.24},
     {"allreduce_v5e_256", "busbw GB/s per chip", 200.0, -0.28, -0.24},
-    {"allreduce_v6e_256", "busbw GB/s per chip", 400.0, -0.43, -0.38},
+    {"allreduce_v6e_256", "busbw GB/s per chip", 400.0, -0.29, -0.25},
     {"resnet50_v3_2048", "images/s", 1.05e6, 0.32, 0.39},
   };
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) {
@@ -319,14 +318,18 @@ static void scaling_book_all_gather_32kb_time(void **state) {
 }
 
 /* accelerator-microbenchmarks' psum_ici on a v6e-256 (AI-Hypercomputer tpu-recipes,
-** microbenchmarks/trillium/collectives/README.md's log line): a bfloat16 17408^2 matrix,
-** 606,076,928 bytes, all-reduced over the 16x16 torus, "achieved_bandwidth_gbyte_s=235.7595..."
-** (size x 2 (n - 1) / n / time: nccl-tests' busbw). The fit of v6e's ICI efficiency (sim/tpu.c,
-** ICI_EFFICIENCY_V6E): podsim's every-axis torus all-reduce at 0.602 x 100 GB/s a link and v5e's
-** 1.79 us a hop, 5.1218 ms, 235.74 GB/s (at v5e's 0.746 it gave 290.7, +23.3%). */
-static void v6e_psum_fit(void **state) {
+** microbenchmarks/trillium/collectives/README.md's log line, "achieved_bandwidth_gbyte_s=
+** 235.7595..."): the script that prints it shards a bfloat16 17408^2 matrix over the 256 chips
+** and psums each chip's 17408 x 68 block (2,367,488 bytes), reporting that block's busbw,
+** 2 (n - 1) / n x 2,367,488 B / time: about 20.0 us. Held out of the ICI fit (v6e takes v5e's
+** 0.746 and 1.79 us a hop): podsim's every-axis torus all-reduce takes 123.2 us, 38.28 GB/s,
+** -83.8%. Its 2 axes of 16 take 30 steps a lane each way, 60 x 1.79 us = 107 us of hops alone;
+** the measured run leaves under 9 us for all its steps once the bytes are paid (at the links'
+** spec 11.8 us): a fixed cost per collective with sub-microsecond hops fits it and the scaling
+** book's profile both, a per-hop cost cannot (docs/fidelity.md). */
+static void v6e_psum_held_out(void **state) {
   (void)state;
-  fidelity_row row = {"psum_v6e_256", "busbw GB/s per chip", 235.76, -0.01, 0.01};
+  fidelity_row row = {"psum_v6e_256", "busbw GB/s per chip", 235.76, -0.86, -0.81};
   check_collective_row(&row, 6);
 }
 
@@ -431,7 +434,7 @@ int main(void) {
     cmocka_unit_test(scaling_book_all_gather_32kb_time),
     cmocka_unit_test(gemm_h100_within_their_bands),
     cmocka_unit_test(gemm_out_of_sample),
-    cmocka_unit_test(v6e_psum_fit),
+    cmocka_unit_test(v6e_psum_held_out),
     cmocka_unit_test(v6e_gemm_fit_rows),
     cmocka_unit_test(v6e_gemm_held_out),
     cmocka_unit_test(mlperf_training_throughputs),
