@@ -37,7 +37,8 @@ typedef struct sim_tpu_figures {
   double hbm_bytes_per_s;    /* HBM bandwidth */
   double peak_flops;         /* peak bf16 FLOP/s */
   double ici_bytes_per_s;    /* one ICI link, one direction */
-  sim_time ici_latency;      /* per ICI hop */
+  sim_time ici_latency;      /* per ICI hop a transfer crosses, its synchronisation included */
+  double ici_efficiency;     /* share of ici_bytes_per_s a collective's transfers achieve */
   double pcie_bytes_per_s;   /* host <-> chip, each direction */
   sim_time pcie_latency;     /* per PCIe transfer */
   double dcn_bytes_per_s;    /* data-centre network per host, each direction */
@@ -75,9 +76,13 @@ void sim_tpu_layout_device_coords(const sim_tpu_generation *g, const int dims[3]
 /* Catalogue figures the scenario may replace; 0 keeps the catalogue's. Per chip. */
 typedef struct sim_tpu_overrides {
   uint64_t hbm_bytes;        /* HBM per chip, split evenly between its devices */
-  double ici_bytes_per_s;    /* one ICI link, one direction */
+  double ici_bytes_per_s;    /* one ICI link, one direction, as transfers achieve it */
   double peak_flops;         /* peak FLOP/s per chip, split evenly between its devices */
 } sim_tpu_overrides;
+
+/* The rate an ICI link carries a transfer at: `override` (bytes/s, one way) when > 0, as given,
+** else the spec sheet's figure x the generation's ici_efficiency. */
+double sim_tpu_ici_rate(const sim_tpu_figures *f, double override);
 
 /* Builds the slice's resources in `e` (they are freed with the engine; the slice holds
 ** pointers and each device's chip, and is freed with sim_tpu_slice_free). dims must have

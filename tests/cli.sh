@@ -235,9 +235,12 @@ PODSIM_HOST_MEMORY=150KiB "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pmem
 [ $rc -eq 0 ] && cmp -s "$tmp/p1/sweep.csv" "$tmp/pmem/sweep.csv" && ok || bad "plan under a memory limit: exit $rc"
 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pj" -j 0 >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && [ ! -e "$tmp/pj" ] && ok || bad "plan -j 0: exit $rc, expected 2"
-# The shipped planning example: every point a row, one recommended.
+# The shipped planning example: every point a row, one recommended, each TPU step's 100 us host
+# round trip in its own column (host_s), not in idle_s.
 "$podsim" plan scenarios/examples/plan_tpu_v4.yaml -o "$tmp/pv4" --quiet; rc=$?
 [ $rc -eq 0 ] && [ "$(wc -l < "$tmp/pv4/sweep.csv")" -eq 9 ] && [ "$(grep -c ',true,[0-9a-f]*$' "$tmp/pv4/sweep.csv")" -eq 1 ] \
+  && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "host_s") c = i }
+              NR > 1 && $c != "" && $c != "0.0001" { bad = 1 } END { exit bad || !c }' "$tmp/pv4/sweep.csv" \
   && ok || bad "plan example: exit $rc or sweep.csv wrong"
 
 # podsim diff: two quickstart runs, the second on 2 workers with another learning rate: the
@@ -252,6 +255,7 @@ out=$("$podsim" diff "$tmp/da" "$tmp/db" -o "$tmp/dd"); rc=$?
   && printf '%s\n' "$out" | grep -Eq '^  steps_completed +20 +20 +1$' \
   && printf '%s\n' "$out" | grep -Eq '^  mean step \(us\) +[0-9.]+ +[0-9.]+ +0\.[0-9]+$' \
   && printf '%s\n' "$out" | grep -Eq '^    communication +[0-9.]+ +[0-9.]+ +[0-9.]+$' \
+  && printf '%s\n' "$out" | grep -Eq '^    host +0 +0 +-$' \
   && printf '%s\n' "$out" | grep -Eq '^  run_hash +[0-9a-f]{16} +[0-9a-f]{16} +different$' \
   && [ "$(head -c 4 "$tmp/dd/diff_step_time.png" | tail -c 3)" = PNG ] && [ "$(head -c 4 "$tmp/dd/diff_loss.png" | tail -c 3)" = PNG ] \
   && ok || bad "diff: exit $rc, '$out'"

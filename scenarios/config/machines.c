@@ -139,27 +139,45 @@ int machines_tpu_host_vcpus(const char *generation) {
   return 96;  /* a generation added to sim/tpu without a host figure: the smallest TPU VM */
 }
 
-/* MXUs per TensorCore and their side (Cloud TPU's system-architecture pages; each generation's
-** peak = MXUs x side^2 x 2 x clock: v4 8 x 128^2 x 2 x 1.05 GHz = 275 TFLOP/s a chip). */
-static const struct { const char *gen; int mxus_per_core, side; } TPU_MXUS[] = {
-  {"v2", 1, 128}, {"v3", 2, 128}, {"v4", 4, 128}, {"v5e", 4, 128}, {"v5p", 4, 128}, {"v6e", 4, 256}};
-
-/* Not fitted on TPU data (no published TPU GEMM table was found): the MXUs' efficiency and the
-** share of HBM bandwidth are the H100 fit's (GPU_EFFICIENCY, GPU_MEM_EFFICIENCY: the one
-** measured matrix engine we have, NF for TPU); an op's fixed cost 1 us (NF: XLA runs a step's
-** fused ops back to back, no host launch each); the VPU at 1/10 of the MXUs (the scaling book's
-** "about 10x"); float32 matmuls at the bf16 rate (one bf16 pass, TF's default precision on TPU). */
-#define TPU_EFFICIENCY GPU_EFFICIENCY
-#define TPU_MEM_EFFICIENCY GPU_MEM_EFFICIENCY
+/* The TPU per-op model per generation: MXUs per TensorCore and their side (Cloud TPU's
+** system-architecture pages; each generation's peak = MXUs x side^2 x 2 x clock: v4 8 x 128^2 x 2
+** x 1.05 GHz = 275 TFLOP/s a chip), the share of the MXUs' peak a large bf16 GEMM sustains, the
+** share of HBM bandwidth an op's traffic achieves, and an op's fixed cost. Fitted by
+** bench/fit_tpu_gemm.py on measured bf16 GEMMs on one v6e chip (docs/data/gemm_v6e.csv, the 14
+** rows with n = k; 15 held out, median |error| 5.5%): 0.89 of the MXUs' peak, 0.96 of HBM
+** bandwidth (skinny products stream their weights at nearly the spec rate). No GEMM table of
+** the older generations was found: they take v6e's figures (NF; MaxText's end-to-end 71% MFU
+** on v5p and 67% on v5e, docs/fidelity.md, bound theirs from below). An op's fixed cost is 1 us
+** (NF: XLA runs a step's ops back to back from one program, no host launch each; the GEMM
+** measurements' dispatch is the host's, 123 us, not the device's); the VPU runs at 1/10 of the
+** MXUs (the scaling book's "about 10x", NF); float32 matmuls at the bf16 rate (one bf16 pass,
+** TF's default precision on TPU). */
+#define TPU_V6E_EFFICIENCY 0.89
+#define TPU_V6E_MEM_EFFICIENCY 0.96
 #define TPU_LAUNCH_S 1e-6
 #define TPU_VECTOR_RATE 0.1
 #define TPU_ROWS 8
+static const struct {
+  const char *gen;        /* sim/tpu's generation name */
+  int mxus_per_core;      /* matrix units per TensorCore */
+  int side;               /* an MXU's systolic array is side x side */
+  double efficiency;      /* share of the MXUs' peak a large bf16 GEMM sustains */
+  double mem_efficiency;  /* share of HBM bandwidth an op's traffic achieves */
+} TPU_GENERATIONS[] = {
+  {"v2", 1, 128, TPU_V6E_EFFICIENCY, TPU_V6E_MEM_EFFICIENCY},
+  {"v3", 2, 128, TPU_V6E_EFFICIENCY, TPU_V6E_MEM_EFFICIENCY},
+  {"v4", 4, 128, TPU_V6E_EFFICIENCY, TPU_V6E_MEM_EFFICIENCY},
+  {"v5e", 4, 128, TPU_V6E_EFFICIENCY, TPU_V6E_MEM_EFFICIENCY},
+  {"v5p", 4, 128, TPU_V6E_EFFICIENCY, TPU_V6E_MEM_EFFICIENCY},
+  {"v6e", 4, 256, TPU_V6E_EFFICIENCY, TPU_V6E_MEM_EFFICIENCY},
+};
 
 sim_opmodel machines_tpu_opmodel(const char *generation, int cores_per_device, double device_peak) {
-  for (size_t i = 0; i < sizeof TPU_MXUS / sizeof TPU_MXUS[0]; i++)
-    if (!strcmp(TPU_MXUS[i].gen, generation))
-      return (sim_opmodel){ TPU_MXUS[i].mxus_per_core * cores_per_device, TPU_ROWS, TPU_MXUS[i].side, 1,
-                            device_peak, TPU_EFFICIENCY, TPU_MEM_EFFICIENCY, TPU_LAUNCH_S, 1.0, TPU_VECTOR_RATE };
+  for (size_t i = 0; i < sizeof TPU_GENERATIONS / sizeof TPU_GENERATIONS[0]; i++)
+    if (!strcmp(TPU_GENERATIONS[i].gen, generation))
+      return (sim_opmodel){ TPU_GENERATIONS[i].mxus_per_core * cores_per_device, TPU_ROWS, TPU_GENERATIONS[i].side,
+                            1, device_peak, TPU_GENERATIONS[i].efficiency, TPU_GENERATIONS[i].mem_efficiency,
+                            TPU_LAUNCH_S, 1.0, TPU_VECTOR_RATE };
   return (sim_opmodel){0};  /* a generation added to sim/tpu without MXU figures: the scalar roofline */
 }
 

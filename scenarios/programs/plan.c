@@ -300,8 +300,9 @@ static int memory_fits(void *m, long b) { return train_memory_fits(m, (int)b); }
 /* ---- measuring a point (in its child) ---------------------------------------------------- */
 
 /* The columns of metrics.csv a point's median step reads. */
-enum { M_STEP, M_COMPUTE, M_COMM, M_IDLE, M_INPUT, M_COLUMNS };
-static const char *const METRIC_COLUMNS[M_COLUMNS] = { "step_time_s", "compute_s", "comm_s", "idle_s", "input_s" };
+enum { M_STEP, M_COMPUTE, M_COMM, M_IDLE, M_INPUT, M_HOST, M_COLUMNS };
+static const char *const METRIC_COLUMNS[M_COLUMNS] = { "step_time_s", "compute_s", "comm_s", "idle_s", "input_s",
+                                                       "host_s" };
 
 /* The median step of the run (the lower one of an even count), leaving out step 0 when there
 ** are others: it carries the compile and the first batch. A median, unlike a mean, is not moved
@@ -321,6 +322,7 @@ static void median_step(const char *metrics, plan_measure *m) {
     m->comm_s = row[M_COMM];
     m->idle_s = row[M_IDLE];
     m->input_s = row[M_INPUT];
+    m->host_s = row[M_HOST];
     free(times);
     free(order);
   }
@@ -333,7 +335,7 @@ static void point_dir(const plan *p, const char *dir, int i, char *buf, size_t l
 
 /* A measure before its point ran: none of its figures (NAN: an empty cell). */
 static void no_figures(plan_measure *m) {
-  m->step_s = m->compute_s = m->comm_s = m->idle_s = m->input_s = m->compile_s = m->checkpoint_bytes = NAN;
+  m->step_s = m->compute_s = m->comm_s = m->idle_s = m->input_s = m->host_s = m->compile_s = m->checkpoint_bytes = NAN;
 }
 
 /* Runs point i as `podsim run -o DIR/points/NNN` would and measures it. */
@@ -673,7 +675,7 @@ static int write_csv(const plan *p, const char *path) {
   if (f == NULL) return -1;
   fputs("point", f);
   for (int k = 0; k < p->nkeys; k++) fprintf(f, ",%s", p->base.sweep_paths[k]);
-  fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,compile_s,examples_per_s,"
+  fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,host_s,compile_s,examples_per_s,"
         "examples_per_s_per_chip,scaling_efficiency,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
         "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
         "chip_hours,cost_usd,recommended,run_hash\n", f);
@@ -688,7 +690,8 @@ static int write_csv(const plan *p, const char *path) {
     /* A point that did not run has only the figures its scenario gives (chips, batch, steps). */
     fprintf(f, r->fits < 0 ? ",%d,,%d" : ",%d,%d,%d", r->chips, r->fits < 0 ? r->global_batch : r->m.replicas,
             r->global_batch);
-    const double reals[] = { r->m.step_s, r->m.compute_s, r->m.comm_s, r->m.idle_s, r->m.input_s, r->m.compile_s,
+    const double reals[] = { r->m.step_s, r->m.compute_s, r->m.comm_s, r->m.idle_s, r->m.input_s, r->m.host_s,
+                             r->m.compile_s,
                              r->examples_per_s, r->examples_per_s / r->chips, r->efficiency };
     for (size_t j = 0; j < sizeof reals / sizeof *reals; j++) put_real(f, reals[j]);
     if (r->fits < 0) fprintf(f, ",,,,,%s,%d,", r->m.error, plan_point_exit(p, i));
@@ -898,8 +901,8 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
 /* The median step of each point stacked by part, and its device memory against capacity. */
 static int point_charts(const plan *p, const char *dir, char *msg, size_t len) {
   int n = p->npoints;
-  double *v = base_xcalloc((size_t)n * 9, sizeof *v);
-  double *x = v, *input = v + n, *compute = v + 2 * n, *comm = v + 3 * n, *idle = v + 4 * n;
+  double *v = base_xcalloc((size_t)n * 10, sizeof *v);
+  double *x = v, *input = v + n, *compute = v + 2 * n, *comm = v + 3 * n, *idle = v + 4 * n, *host = v + 9 * n;
   double *used = v + 5 * n, *spare = v + 6 * n, *wanted = v + 7 * n, *over = v + 8 * n;
   for (int i = 0; i < n; i++) {
     const plan_measure *m = &p->rows[i].m;
@@ -909,6 +912,7 @@ static int point_charts(const plan *p, const char *dir, char *msg, size_t len) {
     compute[i] = 1e3 * m->compute_s;
     comm[i] = 1e3 * m->comm_s;
     idle[i] = 1e3 * m->idle_s;
+    host[i] = 1e3 * m->host_s;
     int fits = cap > 0 && need <= cap;
     used[i] = fits ? 100.0 * need / cap : 0.0;
     spare[i] = fits ? 100.0 - used[i] : 0.0;
@@ -916,10 +920,11 @@ static int point_charts(const plan *p, const char *dir, char *msg, size_t len) {
     over[i] = cap > 0 && !fits ? 100.0 * (need - cap) / cap : 0.0;
   }
   char path[SCN_PATH_MAX + 32], title[256];
-  pl_stack parts[4] = { { "input", input }, { "compute", compute }, { "communication", comm }, { "idle", idle } };
+  pl_stack parts[5] = { { "input", input }, { "compute", compute }, { "communication", comm }, { "idle", idle },
+                        { "host", host } };
   snprintf(title, sizeof title, "Median step by part \xe2\x80\x94 %s", p->base.name);
   int rc = pl_stacked_bars(outputs_path(path, sizeof path, dir, "step_breakdown.png"), PL_PNG, title,
-                           "sweep point (row of sweep.csv)", "simulated time (ms)", x, (size_t)n, parts, 4, msg, len);
+                           "sweep point (row of sweep.csv)", "simulated time (ms)", x, (size_t)n, parts, 5, msg, len);
   pl_stack memory[4] = { { "in use", used }, { "free", spare }, { "does not fit: up to capacity", wanted },
                          { "does not fit: beyond capacity", over } };
   snprintf(title, sizeof title, "Device memory against capacity \xe2\x80\x94 %s", p->base.name);

@@ -26,10 +26,11 @@ typedef struct plan_measure {
   int    replicas;        /* num_replicas_in_sync */
   long   steps_completed; /* training steps applied */
   double step_s;          /* the median step (below) */
-  double compute_s;       /* that step's compute, communication, idle and input times */
+  double compute_s;       /* that step's compute, communication, idle, input and host times */
   double comm_s;          /* ... */
   double idle_s;          /* ... */
   double input_s;         /* ... */
+  double host_s;          /* ... (the TPU host round trip, metrics.csv host_s) */
   double compile_s;       /* XLA compile before the first step */
   uint64_t hbm_peak;      /* peak device memory of the fullest replica device */
   uint64_t hbm_capacity;  /* that device's capacity */

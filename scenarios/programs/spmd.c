@@ -34,7 +34,7 @@ sim_time train__split_comm_ps(const trainer *t, int examples) {
   if (n == 1 || examples == 0) return 0;
   const scenario *s = t->in.s;
   const sim_tpu_figures *f = sim_tpu_generation_figures(sim_tpu_slice_generation(slice_run_slice(t->tpu)));
-  double bw = s->tpu_ici_bytes_per_s > 0 ? s->tpu_ici_bytes_per_s : f->ici_bytes_per_s;
+  double bw = sim_tpu_ici_rate(f, s->tpu_ici_bytes_per_s);
   double share = (double)(n - 1) / n, bytes = 0;
   long hops = 0;
   for (int pass = 0; pass < 2; pass++) {

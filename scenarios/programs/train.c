@@ -131,7 +131,8 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->input_ps = m->fed - m->compiled;
   rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
   rec->comm_ps = comm + m->sync_comm;
-  rec->idle_ps = (m->reduced - m->computed) - comm + (m->launched - m->start) + (now - m->updated);
+  rec->host_ps = m->launched - m->start;
+  rec->idle_ps = (m->reduced - m->computed) - comm + (now - m->updated);
   rec->hidden_ps = t->ovl ? ovl_hidden(t->ovl, m->computed) : 0;
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
@@ -862,6 +863,7 @@ static void summarise(trainer *t, run_summary *sum) {
     m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->rows.n;
     m->comm_s += sim_time_to_s(r->comm_ps) / (double)t->rows.n;
     m->idle_s += sim_time_to_s(r->idle_ps) / (double)t->rows.n;
+    m->host_s += sim_time_to_s(r->host_ps) / (double)t->rows.n;
     m->comm_hidden_s += sim_time_to_s(r->hidden_ps) / (double)t->rows.n;
   }
   free(kept);

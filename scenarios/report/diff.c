@@ -20,17 +20,19 @@
 
 /* The columns of metrics.csv the comparison reads; the step breakdown's parts in the order of
 ** the run summary's "step time" line. */
-enum { C_STEP, C_STEP_TIME, C_LOSS, C_COMPILE, C_INPUT, C_COMPUTE, C_COMM, C_IDLE, C_COLUMNS };
+enum { C_STEP, C_STEP_TIME, C_LOSS, C_COMPILE, C_INPUT, C_COMPUTE, C_COMM, C_IDLE, C_HOST, C_COLUMNS };
 static const char *const COLUMNS[C_COLUMNS] = { "step", "step_time_s", "loss", "compile_s", "input_s",
-                                                "compute_s", "comm_s", "idle_s" };
-static const char *const PART_LABELS[] = { "input", "compute", "communication", "idle" };
+                                                "compute_s", "comm_s", "idle_s", "host_s" };
+static const char *const PART_LABELS[] = { "input", "compute", "communication", "idle", "host" };
+#define N_PARTS ((int)(sizeof PART_LABELS / sizeof PART_LABELS[0]))
 
 typedef struct diff_run {
   const char *dir;        /* as given */
   json_t *summary;        /* summary.json */
   double *rows;           /* C_COLUMNS values per row of metrics.csv */
   long n;                 /* rows */
-  double means[5];        /* mean step (compile left out), then its parts as PART_LABELS */
+  double means[6];        /* mean step (compile left out), then its parts as PART_LABELS (host NaN
+                             in a run written before metrics.csv had host_s) */
 } diff_run;
 
 /* K_TEXT: a string compared for equality; K_STEPS: the step time breakdown of metrics.csv. */
@@ -91,9 +93,9 @@ static int load_run(diff_run *r, const char *dir, char *msg, size_t msglen) {
   for (long i = 0; i < r->n; i++) {
     const double *row = r->rows + i * C_COLUMNS;
     r->means[0] += row[C_STEP_TIME] - (isnan(row[C_COMPILE]) ? 0 : row[C_COMPILE]);
-    for (int k = 0; k < 4; k++) r->means[1 + k] += row[C_INPUT + k];
+    for (int k = 0; k < N_PARTS; k++) r->means[1 + k] += row[C_INPUT + k];
   }
-  for (int k = 0; k < 5; k++) r->means[k] = r->n > 0 ? r->means[k] / (double)r->n : NAN;
+  for (int k = 0; k <= N_PARTS; k++) r->means[k] = r->n > 0 ? r->means[k] / (double)r->n : NAN;
   return 0;
 }
 
@@ -133,7 +135,7 @@ static void print_steps(FILE *out, const diff_run *r) {
   double scale = report_time_unit(fmax(r[0].means[0], r[1].means[0]), &unit);
   base_format(label, sizeof label, "mean step (%s)", unit);
   print_row(out, label, K_REAL, r[0].means[0], r[1].means[0], scale);
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < N_PARTS; k++) {
     base_format(label, sizeof label, "  %s", PART_LABELS[k]);
     print_row(out, label, K_REAL, r[0].means[1 + k], r[1].means[1 + k], scale);
   }

@@ -393,13 +393,13 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, con
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
   fputs("step,sim_time_s,step_time_s,loss,examples_per_s", f);
-  fputs(cols->sync ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s" : "", f);
+  fputs(cols->sync ? ",compute_s,comm_s,idle_s,hbm_bytes,input_s,compile_s,host_s" : "", f);
   fputs(cols->restart ? ",restarts" : "", f);
   fputs(cols->ps ? ",worker,staleness" : "", f);
   fputs(cols->learning_rate ? ",learning_rate" : "", f);
   for (int k = 0; k < cols->nmetrics; k++) fprintf(f, ",%s", cols->metric_names[k]);
   fputc('\n', f);
-  char t[6][32];
+  char t[7][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
     double eps = r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
@@ -407,10 +407,10 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, con
     fprintf(f, "%ld,%s,%s,%s,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
             outputs_seconds(t[1], sizeof t[1], r->step_ps), number(loss, sizeof loss, r->loss), eps);
     if (cols->sync)
-      fprintf(f, ",%s,%s,%s,%llu,%s,%s", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
+      fprintf(f, ",%s,%s,%s,%llu,%s,%s,%s", outputs_seconds(t[1], sizeof t[1], r->compute_ps),
               outputs_seconds(t[2], sizeof t[2], r->comm_ps), outputs_seconds(t[3], sizeof t[3], r->idle_ps),
               (unsigned long long)r->memory_bytes, outputs_seconds(t[4], sizeof t[4], r->input_ps),
-              outputs_seconds(t[5], sizeof t[5], r->compile_ps));
+              outputs_seconds(t[5], sizeof t[5], r->compile_ps), outputs_seconds(t[6], sizeof t[6], r->host_ps));
     if (cols->restart) fprintf(f, ",%d", r->restarts);
     if (cols->ps) fprintf(f, ",%d,%ld", r->worker, r->staleness);
     if (cols->learning_rate) fprintf(f, ",%.9g", r->learning_rate);
@@ -496,6 +496,9 @@ int outputs_write_summary(const char *path, const run_summary *s) {
     json_object_set_new(o, "all_reduce_packs", json_integer(s->all_reduce_packs));
     json_object_set_new(o, "comm_hidden_s", json_real(s->means.comm_hidden_s));
   }
+  /* The host round trip each step waited (TPU strategies), apart from idle: a planner reads it
+  ** against steps_per_run / host_round_trip. */
+  if (s->means.host_s > 0) json_object_set_new(o, "host_s", json_real(s->means.host_s));
   json_object_set_new(o, "sim_time_s", json_real(s->sim_time_s));
   json_object_set_new(o, "steps_completed", json_integer(s->steps_completed));
   /* null when there is no step or the loss is not a number (a diverged run): jansson has no NaN. */

@@ -21,6 +21,8 @@ typedef struct step_record {
   int64_t compute_ps;     /* replica 0: forward, backward and optimizer */
   int64_t comm_ps;        /* the gradient all-reduce, from the last replica's arrival to its end */
   int64_t idle_ps;        /* replica 0 waiting for slower replicas */
+  int64_t host_ps;        /* replica 0 waiting for its program's launch: the TPU host round trip
+                             (TF2: every step; tpu_v1: every steps_per_run loop), 0 elsewhere */
   int64_t input_ps;       /* replica 0 waiting for its batch to be on its device */
   int64_t compile_ps;     /* XLA compiling the step before it ran (the first step only) */
   int64_t hidden_ps;      /* with packs: the gradient all-reduce's time under replica 0's backward
@@ -55,7 +57,8 @@ typedef struct run_step_means {
   double input_s;         /* replica 0 waiting for its batch */
   double compute_s;       /* forward, backward and optimizer */
   double comm_s;          /* the gradient all-reduce */
-  double idle_s;          /* waiting for slower replicas or the host */
+  double idle_s;          /* waiting for slower replicas */
+  double host_s;          /* waiting for the host's launch of the step (TPU round trip) */
   double comm_hidden_s;   /* with packs: the all-reduce time the backward hid (not in comm_s) */
 } run_step_means;
 
@@ -132,7 +135,7 @@ uint64_t run_hasher_finish(run_hasher *h);
 ** `worker,staleness` (parameter_server runs), learning_rate (a schedule's runs), then one column
 ** per compiled metric. */
 typedef struct outputs_columns {
-  int sync;           /* compute_s, comm_s, idle_s, hbm_bytes, input_s, compile_s */
+  int sync;           /* compute_s, comm_s, idle_s, hbm_bytes, input_s, compile_s, host_s */
   int restart;        /* restarts */
   int ps;             /* worker, staleness */
   int learning_rate;  /* learning_rate */

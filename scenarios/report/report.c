@@ -57,7 +57,7 @@ static pl_format plot_format(scn_plot_format f) {
 typedef struct step_points {
   size_t n;               /* points */
   double *x, *y;          /* x: step (or updates applied), y: loss */
-  double *parts;          /* 4 x (n + 1): input, compute, communication, idle, in `unit` */
+  double *parts;          /* 5 x (n + 1): input, compute, communication, idle, host, in `unit` */
   const char *unit;       /* the time unit of parts */
   const char *xlabel;     /* "step" or "updates applied" */
 } step_points;
@@ -68,7 +68,7 @@ static step_points step_points_of(const report_run *run) {
   size_t n = p.n;
   p.x = base_xcalloc(n + 1, sizeof *p.x);
   p.y = base_xcalloc(n + 1, sizeof *p.y);
-  p.parts = base_xcalloc(4 * (n + 1), sizeof *p.parts);
+  p.parts = base_xcalloc(5 * (n + 1), sizeof *p.parts);
   double longest = 0;
   for (size_t i = 0; i < n; i++) longest = fmax(longest, sim_time_to_s(run->steps[i].step_ps - run->steps[i].compile_ps));
   double scale = report_time_unit(longest, &p.unit);
@@ -78,8 +78,8 @@ static step_points step_points_of(const report_run *run) {
     const step_record *r = &run->steps[i];
     p.x[i] = async ? (double)(i + 1) : (double)r->step;
     p.y[i] = r->loss;
-    int64_t ps[4] = { r->input_ps, r->compute_ps, r->comm_ps, r->idle_ps };
-    for (int k = 0; k < 4; k++) p.parts[(size_t)k * (n + 1) + i] = scale * sim_time_to_s(ps[k]);
+    int64_t ps[5] = { r->input_ps, r->compute_ps, r->comm_ps, r->idle_ps, r->host_ps };
+    for (int k = 0; k < 5; k++) p.parts[(size_t)k * (n + 1) + i] = scale * sim_time_to_s(ps[k]);
   }
   return p;
 }
@@ -106,12 +106,13 @@ static int loss(const report_run *run, const char *path, char *msg, size_t msgle
 static int step_time(const report_run *run, const char *path, char *msg, size_t msglen) {
   step_points p = step_points_of(run);
   size_t n = p.n;
-  pl_stack stacks[4] = { { "input", p.parts }, { "compute", p.parts + (n + 1) },
-                         { "communication", p.parts + 2 * (n + 1) }, { "idle", p.parts + 3 * (n + 1) } };
+  pl_stack stacks[5] = { { "input", p.parts }, { "compute", p.parts + (n + 1) },
+                         { "communication", p.parts + 2 * (n + 1) }, { "idle", p.parts + 3 * (n + 1) },
+                         { "host", p.parts + 4 * (n + 1) } };
   char title[256], ylabel[64];
   snprintf(title, sizeof title, "Step time breakdown \xe2\x80\x94 %s", run->s->name);
   snprintf(ylabel, sizeof ylabel, "simulated time (%s)", p.unit);
-  int rc = pl_stacked_bars(path, plot_format(run->s->format), title, p.xlabel, ylabel, p.x, n, stacks, 4,
+  int rc = pl_stacked_bars(path, plot_format(run->s->format), title, p.xlabel, ylabel, p.x, n, stacks, 5,
                            msg, msglen);
   step_points_free(&p);
   return rc;
@@ -491,10 +492,12 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
           human_time(a, sizeof a, sum->sim_time_s), sum->examples_per_s);
   if (sum->steps_completed > 0) {
     const run_step_means *m = &sum->means;
-    fprintf(f, "  step time     %s mean: input %s, compute %s, communication %s, idle %s\n",
+    fprintf(f, "  step time     %s mean: input %s, compute %s, communication %s, idle %s",
             human_time(a, sizeof a, m->step_s), human_time(b, sizeof b, m->input_s),
             human_time(c, sizeof c, m->compute_s), human_time(d, sizeof d, m->comm_s),
             human_time(e, sizeof e, m->idle_s));
+    if (m->host_s > 0) fprintf(f, ", host %s", human_time(a, sizeof a, m->host_s));
+    fputc('\n', f);
     if (sum->all_reduce_packs > 0)
       fprintf(f, "  overlap       all-reduce in %d packs: %s a step hidden under the backward, %s exposed\n",
               sum->all_reduce_packs, human_time(a, sizeof a, m->comm_hidden_s), human_time(b, sizeof b, m->comm_s));

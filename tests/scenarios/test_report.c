@@ -138,7 +138,7 @@ static void summary_text(void **state) {
   sum.replicas = 4;
   sum.steps_completed = 300;
   sum.sim_time_s = 0.0572779;
-  sum.means = (run_step_means){190.9e-6, 0.06e-6, 54.33e-6, 136.5e-6, 0, 0};
+  sum.means = (run_step_means){190.9e-6, 0.06e-6, 54.33e-6, 136.5e-6, 0, 0, 0};
   sum.memory_peak_bytes = 251472;
   sum.memory_capacity_bytes = UINT64_C(34359738368);
   sum.run_hash = 0xbee2f3b83e2f4bc5ULL;
@@ -163,6 +163,17 @@ static void summary_text(void **state) {
     fclose(f);
     assert_non_null(strstr(buf, numerics ? "  final loss    nan (diverged)\n" : "  final loss    n/a (numerics: off)\n"));
   }
+  /* No host round trip on workers: the step line ends at idle. A TPU run's 100 us launch is its
+  ** own part after idle (issue 25, item 7), not in it. */
+  f = fmemopen(buf, sizeof buf, "w");
+  report_print_summary(f, &s, "out/q", &sum);
+  fclose(f);
+  assert_non_null(strstr(buf, "communication 136.5 us, idle 0 us\n"));
+  sum.means.host_s = 100e-6;
+  f = fmemopen(buf, sizeof buf, "w");
+  report_print_summary(f, &s, "out/q", &sum);
+  fclose(f);
+  assert_non_null(strstr(buf, "communication 136.5 us, idle 0 us, host 100 us\n"));
 }
 
 /* The output directory is whole or absent (outputs_stage): a stage beside DIR in parents it
