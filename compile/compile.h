@@ -50,6 +50,10 @@ typedef struct cg_options {
   int fusion;             /* 1: run fusion.c's rules */
   const char *sharding;   /* the sharding recipe by name (sharding.c's registry); NULL: data_parallel */
   const char *memory;     /* the memory policy by name (liveness.c's registry); NULL: liveness */
+  int model_axis;         /* devices along the mesh's model axis (tensor and sequence parallel
+                          ** recipes); 0 or 1: none. The data axis is replicas / model_axis, and
+                          ** a replica's batch is its data shard's over model_axis (the trace's
+                          ** batch is n x model_axis: the examples a model group shares) */
 } cg_options;
 
 /* A kernel: one launch on the device, an op or a fusion of several. */
@@ -83,7 +87,32 @@ double cg_graph_peak_bytes(const cg_graph *g);
 int cg_sharding_known(const char *name);
 int cg_memory_known(const char *name);
 
+/* The step's collectives of a kind over a mesh axis: how many, and the bytes of their whole
+** buffers (an all-reduce's operand, an all-gather's result, a reduce-scatter's input), the
+** quantities docs/strategies.md's formulas give. A device sends (group - 1) / group of an
+** all-gather's or reduce-scatter's bytes and twice that of an all-reduce's in a ring. */
+typedef enum { CG_COLL_ALL_REDUCE = 0, CG_COLL_ALL_GATHER, CG_COLL_REDUCE_SCATTER } cg_coll;
+double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count);
+/* Bytes each device holds for the whole step: its weights' and optimizer slots' shards. */
+double cg_graph_persistent_bytes(const cg_graph *g);
+
 /* ---- program.c: lowering ---- */
+
+/* A collective of the program, as the latency-hiding schedule places it (schedule.c): issued
+** after `issue` kernels of its list (the step's or the update's) have run, running beside the
+** kernels that follow, and awaited before kernel `need` of that list, the first to read its
+** result (the list's length: nothing of the list reads it; the step's collectives end before the
+** update runs). Collectives run one after another in the program's order (one stream). */
+typedef struct cg_transfer {
+  cg_coll kind;           /* what it does */
+  int model_axis;         /* 1: over the mesh's model axis; 0: over its data axis */
+  int group;              /* the devices along that axis */
+  double bytes;           /* its whole buffer, as cg_graph_collective_bytes counts it */
+  int apply;              /* 1: among the update's kernels; 0: among the step's */
+  size_t issue;           /* kernels of its list run before it is issued */
+  size_t need;            /* the kernel of its list that first waits for it */
+} cg_transfer;
+const cg_transfer *cg_program_collectives(const cg_program *p, size_t *n);
 
 /* The kernels of the step's compute (forward, loss, backward) and of the optimizer's update. */
 const cg_kernel *cg_program_step(const cg_program *p, size_t *n);
