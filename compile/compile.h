@@ -93,8 +93,10 @@ int cg_memory_known(const char *name);
 ** all-gather's or reduce-scatter's bytes and twice that of an all-reduce's in a ring. */
 typedef enum { CG_COLL_ALL_REDUCE = 0, CG_COLL_ALL_GATHER, CG_COLL_REDUCE_SCATTER } cg_coll;
 double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count);
-/* Bytes each device holds for the whole step: its weights' and optimizer slots' shards. */
+/* Bytes each device holds for the whole step: its weights' and optimizer slots' shards, and of
+** those its weights'. */
 double cg_graph_persistent_bytes(const cg_graph *g);
+double cg_graph_weight_bytes(const cg_graph *g);
 
 /* ---- program.c: lowering ---- */
 

@@ -326,6 +326,13 @@ double cg_graph_bytes(const cg_graph *g) {
 double cg_graph_peak_bytes(const cg_graph *g) { return g->peak; }
 double cg_graph_persistent_bytes(const cg_graph *g) { return g->persistent; }
 
+double cg_graph_weight_bytes(const cg_graph *g) {
+  double b = 0;
+  for (size_t i = 0; i < g->ntensors; i++)
+    if (g->tensors[i].kind == CG_TENSOR_WEIGHT && g->tensors[i].producer < 0) b += g->tensors[i].bytes;
+  return b;
+}
+
 double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count) {
   double b = 0;
   int n = 0;

@@ -20,6 +20,7 @@
 #include <assert.h>
 #include <regex.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "scenarios/programs/trainInt.h"
@@ -237,6 +238,18 @@ int mesh_sync(mesh_run *m, sim_actor *self, int r) {
 }
 
 sim_time mesh_waited(const mesh_run *m, int r) { return m->waited[r]; }
+
+/* ---- the scenario's mesh ------------------------------------------------------------------ */
+
+int mesh_active(const scenario *s, int nreplicas) {
+  const char *recipe = scenario_sharding_recipe(s);
+  return recipe != NULL && strcmp(recipe, "data_parallel") != 0 && nreplicas >= 2;
+}
+
+cg_options mesh_compile_options(const scenario *s, int nreplicas) {
+  return (cg_options){.replicas = nreplicas, .fusion = s->xla_fusion, .sharding = scenario_sharding_recipe(s),
+                      .model_axis = scenario_model_axis(s)};
+}
 
 /* ---- the layout against the cluster and the model --------------------------------------- */
 

@@ -49,6 +49,10 @@ int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int appl
               mesh_work_fn work, void *ctx);
 /* The step's end on replica r: every replica's gradients summed into bufs (when given). */
 int mesh_sync(mesh_run *m, sim_actor *self, int r);
+/* Whether the scenario's run on nreplicas replicas uses a mesh (a recipe other than data
+** parallelism), and the options its step is compiled with. */
+int        mesh_active(const scenario *s, int nreplicas);
+cg_options mesh_compile_options(const scenario *s, int nreplicas);
 /* strategy.distribution against the run: the mesh's devices are the strategy's nreplicas, and
 ** each layout_map entry fits the variables of m it matches. TR_EXIT_OK, or TR_EXIT_INPUT with
 ** err naming the file, line and column of the offending entry (train.h). */

@@ -528,8 +528,7 @@ static void make_packs(trainer *t) {
 
 /* strategy.distribution's recipe other than data parallelism runs the mesh's collectives. */
 static void make_mesh(trainer *t) {
-  const char *recipe = scenario_sharding_recipe(t->in.s);
-  if (recipe == NULL || !strcmp(recipe, "data_parallel") || t->nreplicas < 2) return;
+  if (!mesh_active(t->in.s, t->nreplicas)) return;
   float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);
   for (int r = 0; r < t->nreplicas; r++) bufs[r] = t->replicas[r].flat;
   t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s),
@@ -966,9 +965,8 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   make_replicas(&t, first);
   make_packs(&t);
   md_model_spec spec = scenario_model_spec(s, 1);
-  t.programs = cg_cache_new(&spec, &s->optimizer, &(cg_options){.replicas = t.nreplicas, .fusion = s->xla_fusion,
-                                                                 .sharding = scenario_sharding_recipe(s),
-                                                                 .model_axis = scenario_model_axis(s)});
+  cg_options compiled = mesh_compile_options(s, t.nreplicas);
+  t.programs = cg_cache_new(&spec, &s->optimizer, &compiled);
   make_mesh(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
