@@ -75,9 +75,9 @@ static int layout_map_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const 
 
 const key_spec CFG_DISTRIBUTION_KEYS[] = {
   {.key = "preset", .type = V_ENUM, .names = PRESETS, .st = S_INT, OFF(scenario, dist_preset),
-   .doc = "the sharding recipe: data_parallel, zero1, zero2, fsdp (ZeRO-3) over the mesh's first (batch) axis; "
-          "tensor_parallel (Megatron), sequence_parallel, fsdp_tp over its second (model) axis too; layout_map "
-          "(the default): the one the layout map describes"},
+   .doc = "the sharding recipe: data_parallel, zero1, zero2, fsdp (ZeRO-3) over every device of the mesh (its "
+          "axes flattened); tensor_parallel (Megatron), sequence_parallel, fsdp_tp over its second (model) axis, "
+          "the batch over its first; layout_map (the default): the one the layout map describes"},
   {.key = "mesh", .type = V_FN, .fn = mesh_fn,
    .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":"
              "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
@@ -138,10 +138,6 @@ int cfg_distribution_checks(cfg_ctx *c) {
     return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's second "
                     "(model) axis: give strategy.distribution.mesh two axes such as {data: 2, model: 2}",
                     PRESETS[s->dist_preset]);
-  if (!wants_model && model > 1)
-    return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s shards over the batch axis alone; "
-                    "a model axis of %d needs tensor_parallel, sequence_parallel or fsdp_tp", PRESETS[s->dist_preset],
-                    model);
   if (s->dist_preset != P_DATA && (s->comm_bytes_per_pack > 0 || s->xla_combine_bytes >= 0))
     return cfg_fail(c, d, "strategy.distribution", "%s schedules its own collectives beside the compute: drop "
                     "strategy.%s", PRESETS[s->dist_preset],
@@ -151,4 +147,10 @@ int cfg_distribution_checks(cfg_ctx *c) {
 
 const char *scenario_sharding_recipe(const scenario *s) { return s->dist ? PRESETS[s->dist_preset] : NULL; }
 
-int scenario_model_axis(const scenario *s) { return s->dist && s->mesh_axes == 2 ? s->mesh_shape[1] : 1; }
+/* The batch-only presets (data_parallel, zero1, zero2, fsdp) run over every device of the mesh,
+** its axes flattened, as keras.distribution.DataParallel's one-axis mesh does: so a plan can
+** sweep the preset on one mesh. */
+int scenario_model_axis(const scenario *s) {
+  int model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset == P_FSDP_TP;
+  return s->dist && model && s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
+}
