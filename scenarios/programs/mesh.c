@@ -19,6 +19,7 @@
 
 #include <assert.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ typedef struct mesh_line {
   int running;            /* 1 while one runs */
   double floats;          /* the next one's buffer, from its last issuer */
   cg_coll kind;           /* its kind */
+  sim_time began;         /* when the running one started */
   struct mesh_run *run;   /* the run it belongs to */
 } mesh_line;
 
@@ -55,6 +57,7 @@ struct mesh_run {
   float **bufs;           /* the gradients, per replica (a copy of the array), or NULL */
   size_t nparams;         /* their floats */
   sim_algo algo;          /* the lines' algorithm */
+  int *tracks;            /* per replica: its trace track; NULL: no spans */
 };
 
 static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n) {
@@ -76,13 +79,18 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   free(ranks);
 }
 
-mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams) {
+mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams,
+                   const int *tracks) {
   assert(nreplicas >= 2 && model >= 1 && nreplicas % model == 0);
   mesh_run *m = base_xcalloc(1, sizeof *m);
   m->engine = e;
   m->strategy = s;
   m->nreplicas = nreplicas;
   m->model = model;
+  if (tracks != NULL) {
+    m->tracks = base_xcalloc((size_t)nreplicas, sizeof *m->tracks);
+    for (int r = 0; r < nreplicas; r++) m->tracks[r] = tracks[r];
+  }
   if (bufs != NULL) {
     m->bufs = base_xcalloc((size_t)nreplicas, sizeof *m->bufs);
     for (int r = 0; r < nreplicas; r++) m->bufs[r] = bufs[r];
@@ -124,6 +132,7 @@ void mesh_free(mesh_run *m) {
   sim_cond_free(m->cv);
   sim_barrier_free(m->end);
   free(m->bufs);
+  free(m->tracks);
   free(m);
 }
 
@@ -141,10 +150,16 @@ static const sim_coll_op OPS[] = {SIM_COLL_ALL_REDUCE, SIM_COLL_ALL_GATHER, SIM_
 
 static void try_start(mesh_run *m, mesh_line *l);
 
+static const char *const NAMES[] = {"all-reduce", "all-gather", "reduce-scatter"};
+
 static void line_done(sim_engine *e, sim_collective *c, void *arg) {
-  (void)e;
   (void)c;
   mesh_line *l = arg;
+  if (l->run->tracks != NULL) {  /* the collective on each member's timeline, beside its kernels */
+    char name[48];
+    snprintf(name, sizeof name, "%s (%s axis)", NAMES[l->kind], l->axis ? "model" : "data");
+    for (int k = 0; k < l->n; k++) sim_trace_span(e, l->run->tracks[l->members[k]], name, "collective", l->began, sim_now(e));
+  }
   l->running = 0;
   l->done++;
   sim_cond_notify_all(l->run->cv);
@@ -157,6 +172,7 @@ static void try_start(mesh_run *m, mesh_line *l) {
   for (int k = 0; k < l->n; k++)
     if (l->issued[k] <= l->done) return;
   l->running = 1;
+  l->began = sim_now(m->engine);
   size_t count = l->floats > 0 ? (size_t)l->floats : 1;
   int rc = sim_collective_start(l->group, OPS[l->kind], m->algo, 0, NULL, count, line_done, l);
   assert(rc == SIM_OK);  /* the line ran nothing else, and mesh_new checked the algorithm */

@@ -37,8 +37,10 @@ typedef struct mesh_run mesh_run;
 typedef double (*mesh_work_fn)(void *ctx, const cg_kernel *k, size_t from, size_t to);
 
 /* The mesh of the strategy's nreplicas (>= 2) replicas, `model` along the model axis (it divides
-** nreplicas); bufs (nreplicas gradient buffers of nparams floats) or NULL with numerics off. */
-mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams);
+** nreplicas); bufs (nreplicas gradient buffers of nparams floats) or NULL with numerics off;
+** tracks (each replica's trace track, for a span per collective) or NULL. */
+mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams,
+                   const int *tracks);
 void      mesh_free(mesh_run *m);
 /* Forgets every line's progress: a new attempt starts its steps again (recovery). */
 void      mesh_reset(mesh_run *m);

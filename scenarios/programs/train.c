@@ -532,7 +532,7 @@ static void make_mesh(trainer *t) {
   float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);
   for (int r = 0; r < t->nreplicas; r++) bufs[r] = t->replicas[r].flat;
   t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s),
-                     t->in.s->numerics_full ? bufs : NULL, t->nparams);
+                     t->in.s->numerics_full ? bufs : NULL, t->nparams, t->traced ? t->track : NULL);
   free(bufs);
 }
 
