@@ -38,6 +38,7 @@ typedef struct mesh_line {
   double floats;          /* the next one's buffer, from its last issuer */
   cg_coll kind;           /* its kind */
   sim_time began;         /* when the running one started */
+  long attempt;           /* the attempt that started the running one */
   struct mesh_run *run;   /* the run it belongs to */
 } mesh_line;
 
@@ -58,6 +59,8 @@ struct mesh_run {
   size_t nparams;         /* their floats */
   sim_algo algo;          /* the lines' algorithm */
   int *tracks;            /* per replica: its trace track; NULL: no spans */
+  long attempt;           /* attempts begun (mesh_reset): a collective an earlier one started
+                          ** ends without counting */
 };
 
 static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n) {
@@ -140,9 +143,9 @@ void mesh_reset(mesh_run *m) {
   for (int i = 0; i < m->nlines; i++) {
     mesh_line *l = &m->lines[i];
     for (int k = 0; k < l->n; k++) l->issued[k] = 0;
-    l->done = 0;
-    l->running = 0;
+    l->done = 0;  /* one still running ends uncounted (line_done) */
   }
+  m->attempt++;
   for (int r = 0; r < m->nreplicas; r++) m->steps[0][r] = m->steps[1][r] = 0;
 }
 
@@ -155,12 +158,16 @@ static const char *const NAMES[] = {"all-reduce", "all-gather", "reduce-scatter"
 static void line_done(sim_engine *e, sim_collective *c, void *arg) {
   (void)c;
   mesh_line *l = arg;
+  l->running = 0;
+  if (l->attempt != l->run->attempt) {  /* a restarted job's lines count from zero */
+    try_start(l->run, l);
+    return;
+  }
   if (l->run->tracks != NULL) {  /* the collective on each member's timeline, beside its kernels */
     char name[48];
     snprintf(name, sizeof name, "%s (%s axis)", NAMES[l->kind], l->axis ? "model" : "data");
     for (int k = 0; k < l->n; k++) sim_trace_span(e, l->run->tracks[l->members[k]], name, "collective", l->began, sim_now(e));
   }
-  l->running = 0;
   l->done++;
   sim_cond_notify_all(l->run->cv);
   try_start(l->run, l);
@@ -173,6 +180,7 @@ static void try_start(mesh_run *m, mesh_line *l) {
     if (l->issued[k] <= l->done) return;
   l->running = 1;
   l->began = sim_now(m->engine);
+  l->attempt = m->attempt;
   size_t count = l->floats > 0 ? (size_t)l->floats : 1;
   int rc = sim_collective_start(l->group, OPS[l->kind], m->algo, 0, NULL, count, line_done, l);
   assert(rc == SIM_OK);  /* the line ran nothing else, and mesh_new checked the algorithm */
