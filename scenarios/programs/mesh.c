@@ -224,29 +224,39 @@ int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int appl
   long pass = m->steps[apply][r]++;
   long base[2] = {pass * per_step[0] + before[0], pass * per_step[1] + before[1]};
   long *pos = base_xcalloc(nx + 1, sizeof *pos);  /* each collective's position in its line */
+  /* per kernel place: whether something happens there, and the collectives awaited there (a
+  ** list through next), so a pass is linear in its kernels and collectives */
+  char *stop = base_xcalloc(nk + 1, 1);
+  long *awaited = base_xcalloc(nk + 1, sizeof *awaited), *next = base_xcalloc(nx + 1, sizeof *next);
+  for (size_t at = 0; at <= nk; at++) awaited[at] = -1;
   long seen[2] = {0, 0};
+  for (size_t i = nx; i-- > 0;)  /* backwards, so each place's list is in program order */
+    if (x[i].apply == apply) {
+      next[i] = awaited[x[i].need];
+      awaited[x[i].need] = (long)i;
+      stop[x[i].issue] = stop[x[i].need] = 1;
+    }
   for (size_t i = 0; i < nx; i++)
     if (x[i].apply == apply) pos[i] = base[x[i].model_axis] + seen[x[i].model_axis]++;
   size_t from = 0, issued = 0;
   int rc = SIM_OK;
   /* kernels in runs between places where a collective is issued or awaited */
   for (size_t at = 0; at <= nk && rc == SIM_OK; at++) {
-    int stop = at == nk;
-    for (size_t i = 0; i < nx && !stop; i++)
-      stop = x[i].apply == apply && (x[i].issue == at || x[i].need == at);
-    if (!stop) continue;
+    if (!stop[at] && at < nk) continue;
     if (at > from && sim_exec(self, cpu, work(ctx, k, from, at)) != SIM_OK) rc = SIM_FAILED;
     from = at;
     /* issued first: one awaited at the place it is issued (an activation's all-reduce that the
     ** next kernel reads) must have started */
-    for (; issued < nx; issued++) {
+    for (; issued < nx && rc == SIM_OK; issued++) {
       if (x[issued].apply != apply) continue;
       if (x[issued].issue > at) break;
       issue(m, r, &x[issued]);
     }
-    for (size_t i = 0; i < nx && rc == SIM_OK; i++)
-      if (x[i].apply == apply && x[i].need == at) rc = await(m, self, r, x[i].model_axis, pos[i]);
+    for (long i = awaited[at]; i >= 0 && rc == SIM_OK; i = next[i]) rc = await(m, self, r, x[i].model_axis, pos[i]);
   }
+  free(stop);
+  free(awaited);
+  free(next);
   free(pos);
   return rc;
 }
