@@ -926,6 +926,11 @@ int train_check(const scenario *s, scn_error *err) {
   trainer t = { .in.s = s };
   md_model *first = NULL;
   int rc = prepare(&t, &first, err);
+  if (rc == TR_EXIT_OK && s->dist) {  /* the mesh against the strategy's replicas, as a run checks it */
+    train_memory *probe = train_memory_new(s, err);
+    rc = probe ? mesh_check(s, train_memory_replicas(probe), first, err) : TR_EXIT_INPUT;
+    train_memory_free(probe);
+  }
   if (first) md_model_free(first);
   train__free(&t);
   return rc;
