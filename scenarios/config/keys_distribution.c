@@ -103,9 +103,8 @@ int cfg_distribution_checks(cfg_ctx *c) {
       s->strategy != SCN_STRATEGY_TPU)
     return cfg_fail(c, d, "strategy.distribution", "goes with strategy kind mirrored, multi_worker_mirrored or tpu, "
                     "not %s", CFG_STRATEGIES[s->strategy]);
-  if (s->spmd || s->tpu_slices > 1)
-    return cfg_fail(c, d, "strategy.distribution", "%s", s->spmd ? "lays out the replicas itself: drop "
-                    "strategy.spmd_xla_partitioning" : "runs on one slice (several slices over DCN are not modelled yet)");
+  if (s->spmd)
+    return cfg_fail(c, d, "strategy.distribution", "lays out the replicas itself: drop strategy.spmd_xla_partitioning");
   /* layout entries: each dimension's axis a mesh axis */
   const yt_node *lm = yt_get(d, "layout_map");
   int uses[2] = {0, 0};

@@ -95,12 +95,13 @@ static void sync_strategies_reproduce_r1(void **state) {
 
 /* Every keras.distribution sharding recipe reproduces the single-device run r1: ZeRO-1, ZeRO-2
 ** and FSDP over 4 workers, Megatron tensor parallelism (from a layout map) and sequence
-** parallelism on a 2 x 2 mesh of 4 GPUs, FSDP x tensor parallelism on a v4-8's 2 x 2 chips
-** (scenarios/programs/mesh.h: the recipes move the math, the gradients' sum is the strategy's). */
+** parallelism on a 2 x 2 mesh of 4 GPUs, FSDP x tensor parallelism on a v4-8's 2 x 2 chips,
+** tensor parallelism on two v5e slices joined by DCN (scenarios/programs/mesh.h: the recipes
+** move the math, the gradients' sum is the strategy's). */
 static void mesh_recipes_reproduce_r1(void **state) {
   (void)state;
   static const char *const NAMES[] = {"mesh_zero1", "mesh_zero2", "mesh_fsdp", "mesh_tp_gpus", "mesh_sp_gpus",
-                                      "mesh_fsdp_tp_v4"};
+                                      "mesh_fsdp_tp_v4", "mesh_tp_2_slices"};
   for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) check_strategy(NAMES[i], "r1", NULL);
 }
 
