@@ -287,9 +287,10 @@ cg_options mesh_compile_options(const scenario *s, int nreplicas) {
 
 /* ---- the layout against the cluster and the model --------------------------------------- */
 
-/* keras.distribution's checks: the mesh holds every replica, and each layout_map entry, a
-** regular expression a variable's path matches whole (LayoutMap's re.fullmatch, at most one
-** entry a variable), has the variable's rank and axes that divide the dimensions they shard. */
+/* keras.distribution's checks: the mesh holds every replica, and the layout_map entry of each
+** variable (LayoutMap.__getitem__: the key equal to its path, else the one regular expression
+** its path matches whole, re.fullmatch; two is a ValueError) has the variable's rank and axes
+** that divide the dimensions they shard. */
 int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *err) {
   if (!s->dist) return TR_EXIT_OK;
   int devices = s->mesh_axes == 0 ? nreplicas : s->mesh_axes == 1 ? s->mesh_shape[0] : s->mesh_shape[0] * s->mesh_shape[1];
@@ -297,40 +298,49 @@ int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *e
     return train_error(err, s->path, s->mesh_line, s->mesh_col, "strategy.distribution.mesh",
                        "a mesh of %d devices on a cluster of %d replicas: DeviceMesh's shape must hold every device "
                        "the strategy runs on", devices, nreplicas);
-  int *matched = base_xcalloc((size_t)md_model_num_vars(m) + 1, sizeof *matched);
-  int rc = TR_EXIT_OK;
-  for (int i = 0; i < s->nlayouts && rc == TR_EXIT_OK; i++) {
-    const scn_layout *l = &s->layouts[i];
-    char key[200], anchored[160];
-    base_format(key, sizeof key, "strategy.distribution.layout_map.%s", l->pattern);
+  regex_t re[SCN_MAX_LAYOUTS];
+  int compiled = 0, rc = TR_EXIT_OK;
+  char key[200];
+  for (; compiled < s->nlayouts; compiled++) {
+    const scn_layout *l = &s->layouts[compiled];
+    char anchored[160];
     base_format(anchored, sizeof anchored, "^(%s)$", l->pattern);
-    regex_t re;
-    if (regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB) != 0) {
+    if (regcomp(&re[compiled], anchored, REG_EXTENDED | REG_NOSUB) != 0) {
+      base_format(key, sizeof key, "strategy.distribution.layout_map.%s", l->pattern);
       rc = train_error(err, s->path, l->line, l->col, key, "not a regular expression");
       break;
     }
-    for (int v = 0; v < md_model_num_vars(m) && rc == TR_EXIT_OK; v++) {
-      const md_var *var = md_model_var_const(m, v);
-      char shape[64];
-      if (regexec(&re, var->name, 0, NULL, 0) != 0) continue;
-      md_var_shape_str(var, shape, sizeof shape);
-      if (matched[v])
-        rc = train_error(err, s->path, l->line, l->col, key, "%s matches %s too: a variable matches at most one "
-                         "layout_map key", var->name, s->layouts[matched[v] - 1].pattern);
-      else if (l->rank != var->rank)
-        rc = train_error(err, s->path, l->line, l->col, key, "a layout of %d dimensions for %s, of shape %s (%d)",
-                         l->rank, var->name, shape, var->rank);
-      for (int d = 0; d < l->rank && rc == TR_EXIT_OK; d++) {
-        int a = l->axis[d];
-        if (a >= 0 && var->shape[d] % s->mesh_shape[a] != 0)
-          rc = train_error(err, s->path, l->axis_line[d], l->axis_col[d], key, "mesh axis %s (%d devices) does "
-                           "not divide dimension %d of %s, of shape %s", s->mesh_names[a], s->mesh_shape[a], d,
-                           var->name, shape);
-      }
-      matched[v] = i + 1;
-    }
-    regfree(&re);
   }
-  free(matched);
+  for (int v = 0; v < md_model_num_vars(m) && rc == TR_EXIT_OK; v++) {
+    const md_var *var = md_model_var_const(m, v);
+    int hit = -1, exact = 0;
+    for (int i = 0; i < s->nlayouts && !exact; i++)
+      if (!strcmp(s->layouts[i].pattern, var->name)) hit = i, exact = 1;
+    for (int i = 0; i < s->nlayouts && !exact && rc == TR_EXIT_OK; i++) {
+      if (regexec(&re[i], var->name, 0, NULL, 0) != 0) continue;
+      if (hit >= 0) {
+        base_format(key, sizeof key, "strategy.distribution.layout_map.%s", s->layouts[i].pattern);
+        rc = train_error(err, s->path, s->layouts[i].line, s->layouts[i].col, key, "%s matches %s too: a variable "
+                         "matches at most one layout_map key", var->name, s->layouts[hit].pattern);
+      }
+      hit = i;
+    }
+    if (hit < 0 || rc != TR_EXIT_OK) continue;
+    const scn_layout *l = &s->layouts[hit];
+    char shape[64];
+    md_var_shape_str(var, shape, sizeof shape);
+    base_format(key, sizeof key, "strategy.distribution.layout_map.%s", l->pattern);
+    if (l->rank != var->rank)
+      rc = train_error(err, s->path, l->line, l->col, key, "a layout of %d dimensions for %s, of shape %s (%d)",
+                       l->rank, var->name, shape, var->rank);
+    for (int d = 0; d < l->rank && rc == TR_EXIT_OK; d++) {
+      int a = l->axis[d];
+      if (a >= 0 && var->shape[d] % s->mesh_shape[a] != 0)
+        rc = train_error(err, s->path, l->axis_line[d], l->axis_col[d], key, "mesh axis %s (%d devices) does not "
+                         "divide dimension %d of %s, of shape %s", s->mesh_names[a], s->mesh_shape[a], d, var->name,
+                         shape);
+    }
+  }
+  for (int i = 0; i < compiled; i++) regfree(&re[i]);
   return rc;
 }
