@@ -871,6 +871,11 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
   sum->slices = s->tpu_slices;
   sum->all_reduce_packs = t->ovl ? t->npacks : 0;
+  sum->sharding = scenario_sharding_recipe(s);
+  if (s->dist && s->mesh_axes == 0) base_format(sum->mesh, sizeof sum->mesh, "batch=%d", t->nreplicas);
+  for (int a = 0; s->dist && a < s->mesh_axes; a++)
+    base_format(sum->mesh + strlen(sum->mesh), sizeof sum->mesh - strlen(sum->mesh), "%s%s=%d", a ? "," : "",
+                s->mesh_names[a], s->mesh_shape[a]);
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
   sum->final_loss = t->rows.n > 0 ? t->rows.at[t->rows.n - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
