@@ -34,6 +34,7 @@ typedef struct mesh_line {
   int *members;           /* their replicas */
   long *issued;           /* per member (by index in members): collectives issued */
   long done;              /* collectives through */
+  int ready;              /* members that have issued the next one (issued > done) */
   int running;            /* 1 while one runs */
   double floats;          /* the next one's buffer, from its last issuer */
   cg_coll kind;           /* its kind */
@@ -144,6 +145,7 @@ void mesh_reset(mesh_run *m) {
     mesh_line *l = &m->lines[i];
     for (int k = 0; k < l->n; k++) l->issued[k] = 0;
     l->done = 0;  /* one still running ends uncounted (line_done) */
+    l->ready = 0;
   }
   m->attempt++;
   for (int r = 0; r < m->nreplicas; r++) m->steps[0][r] = m->steps[1][r] = 0;
@@ -169,15 +171,15 @@ static void line_done(sim_engine *e, sim_collective *c, void *arg) {
     for (int k = 0; k < l->n; k++) sim_trace_span(e, l->run->tracks[l->members[k]], name, "collective", l->began, sim_now(e));
   }
   l->done++;
+  l->ready = 0;  /* counted once per collective, not per issue: a line of a whole pod stays linear */
+  for (int k = 0; k < l->n; k++) l->ready += l->issued[k] > l->done;
   sim_cond_notify_all(l->run->cv);
   try_start(l->run, l);
 }
 
 /* Starts the line's next collective once every member has issued it. */
 static void try_start(mesh_run *m, mesh_line *l) {
-  if (l->running) return;
-  for (int k = 0; k < l->n; k++)
-    if (l->issued[k] <= l->done) return;
+  if (l->running || l->ready < l->n) return;
   l->running = 1;
   l->began = sim_now(m->engine);
   l->attempt = m->attempt;
@@ -191,7 +193,7 @@ static void try_start(mesh_run *m, mesh_line *l) {
 static void issue(mesh_run *m, int r, const cg_transfer *x) {
   mesh_line *l = &m->lines[m->line_of[2 * r + x->model_axis]];
   if (l->group == NULL) return;  /* one device along the axis: nothing moves */
-  l->issued[m->slot_of[2 * r + x->model_axis]]++;
+  if (++l->issued[m->slot_of[2 * r + x->model_axis]] == l->done + 1) l->ready++;
   l->floats = x->bytes / 4.0;
   l->kind = x->kind;
   try_start(m, l);
