@@ -28,7 +28,10 @@
 #include "sim/cond.h"
 
 typedef struct mesh_line {
-  sim_collective *group;  /* its sub-group of the strategy's group */
+  sim_collective *group;  /* its sub-group of the strategy's group, or that group itself when the
+                          ** line holds every replica (then not owned) */
+  int owned;              /* 1: group is the line's own sub-group */
+  sim_algo algo;          /* what it runs its collectives with */
   int axis;               /* 1 model, 0 data */
   int n;                  /* its members */
   int *members;           /* their replicas */
@@ -58,7 +61,6 @@ struct mesh_run {
   sim_barrier *end;       /* the step's end */
   float **bufs;           /* the gradients, per replica (a copy of the array), or NULL */
   size_t nparams;         /* their floats */
-  sim_algo algo;          /* the lines' algorithm */
   int *tracks;            /* per replica: its trace track; NULL: no spans */
   long attempt;           /* attempts begun (mesh_reset): a collective an earlier one started
                           ** ends without counting */
@@ -78,8 +80,17 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
     m->line_of[2 * r + axis] = (int)(l - m->lines);
     m->slot_of[2 * r + axis] = i;
   }
-  l->group = n > 1 ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
-                   : NULL;
+  /* a line of every replica is the strategy's group, torus shape and all (its collectives then
+  ** run as the strategy's all-reduce does, in closed form where they can) */
+  l->owned = n > 1 && n < m->nreplicas;
+  l->group = n == m->nreplicas ? ds_collective(m->strategy)
+             : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
+                        : NULL;
+  /* the strategy's algorithm where the line can run it (a torus needs its shape, which a
+  ** sub-group has not): else a ring over the line's routes, which follow the links */
+  l->algo = ds_all_reduce_algorithm(m->strategy);
+  for (int op = SIM_COLL_ALL_REDUCE; op <= SIM_COLL_ALL_GATHER && l->group; op++)
+    if (sim_collective_check(l->group, (sim_coll_op)op, l->algo, 0, (size_t)n * 64) != SIM_OK) l->algo = SIM_ALGO_RING;
   free(ranks);
 }
 
@@ -111,20 +122,13 @@ mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, floa
   m->waited = base_xcalloc((size_t)nreplicas, sizeof *m->waited);
   m->cv = sim_cond_new();
   m->end = sim_barrier_new(e, nreplicas);
-  /* the strategy's algorithm where a line can run it (a torus needs its shape, which a line's
-  ** sub-group has not: then a ring over the line's routes, which follow the links) */
-  m->algo = ds_all_reduce_algorithm(s);
-  for (int i = 0; i < m->nlines; i++)
-    for (int op = SIM_COLL_ALL_REDUCE; op <= SIM_COLL_ALL_GATHER && m->lines[i].group; op++)
-      if (sim_collective_check(m->lines[i].group, (sim_coll_op)op, m->algo, 0, (size_t)m->lines[i].n * 64) != SIM_OK)
-        m->algo = SIM_ALGO_RING;
   return m;
 }
 
 void mesh_free(mesh_run *m) {
   if (m == NULL) return;
   for (int i = 0; i < m->nlines; i++) {
-    sim_collective_free(m->lines[i].group);
+    if (m->lines[i].owned) sim_collective_free(m->lines[i].group);
     free(m->lines[i].members);
     free(m->lines[i].issued);
   }
@@ -184,8 +188,8 @@ static void try_start(mesh_run *m, mesh_line *l) {
   l->began = sim_now(m->engine);
   l->attempt = m->attempt;
   size_t count = l->floats > 0 ? (size_t)l->floats : 1;
-  int rc = sim_collective_start(l->group, OPS[l->kind], m->algo, 0, NULL, count, line_done, l);
-  assert(rc == SIM_OK);  /* the line ran nothing else, and mesh_new checked the algorithm */
+  int rc = sim_collective_start(l->group, OPS[l->kind], l->algo, 0, NULL, count, line_done, l);
+  assert(rc == SIM_OK);  /* the line ran nothing else, and line_init checked the algorithm */
   (void)rc;
 }
 
