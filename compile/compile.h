@@ -10,11 +10,13 @@
 ** know their size, producer and consumers. Passes then rewrite the graph, each a file of its own:
 **   sharding.c   sharding propagation and SPMD partitioning by a recipe (shard_*.c): data
 **                parallel splits the batch and all-reduces every weight gradient that comes out
-**                a partial sum (the partitioner's collective insertion);
+**                a partial sum (the partitioner's collective insertion); the mesh recipes
+**                (ZeRO-1/2/3, Megatron's tensor and sequence parallelism, FSDP x TP) divide each
+**                device's tensors and add all-gathers and reduce-scatters over a mesh axis;
 **   fusion.c     XLA's fusion: rules (fuse_*.c) merge a producer and its consumer into one kernel
 **                that reads its inputs and writes its outputs once;
-**   schedule.c   the latency-hiding order: each all-reduce issued as soon as its gradient is
-**                final, overlapping the rest of the backward;
+**   schedule.c   the latency-hiding order: each reduction issued as soon as its operand is
+**                final, overlapping the rest of the pass, each weight gather a layer ahead;
 **   liveness.c   the step's peak device memory under a memory policy (mem_*.c): XLA's buffer
 **                liveness, or every buffer kept to the step's end.
 ** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
@@ -27,8 +29,9 @@
 **      logged ops one for one, in the order it logged them: a run's times are the op log's to the
 **      bit (tests/compile/test_graph.c checks every example's FLOPs and bytes).
 **   2. The graph describes cost, placement and memory only; the math stays in models/.
-**   3. A trace depends on the batch size and the scenario's model and optimizer alone, so one
-**      program serves every replica and step with that batch size.
+**   3. A trace depends on the batch size and the scenario's model and optimizer alone (with a
+**      model axis, on the model group's batch: n x model_axis), so one program serves every
+**      replica and step with that batch size.
 */
 #ifndef PODSIM_COMPILE_COMPILE_H
 #define PODSIM_COMPILE_COMPILE_H
