@@ -94,13 +94,21 @@ static void split_layer(cg_graph *g, int l, int m, int sequence) {
   }
 }
 
-/* Sequence parallelism: a layer that does not split works on 1/m of the sequence. */
-static void sequence_layer(cg_graph *g, int l, int m) {
+/* Whether a collective reads tensor t (a partial whole: it stays whole). */
+static int feeds_collective(const cg_graph *g, const cg_tensor *t) {
+  for (int k = 0; k < t->nconsumers; k++)
+    if (!cg__is_compute(&g->ops[t->consumers[k]])) return 1;
+  return 0;
+}
+
+/* Sequence parallelism: a layer that does not split works on 1/m of the sequence, its traced
+** tensors (the first `traced` of the graph's) 1/m but for a partial whole a collective reads. */
+static void sequence_layer(cg_graph *g, int l, int m, size_t traced) {
   for (size_t i = 0; i < g->traced; i++)
     if (g->ops[i].layer == l && in_pass(&g->ops[i])) split_op(&g->ops[i], m);
-  for (size_t i = 0; i < g->ntensors; i++) {
+  for (size_t i = 0; i < traced; i++) {
     cg_tensor *t = &g->tensors[i];
-    if (t->layer == l && t->var < 0 && t->kind != CG_TENSOR_INPUT) t->bytes /= m;
+    if (t->layer == l && t->var < 0 && t->kind != CG_TENSOR_INPUT && !feeds_collective(g, t)) t->bytes /= m;
   }
 }
 
@@ -110,10 +118,11 @@ static int split_model(cg_graph *g, const cg_options *o, int sequence) {
   if (o->replicas < 2) return 0;
   cg__batch_layout(g);
   if (m < 2) return 0;
-  for (int l = 0; l < g->nlayers; l++) {
+  size_t traced = g->ntensors;  /* the collectives' whole sizes come from the tensors as traced */
+  for (int l = 0; l < g->nlayers; l++)
     if (g->tp[l].split) split_layer(g, l, m, sequence);
-    else if (sequence) sequence_layer(g, l, m);
-  }
+  for (int l = 0; l < g->nlayers && sequence; l++)
+    if (!g->tp[l].split) sequence_layer(g, l, m, traced);
   return 1;
 }
 

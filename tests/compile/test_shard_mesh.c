@@ -161,6 +161,46 @@ static void test_fsdp_program_order(void **state) {
   cg_cache_free(c);
 }
 
+/* The golden transformer block (4 positions x 6 features -> causal attention, 2 heads of 3 ->
+** layer norm -> flatten -> dense 8 gelu -> dense 3) under sequence parallelism on 2 x 2, 8
+** examples a device (the model group's 16 traced): attention splits by its heads and reduce-
+** scatters then gathers its partial output, 16 x 24 x 4 = 1536 bytes each; dense and dense_1 are
+** a column/row pair: dense_1's partial logits 16 x 3 x 4 = 192, and dense's input gradient (the
+** flattened 24) 1536 in the backward; tensor parallelism all-reduces the same three buffers. The
+** layer norm, not split, does half its work on each device. */
+static void test_sequence_parallel_attention(void **state) {
+  (void)state;
+  static const md_layer_spec BLOCK[5] = {
+    {.kind = MD_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 3, .use_causal_mask = 1},
+    {.kind = MD_LAYER_LAYER_NORMALIZATION},
+    {.kind = MD_LAYER_FLATTEN},
+    {.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_GELU, .use_bias = 1},
+    {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_model_spec spec = {.input_shape = {2, {4, 6}}, .nlayers = 5, .layers = BLOCK, .from_logits = 1,
+                        .shapes_only = 1};
+  md_optimizer_spec os;
+  md_optimizer_spec_defaults(&os, MD_OPT_SGD);
+  cg_cache *sp = cg_cache_new(&spec, &os, &(cg_options){.replicas = 4, .sharding = "sequence_parallel", .model_axis = 2});
+  cg_cache *tp = cg_cache_new(&spec, &os, &(cg_options){.replicas = 4, .sharding = "tensor_parallel", .model_axis = 2});
+  cg_cache *dp = cg_cache_new(&spec, &os, &(cg_options){.replicas = 4});
+  const cg_graph *gs = cg_program_graph(cg_cache_get(sp, 8)), *gt = cg_program_graph(cg_cache_get(tp, 8));
+  const cg_graph *gd = cg_program_graph(cg_cache_get(dp, 8));
+  int n;
+  assert_true(bytes(gs, CG_COLL_REDUCE_SCATTER, 1, &n) == 1536 + 192 + 1536 && n == 3);
+  assert_true(bytes(gs, CG_COLL_ALL_GATHER, 1, &n) == 1536 + 192 + 1536 && n == 3);
+  assert_true(bytes(gt, CG_COLL_ALL_REDUCE, 1, &n) == 1536 + 192 + 1536 && n == 3);
+  /* the layer norm's forward: the data-parallel replica's 8 examples' work, on 16 over 2 */
+  double norm_sp = 0, norm_dp = 0;
+  for (size_t i = 0; i < gs->traced; i++)
+    if (gs->ops[i].layer == 1 && gs->ops[i].phase == MD_PHASE_FORWARD) norm_sp += gs->ops[i].flops;
+  for (size_t i = 0; i < gd->traced; i++)
+    if (gd->ops[i].layer == 1 && gd->ops[i].phase == MD_PHASE_FORWARD) norm_dp += gd->ops[i].flops;
+  assert_true(norm_sp > 0 && norm_sp == norm_dp);
+  cg_cache_free(sp);
+  cg_cache_free(tp);
+  cg_cache_free(dp);
+}
+
 /* The registry knows every recipe by name. */
 static void test_recipes_known(void **state) {
   (void)state;
@@ -174,7 +214,7 @@ int main(void) {
     cmocka_unit_test(test_data_parallel_is_unchanged), cmocka_unit_test(test_fsdp_bytes_and_memory),
     cmocka_unit_test(test_zero1_zero2),                cmocka_unit_test(test_tensor_parallel),
     cmocka_unit_test(test_fsdp_tp),                    cmocka_unit_test(test_fsdp_program_order),
-    cmocka_unit_test(test_recipes_known),
+    cmocka_unit_test(test_sequence_parallel_attention), cmocka_unit_test(test_recipes_known),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
