@@ -10,11 +10,13 @@
 ** know their size, producer and consumers. Passes then rewrite the graph, each a file of its own:
 **   sharding.c   sharding propagation and SPMD partitioning by a recipe (shard_*.c): data
 **                parallel splits the batch and all-reduces every weight gradient that comes out
-**                a partial sum (the partitioner's collective insertion);
+**                a partial sum (the partitioner's collective insertion); the mesh recipes
+**                (ZeRO-1/2/3, Megatron's tensor and sequence parallelism, FSDP x TP) divide each
+**                device's tensors and add all-gathers and reduce-scatters over a mesh axis;
 **   fusion.c     XLA's fusion: rules (fuse_*.c) merge a producer and its consumer into one kernel
 **                that reads its inputs and writes its outputs once;
-**   schedule.c   the latency-hiding order: each all-reduce issued as soon as its gradient is
-**                final, overlapping the rest of the backward;
+**   schedule.c   the latency-hiding order: each reduction issued as soon as its operand is
+**                final, overlapping the rest of the pass, each weight gather a layer ahead;
 **   liveness.c   the step's peak device memory under a memory policy (mem_*.c): XLA's buffer
 **                liveness, or every buffer kept to the step's end.
 ** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
@@ -27,8 +29,9 @@
 **      logged ops one for one, in the order it logged them: a run's times are the op log's to the
 **      bit (tests/compile/test_graph.c checks every example's FLOPs and bytes).
 **   2. The graph describes cost, placement and memory only; the math stays in models/.
-**   3. A trace depends on the batch size and the scenario's model and optimizer alone, so one
-**      program serves every replica and step with that batch size.
+**   3. A trace depends on the batch size and the scenario's model and optimizer alone (with a
+**      model axis, on the model group's batch: n x model_axis), so one program serves every
+**      replica and step with that batch size.
 */
 #ifndef PODSIM_COMPILE_COMPILE_H
 #define PODSIM_COMPILE_COMPILE_H
@@ -50,6 +53,10 @@ typedef struct cg_options {
   int fusion;             /* 1: run fusion.c's rules */
   const char *sharding;   /* the sharding recipe by name (sharding.c's registry); NULL: data_parallel */
   const char *memory;     /* the memory policy by name (liveness.c's registry); NULL: liveness */
+  int model_axis;         /* devices along the mesh's model axis (tensor and sequence parallel
+                          ** recipes); 0 or 1: none. The data axis is replicas / model_axis, and
+                          ** a replica's batch is its data shard's over model_axis (the trace's
+                          ** batch is n x model_axis: the examples a model group shares) */
 } cg_options;
 
 /* A kernel: one launch on the device, an op or a fusion of several. */
@@ -83,7 +90,34 @@ double cg_graph_peak_bytes(const cg_graph *g);
 int cg_sharding_known(const char *name);
 int cg_memory_known(const char *name);
 
+/* The step's collectives of a kind over a mesh axis: how many, and the bytes of their whole
+** buffers (an all-reduce's operand, an all-gather's result, a reduce-scatter's input), the
+** quantities docs/strategies.md's formulas give. A device sends (group - 1) / group of an
+** all-gather's or reduce-scatter's bytes and twice that of an all-reduce's in a ring. */
+typedef enum { CG_COLL_ALL_REDUCE = 0, CG_COLL_ALL_GATHER, CG_COLL_REDUCE_SCATTER } cg_coll;
+double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count);
+/* Bytes each device holds for the whole step: its weights' and optimizer slots' shards, and of
+** those its weights'. */
+double cg_graph_persistent_bytes(const cg_graph *g);
+double cg_graph_weight_bytes(const cg_graph *g);
+
 /* ---- program.c: lowering ---- */
+
+/* A collective of the program, as the latency-hiding schedule places it (schedule.c): issued
+** after `issue` kernels of its list (the step's or the update's) have run, running beside the
+** kernels that follow, and awaited before kernel `need` of that list, the first to read its
+** result (the list's length: nothing of the list reads it; the step's collectives end before the
+** update runs). Collectives run one after another in the program's order (one stream). */
+typedef struct cg_transfer {
+  cg_coll kind;           /* what it does */
+  int model_axis;         /* 1: over the mesh's model axis; 0: over its data axis */
+  int group;              /* the devices along that axis */
+  double bytes;           /* its whole buffer, as cg_graph_collective_bytes counts it */
+  int apply;              /* 1: among the update's kernels; 0: among the step's */
+  size_t issue;           /* kernels of its list run before it is issued */
+  size_t need;            /* the kernel of its list that first waits for it */
+} cg_transfer;
+const cg_transfer *cg_program_collectives(const cg_program *p, size_t *n);
 
 /* The kernels of the step's compute (forward, loss, backward) and of the optimizer's update. */
 const cg_kernel *cg_program_step(const cg_program *p, size_t *n);

@@ -25,8 +25,13 @@ typedef enum {
   CG_OP_OTHER = 0,        /* anything else the model logged: reductions, gathers, losses */
   CG_OP_MATMUL,           /* a matrix product (convolutions as their im2col GEMMs too) */
   CG_OP_ELEMENTWISE,      /* one output element from the same element of each input */
-  CG_OP_ALL_REDUCE        /* the sharding pass's collective: sums a partial tensor over replicas */
+  CG_OP_ALL_REDUCE,       /* the sharding pass's collective: sums a partial tensor over replicas */
+  CG_OP_ALL_GATHER,       /* a recipe's collective: each device's shard in, the whole out */
+  CG_OP_REDUCE_SCATTER    /* a recipe's collective: a partial whole in, each device's summed shard out */
 } cg_opcode;
+
+/* A device mesh's axes (compile.h's cg_options: data = replicas / model_axis). */
+typedef enum { CG_AXIS_DATA = 0, CG_AXIS_MODEL } cg_axis;
 
 typedef struct cg_tensor {
   cg_tensor_kind kind;    /* what it holds */
@@ -57,6 +62,8 @@ typedef struct cg_op {
                           ** and read back no more */
   const char *fused_by;   /* the rule that fused it into its root; NULL for a root or unfused */
   int order;              /* its place in the schedule (schedule.c); the trace's order before */
+  cg_axis axis;           /* a collective's mesh axis */
+  int group;              /* a collective's devices (the axis's length); 0 for compute */
 } cg_op;
 
 struct cg_graph {
@@ -75,6 +82,10 @@ struct cg_graph {
   char (*var_names)[64];  /* the variables' names, for dumps */
   int nvars;              /* how many */
   double persistent;      /* bytes held the whole step: weights and optimizer slots */
+  int slots;              /* optimizer slots per trainable variable (each its variable's size) */
+  unsigned char *trainable; /* per variable: 1 trainable (it has a gradient and slots) */
+  md_tp_layer *tp;        /* per layer: how tensor parallelism splits it (md_model_tensor_parallel_layers) */
+  int *first_var;         /* per layer: its first variable (its k-th is first_var + k) */
   double peak;            /* liveness.c's peak under the memory policy, persistent included */
   const char *memory;     /* that policy's name */
 };
@@ -101,10 +112,41 @@ typedef struct cg_sharding_recipe {
 } cg_sharding_recipe;
 
 extern const cg_sharding_recipe cg_shard_data_parallel;  /* shard_data_parallel.c */
+extern const cg_sharding_recipe cg_shard_zero1;          /* shard_zero.c */
+extern const cg_sharding_recipe cg_shard_zero2;          /* shard_zero.c */
+extern const cg_sharding_recipe cg_shard_fsdp;           /* shard_zero.c */
+extern const cg_sharding_recipe cg_shard_tensor_parallel;   /* shard_tensor_parallel.c */
+extern const cg_sharding_recipe cg_shard_sequence_parallel; /* shard_tensor_parallel.c */
+extern const cg_sharding_recipe cg_shard_fsdp_tp;        /* shard_tensor_parallel.c */
 
 /* For recipes: an all-reduce over `replicas` of tensor t (a partial sum), whose whole result its
 ** readers read instead (sharding.c). */
 void cg__all_reduce(cg_graph *g, int t, int replicas);
+
+/* ---- shard_mesh.c: what the mesh recipes share ---- */
+/* The data-parallel layout: model inputs split along the batch, what they reach split too, a
+** variable's gradient from split tensors a partial sum. */
+void cg__batch_layout(cg_graph *g);
+/* A collective `code` over `group` devices of `axis` on tensor t: it reads t and writes a new
+** tensor (an all-gather's group times t, a reduce-scatter's 1/group, an all-reduce's as big)
+** that t's readers for which `moves(reader)` holds (NULL: all) read instead; returns the new
+** tensor. Phase and layer are t's producer's (or the first mover's when t has none). */
+int  cg__collective(cg_graph *g, cg_opcode code, int t, cg_axis axis, int group, md_phase phase,
+                    int (*moves)(const cg_op *reader));
+/* Variable v's optimizer slots split `by` ways (their share of the persistent bytes, and its
+** update's work, which runs on the shard): call before cg__shard_weight when both split. */
+void cg__shard_slots(cg_graph *g, int v, int by);
+/* Variable v's weight split `by` ways: its tensor and its share of the persistent bytes. */
+void cg__shard_weight(cg_graph *g, int v, int by);
+/* The weight tensor and the gradient tensor (traced; -1: none) of variable v. */
+int  cg__weight_of(const cg_graph *g, int v);
+int  cg__grad_of(const cg_graph *g, int v);
+/* ZeRO stage 1, 2 or 3 over the data axis of d devices, on a graph whose batch layout is set
+** (shard_zero.c). */
+void cg__zero(cg_graph *g, int stage, int d);
+/* The data axis's length: replicas over the model axis's. */
+int  cg__data_axis(const cg_options *o);
+int  cg__model_axis(const cg_options *o);
 
 /* A memory policy (liveness.c's registry; one file each: mem_*.c): whether tensor t is held
 ** from its first writer to its last reader (1), or to the step's end (0). Persistent variables

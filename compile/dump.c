@@ -10,7 +10,7 @@
 #include "compile/compileInt.h"
 
 static const char *const PHASES[MD_PHASE_COUNT] = {"forward", "loss", "remat", "backward", "optimizer"};
-static const char *const OPCODES[] = {"custom-call", "dot", "elementwise", "all-reduce"};
+static const char *const OPCODES[] = {"custom-call", "dot", "elementwise", "all-reduce", "all-gather", "reduce-scatter"};
 
 /* "layer.phase.i" for op i: the op's name in dumps. */
 static const char *op_name(const cg_graph *g, int i, char *buf, size_t len) {
@@ -43,7 +43,9 @@ int cg_dump_text(const cg_graph *g, FILE *out) {
       fprintf(out, ", dot=%gx%gx%g", op->matmul.m, op->matmul.n, op->matmul.k);
     if (op->fusion >= 0 && op->fusion != i)
       fprintf(out, ", fusion=%%%s (%s)", op_name(g, op->fusion, b, sizeof b), op->fused_by);
-    if (op->code == CG_OP_ALL_REDUCE) fprintf(out, ", async");
+    if (!cg__is_compute(op)) fprintf(out, ", async");
+    if (!cg__is_compute(op) && (op->axis == CG_AXIS_MODEL || op->code != CG_OP_ALL_REDUCE))
+      fprintf(out, ", mesh_axis=%s, group=%d", op->axis == CG_AXIS_MODEL ? "model" : "data", op->group);
     fputc('\n', out);
   }
   fputs("}\n", out);

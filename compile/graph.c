@@ -69,7 +69,7 @@ void cg__op_write(cg_graph *g, int op, int tensor) {
   g->tensors[tensor].producer = op;
 }
 
-int cg__is_compute(const cg_op *op) { return op->code != CG_OP_ALL_REDUCE; }
+int cg__is_compute(const cg_op *op) { return op->code < CG_OP_ALL_REDUCE; }
 
 /* ---- the trace ---------------------------------------------------------------------------- */
 
@@ -255,11 +255,18 @@ cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec
     tr.inputs[k] = cg__tensor_new(g, CG_TENSOR_INPUT, 4.0 * (double)n * width, -1, -1);
   }
   int slots = md_optimizer_slots_per_var(opt_spec);
+  g->slots = slots;
+  g->trainable = base_xcalloc((size_t)nv + 1, sizeof *g->trainable);
+  g->tp = base_xcalloc((size_t)nl + 1, sizeof *g->tp);
+  md_model_tensor_parallel_layers(m, 2, g->tp);  /* the way a layer splits is the same over any 2 or more */
+  g->first_var = base_xcalloc((size_t)nl + 1, sizeof *g->first_var);
+  for (int l = 0; l < nl; l++) g->first_var[l] = md_model_layer_first_var(m, l);
   for (int v = 0; v < nv; v++) {
     const md_var *var = md_model_var_const(m, v);
     snprintf(g->var_names[v], sizeof g->var_names[v], "%s", var->name);
     tr.weight[v] = cg__tensor_new(g, CG_TENSOR_WEIGHT, 4.0 * (double)var->size, -1, v);
     tr.weight_grad[v] = -1;
+    g->trainable[v] = (unsigned char)(var->trainable != 0);
     g->persistent += 4.0 * (double)var->size * (1 + (var->trainable ? slots : 0));
   }
   for (size_t i = 0; i < log.n; i++) add_logged(&tr, &log, i);
@@ -293,6 +300,9 @@ void cg_graph_free(cg_graph *g) {
   free(g->marks);
   free(g->layer_names);
   free(g->var_names);
+  free(g->trainable);
+  free(g->tp);
+  free(g->first_var);
   free(g);
 }
 
@@ -314,3 +324,24 @@ double cg_graph_bytes(const cg_graph *g) {
 }
 
 double cg_graph_peak_bytes(const cg_graph *g) { return g->peak; }
+double cg_graph_persistent_bytes(const cg_graph *g) { return g->persistent; }
+
+double cg_graph_weight_bytes(const cg_graph *g) {
+  double b = 0;
+  for (size_t i = 0; i < g->ntensors; i++)
+    if (g->tensors[i].kind == CG_TENSOR_WEIGHT && g->tensors[i].producer < 0) b += g->tensors[i].bytes;
+  return b;
+}
+
+double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count) {
+  double b = 0;
+  int n = 0;
+  for (size_t i = g->traced; i < g->nops; i++) {
+    const cg_op *op = &g->ops[i];
+    if (op->code != CG_OP_ALL_REDUCE + (cg_opcode)kind || (op->axis == CG_AXIS_MODEL) != (model_axis != 0)) continue;
+    b += op->bytes;
+    n++;
+  }
+  if (count != NULL) *count = n;
+  return b;
+}

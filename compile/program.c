@@ -23,6 +23,8 @@ struct cg_program {
   size_t napply;          /* how many */
   size_t *marks;          /* per layer (and the loss at [nlayers]): step kernels before its
                           ** backward was done */
+  cg_transfer *colls;     /* the collectives, in schedule order */
+  size_t ncolls;          /* how many */
 };
 
 struct cg_cache {
@@ -40,6 +42,25 @@ void cg_compile(cg_graph *g, const cg_options *o) {
   cg__liveness(g, o);
 }
 
+/* Collective c's `need`: the first kernel of its list reading its result; a collective reading
+** it is awaited at its own issue (the stream runs them in order), a reader in the update's list
+** by a step collective at the step's end. */
+static void need(cg_program *p, const cg_graph *g, const size_t *kernel_of, int c) {
+  cg_transfer *x = &p->colls[kernel_of[c]];
+  size_t end = x->apply ? p->napply : p->nstep;
+  x->need = end;
+  for (int o = 0; o < g->ops[c].nout; o++) {
+    const cg_tensor *t = &g->tensors[g->ops[c].out[o]];
+    for (int k = 0; k < t->nconsumers; k++) {
+      const cg_op *r = &g->ops[t->consumers[k]];
+      int root = r->fusion >= 0 ? r->fusion : t->consumers[k];
+      size_t at = !cg__is_compute(r) ? p->colls[kernel_of[t->consumers[k]]].issue
+                  : (r->phase == MD_PHASE_OPTIMIZER) != x->apply ? end : kernel_of[root];
+      if (at < x->need) x->need = at;
+    }
+  }
+}
+
 static cg_program *lower(cg_graph *g, int n) {
   cg_program *p = base_xcalloc(1, sizeof *p);
   p->graph = g;
@@ -49,11 +70,18 @@ static cg_program *lower(cg_graph *g, int n) {
   p->marks = base_xcalloc((size_t)g->nlayers + 1, sizeof *p->marks);
   /* kernels by root op: a fusion's members add into their root's kernel */
   size_t *kernel_of = base_xcalloc(g->nops + 1, sizeof *kernel_of);
+  p->colls = base_xcalloc(g->nops - g->traced + 1, sizeof *p->colls);
   for (size_t k = 0; k < g->nops; k++) {
     int i = g->schedule[k];
     const cg_op *op = &g->ops[i];
-    if (!cg__is_compute(op)) continue;
     int optimizer = op->phase == MD_PHASE_OPTIMIZER;
+    if (!cg__is_compute(op)) {
+      kernel_of[i] = p->ncolls;
+      p->colls[p->ncolls++] = (cg_transfer){.kind = (cg_coll)(op->code - CG_OP_ALL_REDUCE), .group = op->group,
+                                            .model_axis = op->axis == CG_AXIS_MODEL, .bytes = op->bytes,
+                                            .apply = optimizer, .issue = optimizer ? p->napply : p->nstep};
+      continue;
+    }
     cg_kernel *ks = optimizer ? p->apply : p->step;
     size_t *nk = optimizer ? &p->napply : &p->nstep;
     if (op->fusion >= 0 && op->fusion != i) {
@@ -74,6 +102,7 @@ static cg_program *lower(cg_graph *g, int n) {
   }
   for (int l = 0; l <= g->nlayers; l++) p->marks[l] = before[g->marks[l] < g->traced ? g->marks[l] : g->traced];
   free(before);
+  for (size_t i = g->traced; i < g->nops; i++) need(p, g, kernel_of, (int)i);
   free(kernel_of);
   return p;
 }
@@ -83,6 +112,7 @@ static void program_free(cg_program *p) {
   free(p->step);
   free(p->apply);
   free(p->marks);
+  free(p->colls);
   free(p);
 }
 
@@ -109,6 +139,11 @@ double cg_kernels_work(const sim_roofline *r, const cg_kernel *k, size_t from, s
 
 const cg_graph *cg_program_graph(const cg_program *p) { return p->graph; }
 
+const cg_transfer *cg_program_collectives(const cg_program *p, size_t *n) {
+  *n = p->ncolls;
+  return p->colls;
+}
+
 cg_cache *cg_cache_new(const md_model_spec *spec, const md_optimizer_spec *opt, const cg_options *o) {
   cg_cache *c = base_xcalloc(1, sizeof *c);
   c->spec = *spec;
@@ -120,7 +155,8 @@ cg_cache *cg_cache_new(const md_model_spec *spec, const md_optimizer_spec *opt, 
 const cg_program *cg_cache_get(cg_cache *c, int n) {
   for (size_t i = 0; i < c->n; i++)
     if (c->programs[i]->n == n) return c->programs[i];
-  cg_graph *g = cg_trace_train_step(&c->spec, &c->opt, n);
+  /* a model group's devices share their data shard's examples (cg_options.model_axis) */
+  cg_graph *g = cg_trace_train_step(&c->spec, &c->opt, n * cg__model_axis(&c->options));
   cg_compile(g, &c->options);
   c->programs = base_xrealloc(c->programs, (c->n + 1) * sizeof *c->programs);
   c->programs[c->n] = lower(g, n);

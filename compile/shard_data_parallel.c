@@ -10,17 +10,7 @@
 
 static void data_parallel(cg_graph *g, const cg_options *o) {
   if (o->replicas < 2) return;
-  for (size_t i = 0; i < g->ntensors; i++)
-    g->tensors[i].shard = g->tensors[i].kind == CG_TENSOR_INPUT ? CG_SHARD_BATCH : CG_SHARD_REPLICATED;
-  for (size_t i = 0; i < g->nops; i++) {
-    const cg_op *op = &g->ops[i];
-    int split = 0;
-    for (int k = 0; k < op->nin; k++) split |= g->tensors[op->in[k]].shard != CG_SHARD_REPLICATED;
-    for (int k = 0; k < op->nout && split; k++) {
-      cg_tensor *t = &g->tensors[op->out[k]];
-      t->shard = t->kind == CG_TENSOR_WEIGHT_GRAD ? CG_SHARD_PARTIAL : CG_SHARD_BATCH;
-    }
-  }
+  cg__batch_layout(g);
   size_t ntensors = g->ntensors;  /* the all-reduces add tensors: visit the traced ones */
   for (size_t i = 0; i < ntensors; i++)
     if (g->tensors[i].kind == CG_TENSOR_WEIGHT_GRAD && g->tensors[i].shard == CG_SHARD_PARTIAL)

@@ -8,9 +8,12 @@
 */
 #include <string.h>
 
+#include "base/base.h"
 #include "compile/compileInt.h"
 
-static const cg_sharding_recipe *const RECIPES[] = {&cg_shard_data_parallel};
+static const cg_sharding_recipe *const RECIPES[] = {&cg_shard_data_parallel, &cg_shard_zero1, &cg_shard_zero2,
+                                                    &cg_shard_fsdp, &cg_shard_tensor_parallel,
+                                                    &cg_shard_sequence_parallel, &cg_shard_fsdp_tp};
 
 static const cg_sharding_recipe *recipe(const char *name) {
   for (size_t i = 0; i < sizeof RECIPES / sizeof *RECIPES; i++)
@@ -27,24 +30,52 @@ void cg__shard(cg_graph *g, const cg_options *o) {
 
 /* A ring all-reduce adds (p - 1) / p of the elements on each device. */
 void cg__all_reduce(cg_graph *g, int t, int replicas) {
-  const cg_tensor partial = g->tensors[t];
-  cg_op proto = {.code = CG_OP_ALL_REDUCE, .phase = MD_PHASE_BACKWARD, .layer = partial.layer, .var = partial.var,
-                 .flops = partial.bytes / 4.0 * (double)(replicas - 1) / (double)replicas, .bytes = partial.bytes};
-  int ar = cg__op_new(g, &proto);
-  int whole = cg__tensor_new(g, partial.kind, partial.bytes, partial.layer, partial.var);
-  g->tensors[whole].shard = CG_SHARD_REPLICATED;
-  /* every reader of the partial tensor reads the whole one instead: the consumer list moves */
-  cg_tensor *from = &g->tensors[t], *to = &g->tensors[whole];
-  for (int k = 0; k < from->nconsumers; k++) {
-    cg_op *reader = &g->ops[from->consumers[k]];
-    for (int i = 0; i < reader->nin; i++)
-      if (reader->in[i] == t) reader->in[i] = whole;
+  cg__collective(g, CG_OP_ALL_REDUCE, t, CG_AXIS_DATA, replicas, MD_PHASE_BACKWARD, NULL);
+}
+
+int cg__collective(cg_graph *g, cg_opcode code, int t, cg_axis axis, int group, md_phase phase,
+                   int (*moves)(const cg_op *reader)) {
+  const cg_tensor in = g->tensors[t];
+  double whole = code == CG_OP_ALL_GATHER ? in.bytes * group : in.bytes;  /* the unsplit buffer */
+  double out = code == CG_OP_ALL_GATHER ? whole : code == CG_OP_REDUCE_SCATTER ? in.bytes / group : in.bytes;
+  /* a reduction adds (p - 1) / p of the buffer's elements on each device; a gather adds none */
+  double adds = code == CG_OP_ALL_GATHER ? 0 : whole / 4.0 * (double)(group - 1) / (double)group;
+  cg_op proto = {.code = code, .phase = phase, .layer = in.layer, .var = in.var, .flops = adds, .bytes = whole,
+                 .axis = axis, .group = group};
+  int c = cg__op_new(g, &proto);
+  int res = cg__tensor_new(g, code == CG_OP_ALL_GATHER && in.kind == CG_TENSOR_WEIGHT ? CG_TENSOR_TEMP : in.kind, out,
+                           in.layer, in.var);
+  g->tensors[res].shard = CG_SHARD_REPLICATED;
+  cg_tensor *from = &g->tensors[t], *to = &g->tensors[res];
+  if (moves == NULL) {  /* every reader moves: the consumer list moves at once */
+    for (int k = 0; k < from->nconsumers; k++) {
+      cg_op *reader = &g->ops[from->consumers[k]];
+      for (int i = 0; i < reader->nin; i++)
+        if (reader->in[i] == t) reader->in[i] = res;
+    }
+    to->consumers = from->consumers;
+    to->nconsumers = from->nconsumers;
+    to->cap = from->cap;
+    from->consumers = NULL;
+    from->nconsumers = from->cap = 0;
+  } else {  /* the readers that move leave t's list, in order, and read the result */
+    int kept = 0;
+    for (int k = 0; k < from->nconsumers; k++) {
+      int r = g->tensors[t].consumers[k];
+      cg_op *reader = &g->ops[r];
+      if (!moves(reader)) {
+        g->tensors[t].consumers[kept++] = r;
+        continue;
+      }
+      int j = 0;
+      for (int i = 0; i < reader->nin; i++)
+        if (reader->in[i] != t) reader->in[j++] = reader->in[i];
+      reader->nin = j;
+      cg__op_read(g, r, res);
+    }
+    g->tensors[t].nconsumers = kept;
   }
-  to->consumers = from->consumers;
-  to->nconsumers = from->nconsumers;
-  to->cap = from->cap;
-  from->consumers = NULL;
-  from->nconsumers = from->cap = 0;
-  cg__op_read(g, ar, t);
-  cg__op_write(g, ar, whole);
+  cg__op_read(g, c, t);
+  cg__op_write(g, c, res);
+  return res;
 }

@@ -745,19 +745,19 @@ static unsigned split_vars(const md_layer *l, md_split_way way) {
   return l->ops->split ? l->ops->split(l, way) : 0u;
 }
 
-/* Adds a collective of `elements` per example to a pass's count and bytes. */
-static void collective(int *count, double *bytes, int pass, double elements, double act_bytes) {
-  count[pass]++;
-  bytes[pass] += elements * act_bytes;
+/* Adds a collective of `elements` per example to a layer's list. */
+static void collective(md_tp_layer *t, int pass, int gather, double elements) {
+  t->coll[t->ncoll++] = (md_tp_collective){pass, gather, elements};
 }
 
-void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel *tp) {
+void md_model_tensor_parallel_layers(const md_model *m, int devices, md_tp_layer *out) {
   assert(devices >= 1);
-  memset(tp, 0, sizeof *tp);
   int *way = base_xcalloc((size_t)m->nlayers + 1, sizeof *way), *paired = base_xcalloc((size_t)m->nlayers + 1, sizeof *paired);
   for (int l = 0; l < m->nlayers; l++) way[l] = devices > 1 ? -1 : MD_SPLIT_WAYS;  /* -1: not chosen */
   for (int l = 0; l < m->nlayers; l++) {
     const md_layer *ly = &m->layers[l];
+    md_tp_layer *t = &out[l];
+    memset(t, 0, sizeof *t);
     if (way[l] < 0) {
       int reader = sole_reader(m, l);
       way[l] = split_vars(ly, MD_SPLIT_HEADS) ? MD_SPLIT_HEADS
@@ -768,27 +768,46 @@ void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel
         paired[l] = paired[reader] = 1;
       }
     }
-    unsigned bits = way[l] < MD_SPLIT_WAYS ? split_vars(ly, (md_split_way)way[l]) : 0u;
-    for (int k = 0; k < ly->nvars; k++) {
-      double size = (double)m->vars[ly->var[k]].size;
-      tp->floats_per_device += (bits >> k & 1u) ? size / devices : size;
-    }
-    if (bits == 0) continue;
-    tp->split_layers++;
+    t->split = way[l] < MD_SPLIT_WAYS ? split_vars(ly, (md_split_way)way[l]) : 0u;
+    t->in = ly->in;
+    t->out = ly->out;
+    if (t->split == 0) continue;
     int has_dx = ly->input[0] >= 0, last = l == m->nlayers - 1;
-    double in = ly->in, out = ly->out, ab = m->act_bytes;
-    int *ar = tp->all_reduces, *ag = tp->all_gathers;
-    double *arb = tp->all_reduce_bytes, *agb = tp->all_gather_bytes;
-    if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_ROWS) collective(ar, arb, 0, out, ab);
+    double in = ly->in, out_el = ly->out;
+    if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_ROWS) collective(t, 0, 0, out_el);
     for (int k = 0; k < 3 && way[l] == MD_SPLIT_COLUMNS && !paired[l] && last; k++)
-      collective(ar, arb, 0, out / ly->out_shape.dim[ly->out_shape.rank - 1], ab);
-    if (way[l] == MD_SPLIT_COLUMNS && !paired[l] && !last) collective(ag, agb, 0, out, ab);
+      collective(t, 0, 0, out_el / ly->out_shape.dim[ly->out_shape.rank - 1]);
+    if (way[l] == MD_SPLIT_COLUMNS && !paired[l] && !last) collective(t, 0, 1, out_el);
     if (!has_dx) continue;
-    if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_COLUMNS) collective(ar, arb, 1, in, ab);
-    if (way[l] == MD_SPLIT_ROWS && !paired[l]) collective(ag, agb, 1, in, ab);
+    if (way[l] == MD_SPLIT_HEADS || way[l] == MD_SPLIT_COLUMNS) collective(t, 1, 0, in);
+    if (way[l] == MD_SPLIT_ROWS && !paired[l]) collective(t, 1, 1, in);
   }
   free(way);
   free(paired);
+}
+
+void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel *tp) {
+  memset(tp, 0, sizeof *tp);
+  md_tp_layer *layers = base_xcalloc((size_t)m->nlayers + 1, sizeof *layers);
+  md_model_tensor_parallel_layers(m, devices, layers);
+  for (int l = 0; l < m->nlayers; l++) {
+    const md_layer *ly = &m->layers[l];
+    const md_tp_layer *t = &layers[l];
+    for (int k = 0; k < ly->nvars; k++) {
+      double size = (double)m->vars[ly->var[k]].size;
+      tp->floats_per_device += (t->split >> k & 1u) ? size / devices : size;
+    }
+    if (t->split == 0) continue;
+    tp->split_layers++;
+    for (int k = 0; k < t->ncoll; k++) {
+      const md_tp_collective *c = &t->coll[k];
+      int *count = c->gather ? tp->all_gathers : tp->all_reduces;
+      double *bytes = c->gather ? tp->all_gather_bytes : tp->all_reduce_bytes;
+      count[c->pass]++;
+      bytes[c->pass] += c->elements * m->act_bytes;
+    }
+  }
+  free(layers);
 }
 
 /* The input batch (float32 features or int32 ids, as the dataset gives them) plus every layer's

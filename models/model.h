@@ -332,5 +332,21 @@ typedef struct md_tensor_parallel {
   double all_gather_bytes[2];/* their bytes per example (the gathered whole) */
 } md_tensor_parallel;
 void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel *tp);
+/* The same choice layer by layer, for the compile layer's tensor-parallel recipes
+** (compile/shard_tensor_parallel.c): which of a layer's variables split over two devices or more
+** and the activation collectives it then issues, each with its elements per example. */
+typedef struct md_tp_collective {
+  int pass;                  /* 0 forward, 1 backward */
+  int gather;                /* 1 an all-gather of a split activation, 0 an all-reduce of a partial sum */
+  double elements;           /* per example: the gathered whole, or each device's whole buffer */
+} md_tp_collective;
+typedef struct md_tp_layer {
+  unsigned split;            /* bit k: the layer's variable k splits */
+  double in, out;            /* elements per example of its input and its output */
+  int ncoll;                 /* collectives it issues */
+  md_tp_collective coll[4];  /* in issue order */
+} md_tp_layer;
+/* Fills out[0..layers) as split over `devices` (1: nothing splits). */
+void md_model_tensor_parallel_layers(const md_model *m, int devices, md_tp_layer *out);
 
 #endif

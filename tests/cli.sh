@@ -126,6 +126,14 @@ for f in scenarios/examples/*.yaml; do
   fi
 done
 
+# strategy.distribution's mesh and layout against the replicas and the variables: podsim check
+# finds what a run finds, at the same line and column (the run's errors are in the catalogue).
+for f in mesh_larger_than_cluster mesh_axis_not_dividing; do
+  err=$("$podsim" check "tests/data/scenarios/bad/$f.yaml" 2>&1 >/dev/null); rc=$?
+  want=$(grep "^$f.yaml:" tests/data/scenarios/bad/EXPECTED.txt)
+  [ $rc -eq 2 ] && [ "${err%%$'\n'*}" = "tests/data/scenarios/bad/$want" ] && ok || bad "check $f: exit $rc, '$err'"
+done
+
 # MLPerf's DLRM (dlrm_tpu_v4.yaml) fits a v4 chip only with its tables split over a replica's 16
 # chips: without the split the 96 GB of tables are replicated, and the run fails as TF would, OOM
 # (exit 3); with it the fullest chip holds 17.1 GiB (below 18.4e9 bytes) of its 32 GiB.

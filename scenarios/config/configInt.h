@@ -139,6 +139,10 @@ int cfg_expect_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *p
 ** such as model.layers.0.dense.units are checked when each point validates), no path may hold
 ** another, and the grid is bounded. The values stay in the tree: `podsim plan` sets each
 ** point's values there, so their errors name their own line and column. */
+/* keys_distribution.c: strategy.distribution's table and its checks against the strategy. */
+extern const key_spec CFG_DISTRIBUTION_KEYS[];
+int cfg_distribution_checks(cfg_ctx *c);
+
 int cfg_sweep_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
 
 #endif

@@ -123,6 +123,10 @@ const key_spec CFG_STRATEGY_KEYS[] = {
           "all-reduce once the backward pass is done)"},
   {.key = "communication", .type = V_MAP, .sub = COMMUNICATION_KEYS,
    .doc = "mirrored, multi_worker_mirrored: tf.distribute.experimental.CommunicationOptions"},
+  {.key = "distribution", .type = V_MAP, .sub = CFG_DISTRIBUTION_KEYS,
+   .doc = "mirrored, multi_worker_mirrored, tpu: keras.distribution's device mesh and layout map over the "
+          "replicas, and the sharding recipe (data parallel, ZeRO, FSDP, Megatron tensor and sequence "
+          "parallelism) the step is compiled with"},
   END};
 
 const char *scenario_strategy_name(scn_strategy_kind kind) { return CFG_STRATEGIES[kind]; }

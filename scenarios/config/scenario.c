@@ -279,7 +279,7 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
   s->has_device_assignment = da != NULL;
   if (tpu && device_assignment_checks(c, da)) return -1;
   if (split_checks(c)) return -1;
-  if (logical_device_checks(c)) return -1;
+  if (logical_device_checks(c) || cfg_distribution_checks(c)) return -1;
   for (int i = 0; i < s->ndevices; i++) {
     const yt_node *d = yt_path(c->root, "strategy.devices")->items[i];
     char path[64];

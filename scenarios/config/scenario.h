@@ -19,6 +19,17 @@
 /* model.layers: enough for the zoo's largest (gpt_175b: 675 layers). */
 #define SCN_MAX_LAYERS 1024
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
+#define SCN_MAX_LAYOUTS 32   /* strategy.distribution.layout_map entries */
+
+/* One strategy.distribution.layout_map entry: keras.distribution.LayoutMap's key (a regular
+** expression a variable's path must match whole, re.fullmatch) and its TensorLayout's axes. */
+typedef struct scn_layout {
+  char pattern[128];      /* the key as written ("dense.*kernel") */
+  int rank;               /* dimensions listed */
+  int axis[4];            /* per dimension: the mesh axis sharding it, -1 for null (replicated) */
+  int line, col;          /* where the key was written */
+  int axis_line[4], axis_col[4]; /* where each dimension's entry was written */
+} scn_layout;
 #define SCN_PATH_MAX 4096
 #define SCN_MAX_SWEEP 8            /* keys a sweep may vary */
 #define SCN_MAX_SWEEP_POINTS 1024  /* points of a sweep's grid */
@@ -179,6 +190,15 @@ typedef struct scenario {
   int    da_stride[4];          /* its computation_stride (default all ones) */
   int    da_num_replicas;       /* its num_replicas (default 1, as DeviceAssignment.build) */
   int    spmd;                  /* strategy.spmd_xla_partitioning (default false) */
+  /* strategy.distribution: keras.distribution's device mesh, layout map and sharding recipe */
+  int    dist;                  /* strategy.distribution given */
+  int    dist_preset;           /* its preset: index in scenario_dist_presets() (0 auto: from layout_map) */
+  int    mesh_axes;             /* mesh axes written (1 or 2; 0: none, one axis of every replica) */
+  char   mesh_names[2][32];     /* their names; the first is the batch's (ModelParallel's batch_dim_name) */
+  int    mesh_shape[2];         /* their lengths */
+  int    mesh_line, mesh_col;   /* where strategy.distribution.mesh was written */
+  int    nlayouts;              /* layout_map entries */
+  scn_layout layouts[SCN_MAX_LAYOUTS]; /* them, as written */
   int    split_variables;       /* strategy.split_to_logical_devices: 1 megatron, 0 none (default) */
   int    steps_per_run;         /* strategy.steps_per_run (tpu_v1, default 1) */
   int    num_cores;             /* strategy.num_cores (tpu_v1; 0: every core of the slice) */
@@ -300,6 +320,11 @@ int scenario_host_memory_check(char *why, size_t len);
 extern const char *const SCN_AXES[];
 enum { SCN_AXIS_SLICE = 4 };
 
+/* strategy.distribution's sharding recipe (compile/'s name: "fsdp", ...), preset or derived
+** from the layout map; NULL without strategy.distribution. */
+const char *scenario_sharding_recipe(const scenario *s);
+/* The mesh's model axis length (1 with one axis). */
+int scenario_model_axis(const scenario *s);
 /* strategy.kind as the scenario writes it ("tpu_v1", ...). */
 const char *scenario_strategy_name(scn_strategy_kind kind);
 /* Whether a layer kind reads the integer ids of model.input (embedding,

@@ -44,7 +44,20 @@ typedef struct core_need {
   uint64_t total;         /* their sum, as allocated */
 } core_need;
 
+/* A mesh's recipe (mesh.h) sizes each device from its sharded graph (compile/liveness.c): its
+** weights' and slots' shards, and the peak of what the step holds besides (gradients, gathered
+** weights, activations) under the latency-hiding schedule, counted as activations. */
+static core_need mesh_need(const trainer *t, int r, int slice) {
+  const cg_graph *g = cg_program_graph(cg_cache_get(t->programs, slice));
+  double weights = cg_graph_weight_bytes(g), persistent = cg_graph_persistent_bytes(g);
+  core_need n = {weights, persistent - weights, 0, cg_graph_peak_bytes(g) - persistent,
+                 ds_replica_workspace(t->strategy, r), 0};
+  n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
+  return n;
+}
+
 static core_need need_on_core(const trainer *t, int r, int c, int slice) {
+  if (mesh_active(t->in.s, t->nreplicas)) return mesh_need(t, r, slice);
   const md_optimizer *o = t->replicas[0].opt;
   double params = 4.0 * (double)t->nparams, slots = 0.0;
   for (int i = 0; i < md_optimizer_num_slots(o); i++) slots += 4.0 * (double)md_optimizer_slot(o, i)->size;
@@ -118,6 +131,8 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->t.replicas[0].opt = md_optimizer_new(&m->s.optimizer, model);
   m->t.nparams = md_model_num_params(model);
   train__split_plan(&m->t, model);
+  cg_options compiled = mesh_compile_options(&m->s, m->t.nreplicas);
+  if (mesh_active(&m->s, m->t.nreplicas)) m->t.programs = cg_cache_new(&spec, &m->s.optimizer, &compiled);
   return m;
 }
 

@@ -126,11 +126,15 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   sim_time now = sim_now(t->engine),
            comm = (t->ovl ? m->reduced - m->computed - m->split_comm : ds_last_all_reduce_time(t->strategy)) +
                   m->split_comm;
+  /* A mesh's collectives show as the waits they cost inside the passes; the wait at the step's
+  ** end is the slowest replica's, idle. */
+  sim_time exposed = t->mesh ? mesh_waited(t->mesh, 0) : 0;
+  if (t->mesh) comm = 0;
   step_record *rec = train_rows_add(&t->rows, t->in.s, step, m->start, now, loss, examples);
   rec->compile_ps = m->compiled - m->launched;
   rec->input_ps = m->fed - m->compiled;
-  rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced);
-  rec->comm_ps = comm + m->sync_comm;
+  rec->compute_ps = (m->computed - m->fed - m->sync_comm) + (m->updated - m->reduced) - exposed;
+  rec->comm_ps = comm + m->sync_comm + exposed;
   rec->host_ps = m->launched - m->start;
   rec->idle_ps = (m->reduced - m->computed) - comm + (now - m->updated);
   rec->hidden_ps = t->ovl ? ovl_hidden(t->ovl, m->computed) : 0;
@@ -178,6 +182,21 @@ static void update_metrics(trainer *t, replica *rep, long step, const md_batch *
 static double kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
   double work = cg_kernels_work(ds_replica_roofline(t->strategy, rep->index), k, from, to);
   return t->spmd ? work / t->cores : work;
+}
+
+/* mesh_pass's work: the replica's kernels (kernel_work), or none for an update the loss scale
+** skips. */
+static double mesh_kernels(void *ctx, const cg_kernel *k, size_t from, size_t to) {
+  const replica *rep = ctx;
+  return kernel_work(rep->t, rep, k, from, to);
+}
+
+static double mesh_skipped(void *ctx, const cg_kernel *k, size_t from, size_t to) {
+  (void)ctx;
+  (void)k;
+  (void)from;
+  (void)to;
+  return 0;
 }
 
 /* The compiled forward and backward as work with packs (overlap.h): an exec up to the backward
@@ -360,15 +379,18 @@ static void replica_main(sim_actor *self, void *arg) {
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
     if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     rep->phase = REP_COMPUTE;
-    if ((t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK) return;
+    if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 0, cpu, mesh_kernels, rep)
+         : t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK)
+      return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* a fast-forward while the replica computed moved it */
     marks->computed = sim_now(t->engine);
     marks->split_comm = train__split_comm_ps(t, n);
     if (marks->split_comm > 0 && sim_sleep(self, marks->split_comm) != SIM_OK) return;
 
-    if (t->ovl ? ovl_wait(t->ovl, self, r) != SIM_OK
-               : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK)
+    if (t->mesh ? mesh_sync(t->mesh, self, r) != SIM_OK
+        : t->ovl ? ovl_wait(t->ovl, self, r) != SIM_OK
+                 : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK)
       return;
     marks->reduced = sim_now(t->engine);
     /* Not finite under the scale: LossScaleOptimizer applies nothing this step (numerics off has
@@ -382,7 +404,9 @@ static void replica_main(sim_actor *self, void *arg) {
     marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
     if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
     rep->phase = REP_APPLY;
-    if (sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0)) != SIM_OK) return;
+    if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
+                 : sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
+      return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* likewise */
     marks->updated = sim_now(t->engine);
@@ -418,6 +442,7 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   t->first_step = first;
   t->restore_ps = restore;
   t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
+  if (t->mesh) mesh_reset(t->mesh);
   char name[48];
   for (int r = 0; r < t->nreplicas; r++) {
     t->replicas[r].stopped = 0;
@@ -507,6 +532,16 @@ static void make_packs(trainer *t) {
   free(floats);
 }
 
+/* strategy.distribution's recipe other than data parallelism runs the mesh's collectives. */
+static void make_mesh(trainer *t) {
+  if (!mesh_active(t->in.s, t->nreplicas)) return;
+  float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);
+  for (int r = 0; r < t->nreplicas; r++) bufs[r] = t->replicas[r].flat;
+  t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s),
+                     t->in.s->numerics_full ? bufs : NULL, t->nparams, t->traced ? t->track : NULL);
+  free(bufs);
+}
+
 static void make_replicas(trainer *t, md_model *first) {
   const scenario *s = t->in.s;
   int max_slice = inp_plan_max_count(t->plan);
@@ -571,6 +606,7 @@ void train__free(trainer *t) {
   free(t->replicas);
   cg_cache_free(t->programs);
   ovl_free(t->ovl);  /* its waiters are the replica actors, gone with the engine's run */
+  mesh_free(t->mesh);
   free(t->pack_layer);
   free(t->track);
   sim_snapshot_free(t->snap[0]);
@@ -842,6 +878,11 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
   sum->slices = s->tpu_slices;
   sum->all_reduce_packs = t->ovl ? t->npacks : 0;
+  sum->sharding = scenario_sharding_recipe(s);
+  if (s->dist && s->mesh_axes == 0) base_format(sum->mesh, sizeof sum->mesh, "batch=%d", t->nreplicas);
+  for (int a = 0; s->dist && a < s->mesh_axes; a++)
+    base_format(sum->mesh + strlen(sum->mesh), sizeof sum->mesh - strlen(sum->mesh), "%s%s=%d", a ? "," : "",
+                s->mesh_names[a], s->mesh_shape[a]);
   sum->sim_time_s = sim_time_to_s(sim_now(t->engine));
   sum->final_loss = t->rows.n > 0 ? t->rows.at[t->rows.n - 1].loss : 0.0;
   sum->compile_s = sim_time_to_s(t->compile_ps);
@@ -898,6 +939,11 @@ int train_check(const scenario *s, scn_error *err) {
   trainer t = { .in.s = s };
   md_model *first = NULL;
   int rc = prepare(&t, &first, err);
+  if (rc == TR_EXIT_OK && s->dist) {  /* the mesh against the strategy's replicas, as a run checks it */
+    train_memory *probe = train_memory_new(s, err);
+    rc = probe ? mesh_check(s, train_memory_replicas(probe), first, err) : TR_EXIT_INPUT;
+    train_memory_free(probe);
+  }
   if (first) md_model_free(first);
   train__free(&t);
   return rc;
@@ -922,6 +968,11 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   t.engine = train_engine_new(t.traced);
   train__build_strategy(&t);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);
+  if (mesh_check(s, t.nreplicas, first, err) != TR_EXIT_OK) {
+    md_model_free(first);
+    train__free(&t);
+    return TR_EXIT_INPUT;
+  }
   t.plan = inp_plan_new(&t.in, t.strategy, s->numerics_full, err);
   if (t.plan == NULL) {
     md_model_free(first);
@@ -932,7 +983,9 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   make_replicas(&t, first);
   make_packs(&t);
   md_model_spec spec = scenario_model_spec(s, 1);
-  t.programs = cg_cache_new(&spec, &s->optimizer, &(cg_options){.replicas = t.nreplicas, .fusion = s->xla_fusion});
+  cg_options compiled = mesh_compile_options(s, t.nreplicas);
+  t.programs = cg_cache_new(&spec, &s->optimizer, &compiled);
+  make_mesh(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);
@@ -943,7 +996,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     rec_add_checkpoint_bytes(t.rec, (double)inp_plan_checkpoint_examples(t.plan) * input_spec(&t).example_bytes);
     /* Fast-forward needs steps that repeat: no values (numerics off) and no loop of several
     ** steps (tpu_v1). */
-    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1;
+    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.mesh == NULL;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;

@@ -11,6 +11,7 @@
 #include "models/optimizer.h"
 #include "scenarios/programs/faults.h"
 #include "scenarios/programs/input_plan.h"
+#include "scenarios/programs/mesh.h"
 #include "scenarios/programs/overlap.h"
 #include "scenarios/programs/recovery.h"
 #include "scenarios/programs/slice.h"
@@ -97,6 +98,9 @@ struct trainer {
   ovl_run *ovl;           /* the gradient all-reduce in packs overlapped with the backward pass
                           ** (strategy.communication.bytes_per_pack; overlap.h), NULL: one
                           ** all-reduce after it */
+  mesh_run *mesh;         /* strategy.distribution's recipe other than data parallelism: the mesh's
+                          ** collectives at their compiled places (mesh.h); NULL: the strategy's
+                          ** gradient all-reduce */
   int npacks;             /* with ovl: its packs */
   int *pack_layer;        /* with ovl: per pack, the layer whose backward completes it */
   int nreplicas;          /* num_replicas_in_sync */

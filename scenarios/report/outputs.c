@@ -492,6 +492,10 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "num_replicas_in_sync", json_integer(s->replicas));
   json_object_set_new(o, "all_reduce", json_string(s->all_reduce));
   if (s->slices > 1) json_object_set_new(o, "slices", json_integer(s->slices));
+  if (s->sharding) {
+    json_object_set_new(o, "sharding", json_string(s->sharding));
+    json_object_set_new(o, "mesh", json_string(s->mesh));
+  }
   if (s->all_reduce_packs > 0) {
     json_object_set_new(o, "all_reduce_packs", json_integer(s->all_reduce_packs));
     json_object_set_new(o, "comm_hidden_s", json_real(s->means.comm_hidden_s));

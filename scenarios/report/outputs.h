@@ -74,6 +74,8 @@ typedef struct run_summary {
   int    slices;          /* TPU slices joined by DCN: 0 or 1 for one (then not written) */
   int    all_reduce_packs;/* packs of the gradient all-reduce overlapped with the backward (0: one
                              all-reduce after it; then not written) */
+  const char *sharding;   /* strategy.distribution's recipe ("fsdp_tp"); NULL without (then not written) */
+  char   mesh[80];        /* its mesh, "data=2,model=8" (the replicas along one axis without a mesh) */
   double sim_time_s;      /* simulated end time */
   long   steps_completed; /* training steps applied */
   double final_loss;      /* loss of the last step */

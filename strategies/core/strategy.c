@@ -505,11 +505,11 @@ int ds_all_reduce_pack(ds_strategy *s, size_t count, sim_collective_done_fn done
 }
 
 int ds_all_reduce_values(ds_strategy *s, float *const *bufs, size_t count) {
-  assert(s->multi == NULL);
   if (s->group == NULL) return SIM_OK;
   float **by_rank = base_xcalloc((size_t)s->nreplicas, sizeof *by_rank);
   for (int r = 0; r < s->nreplicas; r++) by_rank[ds_replica_rank(s, r)] = bufs[r];
-  int rc = sim_collective_compute(s->group, SIM_COLL_ALL_REDUCE, s->algo, 0, by_rank, count);
+  /* several slices: the whole group's ring (the hierarchical all-reduce's sums reassociated) */
+  int rc = sim_collective_compute(s->group, SIM_COLL_ALL_REDUCE, s->multi ? SIM_ALGO_RING : s->algo, 0, by_rank, count);
   free(by_rank);
   return rc;
 }

@@ -157,7 +157,9 @@ int ds_all_reduce_sum(ds_strategy *s, sim_actor *self, int replica, float *buf, 
 ** values move); done(e, group, arg) fires when it is through, SIM_COLL_EBUSY while one runs. The
 ** packs' values come from ds_all_reduce_values: bufs[r] is replica r's whole buffer of `count`
 ** floats, summed at once, no time passing, to the bits ds_all_reduce_sum would give it, so
-** packing never changes a sum's order. Neither runs on several slices (the loader refuses it). */
+** packing never changes a sum's order. ds_all_reduce_pack does not run on several slices (the
+** loader refuses it); there ds_all_reduce_values sums over every slice's replicas as one ring,
+** the hierarchical all-reduce's sums in another order (a device mesh's gradients, mesh.h). */
 int ds_all_reduce_pack(ds_strategy *s, size_t count, sim_collective_done_fn done, void *arg);
 int ds_all_reduce_values(ds_strategy *s, float *const *bufs, size_t count);
 /* Simulated duration of the last all-reduce, from the last replica's arrival to the end (on

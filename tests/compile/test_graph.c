@@ -192,7 +192,7 @@ static void test_memory_policies(void **state) {
 /* The registries answer by name; the defaults are data_parallel and liveness. */
 static void test_registries(void **state) {
   (void)state;
-  assert_true(cg_sharding_known("data_parallel") && cg_sharding_known(NULL) && !cg_sharding_known("fsdp"));
+  assert_true(cg_sharding_known("data_parallel") && cg_sharding_known(NULL) && !cg_sharding_known("zero4"));
   assert_true(cg_memory_known("liveness") && cg_memory_known("keep_all") && cg_memory_known(NULL) &&
               !cg_memory_known("remat"));
 }

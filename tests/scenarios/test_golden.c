@@ -93,6 +93,32 @@ static void sync_strategies_reproduce_r1(void **state) {
   for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) check_strategy(NAMES[i], "r1", NULL);
 }
 
+/* Every keras.distribution sharding recipe reproduces the single-device run r1: ZeRO-1, ZeRO-2
+** and FSDP over 4 workers, Megatron tensor parallelism (from a layout map) and sequence
+** parallelism on a 2 x 2 mesh of 4 GPUs, FSDP x tensor parallelism on a v4-8's 2 x 2 chips,
+** tensor parallelism on two v5e slices joined by DCN (scenarios/programs/mesh.h: the recipes
+** move the math, the gradients' sum is the strategy's). */
+static void mesh_recipes_reproduce_r1(void **state) {
+  (void)state;
+  static const char *const NAMES[] = {"mesh_zero1", "mesh_zero2", "mesh_fsdp", "mesh_tp_gpus", "mesh_sp_gpus",
+                                      "mesh_fsdp_tp_v4", "mesh_tp_2_slices"};
+  for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) check_strategy(NAMES[i], "r1", NULL);
+}
+
+/* The golden transformer block under sequence parallelism on {data: 1, model: 2}
+** (tests/data/train/strategies/mesh_attention_sp.yaml: attention split by its heads, the MLP a
+** column/row pair, the layer norm on half the sequence) is its single-device run r1. */
+static void mesh_attention_reproduces_r1(void **state) {
+  (void)state;
+  char *out = tu_temp_dir("podsim-golden");
+  double loss_err, weight_err;
+  run_scenario("tests/data/train/strategies/mesh_attention_sp.yaml", "attention_block/r1", out, &loss_err, &weight_err,
+               NULL);
+  print_message("mesh_attention_sp vs golden attention_block/r1: max |loss error| %.3g, max |weight error| %.3g\n",
+                loss_err, weight_err);
+  tu_remove_dir(out);
+}
+
 /* per_replica_mean on 4 TPU replicas scales the gradient as TensorFlow does: golden r4_mean.
 ** sum makes the gradient G = 32 times the global_batch one (the loss seed's 1/32 is exact), so
 ** SGD with momentum at a learning rate 32 times smaller (0.0015625) walks r1's path again:
@@ -363,6 +389,8 @@ int main(void) {
     cmocka_unit_test(golden_r4_mean),
     cmocka_unit_test(layer_goldens_from_scenarios),
     cmocka_unit_test(mixed_precision_within_derived_tolerance),
+    cmocka_unit_test(mesh_recipes_reproduce_r1),
+    cmocka_unit_test(mesh_attention_reproduces_r1),
     cmocka_unit_test(graph_golden_from_scenarios),
     cmocka_unit_test(dlrm_golden_from_scenarios),
     cmocka_unit_test(graph_golden_from_keras_config),

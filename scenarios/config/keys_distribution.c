@@ -1,0 +1,155 @@
+/*
+** keys_distribution.c: strategy.distribution, Keras 3's keras.distribution on the sync
+** strategies (mirrored, multi_worker_mirrored, tpu): a DeviceMesh of named axes over the
+** strategy's replicas, a LayoutMap from variable paths to each dimension's mesh axis, and the
+** sharding recipe (compile/shard_*.c) that lays the step out: a preset, or the one the layout
+** map describes (docs/strategies.md, "Device meshes and sharding recipes").
+*/
+#include "scenarios/config/configInt.h"
+
+#include <string.h>
+
+/* Indexed by scenario.dist_preset; past the first, compile/'s recipe names. */
+static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "zero2", "fsdp",
+                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", NULL};
+enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP };
+
+/* mesh: {data: 16, model: 8}, DeviceMesh's axis_names and shape in order. */
+static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  static const key_spec len = {.key = "", .type = V_INT, .lo = 1, .hi = 1048576};
+  scenario *s = base;
+  char sub[256];
+  (void)k;
+  if (cfg_get_map(c, v, path, "a mapping of axis names to lengths such as {data: 4, model: 2}")) return -1;
+  if (v->n < 1 || v->n > 2)
+    return cfg_fail(c, v, path, "expected 1 or 2 axes (the batch's first, then the model's), found %d", v->n);
+  for (int i = 0; i < v->n; i++) {
+    long long x;
+    cfg_join(sub, sizeof sub, path, v->keys[i]->text);
+    if (strlen(v->keys[i]->text) >= sizeof s->mesh_names[0])
+      return cfg_fail(c, v->keys[i], sub, "an axis name of at most %zu characters", sizeof s->mesh_names[0] - 1);
+    if (cfg_get_int(c, &len, v->items[i], sub, &x)) return -1;
+    base_format(s->mesh_names[i], sizeof s->mesh_names[i], "%s", v->keys[i]->text);
+    s->mesh_shape[i] = (int)x;
+  }
+  s->mesh_axes = v->n;
+  s->mesh_line = v->line;
+  s->mesh_col = v->col;
+  return 0;
+}
+
+/* layout_map: {"dense.*kernel": [null, model]}: per dimension null or an axis name (checked
+** against the mesh in cfg_distribution_checks, whatever the keys' order). */
+static int layout_map_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  scenario *s = base;
+  char sub[256], fb[80];
+  (void)k;
+  if (cfg_get_map(c, v, path, "a mapping of variable-path patterns to layouts such as {\"dense.*kernel\": [null, model]}"))
+    return -1;
+  if (v->n > SCN_MAX_LAYOUTS) return cfg_fail(c, v, path, "expected at most %d entries, found %d", SCN_MAX_LAYOUTS, v->n);
+  for (int i = 0; i < v->n; i++) {
+    const yt_node *key = v->keys[i], *axes = v->items[i];
+    scn_layout *l = &s->layouts[i];
+    cfg_join(sub, sizeof sub, path, key->text);
+    if (strlen(key->text) >= sizeof l->pattern)
+      return cfg_fail(c, key, sub, "a pattern of at most %zu characters", sizeof l->pattern - 1);
+    if (axes->kind != YT_SEQ || axes->n < 1 || axes->n > 4)
+      return cfg_fail(c, axes, sub, "expected a layout of 1 to 4 dimensions such as [null, model], found %s",
+                      cfg_found(axes, fb, sizeof fb));
+    base_format(l->pattern, sizeof l->pattern, "%s", key->text);
+    l->rank = axes->n;
+    l->line = key->line;
+    l->col = key->col;
+    for (int d = 0; d < axes->n; d++) {
+      const yt_node *a = axes->items[d];
+      if (a->kind != YT_SCALAR)
+        return cfg_fail(c, a, sub, "expected null or a mesh axis name, found %s", cfg_found(a, fb, sizeof fb));
+      l->axis[d] = -1;
+      l->axis_line[d] = a->line;
+      l->axis_col[d] = a->col;
+    }
+  }
+  s->nlayouts = v->n;
+  return 0;
+}
+
+const key_spec CFG_DISTRIBUTION_KEYS[] = {
+  {.key = "preset", .type = V_ENUM, .names = PRESETS, .st = S_INT, OFF(scenario, dist_preset),
+   .doc = "the sharding recipe: data_parallel, zero1, zero2, fsdp (ZeRO-3) over every device of the mesh (its "
+          "axes flattened); tensor_parallel (Megatron), sequence_parallel, fsdp_tp over its second (model) axis, "
+          "the batch over its first; layout_map (the default): the one the layout map describes"},
+  {.key = "mesh", .type = V_FN, .fn = mesh_fn,
+   .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":"
+             "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
+             "the batch's first; their product is the strategy's replicas\"}"},
+  {.key = "layout_map", .type = V_FN, .fn = layout_map_fn,
+   .schema = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,"
+             "\"items\":{\"type\":[\"string\",\"null\"]}},\"description\":\"keras.distribution.LayoutMap: a "
+             "variable-path regular expression (matched whole) to each dimension's mesh axis or null\"}"},
+  END};
+
+static int axis_named(const scenario *s, const char *name) {
+  for (int a = 0; a < s->mesh_axes; a++)
+    if (!strcmp(s->mesh_names[a], name)) return a;
+  return -1;
+}
+
+int cfg_distribution_checks(cfg_ctx *c) {
+  scenario *s = c->s;
+  const yt_node *d = yt_path(c->root, "strategy.distribution");
+  s->dist = d != NULL;
+  if (d == NULL) return 0;
+  if (s->strategy != SCN_STRATEGY_MIRRORED && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED &&
+      s->strategy != SCN_STRATEGY_TPU)
+    return cfg_fail(c, d, "strategy.distribution", "goes with strategy kind mirrored, multi_worker_mirrored or tpu, "
+                    "not %s", CFG_STRATEGIES[s->strategy]);
+  if (s->spmd)
+    return cfg_fail(c, d, "strategy.distribution", "lays out the replicas itself: drop strategy.spmd_xla_partitioning");
+  /* layout entries: each dimension's axis a mesh axis */
+  const yt_node *lm = yt_get(d, "layout_map");
+  int uses[2] = {0, 0};
+  for (int i = 0; i < s->nlayouts; i++) {
+    const yt_node *axes = lm->items[i];
+    char sub[256], path[200];
+    base_format(path, sizeof path, "strategy.distribution.layout_map.%s", s->layouts[i].pattern);
+    for (int k = 0; k < axes->n; k++) {
+      const yt_node *a = axes->items[k];
+      if (!strcmp(a->text, "null") || !strcmp(a->text, "~") || (!a->quoted && a->text[0] == '\0')) continue;
+      int axis = axis_named(s, a->text);
+      base_format(sub, sizeof sub, "%s[%d]", path, k);
+      if (axis < 0) {
+        char names[80] = "";
+        for (int j = 0; j < s->mesh_axes; j++)
+          base_format(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", s->mesh_names[j]);
+        return cfg_fail(c, a, sub, "expected null or an axis of strategy.distribution.mesh (%s), found \"%s\"",
+                        s->mesh_axes ? names : "none given", a->text);
+      }
+      s->layouts[i].axis[k] = axis;
+      uses[axis] = 1;
+    }
+  }
+  int model = s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
+  if (s->dist_preset == P_LAYOUT)
+    s->dist_preset = uses[1] && model > 1 ? (uses[0] ? P_FSDP_TP : P_TP) : uses[0] ? P_FSDP : P_DATA;
+  const yt_node *preset = yt_get(d, "preset");
+  int wants_model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset == P_FSDP_TP;
+  if (wants_model && model < 2)
+    return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's second "
+                    "(model) axis: give strategy.distribution.mesh two axes such as {data: 2, model: 2}",
+                    PRESETS[s->dist_preset]);
+  if (s->dist_preset != P_DATA && (s->comm_bytes_per_pack > 0 || s->xla_combine_bytes >= 0))
+    return cfg_fail(c, d, "strategy.distribution", "%s schedules its own collectives beside the compute: drop "
+                    "strategy.%s", PRESETS[s->dist_preset],
+                    s->comm_bytes_per_pack > 0 ? "communication.bytes_per_pack" : "xla_combine_threshold");
+  return 0;
+}
+
+const char *scenario_sharding_recipe(const scenario *s) { return s->dist ? PRESETS[s->dist_preset] : NULL; }
+
+/* The batch-only presets (data_parallel, zero1, zero2, fsdp) run over every device of the mesh,
+** its axes flattened, as keras.distribution.DataParallel's one-axis mesh does: so a plan can
+** sweep the preset on one mesh. */
+int scenario_model_axis(const scenario *s) {
+  int model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset == P_FSDP_TP;
+  return s->dist && model && s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
+}

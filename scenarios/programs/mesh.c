@@ -1,0 +1,352 @@
+/*
+** mesh.c: a device mesh's collectives at run time (mesh.h).
+**
+** A line is a sub-group of the strategy's collective group: for the model axis the replicas
+** d x model .. d x model + model - 1, for the data axis the replicas m, m + model, .... A
+** compiled program's collectives over an axis are, in program order, that axis's list; a line
+** runs its list again every step, its position counting from the attempt's start (step x the
+** list's length + the index in it). Each member counts how many of the line's collectives it has
+** issued; the line starts its next one when every member has issued it and its last one is
+** through, and notifies the waiting replicas when it ends.
+**
+** Invariants:
+**   1. The same program structure serves every batch size (the recipes add the same collectives
+**      whatever the examples), so positions agree between replicas of uneven batches; a
+**      collective's bytes are those of the member that issued it last.
+**   2. A line runs one collective at a time, in program order; the two axes' lines run at once.
+*/
+#include "scenarios/programs/mesh.h"
+
+#include <assert.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "scenarios/programs/trainInt.h"
+#include "sim/cond.h"
+
+typedef struct mesh_line {
+  sim_collective *group;  /* its sub-group of the strategy's group, or that group itself when the
+                          ** line holds every replica (then not owned) */
+  int owned;              /* 1: group is the line's own sub-group */
+  sim_algo algo;          /* what it runs its collectives with */
+  int axis;               /* 1 model, 0 data */
+  int n;                  /* its members */
+  int *members;           /* their replicas */
+  long *issued;           /* per member (by index in members): collectives issued */
+  long done;              /* collectives through */
+  int ready;              /* members that have issued the next one (issued > done) */
+  int running;            /* 1 while one runs */
+  double floats;          /* the next one's buffer, from its last issuer */
+  cg_coll kind;           /* its kind */
+  sim_time began;         /* when the running one started */
+  long attempt;           /* the attempt that started the running one */
+  struct mesh_run *run;   /* the run it belongs to */
+} mesh_line;
+
+struct mesh_run {
+  sim_engine *engine;     /* the run's engine */
+  ds_strategy *strategy;  /* the replicas and their group */
+  int nreplicas;          /* the mesh's devices */
+  int model;              /* along the model axis */
+  mesh_line *lines;       /* the data lines (model of them), then the model lines (nreplicas / model) */
+  int nlines;             /* how many */
+  int *line_of;           /* per replica and axis: [2 r + axis] its line */
+  int *slot_of;           /* per replica and axis: its index among that line's members */
+  long *steps[2];         /* per replica, per list (step, apply): passes begun */
+  sim_time *waited;       /* per replica: time waiting for collectives this step */
+  sim_cond *cv;           /* every line's ends */
+  sim_barrier *end;       /* the step's end */
+  float **bufs;           /* the gradients, per replica (a copy of the array), or NULL */
+  size_t nparams;         /* their floats */
+  int *tracks;            /* per replica: its trace track; NULL: no spans */
+  long attempt;           /* attempts begun (mesh_reset): a collective an earlier one started
+                          ** ends without counting */
+};
+
+static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n) {
+  l->run = m;
+  l->axis = axis;
+  l->n = n;
+  l->members = base_xcalloc((size_t)n, sizeof *l->members);
+  l->issued = base_xcalloc((size_t)n, sizeof *l->issued);
+  int *ranks = base_xcalloc((size_t)n, sizeof *ranks);
+  for (int i = 0; i < n; i++) {
+    int r = first + i * stride;
+    l->members[i] = r;
+    ranks[i] = ds_replica_rank(m->strategy, r);
+    m->line_of[2 * r + axis] = (int)(l - m->lines);
+    m->slot_of[2 * r + axis] = i;
+  }
+  /* a line of every replica is the strategy's group, torus shape and all (its collectives then
+  ** run as the strategy's all-reduce does, in closed form where they can) */
+  l->owned = n > 1 && n < m->nreplicas;
+  l->group = n == m->nreplicas ? ds_collective(m->strategy)
+             : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
+                        : NULL;
+  /* the strategy's algorithm where the line can run it (a torus needs its shape, which a
+  ** sub-group has not): else a ring over the line's routes, which follow the links */
+  l->algo = ds_all_reduce_algorithm(m->strategy);
+  for (int op = SIM_COLL_ALL_REDUCE; op <= SIM_COLL_ALL_GATHER && l->group; op++)
+    if (sim_collective_check(l->group, (sim_coll_op)op, l->algo, 0, (size_t)n * 64) != SIM_OK) l->algo = SIM_ALGO_RING;
+  free(ranks);
+}
+
+mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams,
+                   const int *tracks) {
+  assert(nreplicas >= 2 && model >= 1 && nreplicas % model == 0);
+  mesh_run *m = base_xcalloc(1, sizeof *m);
+  m->engine = e;
+  m->strategy = s;
+  m->nreplicas = nreplicas;
+  m->model = model;
+  if (tracks != NULL) {
+    m->tracks = base_xcalloc((size_t)nreplicas, sizeof *m->tracks);
+    for (int r = 0; r < nreplicas; r++) m->tracks[r] = tracks[r];
+  }
+  if (bufs != NULL) {
+    m->bufs = base_xcalloc((size_t)nreplicas, sizeof *m->bufs);
+    for (int r = 0; r < nreplicas; r++) m->bufs[r] = bufs[r];
+  }
+  m->nparams = nparams;
+  int data = nreplicas / model;
+  m->nlines = model + data;
+  m->lines = base_xcalloc((size_t)m->nlines, sizeof *m->lines);
+  m->line_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->line_of);
+  m->slot_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->slot_of);
+  for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data);
+  for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model);
+  for (int j = 0; j < 2; j++) m->steps[j] = base_xcalloc((size_t)nreplicas, sizeof *m->steps[j]);
+  m->waited = base_xcalloc((size_t)nreplicas, sizeof *m->waited);
+  m->cv = sim_cond_new();
+  m->end = sim_barrier_new(e, nreplicas);
+  return m;
+}
+
+void mesh_free(mesh_run *m) {
+  if (m == NULL) return;
+  for (int i = 0; i < m->nlines; i++) {
+    if (m->lines[i].owned) sim_collective_free(m->lines[i].group);
+    free(m->lines[i].members);
+    free(m->lines[i].issued);
+  }
+  free(m->lines);
+  free(m->line_of);
+  free(m->slot_of);
+  for (int j = 0; j < 2; j++) free(m->steps[j]);
+  free(m->waited);
+  sim_cond_free(m->cv);
+  sim_barrier_free(m->end);
+  free(m->bufs);
+  free(m->tracks);
+  free(m);
+}
+
+void mesh_reset(mesh_run *m) {
+  for (int i = 0; i < m->nlines; i++) {
+    mesh_line *l = &m->lines[i];
+    for (int k = 0; k < l->n; k++) l->issued[k] = 0;
+    l->done = 0;  /* one still running ends uncounted (line_done) */
+    l->ready = 0;
+  }
+  m->attempt++;
+  for (int r = 0; r < m->nreplicas; r++) m->steps[0][r] = m->steps[1][r] = 0;
+}
+
+static const sim_coll_op OPS[] = {SIM_COLL_ALL_REDUCE, SIM_COLL_ALL_GATHER, SIM_COLL_REDUCE_SCATTER};
+
+static void try_start(mesh_run *m, mesh_line *l);
+
+static const char *const NAMES[] = {"all-reduce", "all-gather", "reduce-scatter"};
+
+static void line_done(sim_engine *e, sim_collective *c, void *arg) {
+  (void)c;
+  mesh_line *l = arg;
+  l->running = 0;
+  if (l->attempt != l->run->attempt) {  /* a restarted job's lines count from zero */
+    try_start(l->run, l);
+    return;
+  }
+  if (l->run->tracks != NULL) {  /* the collective on each member's timeline, beside its kernels */
+    char name[48];
+    snprintf(name, sizeof name, "%s (%s axis)", NAMES[l->kind], l->axis ? "model" : "data");
+    for (int k = 0; k < l->n; k++) sim_trace_span(e, l->run->tracks[l->members[k]], name, "collective", l->began, sim_now(e));
+  }
+  l->done++;
+  l->ready = 0;  /* counted once per collective, not per issue: a line of a whole pod stays linear */
+  for (int k = 0; k < l->n; k++) l->ready += l->issued[k] > l->done;
+  sim_cond_notify_all(l->run->cv);
+  try_start(l->run, l);
+}
+
+/* Starts the line's next collective once every member has issued it. */
+static void try_start(mesh_run *m, mesh_line *l) {
+  if (l->running || l->ready < l->n) return;
+  l->running = 1;
+  l->began = sim_now(m->engine);
+  l->attempt = m->attempt;
+  size_t count = l->floats > 0 ? (size_t)l->floats : 1;
+  int rc = sim_collective_start(l->group, OPS[l->kind], l->algo, 0, NULL, count, line_done, l);
+  assert(rc == SIM_OK);  /* the line ran nothing else, and line_init checked the algorithm */
+  (void)rc;
+}
+
+/* Replica r issues collective x on its line over x's axis. */
+static void issue(mesh_run *m, int r, const cg_transfer *x) {
+  mesh_line *l = &m->lines[m->line_of[2 * r + x->model_axis]];
+  if (l->group == NULL) return;  /* one device along the axis: nothing moves */
+  if (++l->issued[m->slot_of[2 * r + x->model_axis]] == l->done + 1) l->ready++;
+  l->floats = x->bytes / 4.0;
+  l->kind = x->kind;
+  try_start(m, l);
+}
+
+/* Replica r waits until its line over `axis` has run `at` + 1 collectives. */
+static int await(mesh_run *m, sim_actor *self, int r, int axis, long at) {
+  mesh_line *l = &m->lines[m->line_of[2 * r + axis]];
+  if (l->group == NULL) return SIM_OK;
+  sim_time before = sim_now(m->engine);
+  while (l->done <= at)
+    if (sim_cond_wait(self, m->cv) != SIM_OK) return SIM_FAILED;
+  m->waited[r] += sim_now(m->engine) - before;
+  return SIM_OK;
+}
+
+int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, sim_cpu *cpu,
+              mesh_work_fn work, void *ctx) {
+  size_t nk, nx;
+  const cg_kernel *k = apply ? cg_program_apply(p, &nk) : cg_program_step(p, &nk);
+  const cg_transfer *x = cg_program_collectives(p, &nx);
+  /* each axis's collectives: how many the program has (per pass of both lists), and where this
+  ** list's first one sits in the line's count */
+  long per_step[2] = {0, 0}, before[2] = {0, 0};
+  for (size_t i = 0; i < nx; i++) {
+    per_step[x[i].model_axis]++;
+    if (x[i].apply < apply) before[x[i].model_axis]++;
+  }
+  if (!apply) m->waited[r] = 0;
+  long pass = m->steps[apply][r]++;
+  long base[2] = {pass * per_step[0] + before[0], pass * per_step[1] + before[1]};
+  long *pos = base_xcalloc(nx + 1, sizeof *pos);  /* each collective's position in its line */
+  /* per kernel place: whether something happens there, and the collectives awaited there (a
+  ** list through next), so a pass is linear in its kernels and collectives */
+  char *stop = base_xcalloc(nk + 1, 1);
+  long *awaited = base_xcalloc(nk + 1, sizeof *awaited), *next = base_xcalloc(nx + 1, sizeof *next);
+  for (size_t at = 0; at <= nk; at++) awaited[at] = -1;
+  long seen[2] = {0, 0};
+  for (size_t i = nx; i-- > 0;)  /* backwards, so each place's list is in program order */
+    if (x[i].apply == apply) {
+      next[i] = awaited[x[i].need];
+      awaited[x[i].need] = (long)i;
+      stop[x[i].issue] = stop[x[i].need] = 1;
+    }
+  for (size_t i = 0; i < nx; i++)
+    if (x[i].apply == apply) pos[i] = base[x[i].model_axis] + seen[x[i].model_axis]++;
+  size_t from = 0, issued = 0;
+  int rc = SIM_OK;
+  /* kernels in runs between places where a collective is issued or awaited */
+  for (size_t at = 0; at <= nk && rc == SIM_OK; at++) {
+    if (!stop[at] && at < nk) continue;
+    if (at > from && sim_exec(self, cpu, work(ctx, k, from, at)) != SIM_OK) rc = SIM_FAILED;
+    from = at;
+    /* issued first: one awaited at the place it is issued (an activation's all-reduce that the
+    ** next kernel reads) must have started */
+    for (; issued < nx && rc == SIM_OK; issued++) {
+      if (x[issued].apply != apply) continue;
+      if (x[issued].issue > at) break;
+      issue(m, r, &x[issued]);
+    }
+    for (long i = awaited[at]; i >= 0 && rc == SIM_OK; i = next[i]) rc = await(m, self, r, x[i].model_axis, pos[i]);
+  }
+  free(stop);
+  free(awaited);
+  free(next);
+  free(pos);
+  return rc;
+}
+
+int mesh_sync(mesh_run *m, sim_actor *self, int r) {
+  if (sim_barrier_wait(self, m->end) != SIM_OK) return SIM_FAILED;
+  if (r == 0 && m->bufs != NULL) {
+    int rc = ds_all_reduce_values(m->strategy, m->bufs, m->nparams);
+    assert(rc == SIM_OK);  /* the strategy's group runs nothing: the lines are sub-groups */
+    (void)rc;
+  }
+  return sim_barrier_wait(self, m->end);
+}
+
+sim_time mesh_waited(const mesh_run *m, int r) { return m->waited[r]; }
+
+/* ---- the scenario's mesh ------------------------------------------------------------------ */
+
+int mesh_active(const scenario *s, int nreplicas) {
+  const char *recipe = scenario_sharding_recipe(s);
+  return recipe != NULL && strcmp(recipe, "data_parallel") != 0 && nreplicas >= 2;
+}
+
+cg_options mesh_compile_options(const scenario *s, int nreplicas) {
+  return (cg_options){.replicas = nreplicas, .fusion = s->xla_fusion, .sharding = scenario_sharding_recipe(s),
+                      .model_axis = scenario_model_axis(s)};
+}
+
+/* ---- the layout against the cluster and the model --------------------------------------- */
+
+/* keras.distribution's checks: the mesh holds every replica, and the layout_map entry of each
+** variable (LayoutMap.__getitem__: the key equal to its path, else the one regular expression
+** its path matches whole, re.fullmatch; two is a ValueError) has the variable's rank and axes
+** that divide the dimensions they shard. */
+int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *err) {
+  if (!s->dist) return TR_EXIT_OK;
+  int devices = s->mesh_axes == 0 ? nreplicas : s->mesh_axes == 1 ? s->mesh_shape[0] : s->mesh_shape[0] * s->mesh_shape[1];
+  if (devices != nreplicas)
+    return train_error(err, s->path, s->mesh_line, s->mesh_col, "strategy.distribution.mesh",
+                       "a mesh of %d devices on a cluster of %d replicas: DeviceMesh's shape must hold every device "
+                       "the strategy runs on", devices, nreplicas);
+  regex_t re[SCN_MAX_LAYOUTS];
+  int compiled = 0, rc = TR_EXIT_OK;
+  char key[200];
+  for (; compiled < s->nlayouts; compiled++) {
+    const scn_layout *l = &s->layouts[compiled];
+    char anchored[160];
+    base_format(anchored, sizeof anchored, "^(%s)$", l->pattern);
+    if (regcomp(&re[compiled], anchored, REG_EXTENDED | REG_NOSUB) != 0) {
+      base_format(key, sizeof key, "strategy.distribution.layout_map.%s", l->pattern);
+      rc = train_error(err, s->path, l->line, l->col, key, "not a regular expression");
+      break;
+    }
+  }
+  for (int v = 0; v < md_model_num_vars(m) && rc == TR_EXIT_OK; v++) {
+    const md_var *var = md_model_var_const(m, v);
+    int hit = -1, exact = 0;
+    for (int i = 0; i < s->nlayouts && !exact; i++)
+      if (!strcmp(s->layouts[i].pattern, var->name)) hit = i, exact = 1;
+    for (int i = 0; i < s->nlayouts && !exact && rc == TR_EXIT_OK; i++) {
+      if (regexec(&re[i], var->name, 0, NULL, 0) != 0) continue;
+      if (hit >= 0) {
+        base_format(key, sizeof key, "strategy.distribution.layout_map.%s", s->layouts[i].pattern);
+        rc = train_error(err, s->path, s->layouts[i].line, s->layouts[i].col, key, "%s matches %s too: a variable "
+                         "matches at most one layout_map key", var->name, s->layouts[hit].pattern);
+      }
+      hit = i;
+    }
+    if (hit < 0 || rc != TR_EXIT_OK) continue;
+    const scn_layout *l = &s->layouts[hit];
+    char shape[64];
+    md_var_shape_str(var, shape, sizeof shape);
+    base_format(key, sizeof key, "strategy.distribution.layout_map.%s", l->pattern);
+    if (l->rank != var->rank)
+      rc = train_error(err, s->path, l->line, l->col, key, "a layout of %d dimensions for %s, of shape %s (%d)",
+                       l->rank, var->name, shape, var->rank);
+    for (int d = 0; d < l->rank && rc == TR_EXIT_OK; d++) {
+      int a = l->axis[d];
+      if (a >= 0 && var->shape[d] % s->mesh_shape[a] != 0)
+        rc = train_error(err, s->path, l->axis_line[d], l->axis_col[d], key, "mesh axis %s (%d devices) does not "
+                         "divide dimension %d of %s, of shape %s", s->mesh_names[a], s->mesh_shape[a], d, var->name,
+                         shape);
+    }
+  }
+  for (int i = 0; i < compiled; i++) regfree(&re[i]);
+  return rc;
+}

@@ -1,0 +1,66 @@
+/*
+** mesh.h: a device mesh's collectives at run time (mesh_), what the sync program (train.c) runs
+** when strategy.distribution names a sharding recipe other than data parallelism
+** (docs/strategies.md, "Device meshes and sharding recipes").
+**
+** The strategy's replicas are the mesh's devices, in their order: replica r sits at data index
+** r / model and model index r % model, so a model group is `model` consecutive replicas (one
+** GPU VM's NVLink domain, or neighbouring chips of a TPU torus) and a data group strides over
+** them (across VMs' NICs, or further along the torus). Each line of the mesh (the replicas that
+** differ along one axis) is a sub-group of the strategy's collective group, and runs the
+** compiled program's collectives over that axis (cg_transfer) one after another, each started
+** from the engine once every replica of the line has issued it, on shapes alone. A replica
+** issues a collective when its kernels reach the collective's place and waits for it before
+** the kernel that reads it: XLA's asynchronous collectives beside the compute.
+**
+** Numerics: the sharding changes where the math runs, not what it is (compile.h invariant 2);
+** each replica computes its own examples whole, and at the step's end the gradients are summed
+** over every replica at once, in the strategy's all-reduce order (ds_all_reduce_values), as the
+** data-parallel run sums them: the values are the one-device run's within float reassociation.
+** That end is a barrier of every replica, as the step's loss (a mean over the global batch,
+** an all-reduce over the whole mesh) makes it, with numerics on or off alike.
+*/
+#ifndef PODSIM_MESH_H
+#define PODSIM_MESH_H
+
+#include <stddef.h>
+
+#include "compile/compile.h"
+#include "models/model.h"
+#include "scenarios/config/scenario.h"
+#include "sim/sim.h"
+#include "strategies/core/strategy.h"
+
+typedef struct mesh_run mesh_run;
+
+/* The work of kernels [from, to) of k on the calling replica (train.c's kernel_work). */
+typedef double (*mesh_work_fn)(void *ctx, const cg_kernel *k, size_t from, size_t to);
+
+/* The mesh of the strategy's nreplicas (>= 2) replicas, `model` along the model axis (it divides
+** nreplicas); bufs (nreplicas gradient buffers of nparams floats) or NULL with numerics off;
+** tracks (each replica's trace track, for a span per collective) or NULL. */
+mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams,
+                   const int *tracks);
+void      mesh_free(mesh_run *m);
+/* Forgets every line's progress: a new attempt starts its steps again (recovery). */
+void      mesh_reset(mesh_run *m);
+/* Replica r runs its program's step kernels (apply 0) or update kernels (apply 1) on cpu, each
+** through work(ctx, ...), issuing and awaiting the program's collectives of that list at their
+** places. SIM_OK, or SIM_FAILED when the replica was stopped. */
+int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, sim_cpu *cpu,
+              mesh_work_fn work, void *ctx);
+/* The step's end on replica r: every replica's gradients summed into bufs (when given). */
+int mesh_sync(mesh_run *m, sim_actor *self, int r);
+/* Whether the scenario's run on nreplicas replicas uses a mesh (a recipe other than data
+** parallelism), and the options its step is compiled with. */
+int        mesh_active(const scenario *s, int nreplicas);
+cg_options mesh_compile_options(const scenario *s, int nreplicas);
+/* strategy.distribution against the run: the mesh's devices are the strategy's nreplicas, and
+** each layout_map entry fits the variables of m it matches. TR_EXIT_OK, or TR_EXIT_INPUT with
+** err naming the file, line and column of the offending entry (train.h). */
+int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *err);
+/* Simulated time replica r spent waiting for collectives in its last step (its exposed
+** communication). */
+sim_time mesh_waited(const mesh_run *m, int r);
+
+#endif

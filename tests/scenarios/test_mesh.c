@@ -1,0 +1,97 @@
+/*
+** test_mesh.c: strategy.distribution's runs (scenarios/programs/mesh.c): the mesh's collectives
+** run beside the compute and only their waits show as communication, every collective of the
+** compiled program runs on the mesh, and each recipe's memory decides what fits.
+*/
+#include "tests/testutil.h"
+
+#include <jansson.h>
+#include <math.h>
+
+#include "scenarios/programs/train.h"
+
+/* FSDP over 4 workers (tests/data/train/mesh_fsdp_wide.yaml: 1024 -> 3 x dense 2048 -> 10, Adam,
+** 128 examples a worker): each step gathers the 8 variables twice and scatters their gradients
+** once, 24 collectives a replica, one at a time; the wait metrics.csv counts as communication is
+** positive (the first layer's gathers have nothing to hide behind, the last scatters end after
+** the backward) and well below the collectives' busy time: the next layer's gathers run while
+** this one computes, the scatters while the backward goes on. */
+static void fsdp_collectives_run_beside_compute(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  if (scenario_load(tu_src("tests/data/train/mesh_fsdp_wide.yaml"), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
+  char *out = tu_temp_dir("podsim-mesh");
+  run_summary sum;
+  if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+  char path[512];
+  snprintf(path, sizeof path, "%s/trace.json", out);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  assert_non_null(root);
+  json_t *events = json_object_get(root, "traceEvents");
+  /* replica 0's host (one worker each here): the process of its first step span; its collectives
+  ** sit on lanes of their own beside the step's (they overlap it) */
+  json_int_t pid = -1;
+  double busy = 0, last_end = 0;
+  int spans = 0;
+  for (size_t i = 0; i < json_array_size(events); i++) {
+    json_t *e = json_array_get(events, i);
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (cat == NULL) continue;
+    if (pid < 0 && !strcmp(cat, "step")) pid = json_integer_value(json_object_get(e, "pid"));
+  }
+  for (size_t i = 0; i < json_array_size(events); i++) {
+    json_t *e = json_array_get(events, i);
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (cat == NULL || strcmp(cat, "collective") || json_integer_value(json_object_get(e, "pid")) != pid)
+      continue;
+    double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
+    assert_true(ts >= last_end - 1e-9);  /* a line runs one collective at a time */
+    last_end = ts + dur;
+    busy += dur;
+    spans++;
+  }
+  json_decref(root);
+  assert_int_equal(spans, 4 * 24);
+  static double comm[16];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  int n = tu_read_column(path, 6, comm, 16, NULL);
+  assert_int_equal(n, 4);
+  double exposed = 0;
+  for (int i = 0; i < n; i++) exposed += comm[i] * 1e6;  /* seconds to the trace's microseconds */
+  print_message("fsdp: collectives busy %.3f us, exposed %.3f us over 4 steps\n", busy, exposed);
+  assert_true(exposed > 0);
+  assert_true(exposed < 0.75 * busy);
+  tu_remove_dir(out);
+}
+
+/* scenarios/examples/plan_recipes.yaml (GPT-3 XL, Adam, mixed_bfloat16, a v4-16's 8 chips of
+** 32 GiB): replicated it needs 5.3 + 10.6 + 5.3 GB before activations, more than the chip with 2
+** examples; ZeRO-1 (slots / 8), FSDP (weights, slots and gradients / 8) and FSDP x TP fit. */
+static void recipes_decide_what_fits(void **state) {
+  (void)state;
+  static const struct { const char *preset; int fits; } CASES[] = {
+    {"data_parallel", 0}, {"zero1", 1}, {"fsdp", 1}, {"fsdp_tp", 1}};
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    static scenario s;
+    scn_error err;
+    char set[80];
+    snprintf(set, sizeof set, "strategy.distribution.preset=%s", CASES[i].preset);
+    const char *sets[] = {set};
+    if (scenario_load(tu_src("scenarios/examples/plan_recipes.yaml"), sets, 1, &s, &err) != 0) fail_msg("%s", err.msg);
+    train_memory *m = train_memory_new(&s, &err);
+    assert_non_null(m);
+    assert_int_equal(train_memory_replicas(m), 8);
+    assert_int_equal(train_memory_fits(m, 2), CASES[i].fits);
+    train_memory_free(m);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(fsdp_collectives_run_beside_compute),
+    cmocka_unit_test(recipes_decide_what_fits),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
