@@ -421,7 +421,8 @@ static const struct bad_case {
   {"sweep_empty_list", 11, 31, "sweep.dataset.global_batch", "expected a non-empty sequence of values"},
   {"sweep_nested", 11, 36, "sweep.optimizer.learning_rate", "sweeps a key inside another swept key (optimizer)"},
   {"synthetic_features_mismatch", 8, 36, "dataset.synthetic.features", "expected model.input.features"},
-  {"tpu_bad_slice", 12, 15, "cluster.tpu.type", "unknown slice \"v4-33\" (v4 slices count TensorCores: 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)"},
+  {"tpu_bad_slice", 12, 15, "cluster.tpu.type", "unknown slice \"v4-33\" (v4 slices count TensorCores: 8, 16, "
+   "32, 64, or twice the chips of an AxBxC of multiples of 4 up to the 4096-chip pod, such as 128 (4x4x4) or 6144 (12x16x16))"},
   {"tpu_topology_mismatch", 12, 32, "cluster.tpu.topology", "has 8 chips but v4-32 has 16"},
   {"tpu_needs_tpu_strategy", 12, 3, "cluster.tpu", "needs strategy.kind tpu, tpu_v1 or gnn_runner_tpu"},
   {"tpu_strategy_without_slice", 11, 18, "strategy.kind", "tpu runs on a TPU slice: add cluster.tpu"},
