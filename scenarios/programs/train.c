@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "sim/compile.h"
+#include "scenarios/programs/mfu.h"
 #include "scenarios/programs/ps_train.h"
 
 static ds_pipeline_spec input_spec(const trainer *t);
@@ -861,6 +862,7 @@ static void summarise(trainer *t, run_summary *sum) {
   free(kept);
   if (t->rec) rec_summarise(t->rec, t->rows.at, t->rows.n, sim_now(t->engine), sum);
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
+  mfu_summarise(s, t->replicas[0].model, sum);
   sum->devices = base_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;
   for (int r = 0; r < t->nreplicas; r++) {
