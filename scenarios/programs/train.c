@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "sim/compile.h"
+#include "scenarios/programs/accum.h"
 #include "scenarios/programs/mfu.h"
 #include "scenarios/programs/ps_train.h"
 
@@ -341,20 +342,34 @@ static void replica_main(sim_actor *self, void *arg) {
       b = (md_batch){ n, t->in.data->is_ids ? NULL : rep->x, t->in.data->is_ids ? rep->ids : NULL, rep->labels,
                       rep->targets };
     }
-    rep->program = cg_cache_get(t->programs, n);
     char owner[32];
     train_dropout_step(s, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
     /* mixed_float16: the loss multiplied by the LossScaleOptimizer's scale (scale_loss). */
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
     rep->sync_ps = 0;
-    md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
-                        &rep->loss_sum[step & 1], NULL);
-    if (rep->stopped) return;
-    if (s->numerics_full) update_metrics(t, rep, step, &b);
+    /* The batch's passes, one per micro-batch (accum.h; one without accumulation), their
+    ** gradients summed into the all-reduce buffer. */
+    int micro = accum_steps(s);
+    double loss = 0.0;
+    for (int k = 0; k < micro; k++) {
+      md_batch mb = accum_micro_batch(&b, t->in.data, k, micro);
+      double part = 0.0;
+      md_model_train_step(rep->model, rep->ws, &mb, train_loss_scale(s, n) * loss_scale, rep->grads, &part, NULL);
+      if (rep->stopped) return;
+      loss += part;
+      if (s->numerics_full) update_metrics(t, rep, step, &mb);
+      if (rep->flat && k == 0) flatten(rep->grads, rep->model, rep->flat);
+      else if (rep->flat) accum_add(rep->flat, rep->grads, rep->model);
+    }
+    rep->loss_sum[step & 1] = loss;
     marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
-    if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     rep->phase = REP_COMPUTE;
+    for (int k = 0; k + 1 < micro; k++) {
+      rep->program = cg_cache_get(t->programs, accum_count(n, k, micro));
+      if (whole_pass(t, rep, self, cpu) != SIM_OK) return;
+    }
+    rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
     if ((t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK) return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* a fast-forward while the replica computed moved it */
@@ -937,7 +952,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     rec_add_checkpoint_bytes(t.rec, (double)inp_plan_checkpoint_examples(t.plan) * input_spec(&t).example_bytes);
     /* Fast-forward needs steps that repeat: no values (numerics off) and no loop of several
     ** steps (tpu_v1). */
-    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1;
+    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && accum_steps(s) == 1;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;
