@@ -428,6 +428,8 @@ static const struct bad_case {
   {"tpu_strategy_without_slice", 11, 18, "strategy.kind", "tpu runs on a TPU slice: add cluster.tpu"},
   {"device_assignment_too_many_replicas", 15, 22, "strategy.device_assignment", "ValueError: requested 5 replicas but only 4"},
   {"zoo_unknown_preset", 4, 8, "model.zoo", "found \"gpt_2\""},
+  {"accumulation_not_dividing_batch", 10, 52, "training.gradient_accumulation_steps", "expected a divisor of dataset.global_batch (30)"},
+  {"accumulation_parameter_server", 11, 52, "training.gradient_accumulation_steps", "parameter_server workers push every step's gradients"},
   {"zoo_and_layers", 5, 3, "model.layers", "give either zoo (a named architecture) or layers"},
   {"zoo_gpt_without_labels", 3, 8, "model.zoo", "reads a class at each of its 16 positions, 16 label columns in dataset.labels (found 0)"},
   {"zoo_heads_not_dividing", 4, 8, "model.zoo", "d_model 768 is not a multiple of heads 7"},
