@@ -129,6 +129,8 @@ extern const md_layer_ops md_dense_ops, md_embedding_ops, md_conv2d_ops, md_max_
 /* The graph kinds (layers/graph.c, graph_sage.c, unit_normalization.c, readout_first_node.c). */
 extern const md_layer_ops md_graph_node_features_ops, md_graph_sage_ops, md_unit_normalization_ops,
     md_readout_first_node_ops;
+/* Llama's normalisation (layers/rms_normalization.c). */
+extern const md_layer_ops md_rms_normalization_ops;
 
 /* ---- layers/graph.c (md_graph_): the packed graph input. One example is a sampled subgraph
 ** padded to graph_nodes nodes and graph_edges edges: its node features [nodes, F] row-major, then

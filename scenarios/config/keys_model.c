@@ -291,6 +291,7 @@ static const key_spec LAYER_KINDS[] = {
   {.key = "reshape", .type = V_MAP, .sub = RESHAPE_KEYS},
   {.key = "dropout", .type = V_MAP, .sub = DROPOUT_KEYS},
   {.key = "layer_normalization", .type = V_MAP, .sub = LAYER_NORMALIZATION_KEYS},
+  {.key = "rms_normalization", .type = V_MAP, .sub = LAYER_NORMALIZATION_KEYS},
   {.key = "batch_normalization", .type = V_MAP, .sub = BATCH_NORMALIZATION_KEYS},
   {.key = "activation", .type = V_MAP, .sub = ACTIVATION_KEYS},
   {.key = "softmax", .type = V_MAP, .sub = SOFTMAX_KEYS},

@@ -52,6 +52,12 @@ def layernorm_mlp():
             keras.layers.Dense(3, name="d2")]
 
 
+def rmsnorm_mlp():
+    """Llama's normalisation (keras.layers.RMSNormalization) between two Dense layers."""
+    return [keras.layers.Dense(8, activation="gelu", name="d1"), keras.layers.RMSNormalization(name="rms"),
+            keras.layers.Dense(3, name="d2")]
+
+
 # (layers, optimizer, the variables podsim and Keras both have)
 CASES = {
     "dense_sgd": (dense_mlp, lambda: keras.optimizers.SGD(LR), ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel"]),
@@ -63,6 +69,8 @@ CASES = {
                         "d2/kernel"]),
     "layernorm_gelu_adagrad": (layernorm_mlp, lambda: keras.optimizers.Adagrad(0.1),
                                ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel", "ln/beta", "ln/gamma"]),
+    "rmsnorm_adam": (rmsnorm_mlp, lambda: keras.optimizers.Adam(0.01),
+                     ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel", "rms/scale"]),
 }
 
 
