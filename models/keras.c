@@ -129,6 +129,7 @@ static const kj_class CLASSES[] = {
   {"Softmax", MD_LAYER_SOFTMAX, AXIS_OPTS},
   {"MultiHeadAttention", MD_LAYER_MULTI_HEAD_ATTENTION, ATTENTION_OPTS},
   {"Add", MD_LAYER_ADD, NO_OPTS},
+  {"Multiply", MD_LAYER_MULTIPLY, NO_OPTS},
   {"Concatenate", MD_LAYER_CONCATENATE, AXIS_OPTS},
 };
 #define NCLASSES (sizeof CLASSES / sizeof CLASSES[0])
@@ -609,8 +610,8 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
     if (kc == NULL) {
       rc = fail(&c, "unknown layer kind: podsim has InputLayer, Dense, Embedding, Conv2D, DepthwiseConv2D, "
                 "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, Flatten, Reshape, Dropout, "
-                "LayerNormalization, RMSNormalization, BatchNormalization, Activation, Softmax, MultiHeadAttention, Add and "
-                "Concatenate");
+                "LayerNormalization, RMSNormalization, BatchNormalization, Activation, Softmax, MultiHeadAttention, Add, "
+                "Multiply and Concatenate");
       break;
     }
     if (!json_is_object(lc) || strlen(c.name) >= MD_LAYER_NAME_MAX) {

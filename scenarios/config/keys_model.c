@@ -298,6 +298,7 @@ static const key_spec LAYER_KINDS[] = {
   {.key = "multi_head_attention", .type = V_MAP, .sub = MULTI_HEAD_ATTENTION_KEYS},
   {.key = "token_and_position_embedding", .type = V_MAP, .sub = TOKEN_AND_POSITION_EMBEDDING_KEYS},
   {.key = "add", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
+  {.key = "multiply", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   {.key = "concatenate", .type = V_MAP, .sub = CONCATENATE_KEYS},
   {.key = "dot_interaction", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   {.key = "graph_node_features", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},

@@ -478,6 +478,21 @@ static void test_grad_rms_normalization(void **state) {
   md_model_free(m);
 }
 
+/* Llama's SwiGLU feed-forward as Keras layers: down(silu(gate(x)) * up(x)), gate and up both
+** reading the input, their Multiply, a dense head: the product's dx to both branches, through
+** both kernels, against finite differences. */
+static void test_grad_swiglu_multiply(void **state) {
+  (void)state;
+  md_layer_spec l[4] = {{.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_SWISH},
+                        {.kind = MD_LAYER_DENSE, .units = 8, .ninputs = 1, .inputs = {MD_INPUT_MODEL}},
+                        {.kind = MD_LAYER_MULTIPLY, .ninputs = 2, .inputs = {0, 1}},
+                        {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_model *m = fd_model(l, 4, (md_shape){.rank = 1, .dim = {FD_IMAGE_SIZE}});
+  md_batch b = fd_image_batch();
+  fd_check(m, &b, 720, 0);
+  md_model_free(m);
+}
+
 /* RMSNormalization by hand: the row [3, 4] has mean square (9 + 16) / 2 = 12.5, so with Keras's
 ** epsilon 1e-6 it becomes [3, 4] / sqrt(12.5 + 1e-6) = [0.848528104, 1.131370805] (scale ones). */
 static void test_rms_normalization_by_hand(void **state) {
@@ -1089,6 +1104,7 @@ int main(void) {
       cmocka_unit_test(test_grad_reshape_softmax),
       cmocka_unit_test(test_grad_dropout),
     cmocka_unit_test(test_grad_rms_normalization),
+    cmocka_unit_test(test_grad_swiglu_multiply),
     cmocka_unit_test(test_rms_normalization_by_hand),
       cmocka_unit_test(test_embedding_sequence),
       cmocka_unit_test(test_token_and_position_embedding),
