@@ -652,9 +652,9 @@ static int write_csv(const plan *p, const char *path) {
   fputs("point", f);
   for (int k = 0; k < p->nkeys; k++) fprintf(f, ",%s", p->base.sweep_paths[k]);
   fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,compile_s,examples_per_s,"
-        "examples_per_s_per_chip,scaling_efficiency,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
+        "examples_per_s_per_chip,scaling_efficiency,tokens_per_s,mfu,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
         "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
-        "chip_hours,cost_usd,recommended,run_hash,tokens_per_s,mfu\n", f);
+        "chip_hours,cost_usd,recommended,run_hash\n", f);
   for (int i = 0; i < p->npoints; i++) {
     const plan_row *r = &p->rows[i];
     fprintf(f, "%d", i);
@@ -667,7 +667,8 @@ static int write_csv(const plan *p, const char *path) {
     fprintf(f, r->fits < 0 ? ",%d,,%d" : ",%d,%d,%d", r->chips, r->fits < 0 ? r->global_batch : r->m.replicas,
             r->global_batch);
     const double reals[] = { r->m.step_s, r->m.compute_s, r->m.comm_s, r->m.idle_s, r->m.input_s, r->m.compile_s,
-                             r->examples_per_s, r->examples_per_s / r->chips, r->efficiency };
+                             r->examples_per_s, r->examples_per_s / r->chips, r->efficiency, r->tokens_per_s,
+                             r->mfu };
     for (size_t j = 0; j < sizeof reals / sizeof *reals; j++) put_real(f, reals[j]);
     if (r->fits < 0) fprintf(f, ",,,,,%s,%d,", r->m.error, plan_point_exit(p, i));
     else fprintf(f, ",%llu,%llu,%llu,%s,%s,%d,%ld", (unsigned long long)r->m.hbm_peak,
@@ -680,10 +681,7 @@ static int write_csv(const plan *p, const char *path) {
     put_real(f, r->time_s);
     put_real(f, r->chip_hours);
     put_real(f, r->cost_usd);
-    fprintf(f, ",%s,%016llx", i == p->recommended ? "true" : "false", (unsigned long long)r->m.run_hash);
-    put_real(f, r->tokens_per_s);
-    put_real(f, r->mfu);
-    fputc('\n', f);
+    fprintf(f, ",%s,%016llx\n", i == p->recommended ? "true" : "false", (unsigned long long)r->m.run_hash);
   }
   return base_fclose(f);
 }
