@@ -94,6 +94,7 @@ static const kj_option RESHAPE_OPTS[] = {OPT("target_shape", KJ_SHAPE, target_sh
 static const kj_option DROPOUT_OPTS[] = {
   OPT("rate", KJ_FLOAT, rate), CHECK("noise_shape", KJ_NULL), CHECK("seed", KJ_IGNORED), ENDOPT};
 static const kj_option LAYER_NORM_OPTS[] = {NORM, CHECK("rms_scaling", KJ_FALSE), ENDOPT};
+static const kj_option RMS_NORM_OPTS[] = {OPT("epsilon", KJ_FLOAT, epsilon), OPT("axis", KJ_AXIS, axis), ENDOPT};
 /* renorm_clipping and renorm_momentum are read by Keras only under renorm, which must be false:
 ** whatever they hold, the layer computes as podsim does. */
 static const kj_option BATCH_NORM_OPTS[] = {
@@ -122,11 +123,13 @@ static const kj_class CLASSES[] = {
   {"Reshape", MD_LAYER_RESHAPE, RESHAPE_OPTS},
   {"Dropout", MD_LAYER_DROPOUT, DROPOUT_OPTS},
   {"LayerNormalization", MD_LAYER_LAYER_NORMALIZATION, LAYER_NORM_OPTS},
+  {"RMSNormalization", MD_LAYER_RMS_NORMALIZATION, RMS_NORM_OPTS},
   {"BatchNormalization", MD_LAYER_BATCH_NORMALIZATION, BATCH_NORM_OPTS},
   {"Activation", MD_LAYER_ACTIVATION, ACTIVATION_OPTS},
   {"Softmax", MD_LAYER_SOFTMAX, AXIS_OPTS},
   {"MultiHeadAttention", MD_LAYER_MULTI_HEAD_ATTENTION, ATTENTION_OPTS},
   {"Add", MD_LAYER_ADD, NO_OPTS},
+  {"Multiply", MD_LAYER_MULTIPLY, NO_OPTS},
   {"Concatenate", MD_LAYER_CONCATENATE, AXIS_OPTS},
 };
 #define NCLASSES (sizeof CLASSES / sizeof CLASSES[0])
@@ -607,8 +610,8 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
     if (kc == NULL) {
       rc = fail(&c, "unknown layer kind: podsim has InputLayer, Dense, Embedding, Conv2D, DepthwiseConv2D, "
                 "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, Flatten, Reshape, Dropout, "
-                "LayerNormalization, BatchNormalization, Activation, Softmax, MultiHeadAttention, Add and "
-                "Concatenate");
+                "LayerNormalization, RMSNormalization, BatchNormalization, Activation, Softmax, MultiHeadAttention, Add, "
+                "Multiply and Concatenate");
       break;
     }
     if (!json_is_object(lc) || strlen(c.name) >= MD_LAYER_NAME_MAX) {

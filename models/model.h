@@ -31,7 +31,8 @@ typedef enum { MD_LAYER_DENSE = 0, MD_LAYER_EMBEDDING, MD_LAYER_CONV2D, MD_LAYER
                MD_LAYER_MULTI_HEAD_ATTENTION, MD_LAYER_BATCH_NORMALIZATION, MD_LAYER_DEPTHWISE_CONV2D,
                MD_LAYER_SOFTMAX, MD_LAYER_TOKEN_AND_POSITION_EMBEDDING, MD_LAYER_ADD, MD_LAYER_CONCATENATE,
                MD_LAYER_DOT_INTERACTION, MD_LAYER_GRAPH_NODE_FEATURES, MD_LAYER_GRAPH_SAGE,
-               MD_LAYER_UNIT_NORMALIZATION, MD_LAYER_READOUT_FIRST_NODE, MD_LAYER_KIND_COUNT } md_layer_kind;
+               MD_LAYER_UNIT_NORMALIZATION, MD_LAYER_READOUT_FIRST_NODE, MD_LAYER_RMS_NORMALIZATION,
+               MD_LAYER_MULTIPLY, MD_LAYER_KIND_COUNT } md_layer_kind;
 /* How graph_sage joins a node's own transformed state and its pooled neighbours' (TF-GNN's
 ** GraphSAGENextState combine_type): their sum, or the two side by side (own first). */
 typedef enum { MD_COMBINE_SUM = 0, MD_COMBINE_CONCAT } md_combine_type;

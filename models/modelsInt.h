@@ -129,6 +129,11 @@ extern const md_layer_ops md_dense_ops, md_embedding_ops, md_conv2d_ops, md_max_
 /* The graph kinds (layers/graph.c, graph_sage.c, unit_normalization.c, readout_first_node.c). */
 extern const md_layer_ops md_graph_node_features_ops, md_graph_sage_ops, md_unit_normalization_ops,
     md_readout_first_node_ops;
+/* Llama's normalisation (layers/rms_normalization.c) and its SwiGLU's product (layers/multiply.c). */
+extern const md_layer_ops md_rms_normalization_ops, md_multiply_ops;
+/* A merge layer's output shape: its inputs' one shape, else an error "<what> inputs of one
+** shape: ..." (layers/add.c; add and multiply). */
+int md_merge_shape(md_layer *l, md_error *err, const char *what);
 
 /* ---- layers/graph.c (md_graph_): the packed graph input. One example is a sampled subgraph
 ** padded to graph_nodes nodes and graph_edges edges: its node features [nodes, F] row-major, then

@@ -200,7 +200,8 @@ static void adagrad(const md_optimizer_spec *s, float *w, const float *g, float 
 
 float md_optimizer_learning_rate(const md_optimizer_spec *spec, int64_t t) {
   if (spec->schedule.kind == MD_SCHEDULE_CONSTANT) return spec->learning_rate;
-  return md_schedule_rate(&spec->schedule, t - 1);
+  int64_t micro = spec->accumulation_steps > 1 ? spec->accumulation_steps : 1;
+  return md_schedule_rate(&spec->schedule, t * micro - 1);
 }
 
 /* The spec the formulas below read at iteration t: spec itself under a constant rate, else a

@@ -34,6 +34,9 @@ typedef struct md_optimizer_spec {
   float epsilon;          /* adam, adagrad, adamw, lamb (1e-7) */
   float initial_accumulator_value; /* adagrad (0.1) */
   float weight_decay;     /* adamw (0.004), lamb (0: Keras's None, no decay) */
+  int accumulation_steps; /* Keras's gradient_accumulation_steps: micro-steps per apply (0 or 1:
+                          ** none). Only the schedule sees them (below): Keras 3 evaluates it at
+                          ** the micro-step count, while adam's t counts applies */
 } md_optimizer_spec;
 
 /* Fills the Keras defaults for `kind`. */
@@ -84,7 +87,10 @@ void          md_optimizer_free(md_optimizer *o);
 ** gradients go through md_optimizer_update_sparse); adds its cost. */
 void          md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost);
 /* The rate the update at 1-based iteration t uses: the schedule at step t - 1 (Keras evaluates it
-** on `iterations` before adding the update), else learning_rate. */
+** on `iterations` before adding the update), else learning_rate. With accumulation_steps N the
+** schedule is at micro-step t N - 1, the count of micro-steps before the one that applies
+** (keras/src/optimizers/base_optimizer.py: learning rate schedules read the "real" iterations,
+** _iterations, which counts micro-steps; `iterations`, adam's t, is _iterations // N). */
 float         md_optimizer_learning_rate(const md_optimizer_spec *spec, int64_t t);
 /* Slot variables, for variables.csv and memory accounting: name "VAR/momentum", "VAR/m", ... */
 int           md_optimizer_num_slots(const md_optimizer *o);

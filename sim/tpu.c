@@ -34,7 +34,7 @@ struct sim_tpu_generation {
   int host_block[3];         /* chips one host holds along each axis */
   int cube;                  /* v4/v5p: axes wrap when the slice is whole cube^3 blocks; else 0 */
   int wrap_len;              /* 2D generations: an axis this long (the pod's) wraps */
-  const slice_shape *shapes; /* valid sizes ascending, ended by count 0 */
+  const slice_shape *shapes; /* valid sizes ascending, ended by count 0 (v4/v5p: those under a cube) */
 };
 
 static const slice_shape V2_SHAPES[] = {
@@ -42,13 +42,12 @@ static const slice_shape V2_SHAPES[] = {
 static const slice_shape V3_SHAPES[] = {
   {8, {2, 2, 1}}, {32, {4, 4, 1}}, {64, {4, 8, 1}}, {128, {8, 8, 1}}, {256, {8, 16, 1}},
   {512, {16, 16, 1}}, {1024, {16, 32, 1}}, {2048, {32, 32, 1}}, {0, {0}}};
-/* v4 and v5p share shapes up to the v4 pod (16x16x16); v5p's largest slice is 16x16x24. */
-#define CUBE_SHAPES \
-  {8, {2, 2, 1}}, {16, {2, 2, 2}}, {32, {2, 2, 4}}, {64, {2, 4, 4}}, {128, {4, 4, 4}}, \
-  {256, {4, 4, 8}}, {512, {4, 8, 8}}, {1024, {8, 8, 8}}, {2048, {8, 8, 16}}, \
-  {4096, {8, 16, 16}}, {8192, {16, 16, 16}}
-static const slice_shape V4_SHAPES[] = {CUBE_SHAPES, {0, {0}}};
-static const slice_shape V5P_SHAPES[] = {CUBE_SHAPES, {12288, {16, 16, 24}}, {0, {0}}};
+/* v4 and v5p: the slices smaller than a 4x4x4 cube, listed; from one cube up any AxBxC of
+** multiples of 4 whose chips the pod holds (Cloud TPU's "TPU types and topologies": A, B and C
+** all <= 4 or all multiples of 4; v4's pod 4096 chips, v5p's 8960), so a size such as v4-6144
+** (3072 chips, PaLM's 12x16x16) is valid and cube_default works out its default shape. */
+static const slice_shape CUBE_SHAPES[] = {
+  {8, {2, 2, 1}}, {16, {2, 2, 2}}, {32, {2, 2, 4}}, {64, {2, 4, 4}}, {0, {0}}};
 static const slice_shape LITE_SHAPES[] = {
   {1, {1, 1, 1}}, {4, {2, 2, 1}}, {8, {2, 4, 1}}, {16, {4, 4, 1}}, {32, {4, 8, 1}},
   {64, {8, 8, 1}}, {128, {8, 16, 1}}, {256, {16, 16, 1}}, {0, {0}}};
@@ -79,12 +78,12 @@ static const sim_tpu_generation GENERATIONS[] = {
   {{"v3", "v3", 2, 2, 4, 2, 4, 1024, 32 * GIB, 900 * GB, 123e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 16 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 0, 32, V3_SHAPES},
   {{"v4", "v4", 2, 1, 4, 3, 6, 4096, 32 * GIB, 1200 * GB, 275e12, 45 * GB, ICI_HOP, ICI_EFFICIENCY, 16 * GB, US, 25 * GB, 10 * US},
-   {2, 2, 1}, 4, 0, V4_SHAPES},
+   {2, 2, 1}, 4, 0, CUBE_SHAPES},
   {{"v5e", "v5litepod", 1, 1, 8, 2, 4, 256, 16000000000u, 819 * GB, 197e12, 50 * GB, ICI_HOP, ICI_EFFICIENCY, 15 * GB, US, 25 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
   {{"v5p", "v5p", 2, 1, 4, 3, 6, 8960, 95 * GIB, 2765 * GB, 459e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 15 * GB, US, 25 * GB, 10 * US},
-   {2, 2, 1}, 4, 0, V5P_SHAPES},
+   {2, 2, 1}, 4, 0, CUBE_SHAPES},
   {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 32 * GB, US, 100 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
@@ -112,6 +111,26 @@ double sim_tpu_ici_rate(const sim_tpu_figures *f, double override) {
 }
 
 
+/* The default shape of a v4/v5p slice of `chips` (at least one cube): the AxBxC of multiples
+** of the cube edge, A <= B <= C, nearest a cube (Cloud TPU's default): the shortest longest axis
+** C, then the longest shortest axis A (1024 chips: 8x8x16, not 4x16x16; 3072: 12x16x16; 6144:
+** 16x16x24). Returns 1 with dims set, or 0 when no such shape has these chips or the pod
+** holds fewer. */
+static int cube_default(const sim_tpu_generation *g, int chips, int dims[3]) {
+  int e = g->cube, found = 0;
+  if (chips > g->fig.max_pod_chips) return 0;
+  for (int a = e; a * a * a <= chips; a += e)
+    for (int b = a; a * b * b <= chips; b += e) {
+      if (chips % (a * b) || chips / (a * b) % e) continue;
+      int c = chips / (a * b);
+      if (!found || c < dims[2] || (c == dims[2] && a > dims[0])) {
+        dims[0] = a, dims[1] = b, dims[2] = c;
+        found = 1;
+      }
+    }
+  return found;
+}
+
 int sim_tpu_slice_parse(const char *type, const sim_tpu_generation **g, int *chips, int dims[3],
                         char *err, size_t errlen) {
   *g = NULL;
@@ -135,7 +154,15 @@ int sim_tpu_slice_parse(const char *type, const sim_tpu_generation **g, int *chi
         memcpy(dims, s->dims, sizeof s->dims);
         return 0;
       }
+    if (gen->cube && n % gen->fig.cores_per_chip == 0 && cube_default(gen, n / gen->fig.cores_per_chip, dims)) {
+      *chips = n / gen->fig.cores_per_chip;
+      return 0;
+    }
   }
+  if (gen->cube)
+    return base_fail(err, errlen, "unknown slice \"%s\" (%s slices count TensorCores: 8, 16, 32, 64, or twice the "
+                     "chips of an AxBxC of multiples of %d up to the %d-chip pod, such as 128 (4x4x4) or 6144 "
+                     "(12x16x16))", type, gen->fig.slice_prefix, gen->cube, gen->fig.max_pod_chips);
   char sizes[256];
   size_t used = 0;
   for (const slice_shape *s = gen->shapes; s->count && used < sizeof sizes; s++) {
@@ -181,8 +208,16 @@ int sim_tpu_topology_parse(const sim_tpu_generation *g, int chips, const char *t
       if (s->dims[a] > longest) longest = s->dims[a];
   int block[3];
   host_block(g, dims, block);
+  int small = 1, multiples = 1;
   for (int a = 0; a < 3; a++) {
-    if (dims[a] > longest)
+    small &= dims[a] <= g->cube;
+    multiples &= dims[a] % (g->cube ? g->cube : 1) == 0;
+  }
+  if (g->cube && !small && !multiples)
+    return base_fail(err, errlen, "%s mixes axes: %s axes are all at most %d or all multiples of %d", topology,
+                     g->fig.name, g->cube, g->cube);
+  for (int a = 0; a < 3; a++) {
+    if (!g->cube && dims[a] > longest)
       return base_fail(err, errlen, "%s has an axis of %d chips; %s slices have at most %d", topology, dims[a],
                    g->fig.name, longest);
     if (dims[a] % block[a])

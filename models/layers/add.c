@@ -11,7 +11,7 @@
 
 #include "models/modelsInt.h"
 
-static int add_shape(md_layer *l, md_error *err) {
+int md_merge_shape(md_layer *l, md_error *err, const char *what) {
   const md_shape *a = &l->in_shapes[0];
   for (int k = 1; k < l->ninputs; k++) {
     const md_shape *b = &l->in_shapes[k];
@@ -19,12 +19,14 @@ static int add_shape(md_layer *l, md_error *err) {
     for (int i = 0; same && i < a->rank; i++) same = a->dim[i] == b->dim[i];
     char sa[64], sb[64];
     if (!same)
-      return md_error_set(err, 0, 0, "add sums inputs of one shape: input %d is %s, input 0 %s", k,
+      return md_error_set(err, 0, 0, "%s inputs of one shape: input %d is %s, input 0 %s", what, k,
                           md_shape_str(b, sb, sizeof sb), md_shape_str(a, sa, sizeof sa));
   }
   l->out_shape = *a;
   return 0;
 }
+
+static int add_shape(md_layer *l, md_error *err) { return md_merge_shape(l, err, "add sums"); }
 
 static void add_forward(const md_layer *l, const md_layer_run *r) {
   size_t count = (size_t)r->n * l->out;

@@ -36,6 +36,8 @@ static const md_layer_ops *const registry[] = {
   [MD_LAYER_GRAPH_SAGE] = &md_graph_sage_ops,
   [MD_LAYER_UNIT_NORMALIZATION] = &md_unit_normalization_ops,
   [MD_LAYER_READOUT_FIRST_NODE] = &md_readout_first_node_ops,
+  [MD_LAYER_RMS_NORMALIZATION] = &md_rms_normalization_ops,
+  [MD_LAYER_MULTIPLY] = &md_multiply_ops,
 };
 _Static_assert(sizeof registry / sizeof registry[0] == MD_LAYER_KIND_COUNT,
                "every md_layer_kind has its table");

@@ -41,7 +41,7 @@ def _optimizer(opt):
         raise ValueError(f"podsim.from_keras: optimizer {cls}: podsim has {', '.join(sorted(_OPTIMIZERS))}")
     kind, keys = _OPTIMIZERS[cls]
     config = opt.get_config()
-    for key in ("clipnorm", "global_clipnorm", "clipvalue", "gradient_accumulation_steps", "loss_scale_factor"):
+    for key in ("clipnorm", "global_clipnorm", "clipvalue", "loss_scale_factor"):
         if config.get(key) is not None:
             raise ValueError(f"podsim.from_keras: optimizer {cls} with {key}={config[key]}: podsim computes without it")
     if config.get("use_ema"):
@@ -144,5 +144,14 @@ def from_keras(model, global_batch=32, steps=10, optimizer=None, loss=None, name
     }
     if dataset is not None and "global_batch" not in scenario["dataset"]:
         scenario["dataset"]["global_batch"] = global_batch
+    # gradient_accumulation_steps N: fit's batch of global_batch is a micro-batch, and podsim's step
+    # is Keras's N micro-steps (docs/scenario-format.md, training.gradient_accumulation_steps).
+    accumulate = optimizer.get_config().get("gradient_accumulation_steps") if hasattr(optimizer, "get_config") else None
+    if accumulate:
+        if steps % accumulate:
+            raise ValueError(f"podsim.from_keras: steps={steps} is not a multiple of the optimizer's "
+                             f"gradient_accumulation_steps={accumulate} (podsim's step applies once)")
+        scenario["dataset"]["global_batch"] *= accumulate
+        scenario["training"].update(steps=steps // accumulate, gradient_accumulation_steps=accumulate)
     scenario.update(sections)
     return scenario

@@ -123,6 +123,9 @@ int cfg_dataset_post(cfg_ctx *c, const yt_node *map, const char *path, void *bas
 /* keys_training.c */
 extern const key_spec CFG_TRAINING_KEYS[];
 int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *base);
+/* training.gradient_accumulation_steps against the rest, once every key is read: the batch
+** splits into whole micro-batches, a sync strategy runs them; sets optimizer.accumulation_steps. */
+int cfg_accumulation_checks(cfg_ctx *c);
 /* keys_workload.c */
 extern const key_spec CFG_WORKLOAD_KEYS[];
 /* prices.c: sets scenario.price_per_hour from the price table, once the cluster is known. */

@@ -146,8 +146,8 @@ static const key_spec TPU_OVERRIDE_KEYS[] = {
   END};
 static const key_spec TPU_KEYS[] = {
   {.key = "type", .type = V_FN, .fn = tpu_type_fn, .required = 1,
-   .schema = "{\"type\":\"string\",\"pattern\":\"^(v2|v3|v4|v5p|v5litepod|v6e)-[0-9]+$\",\"description\":\"a Cloud TPU slice: v2-N v3-N v4-N v5p-N (N TensorCores), v5litepod-N v6e-N (N chips), the sizes Cloud TPU lists\"}"},
-  {.key = "topology", .type = V_STR, .doc = "chips per axis, AxB (v2, v3, v5e, v6e) or AxBxC (v4, v5p), their product the chips of the type"},
+   .schema = "{\"type\":\"string\",\"pattern\":\"^(v2|v3|v4|v5p|v5litepod|v6e)-[0-9]+$\",\"description\":\"a Cloud TPU slice: v2-N v3-N v4-N v5p-N (N TensorCores), v5litepod-N v6e-N (N chips), the sizes Cloud TPU lists; on v4/v5p any whole-cube size within the pod (v4-6144: 3072 chips, 12x16x16)\"}"},
+  {.key = "topology", .type = V_STR, .doc = "chips per axis, AxB (v2, v3, v5e, v6e) or AxBxC (v4, v5p: all at most 4 or all multiples of 4), their product the chips of the type"},
   {.key = "overrides", .type = V_MAP, .sub = TPU_OVERRIDE_KEYS},
   {.key = "slices", .type = V_INT, .lo = 1, .hi = 64, .st = S_INT, OFF(scenario, tpu_slices),
    .doc = "slices of the type joined by the data-centre network (Cloud TPU Multislice)"},

@@ -62,6 +62,8 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "metrics", .type = V_FN, .fn = metrics_fn,
    .schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"accuracy\",\"sparse_categorical_accuracy\",\"categorical_accuracy\",\"binary_accuracy\",\"top_k_categorical_accuracy\",\"sparse_top_k_categorical_accuracy\"]},\"description\":\"Keras compiled metrics, each a metrics.csv column (docs/scenario-format.md)\"}"},
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},
+  {.key = "gradient_accumulation_steps", .type = V_INT, .st = S_INT, OFF(scenario, grad_accum), .lo = 1, .hi = 65536,
+   .doc = "micro-batches per step (Keras 3's optimizer gradient_accumulation_steps): each replica runs its share of the global batch as this many forward and backward passes, sums their gradients, all-reduces once and applies once"},
   {.key = "fast_forward", .doc = "skip steps proven to repeat the last one exactly (same outputs, less wall time)", .type = V_BOOL, .st = S_INT, OFF(scenario, fast_forward)},
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
@@ -81,5 +83,20 @@ int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *ba
     cfg_join(sub, sizeof sub, path, "steps");
     return cfg_fail(c, map, sub, "missing required key \"steps\" (or \"epochs\")");
   }
+  return 0;
+}
+
+int cfg_accumulation_checks(cfg_ctx *c) {
+  scenario *s = c->s;
+  const yt_node *key = yt_path(c->root, "training.gradient_accumulation_steps");
+  if (!key || s->grad_accum <= 1) return 0;
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
+    return cfg_fail(c, key, "training.gradient_accumulation_steps", "accumulates gradients before a sync "
+                    "strategy's all-reduce: parameter_server workers push every step's gradients");
+  if (s->global_batch % s->grad_accum != 0)
+    return cfg_fail(c, key, "training.gradient_accumulation_steps", "expected a divisor of dataset.global_batch "
+                    "(%d), so every micro-batch is global_batch / N examples, found %d", s->global_batch,
+                    s->grad_accum);
+  s->optimizer.accumulation_steps = s->grad_accum;
   return 0;
 }

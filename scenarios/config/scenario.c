@@ -601,7 +601,7 @@ static int cross_checks(cfg_ctx *c) {
       !torus_fabric)
     return cfg_fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
                 "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
-  if (model && strategy_checks(c, tpu) != 0) return -1;
+  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0)) return -1;
   if (workload) {
     s->has_workload = 1;
     const yt_node *coll = yt_get(workload, "collective"), *mm = yt_get(workload, "matmul");

@@ -263,6 +263,8 @@ typedef struct scenario {
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
   int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */
+  int    grad_accum;            /* training.gradient_accumulation_steps: micro-batches per step (0 or 1:
+                                  none); also set as optimizer.accumulation_steps */
   int    rematerialize;         /* training.rematerialize (default false) */
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */
   double compile_base_s;        /* training.compile.base (default sim_compile_default's) */

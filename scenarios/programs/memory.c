@@ -3,6 +3,7 @@
 ** (docs/scenario-format.md, "Memory"), reserved for a run (train__reserve_memory) or probed on
 ** shapes alone for `podsim plan`'s batch search (train_memory_).
 */
+#include "scenarios/programs/accum.h"
 #include "scenarios/programs/trainSync.h"
 
 /* The share of the model a logical core holds without SPMD: the parameters (with their slots
@@ -62,9 +63,11 @@ static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   double params = 4.0 * (double)t->nparams, slots = 0.0;
   for (int i = 0; i < md_optimizer_num_slots(o); i++) slots += 4.0 * (double)md_optimizer_slot(o, i)->size;
   core_share share = share_of_core(t, c);
+  /* Gradient accumulation (accum.h) keeps one micro-batch's activations and an accumulator. */
+  int buffer = t->nreplicas > 1 || accum_steps(t->in.s) > 1;
   core_need n = { params * share.params, slots * share.params,
-                  params * (t->nreplicas > 1 ? 2.0 : 1.0) * share.params,
-                  md_model_activation_bytes(t->replicas[0].model, slice) * share.acts,
+                  params * (buffer ? 2.0 : 1.0) * share.params,
+                  md_model_activation_bytes(t->replicas[0].model, accum_slice(t->in.s, slice)) * share.acts,
                   ds_replica_workspace(t->strategy, r), 0 };
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;

@@ -370,6 +370,7 @@ static void measure(const plan *p, int i, const char *dir, plan_measure *m) {
   m->hbm_needed = sum.failed && sum.error.needed_bytes ? sum.error.needed_bytes : sum.memory_peak_bytes;
   if (sum.failed && sum.error.capacity_bytes) m->hbm_capacity = sum.error.capacity_bytes;
   m->run_hash = sum.run_hash;
+  m->mfu = mfu_of_scenario(&s);
   char metrics[SCN_PATH_MAX + 80];
   median_step(outputs_path(metrics, sizeof metrics, out, "metrics.csv"), m);
   /* The plan has read all it needs of the point (its run_hash was over the files as written). */
@@ -627,12 +628,17 @@ static void derive(plan *p) {
     r->fits = !plan_point_ran(p, i) ? -1 : strcmp(r->m.error, "ResourceExhaustedError") != 0;
     if (r->steps < 0) r->steps = r->m.steps_completed;  /* epochs: the run counted them */
     r->examples_per_s = r->efficiency = r->goodput = r->time_s = r->chip_hours = r->cost_usd = NAN;
+    r->tokens_per_s = r->mfu = NAN;
     if (!ran(r)) continue;
     const plan_faults *f = &r->faults;
     /* A step of a parameter-server run is one worker's closure (its reads and pushes under the
     ** ps tasks' load included): the fleet runs `workers` of them at once. */
     double step_s = f->parameter_server && f->workers > 1 ? r->m.step_s / f->workers : r->m.step_s;
     r->examples_per_s = r->global_batch / step_s;
+    if (r->m.mfu.tokens_per_example > 0) {
+      r->tokens_per_s = mfu_tokens_per_s(&r->m.mfu, r->examples_per_s);
+      r->mfu = mfu_utilisation(&r->m.mfu, r->examples_per_s);
+    }
     int checkpoints = f->checkpoint_steps > 0;
     double work = (checkpoints ? (double)f->checkpoint_steps : (double)r->steps) * step_s;
     double write = checkpoints ? r->m.checkpoint_bytes / f->checkpoint_bytes_per_s : 0.0;
@@ -676,7 +682,7 @@ static int write_csv(const plan *p, const char *path) {
   fputs("point", f);
   for (int k = 0; k < p->nkeys; k++) fprintf(f, ",%s", p->base.sweep_paths[k]);
   fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,host_s,compile_s,examples_per_s,"
-        "examples_per_s_per_chip,scaling_efficiency,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
+        "examples_per_s_per_chip,scaling_efficiency,tokens_per_s,mfu,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
         "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
         "chip_hours,cost_usd,recommended,run_hash\n", f);
   for (int i = 0; i < p->npoints; i++) {
@@ -691,8 +697,8 @@ static int write_csv(const plan *p, const char *path) {
     fprintf(f, r->fits < 0 ? ",%d,,%d" : ",%d,%d,%d", r->chips, r->fits < 0 ? r->global_batch : r->m.replicas,
             r->global_batch);
     const double reals[] = { r->m.step_s, r->m.compute_s, r->m.comm_s, r->m.idle_s, r->m.input_s, r->m.host_s,
-                             r->m.compile_s,
-                             r->examples_per_s, r->examples_per_s / r->chips, r->efficiency };
+                             r->m.compile_s, r->examples_per_s, r->examples_per_s / r->chips, r->efficiency,
+                             r->tokens_per_s, r->mfu };
     for (size_t j = 0; j < sizeof reals / sizeof *reals; j++) put_real(f, reals[j]);
     if (r->fits < 0) fprintf(f, ",,,,,%s,%d,", r->m.error, plan_point_exit(p, i));
     else fprintf(f, ",%llu,%llu,%llu,%s,%s,%d,%ld", (unsigned long long)r->m.hbm_peak,
@@ -711,7 +717,7 @@ static int write_csv(const plan *p, const char *path) {
 }
 
 /* The table every view shows (the screen, report.md, the PDF): a header and a row per point. */
-#define PLAN_FIXED_COLUMNS 12
+#define PLAN_FIXED_COLUMNS 13
 typedef struct plan_table {
   int ncols;              /* key columns + PLAN_FIXED_COLUMNS */
   const char **header;    /* ncols texts */
@@ -727,7 +733,7 @@ static const char *real_text(char *buf, size_t len, const char *fmt, double v) {
 
 static void table_build(const plan *p, plan_table *t) {
   static const char *const fixed[PLAN_FIXED_COLUMNS] = {
-    "chips", "step (ms)", "examples/s", "efficiency", "memory / capacity", "fits", "max batch/replica",
+    "chips", "step (ms)", "examples/s", "efficiency", "MFU", "memory / capacity", "fits", "max batch/replica",
     "goodput", "hours", "chip-hours", "cost (USD)", "note" };
   t->ncols = 1 + p->nkeys + PLAN_FIXED_COLUMNS;
   t->header = base_xcalloc((size_t)t->ncols, sizeof *t->header);
@@ -746,6 +752,7 @@ static void table_build(const plan *p, plan_table *t) {
     real_text(cell[c++], 48, "%.4g", 1e3 * r->m.step_s);
     real_text(cell[c++], 48, "%.4g", r->examples_per_s);
     real_text(cell[c++], 48, "%.3f", r->efficiency);
+    real_text(cell[c++], 48, "%.1f%%", 100 * r->mfu);
     char need[20], cap[20];
     if (r->fits < 0) snprintf(cell[c++], 48, "-");
     else snprintf(cell[c++], 48, "%s / %s", outputs_bytes(need, sizeof need, (double)r->m.hbm_needed),

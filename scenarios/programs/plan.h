@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "scenarios/config/scenario.h"
+#include "scenarios/programs/mfu.h"
 
 struct yt_doc;
 typedef struct plan plan;
@@ -38,6 +39,7 @@ typedef struct plan_measure {
   long   max_batch;       /* largest per-replica batch that fits (plan_largest_batch) */
   double checkpoint_bytes;/* variables + optimizer slots, one copy */
   uint64_t run_hash;      /* the point's run_hash */
+  mfu_model mfu;          /* its model's tokens per example and FLOPs per token, and the peak */
 } plan_measure;
 
 /* The fault model of a point, as the goodput formula reads it. */
@@ -75,6 +77,8 @@ typedef struct plan_row {
                           ** verdict: the point did not run (crashed, or failed before its run) */
   double examples_per_s;  /* global_batch / step_s */
   double efficiency;      /* per-chip throughput over the reference point's (docs/reports.md) */
+  double tokens_per_s;    /* examples_per_s x tokens per example (NaN: the model reads no tokens) */
+  double mfu;             /* model FLOPs utilisation at that rate, PaLM's (mfu.h; NaN as above) */
   double goodput;         /* expected useful fraction of the job's time (plan_goodput) */
   double time_s;          /* expected time to reach `steps`: compile + steps x step_s / goodput */
   double chip_hours;      /* chips x time_s / 3600 */

@@ -38,11 +38,14 @@ const char *slice_topology(const scenario *s, char *buf, size_t len) {
   return buf;
 }
 
+double slice_chip_peak_flops(const scenario *s) {
+  return s->tpu_peak_flops > 0 ? s->tpu_peak_flops : sim_tpu_generation_figures(generation(s))->peak_flops;
+}
+
 /* cluster.tpu.overrides as the slice takes them, its devices at peak x efficiency. */
 static sim_tpu_overrides overrides_of(const scenario *s, double efficiency) {
-  const sim_tpu_generation *g = generation(s);
-  double peak = s->tpu_peak_flops > 0 ? s->tpu_peak_flops : sim_tpu_generation_figures(g)->peak_flops;
-  return (sim_tpu_overrides){ (uint64_t)s->tpu_hbm_bytes, s->tpu_ici_bytes_per_s, peak * efficiency };
+  return (sim_tpu_overrides){ (uint64_t)s->tpu_hbm_bytes, s->tpu_ici_bytes_per_s,
+                              slice_chip_peak_flops(s) * efficiency };
 }
 
 sim_tpu_slice *slice_new(const scenario *s, sim_engine *e, double efficiency) {
@@ -67,7 +70,7 @@ static double slice_cpu_efficiency(const scenario *s) {
 sim_roofline slice_device_roofline(const scenario *s) {
   const sim_tpu_figures *f = sim_tpu_generation_figures(generation(s));
   double per_chip = f->devices_per_chip;
-  double peak = s->tpu_peak_flops > 0 ? s->tpu_peak_flops : f->peak_flops;  /* a chip's */
+  double peak = slice_chip_peak_flops(s);
   sim_opmodel op = s->tpu_efficiency > 0 ? (sim_opmodel){0}
                    : machines_tpu_opmodel(f->name, f->cores_per_chip / f->devices_per_chip, peak / per_chip);
   return (sim_roofline){ peak * slice_cpu_efficiency(s) / per_chip, f->hbm_bytes_per_s / per_chip, op };

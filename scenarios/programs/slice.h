@@ -22,6 +22,9 @@ typedef struct slice_run slice_run;
 ** generations, "AxBxC" on v4 and v5p. Returns buf. */
 const char    *slice_topology(const scenario *s, char *buf, size_t len);
 
+/* A chip's peak FLOP/s: cluster.tpu.overrides.peak_bf16, else the catalogue's. */
+double         slice_chip_peak_flops(const scenario *s);
+
 /* The slice of cluster.tpu in e, its devices at peak x efficiency (1 for a collective workload,
 ** whose devices only reduce). Freed with sim_tpu_slice_free before the engine. */
 sim_tpu_slice *slice_new(const scenario *s, sim_engine *e, double efficiency);

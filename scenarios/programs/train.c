@@ -66,6 +66,8 @@
 #include <string.h>
 
 #include "sim/compile.h"
+#include "scenarios/programs/accum.h"
+#include "scenarios/programs/mfu.h"
 #include "scenarios/programs/ps_train.h"
 
 static ds_pipeline_spec input_spec(const trainer *t);
@@ -360,25 +362,38 @@ static void replica_main(sim_actor *self, void *arg) {
       b = (md_batch){ n, t->in.data->is_ids ? NULL : rep->x, t->in.data->is_ids ? rep->ids : NULL, rep->labels,
                       rep->targets };
     }
-    rep->program = cg_cache_get(t->programs, n);
     char owner[32];
     train_dropout_step(s, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
     /* mixed_float16: the loss multiplied by the LossScaleOptimizer's scale (scale_loss). */
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
     rep->sync_ps = 0;
-    /* Numerics off, the pass computes nothing and the step's cost is the compiled program's: it
-    ** is walked only for the simulated time its cross-replica layers take (a pod's 4096 replicas
-    ** walking ResNet-50's layers on shapes were a fifth of the run; issue 31). Its loss is 0. */
-    rep->loss_sum[step & 1] = 0;
-    if (s->numerics_full || t->cross_replica)
-      md_model_train_step(rep->model, rep->ws, &b, train_loss_scale(s, n) * loss_scale, rep->grads,
-                          &rep->loss_sum[step & 1], NULL);
-    if (rep->stopped) return;
-    if (s->numerics_full) update_metrics(t, rep, step, &b);
+    /* The batch's passes, one per micro-batch (accum.h; one without accumulation), their
+    ** gradients summed into the all-reduce buffer. Numerics off, a pass computes nothing and the
+    ** step's cost is the compiled program's: it is walked only for the simulated time its
+    ** cross-replica layers take (a pod's 4096 replicas walking ResNet-50's layers on shapes were a
+    ** fifth of the run; issue 31), its loss 0. */
+    int micro = accum_steps(s);
+    double loss = 0.0;
+    for (int k = 0; k < micro; k++) {
+      md_batch mb = accum_micro_batch(&b, t->in.data, k, micro);
+      double part = 0.0;
+      if (s->numerics_full || t->cross_replica)
+        md_model_train_step(rep->model, rep->ws, &mb, train_loss_scale(s, n) * loss_scale, rep->grads, &part, NULL);
+      if (rep->stopped) return;
+      loss += part;
+      if (s->numerics_full) update_metrics(t, rep, step, &mb);
+      if (rep->flat && k == 0) flatten(rep->grads, rep->model, rep->flat);
+      else if (rep->flat) accum_add(rep->flat, rep->grads, rep->model);
+    }
+    rep->loss_sum[step & 1] = loss;
     marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
-    if (rep->flat) flatten(rep->grads, rep->model, rep->flat);
     rep->phase = REP_COMPUTE;
+    for (int k = 0; k + 1 < micro; k++) {
+      rep->program = cg_cache_get(t->programs, accum_count(n, k, micro));
+      if (whole_pass(t, rep, self, cpu) != SIM_OK) return;
+    }
+    rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
     if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 0, cpu, mesh_kernels, rep)
          : t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK)
       return;
@@ -910,6 +925,7 @@ static void summarise(trainer *t, run_summary *sum) {
   free(kept);
   if (t->rec) rec_summarise(t->rec, t->rows.at, t->rows.n, sim_now(t->engine), sum);
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
+  mfu_summarise(s, t->replicas[0].model, sum);
   sum->devices = base_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;
   for (int r = 0; r < t->nreplicas; r++) {
@@ -996,7 +1012,8 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     rec_add_checkpoint_bytes(t.rec, (double)inp_plan_checkpoint_examples(t.plan) * input_spec(&t).example_bytes);
     /* Fast-forward needs steps that repeat: no values (numerics off) and no loop of several
     ** steps (tpu_v1). */
-    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.mesh == NULL;
+    t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.mesh == NULL &&
+           accum_steps(s) == 1;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;

@@ -509,6 +509,10 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   int has_loss = s->steps_completed > 0 && isfinite(s->final_loss);
   json_object_set_new(o, "final_loss", has_loss ? json_real(s->final_loss) : json_null());
   json_object_set_new(o, "examples_per_s", json_real(s->examples_per_s));
+  if (s->has_tokens) {
+    json_object_set_new(o, "tokens_per_s", json_real(s->tokens_per_s));
+    json_object_set_new(o, "mfu", json_real(s->mfu));
+  }
   json_object_set_new(o, "compile_s", json_real(s->compile_s));
   /* CPU workers have no HBM: the figures are the replica device's memory (host RAM). */
   json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)s->memory_peak_bytes));

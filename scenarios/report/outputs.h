@@ -118,6 +118,9 @@ typedef struct run_summary {
   char   warnings[RUN_MAX_WARNINGS][320]; /* what the run was asked for but never happened (a fault
                              that never struck), one line each: stderr and summary.json */
   int    nwarnings;       /* entries in warnings */
+  int    has_tokens;      /* the model reads token ids: tokens_per_s and mfu are written */
+  double tokens_per_s;    /* examples_per_s x tokens per example */
+  double mfu;             /* model FLOPs utilisation, PaLM's (scenarios/programs/mfu.h) */
 } run_summary;
 
 /* Accumulates the run hash over file contents in a fixed order. */

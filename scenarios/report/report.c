@@ -501,6 +501,9 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
     if (sum->all_reduce_packs > 0)
       fprintf(f, "  overlap       all-reduce in %d packs: %s a step hidden under the backward, %s exposed\n",
               sum->all_reduce_packs, human_time(a, sizeof a, m->comm_hidden_s), human_time(b, sizeof b, m->comm_s));
+    if (sum->has_tokens)
+      fprintf(f, "  tokens        %.6g tokens/s at the mean step, MFU %.1f%% (PaLM's model FLOPs over the peak)\n",
+              sum->tokens_per_s, 100 * sum->mfu);
     fprintf(f, "  final loss    %s\n", loss_text(a, sizeof a, sum->final_loss, s->numerics_full));
   }
   fprintf(f, "  memory peak   %s of %s on the fullest device (%.1f%%)\n",

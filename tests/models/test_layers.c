@@ -465,6 +465,55 @@ static void test_grad_reshape_softmax(void **state) {
   md_model_free(m);
 }
 
+/* RMSNormalization (Llama's) between two dense layers: its dx (through the first kernel) and its
+** scale's gradient against finite differences. */
+static void test_grad_rms_normalization(void **state) {
+  (void)state;
+  md_layer_spec l[3] = {{.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_GELU, .use_bias = 1},
+                        {.kind = MD_LAYER_RMS_NORMALIZATION, .epsilon = 1e-2f},
+                        {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_model *m = fd_model(l, 3, (md_shape){.rank = 1, .dim = {FD_IMAGE_SIZE}});
+  md_batch b = fd_image_batch();
+  fd_check(m, &b, 710, 0);
+  md_model_free(m);
+}
+
+/* Llama's SwiGLU feed-forward as Keras layers: down(silu(gate(x)) * up(x)), gate and up both
+** reading the input, their Multiply, a dense head: the product's dx to both branches, through
+** both kernels, against finite differences. */
+static void test_grad_swiglu_multiply(void **state) {
+  (void)state;
+  md_layer_spec l[4] = {{.kind = MD_LAYER_DENSE, .units = 8, .activation = MD_ACT_SWISH},
+                        {.kind = MD_LAYER_DENSE, .units = 8, .ninputs = 1, .inputs = {MD_INPUT_MODEL}},
+                        {.kind = MD_LAYER_MULTIPLY, .ninputs = 2, .inputs = {0, 1}},
+                        {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_model *m = fd_model(l, 4, (md_shape){.rank = 1, .dim = {FD_IMAGE_SIZE}});
+  md_batch b = fd_image_batch();
+  fd_check(m, &b, 720, 0);
+  md_model_free(m);
+}
+
+/* RMSNormalization by hand: the row [3, 4] has mean square (9 + 16) / 2 = 12.5, so with Keras's
+** epsilon 1e-6 it becomes [3, 4] / sqrt(12.5 + 1e-6) = [0.848528104, 1.131370805] (scale ones). */
+static void test_rms_normalization_by_hand(void **state) {
+  (void)state;
+  md_layer_spec l = {.kind = MD_LAYER_RMS_NORMALIZATION};
+  md_model *m = fd_model(&l, 1, (md_shape){.rank = 1, .dim = {2}});
+  assert_string_equal(md_model_var(m, 0)->name, "rms_normalization/scale");
+  gsl_rng *rng = sim_rng_stream(1, "init");
+  md_model_init_default(m, rng);
+  gsl_rng_free(rng);
+  md_workspace *w = md_workspace_new(m);
+  const float x[2] = {3, 4};
+  const int32_t y[1] = {0};
+  md_batch b = {1, x, NULL, y, NULL};
+  const float *got = md_model_forward(m, w, &b, NULL);
+  assert_close(got[0], 3 / sqrt(12.5 + 1e-6), 1e-7);
+  assert_close(got[1], 4 / sqrt(12.5 + 1e-6), 1e-7);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
 /* Dropout between two dense layers, trained: the loss with one fixed mask (the stream re-seeded
 ** for every evaluation) is differentiated through the mask and the 1 / (1 - rate) scale. */
 static void test_grad_dropout(void **state) {
@@ -1054,6 +1103,9 @@ int main(void) {
       cmocka_unit_test(test_grad_pooling_normalization),
       cmocka_unit_test(test_grad_reshape_softmax),
       cmocka_unit_test(test_grad_dropout),
+    cmocka_unit_test(test_grad_rms_normalization),
+    cmocka_unit_test(test_grad_swiglu_multiply),
+    cmocka_unit_test(test_rms_normalization_by_hand),
       cmocka_unit_test(test_embedding_sequence),
       cmocka_unit_test(test_token_and_position_embedding),
       cmocka_unit_test(test_sequence_labels),

@@ -146,6 +146,23 @@ static void test_optimizer_takes_previous_step(void **state) {
   assert_true(row == 1.0f - 0.01f * 0.5f);
 }
 
+/* Keras 3 with gradient_accumulation_steps 4 (base_optimizer.py): the schedule reads _iterations,
+** which counts micro-steps, at the one that applies: apply 1 at micro-step 3, apply 2 at 7.
+** PiecewiseConstantDecay([2, 5], [0.1, 0.01, 0.001]): apply 1 takes the rate at step 3, 0.01
+** (step 3 > 2), apply 2 at step 7, 0.001; without accumulation they take steps 0 and 1: 0.1. */
+static void test_accumulation_counts_micro_steps(void **state) {
+  (void)state;
+  md_optimizer_spec spec;
+  md_optimizer_spec_defaults(&spec, MD_OPT_SGD);
+  md_schedule_defaults(&spec.schedule, MD_SCHEDULE_PIECEWISE);
+  spec.schedule.nboundaries = 2, spec.schedule.boundaries[0] = 2, spec.schedule.boundaries[1] = 5;
+  spec.schedule.values[0] = 0.1, spec.schedule.values[1] = 0.01, spec.schedule.values[2] = 0.001;
+  assert_true(md_optimizer_learning_rate(&spec, 1) == 0.1f && md_optimizer_learning_rate(&spec, 2) == 0.1f);
+  spec.accumulation_steps = 4;
+  assert_true(md_optimizer_learning_rate(&spec, 1) == 0.01f);
+  assert_true(md_optimizer_learning_rate(&spec, 2) == 0.001f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exponential),
@@ -154,6 +171,7 @@ int main(void) {
       cmocka_unit_test(test_piecewise),
       cmocka_unit_test(test_cosine),
       cmocka_unit_test(test_optimizer_takes_previous_step),
+      cmocka_unit_test(test_accumulation_counts_micro_steps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

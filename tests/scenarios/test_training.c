@@ -119,6 +119,38 @@ static void per_replica_mean_is_replicas_times_global_batch(void **state) {
   assert_same_training(&mean, &twice);
 }
 
+/* Gradient accumulation (accum.h). With loss_reduction global_batch every micro-batch's loss is
+** (1/G) x the sum of its examples' losses, and a gradient is linear in its examples' losses, so
+** the N micro-batches' gradients sum to (1/G) x the sum over all G examples: the gradient of one
+** step of the whole batch, whatever the loss. Only the order of float32 sums differs, so every
+** loss and weight agrees within the goldens' 1e-5: 2 replicas of 15 rows each as 3
+** micro-batches of 5, 20 steps. The all-reduce runs once a step, of the same gradient bytes,
+** so each step's communication is the same; the compute is three passes of 5 rows, more than one
+** of 15 (each kernel's fixed cost thrice) and less than three of 15; and the device keeps one
+** micro-batch's activations: a lower peak. A run without accumulation differs after step 0 when
+** the three micro-batches are applied as steps of their own (5-row global batches). */
+static void accumulation_is_one_step_of_the_whole_batch(void **state) {
+  (void)state;
+  static run whole, micro, steps;
+  const char *two[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=2" };
+  train(&whole, two, 2);
+  const char *accum[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=2",
+                          "training.gradient_accumulation_steps=3" };
+  train(&micro, accum, 3);
+  assert_same_training(&whole, &micro);
+  for (int i = 0; i < whole.nsteps; i++) {
+    assert_true(micro.comm[i] == whole.comm[i]);
+    assert_true(micro.compute[i] > whole.compute[i] && micro.compute[i] < 3 * whole.compute[i]);
+  }
+  assert_true(micro.sum.memory_peak_bytes < whole.sum.memory_peak_bytes);
+  const char *small[] = { "strategy.kind=multi_worker_mirrored", "cluster.workers.count=2",
+                          "dataset.global_batch=10" };
+  train(&steps, small, 3);
+  int differs = 0;
+  for (int i = 0; i < whole.nweights; i++) differs |= !TU_GOLDEN_CLOSE(steps.weight[i], micro.weight[i]);
+  assert_true(differs);
+}
+
 /* 384 rows, G = 100: an epoch is 4 steps (100, 100, 100, 84); 2 epochs are 8 steps, and
 ** repeat: false stops a 20-step run after the one pass. */
 static void epochs_and_no_repeat_count_passes(void **state) {
@@ -532,6 +564,7 @@ int main(void) {
     cmocka_unit_test(compile_time_is_charged_once),
     cmocka_unit_test(packs_follow_group_by_size),
     cmocka_unit_test(packs_overlap_the_backward_pass),
+    cmocka_unit_test(accumulation_is_one_step_of_the_whole_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

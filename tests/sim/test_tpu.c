@@ -35,6 +35,16 @@ static void test_slice_names(void **state) {
   parse_ok("v4-256", 128, 4, 4, 8);
   parse_ok("v4-8192", 4096, 16, 16, 16);
   parse_ok("v5p-12288", 6144, 16, 16, 24);
+  /* Sizes past the listed ones: any whole-cube AxBxC, the default nearest a cube (shortest
+  ** longest axis, then longest shortest): 3072 chips are PaLM's 12x16x16 (not 8x16x24, C = 24);
+  ** 1024 are 8x8x16 (not 4x16x16, A = 4); v5p's 8960-chip pod is 140 cubes = 4 x 5 x 7 of
+  ** them, 16x20x28; 192 chips are 3 cubes, 4x4x12. */
+  parse_ok("v4-6144", 3072, 12, 16, 16);
+  parse_ok("v4-2048", 1024, 8, 8, 16);
+  parse_ok("v4-4096", 2048, 8, 16, 16);
+  parse_ok("v4-384", 192, 4, 4, 12);
+  parse_ok("v5p-17920", 8960, 16, 20, 28);
+  parse_ok("v5p-6144", 3072, 12, 16, 16);
   parse_ok("v2-8", 4, 2, 2, 1);
   parse_ok("v2-512", 256, 16, 16, 1);
   parse_ok("v3-8", 4, 2, 2, 1);
@@ -60,7 +70,8 @@ static void parse_fails(const char *type, const char *want) {
 
 static void test_bad_slice_names(void **state) {
   (void)state;
-  const char *v4 = "(v4 slices count TensorCores: 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)";
+  const char *v4 = "(v4 slices count TensorCores: 8, 16, 32, 64, or twice the chips of an AxBxC of multiples of 4 "
+                   "up to the 4096-chip pod, such as 128 (4x4x4) or 6144 (12x16x16))";
   char want[256];
   snprintf(want, sizeof want, "unknown slice \"v4-33\" %s", v4);
   parse_fails("v4-33", want);
@@ -68,6 +79,14 @@ static void test_bad_slice_names(void **state) {
   parse_fails("v4-08", want);
   snprintf(want, sizeof want, "unknown slice \"v4-\" %s", v4);
   parse_fails("v4-", want);
+  /* 68 chips are not whole cubes; 8192 chips are two v4 pods (cluster.tpu.slices: 2 of v4-8192);
+  ** an odd count is not whole chips. */
+  snprintf(want, sizeof want, "unknown slice \"v4-136\" %s", v4);
+  parse_fails("v4-136", want);
+  snprintf(want, sizeof want, "unknown slice \"v4-16384\" %s", v4);
+  parse_fails("v4-16384", want);
+  snprintf(want, sizeof want, "unknown slice \"v4-129\" %s", v4);
+  parse_fails("v4-129", want);
   parse_fails("v2-16", "unknown slice \"v2-16\" (v2 slices count TensorCores: 8, 32, 128, 256, 512)");
   parse_fails("v5litepod-2",
               "unknown slice \"v5litepod-2\" (v5litepod slices count chips: 1, 4, 8, 16, 32, 64, 128, 256)");
@@ -99,8 +118,16 @@ static void test_topologies(void **state) {
   topology_fails("v3", 16, "4x4x1", "expected AxB chips per axis for v3-32, found \"4x4x1\"");
   topology_fails("v4", 16, "2x2x2", "2x2x2 has 8 chips but v4-32 has 16");
   topology_fails("v5e", 256, "8x32", "8x32 has an axis of 32 chips; v5e slices have at most 16");
-  topology_fails("v4", 16, "1x2x8", "1x2x8 does not split into whole v4 hosts of 2x2x1 chips");
+  topology_fails("v4", 16, "1x4x4", "1x4x4 does not split into whole v4 hosts of 2x2x1 chips");
+  topology_fails("v4", 16, "1x2x8", "1x2x8 mixes axes: v4 axes are all at most 4 or all multiples of 4");
   topology_fails("v5e", 16, "1x16", "1x16 does not split into whole v5e hosts of 2x4 chips");
+  /* v4/v5p: any order of whole cubes within the pod, or all axes at most 4; not a mix. */
+  assert_int_equal(sim_tpu_topology_parse(v4, 3072, "16x12x16", d, err, sizeof err), 0);
+  assert_int_equal(d[0] * 10000 + d[1] * 100 + d[2], 161216);
+  assert_int_equal(sim_tpu_topology_parse(v4, 512, "4x4x32", d, err, sizeof err), 0);
+  assert_int_equal(sim_tpu_topology_parse(sim_tpu_generation_find("v5p"), 8960, "20x16x28", d, err, sizeof err), 0);
+  topology_fails("v4", 64, "2x4x8", "2x4x8 mixes axes: v4 axes are all at most 4 or all multiples of 4");
+  topology_fails("v4", 192, "6x4x8", "6x4x8 mixes axes: v4 axes are all at most 4 or all multiples of 4");
 }
 
 /* Wraparound: v4/v5p only for whole 4x4x4 cubes; v5e/v6e on axes of 16; v2/v3 on axes as long
