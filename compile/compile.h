@@ -79,6 +79,11 @@ void cg_compile(cg_graph *g, const cg_options *o);
 ** and slots, plus the largest sum of the tensors it holds at one place of the schedule). Valid
 ** after cg_compile. */
 double cg_graph_peak_bytes(const cg_graph *g);
+/* Of that peak: the variables' gradients held at it (with their all-reduced copies: the
+** all-reduce buffers), and the persistent bytes (variables and optimizer slots). The rest is
+** activations, their gradients and the passes' intermediates. */
+double cg_graph_peak_gradient_bytes(const cg_graph *g);
+double cg_graph_persistent_bytes(const cg_graph *g);
 /* Whether a sharding recipe and a memory policy of that name exist (for loaders' errors). */
 int cg_sharding_known(const char *name);
 int cg_memory_known(const char *name);

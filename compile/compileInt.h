@@ -76,6 +76,7 @@ struct cg_graph {
   int nvars;              /* how many */
   double persistent;      /* bytes held the whole step: weights and optimizer slots */
   double peak;            /* liveness.c's peak under the memory policy, persistent included */
+  double peak_grads;      /* of it, the variables' gradients (and all-reduced copies) held there */
   const char *memory;     /* that policy's name */
 };
 

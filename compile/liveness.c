@@ -35,6 +35,7 @@ void cg__liveness(cg_graph *g, const cg_options *o) {
   g->memory = p->name;
   size_t n = g->nops;
   double *delta = base_xcalloc(n + 2, sizeof *delta);
+  double *delta_grads = base_xcalloc(n + 2, sizeof *delta_grads);
   int *first = base_xcalloc(g->ntensors + 1, sizeof *first);
   for (size_t t = 0; t < g->ntensors; t++) first[t] = -1;
   for (size_t i = 0; i < n; i++) {
@@ -52,13 +53,21 @@ void cg__liveness(cg_graph *g, const cg_options *o) {
       if (g->ops[x->consumers[k]].order > to) to = g->ops[x->consumers[k]].order;
     delta[from] += x->bytes;
     delta[to + 1] -= x->bytes;
+    if (x->kind != CG_TENSOR_WEIGHT_GRAD) continue;
+    delta_grads[from] += x->bytes;
+    delta_grads[to + 1] -= x->bytes;
   }
-  double live = 0, peak = 0;
+  double live = 0, live_grads = 0, peak = 0, peak_grads = 0;
   for (size_t i = 0; i <= n; i++) {
     live += delta[i];
-    if (live > peak) peak = live;
+    live_grads += delta_grads[i];
+    if (live <= peak) continue;
+    peak = live;
+    peak_grads = live_grads;
   }
   g->peak = g->persistent + peak;
+  g->peak_grads = peak_grads;
   free(delta);
+  free(delta_grads);
   free(first);
 }

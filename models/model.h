@@ -301,6 +301,15 @@ const float *md_model_last_output(const md_model *m, const md_workspace *w);
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost);
 /* Bytes of activations a batch of n keeps alive for backward (for memory accounting). */
 double md_model_activation_bytes(const md_model *m, int n);
+/* What layer l's forward keeps for its backward on a batch of n beyond its inputs and output:
+** its z when an activation makes the output a second array, and its saved floats (dropout's
+** mask), in the compute dtype. */
+double md_model_layer_saved_bytes(const md_model *m, int l, int n);
+/* What layer l's gradient ops read of its forward, as TensorFlow's registered gradients do
+** (ReluGrad reads the output, FusedBatchNormGrad the input, AddN's gradient nothing): a mask of
+** MD_BACKWARD_READS_*. Buffer liveness keeps an activation until the last backward that reads it. */
+enum { MD_BACKWARD_READS_INPUTS = 1, MD_BACKWARD_READS_OUTPUT = 2, MD_BACKWARD_READS_SAVED = 4 };
+int md_model_layer_backward_reads(const md_model *m, int l);
 
 /* Megatron-style tensor parallelism as XLA's SPMD partitioner runs it when every kernel that
 ** can be split is given to experimental_split_to_logical_devices over a replica's `devices`

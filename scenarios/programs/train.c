@@ -923,8 +923,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   train_rows_init(&t.rows, t.in.steps, 0);
   make_replicas(&t, first);
   make_packs(&t);
-  md_model_spec spec = scenario_model_spec(s, 1);
-  t.programs = cg_cache_new(&spec, &s->optimizer, &(cg_options){.replicas = t.nreplicas, .fusion = s->xla_fusion});
+  t.programs = train__programs_new(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);
