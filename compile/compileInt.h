@@ -77,6 +77,10 @@ struct cg_graph {
   double persistent;      /* bytes held the whole step: weights and optimizer slots */
   double peak;            /* liveness.c's peak under the memory policy, persistent included */
   double peak_grads;      /* of it, the variables' gradients (and all-reduced copies) held there */
+  double *live;           /* per schedule position (and one past): the bytes held there, persistent
+                          ** bytes apart */
+  double *live_grads;     /* of them, the variables' gradients */
+  size_t nlive;           /* positions in live and live_grads */
   const char *memory;     /* that policy's name */
 };
 

@@ -309,6 +309,8 @@ void cg_graph_free(cg_graph *g) {
   free(g->marks);
   free(g->layer_names);
   free(g->var_names);
+  free(g->live);
+  free(g->live_grads);
   free(g);
 }
 

@@ -54,9 +54,8 @@ static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   for (int i = 0; i < md_optimizer_num_slots(o); i++) slots += 4.0 * (double)md_optimizer_slot(o, i)->size;
   core_share share = share_of_core(t, c);
   const cg_graph *g = cg_program_graph(cg_cache_get(t->programs, slice));
-  double grads = cg_graph_peak_gradient_bytes(g);
-  double acts = cg_graph_peak_bytes(g) - cg_graph_persistent_bytes(g) - grads;
-  core_need n = { params * share.params, slots * share.params, grads * share.params, acts * share.acts,
+  double grads, held = cg_graph_transient_peak(g, share.params, share.acts, &grads);
+  core_need n = { params * share.params, slots * share.params, grads, held - grads,
                   ds_replica_workspace(t->strategy, r), 0 };
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;
