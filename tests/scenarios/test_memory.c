@@ -22,8 +22,10 @@ static scn_error E;
 ** = 80 MB, 20.5 GB at 256; the batch norms' and adds' own outputs (10.59M + 5.52M floats a
 ** image, 16.5 GB at 256) are freed in the forward once read. With the last layer's gradients,
 ** 8 MB of weight gradients and the 256 MiB workspace the reservation is about 21.3 GB: it fits.
-** NVIDIA's DeepLearningExamples (TensorFlow/Classification/ConvNets, resnet50v1.5 README) train it
-** at 256 images per 40 GB A100 in TF32/float32, as the issue says TensorFlow does. Summing every
+** NVIDIA/DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md: "Batch
+** Size / GPU 256" in TF32 (float32 tensors) on DGX A100 (8x A100 40GB), and "suggested batch sizes
+** ... 128 for single precision training per single V100 16 GB": 80 MB an image agrees with both
+** (256 images: 20.5 GB, under 40 GB and over 16; 128: 10.2 GB, under 16). Summing every
 ** activation (the old reservation, md_model_activation_bytes: 52.1 GB at 256) refused it. At 1024
 ** images the live tensors alone are about 82 GB: TensorFlow fails that with an OOM, so must we. */
 static void load(scenario *s, int batch) {
