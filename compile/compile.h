@@ -86,6 +86,17 @@ void cg_compile(cg_graph *g, const cg_options *o);
 ** and slots, plus the largest sum of the tensors it holds at one place of the schedule). Valid
 ** after cg_compile. */
 double cg_graph_peak_bytes(const cg_graph *g);
+/* Of that peak: the variables' gradients held at it (with their all-reduced copies: the
+** all-reduce buffers), and the persistent bytes (variables and optimizer slots). The rest is
+** activations, their gradients and the passes' intermediates. */
+double cg_graph_peak_gradient_bytes(const cg_graph *g);
+double cg_graph_persistent_bytes(const cg_graph *g);
+/* The largest bytes held at one place of the schedule, persistent bytes apart, when a device holds
+** grad_share of each variable's gradient and rest_share of every other tensor (a logical device's
+** part of a model split over several: its peak need not be where the whole's is); *grads (when
+** not NULL): the gradients' part of it. cg_graph_peak_bytes is the persistent bytes plus this at
+** shares 1 and 1. */
+double cg_graph_transient_peak(const cg_graph *g, double grad_share, double rest_share, double *grads);
 /* Whether a sharding recipe and a memory policy of that name exist (for loaders' errors). */
 int cg_sharding_known(const char *name);
 int cg_memory_known(const char *name);

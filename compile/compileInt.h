@@ -87,6 +87,11 @@ struct cg_graph {
   md_tp_layer *tp;        /* per layer: how tensor parallelism splits it (md_model_tensor_parallel_layers) */
   int *first_var;         /* per layer: its first variable (its k-th is first_var + k) */
   double peak;            /* liveness.c's peak under the memory policy, persistent included */
+  double peak_grads;      /* of it, the variables' gradients (and all-reduced copies) held there */
+  double *live;           /* per schedule position (and one past): the bytes held there, persistent
+                          ** bytes apart */
+  double *live_grads;     /* of them, the variables' gradients */
+  size_t nlive;           /* positions in live and live_grads */
   const char *memory;     /* that policy's name */
 };
 

@@ -82,6 +82,9 @@ typedef struct tracer {
   int *gradient;          /* per layer: the gradient of its output; -1 until a reader's backward */
   int *weight;            /* per variable: its tensor */
   int *weight_grad;       /* per variable: its gradient's tensor; -1 before its layer's backward */
+  int *saved;             /* per layer: what its forward keeps for its backward beyond its inputs
+                          ** and output (md_model_layer_saved_bytes); -1: nothing, or remat */
+  int remat;              /* 1: the model recomputes each layer's forward before its backward */
   int inputs[MD_LAYER_MAX_INPUTS]; /* the model inputs' tensors (MD_MODEL_INPUT(k) is inputs[k]) */
   int group_phase;        /* the (phase, layer) of the chain being built; -1: none */
   int group_layer;        /* its layer */
@@ -112,6 +115,13 @@ static void close_group(tracer *tr) {
     int t = cg__tensor_new(g, CG_TENSOR_ACTIVATION, activation_bytes(tr, l), l, -1);
     cg__op_write(g, op, t);
     tr->activation[l] = t;
+    /* Without rematerialisation the forward keeps its intermediates (a pre-activation, a dropout
+    ** mask) live until its backward reads them; with it the remat chain makes them afresh. */
+    int kept = !tr->remat && (md_model_layer_backward_reads(tr->m, l) & MD_BACKWARD_READS_SAVED);
+    double saved = kept ? md_model_layer_saved_bytes(tr->m, l, tr->n) : 0;
+    if (saved <= 0) break;
+    tr->saved[l] = cg__tensor_new(g, CG_TENSOR_TEMP, saved, l, -1);
+    cg__op_write(g, op, tr->saved[l]);
     break;
   }
   case MD_PHASE_REMAT:
@@ -161,14 +171,18 @@ static void open_group(tracer *tr, int op, md_phase phase, int l) {
     cg__op_read(g, op, tr->activation[l]);
     return;
   }
-  for (int i = 0; i < k; i++) {
+  /* A backward reads of its forward what the layer's gradient needs (its inputs, its output, what
+  ** it saved): what it does not read may be freed before it (buffer liveness). */
+  int reads = phase == MD_PHASE_BACKWARD ? md_model_layer_backward_reads(tr->m, l) : MD_BACKWARD_READS_INPUTS;
+  for (int i = 0; i < k && (reads & MD_BACKWARD_READS_INPUTS); i++) {
     int t = input_tensor(tr, inputs[i]);
     if (t >= 0) cg__op_read(g, op, t);
   }
   for (int v = first; v < first + nv; v++) cg__op_read(g, op, tr->weight[v]);
   if (phase == MD_PHASE_BACKWARD) {
     if (tr->gradient[l] >= 0) cg__op_read(g, op, tr->gradient[l]);
-    if (tr->activation[l] >= 0) cg__op_read(g, op, tr->activation[l]);
+    if (tr->activation[l] >= 0 && (reads & MD_BACKWARD_READS_OUTPUT)) cg__op_read(g, op, tr->activation[l]);
+    if (tr->saved[l] >= 0 && (reads & MD_BACKWARD_READS_SAVED)) cg__op_read(g, op, tr->saved[l]);
   }
 }
 
@@ -236,13 +250,14 @@ cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec
   g->nvars = nv;
   g->layer_names = base_xcalloc((size_t)nl + 1, sizeof *g->layer_names);
   g->var_names = base_xcalloc((size_t)nv + 1, sizeof *g->var_names);
-  tracer tr = {.g = g, .m = m, .n = n, .group_phase = -1};
+  tracer tr = {.g = g, .m = m, .n = n, .group_phase = -1, .remat = spec->rematerialize};
   tr.activation = base_xcalloc((size_t)nl, sizeof *tr.activation);
   tr.gradient = base_xcalloc((size_t)nl, sizeof *tr.gradient);
   tr.weight = base_xcalloc((size_t)nv + 1, sizeof *tr.weight);
   tr.weight_grad = base_xcalloc((size_t)nv + 1, sizeof *tr.weight_grad);
+  tr.saved = base_xcalloc((size_t)nl, sizeof *tr.saved);
   for (int l = 0; l < nl; l++) {
-    tr.activation[l] = tr.gradient[l] = -1;
+    tr.activation[l] = tr.gradient[l] = tr.saved[l] = -1;
     snprintf(g->layer_names[l], sizeof g->layer_names[l], "%s", md_model_layer_name(m, l));
   }
   int ninputs = spec->ninputs > 0 ? spec->ninputs : 1;
@@ -279,6 +294,7 @@ cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec
   free(tr.gradient);
   free(tr.weight);
   free(tr.weight_grad);
+  free(tr.saved);
   md_op_log_free(&log);
   md_grads_free(grads);
   md_workspace_free(ws);
@@ -303,6 +319,8 @@ void cg_graph_free(cg_graph *g) {
   free(g->trainable);
   free(g->tp);
   free(g->first_var);
+  free(g->live);
+  free(g->live_grads);
   free(g);
 }
 
@@ -324,6 +342,7 @@ double cg_graph_bytes(const cg_graph *g) {
 }
 
 double cg_graph_peak_bytes(const cg_graph *g) { return g->peak; }
+double cg_graph_peak_gradient_bytes(const cg_graph *g) { return g->peak_grads; }
 double cg_graph_persistent_bytes(const cg_graph *g) { return g->persistent; }
 
 double cg_graph_weight_bytes(const cg_graph *g) {

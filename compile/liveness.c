@@ -35,6 +35,7 @@ void cg__liveness(cg_graph *g, const cg_options *o) {
   g->memory = p->name;
   size_t n = g->nops;
   double *delta = base_xcalloc(n + 2, sizeof *delta);
+  double *delta_grads = base_xcalloc(n + 2, sizeof *delta_grads);
   int *first = base_xcalloc(g->ntensors + 1, sizeof *first);
   for (size_t t = 0; t < g->ntensors; t++) first[t] = -1;
   for (size_t i = 0; i < n; i++) {
@@ -52,13 +53,34 @@ void cg__liveness(cg_graph *g, const cg_options *o) {
       if (g->ops[x->consumers[k]].order > to) to = g->ops[x->consumers[k]].order;
     delta[from] += x->bytes;
     delta[to + 1] -= x->bytes;
+    if (x->kind != CG_TENSOR_WEIGHT_GRAD) continue;
+    delta_grads[from] += x->bytes;
+    delta_grads[to + 1] -= x->bytes;
   }
-  double live = 0, peak = 0;
+  free(g->live);
+  free(g->live_grads);
+  g->live = base_xcalloc(n + 1, sizeof *g->live);
+  g->live_grads = base_xcalloc(n + 1, sizeof *g->live_grads);
+  g->nlive = n + 1;
+  double live = 0, live_grads = 0;
   for (size_t i = 0; i <= n; i++) {
-    live += delta[i];
-    if (live > peak) peak = live;
+    g->live[i] = live += delta[i];
+    g->live_grads[i] = live_grads += delta_grads[i];
   }
-  g->peak = g->persistent + peak;
+  g->peak = g->persistent + cg_graph_transient_peak(g, 1.0, 1.0, &g->peak_grads);
   free(delta);
+  free(delta_grads);
   free(first);
+}
+
+double cg_graph_transient_peak(const cg_graph *g, double grad_share, double rest_share, double *grads) {
+  double peak = 0, at_peak = 0;
+  for (size_t i = 0; i < g->nlive; i++) {
+    double held = grad_share * g->live_grads[i] + rest_share * (g->live[i] - g->live_grads[i]);
+    if (held <= peak) continue;
+    peak = held;
+    at_peak = grad_share * g->live_grads[i];
+  }
+  if (grads != NULL) *grads = at_peak;
+  return peak;
 }

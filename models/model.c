@@ -817,12 +817,52 @@ void md_model_tensor_parallel(const md_model *m, int devices, md_tensor_parallel
 ** layer before as soon as it is written); all but the input in the policy's compute dtype.
 ** Rematerialised, a layer keeps its output (a) alone through the step: its z, saved
 ** intermediates and summed gradient exist for one layer at a time, the largest counted. */
+double md_model_layer_saved_bytes(const md_model *m, int l, int n) {
+  const md_layer *ly = &m->layers[l];
+  double separate = ly->spec.activation != MD_ACT_NONE;
+  return m->act_bytes * (double)n * ((double)ly->out * separate + (double)ly->saved);
+}
+
+/* An activation function whose derivative is a function of its output (relu's mask, sigmoid's
+** y(1 - y), tanh's 1 - y^2, softmax's Jacobian); gelu and swish need their input. */
+static int derivative_of_output(md_activation a) {
+  return a == MD_ACT_RELU || a == MD_ACT_SIGMOID || a == MD_ACT_TANH || a == MD_ACT_SOFTMAX;
+}
+
+int md_model_layer_backward_reads(const md_model *m, int l) {
+  const md_layer_spec *ly = &m->layers[l].spec;
+  switch (ly->kind) {
+  case MD_LAYER_ACTIVATION:  /* its z is its input: nothing saved beside */
+    return derivative_of_output(ly->activation) ? MD_BACKWARD_READS_OUTPUT : MD_BACKWARD_READS_INPUTS;
+  case MD_LAYER_SOFTMAX: return MD_BACKWARD_READS_OUTPUT;
+  case MD_LAYER_BATCH_NORMALIZATION:
+  case MD_LAYER_LAYER_NORMALIZATION:  /* the input and its statistics, not the output */
+    return MD_BACKWARD_READS_INPUTS | MD_BACKWARD_READS_SAVED;
+  case MD_LAYER_ADD:
+  case MD_LAYER_CONCATENATE:
+  case MD_LAYER_FLATTEN:
+  case MD_LAYER_RESHAPE:
+  case MD_LAYER_AVERAGE_POOLING2D:
+  case MD_LAYER_GLOBAL_AVERAGE_POOLING2D:  /* linear in their input, shapes alone */
+    return 0;
+  case MD_LAYER_DROPOUT: return MD_BACKWARD_READS_SAVED;  /* the mask */
+  case MD_LAYER_DENSE:
+  case MD_LAYER_CONV2D:
+  case MD_LAYER_DEPTHWISE_CONV2D:  /* the input for the kernel's gradient; z or a for the activation's */
+    if (ly->activation == MD_ACT_NONE) return MD_BACKWARD_READS_INPUTS | MD_BACKWARD_READS_SAVED;
+    return MD_BACKWARD_READS_INPUTS | (derivative_of_output(ly->activation) ? MD_BACKWARD_READS_OUTPUT
+                                                                             : MD_BACKWARD_READS_SAVED);
+  default:
+    return MD_BACKWARD_READS_INPUTS | MD_BACKWARD_READS_OUTPUT | MD_BACKWARD_READS_SAVED;
+  }
+}
+
 double md_model_activation_bytes(const md_model *m, int n) {
   double inputs = (double)n * (m->input_features + m->input_ids), elements = 0, transient = 0;
   for (int l = 0; l < m->nlayers; l++) {
     const md_layer *ly = &m->layers[l];
-    double out = (double)n * ly->out, separate = ly->spec.activation != MD_ACT_NONE;
-    double intermediates = out * (separate + (ly->readers > 1)) + (double)n * ly->saved;
+    double out = (double)n * ly->out;
+    double intermediates = md_model_layer_saved_bytes(m, l, n) / m->act_bytes + out * (ly->readers > 1);
     if (!m->rematerialize) {
       elements += out + intermediates;
       continue;

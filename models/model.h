@@ -318,6 +318,15 @@ double md_model_activation_bytes(const md_model *m, int n);
 /* 1 when a train step's layers reduce across the replicas (synchronized batch normalisation,
 ** through md_workspace_set_all_reduce): the step's pass then takes simulated time of its own. */
 int    md_model_cross_replica(const md_model *m);
+/* What layer l's forward keeps for its backward on a batch of n beyond its inputs and output:
+** its z when an activation makes the output a second array, and its saved floats (dropout's
+** mask), in the compute dtype. */
+double md_model_layer_saved_bytes(const md_model *m, int l, int n);
+/* What layer l's gradient ops read of its forward, as TensorFlow's registered gradients do
+** (ReluGrad reads the output, FusedBatchNormGrad the input, AddN's gradient nothing): a mask of
+** MD_BACKWARD_READS_*. Buffer liveness keeps an activation until the last backward that reads it. */
+enum { MD_BACKWARD_READS_INPUTS = 1, MD_BACKWARD_READS_OUTPUT = 2, MD_BACKWARD_READS_SAVED = 4 };
+int md_model_layer_backward_reads(const md_model *m, int l);
 
 /* Megatron-style tensor parallelism as XLA's SPMD partitioner runs it when every kernel that
 ** can be split is given to experimental_split_to_logical_devices over a replica's `devices`

@@ -136,7 +136,7 @@ done
 
 # MLPerf's DLRM (dlrm_tpu_v4.yaml) fits a v4 chip only with its tables split over a replica's 16
 # chips: without the split the 96 GB of tables are replicated, and the run fails as TF would, OOM
-# (exit 3); with it the fullest chip holds 17.1 GiB (below 18.4e9 bytes) of its 32 GiB.
+# (exit 3); with it the fullest chip holds 12.6 GiB (below 18.4e9 bytes) of its 32 GiB.
 "$podsim" run scenarios/examples/dlrm_tpu_v4.yaml -o "$tmp/dlrm0" --quiet \
   --set strategy.split_to_logical_devices=none >/dev/null 2>&1; rc=$?
 [ $rc -eq 3 ] && grep -q '"kind": "ResourceExhaustedError"' "$tmp/dlrm0/summary.json" && ok \

@@ -34,13 +34,17 @@ static core_share share_of_core(const trainer *t, int core) {
 }
 
 /* What replica r needs on logical core c for a per-replica batch of `slice` examples:
-** variables, optimizer slots, gradients, the all-reduce buffer and the activations of the slice,
-** as share_of_core places them, and the runtime workspace. */
+** variables, optimizer slots, and what the compiled step holds at its peak as XLA's buffer
+** liveness frees it (compile/liveness.c: each activation freed after the backward op that last
+** reads it, gradients after their update, the all-reduced copies as they live; rematerialised
+** layers keep their outputs alone), its gradients as share_of_core places the variables and the
+** rest as it places the activations, and the runtime workspace. */
 typedef struct core_need {
   double params;          /* variables */
   double slots;           /* optimizer slots */
-  double grads;           /* gradients and, with several replicas, the all-reduce buffer */
-  double acts;            /* activations kept for backward */
+  double grads;           /* gradients and, with several replicas, the all-reduce buffers, held at
+                          ** the step's liveness peak */
+  double acts;            /* activations, their gradients and intermediates held there */
   double workspace;       /* the device runtime's scratch */
   uint64_t total;         /* their sum, as allocated */
 } core_need;
@@ -63,14 +67,24 @@ static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   double params = 4.0 * (double)t->nparams, slots = 0.0;
   for (int i = 0; i < md_optimizer_num_slots(o); i++) slots += 4.0 * (double)md_optimizer_slot(o, i)->size;
   core_share share = share_of_core(t, c);
-  /* Gradient accumulation (accum.h) keeps one micro-batch's activations and an accumulator. */
-  int buffer = t->nreplicas > 1 || accum_steps(t->in.s) > 1;
-  core_need n = { params * share.params, slots * share.params,
-                  params * (buffer ? 2.0 : 1.0) * share.params,
-                  md_model_activation_bytes(t->replicas[0].model, accum_slice(t->in.s, slice)) * share.acts,
+  /* Gradient accumulation (accum.h) runs the step on one micro-batch at a time: its liveness
+  ** peak, plus, alone on one replica, an accumulator the size of the gradients (several replicas
+  ** sum into the all-reduce buffer). */
+  int micro = accum_slice(t->in.s, slice);
+  const cg_graph *g = cg_program_graph(cg_cache_get(t->programs, micro));
+  double grads, held = cg_graph_transient_peak(g, share.params, share.acts, &grads);
+  if (t->nreplicas == 1 && accum_steps(t->in.s) > 1) grads += params * share.params;
+  core_need n = { params * share.params, slots * share.params, grads, held - grads,
                   ds_replica_workspace(t->strategy, r), 0 };
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;
+}
+
+cg_cache *train__programs_new(const trainer *t) {
+  const scenario *s = t->in.s;
+  md_model_spec spec = scenario_model_spec(s, 1);
+  cg_options compiled = mesh_compile_options(s, t->nreplicas);  /* a mesh's recipe, else data parallel */
+  return cg_cache_new(&spec, &s->optimizer, &compiled);
 }
 
 /* Gives back the first `taken` reservations of reserve_memory's order (core-major). */
@@ -134,8 +148,7 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->t.replicas[0].opt = md_optimizer_new(&m->s.optimizer, model);
   m->t.nparams = md_model_num_params(model);
   train__split_plan(&m->t, model);
-  cg_options compiled = mesh_compile_options(&m->s, m->t.nreplicas);
-  if (mesh_active(&m->s, m->t.nreplicas)) m->t.programs = cg_cache_new(&spec, &m->s.optimizer, &compiled);
+  m->t.programs = train__programs_new(&m->t);
   return m;
 }
 

@@ -998,9 +998,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   train_rows_init(&t.rows, t.in.steps, 0);
   make_replicas(&t, first);
   make_packs(&t);
-  md_model_spec spec = scenario_model_spec(s, 1);
-  cg_options compiled = mesh_compile_options(s, t.nreplicas);
-  t.programs = cg_cache_new(&spec, &s->optimizer, &compiled);
+  t.programs = train__programs_new(&t);
   make_mesh(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 

@@ -135,6 +135,8 @@ void train__free(trainer *t);
 ** per-replica batch of `slice` examples: 0, or -1 with sum's error (when sum is not NULL) the
 ** ResourceExhaustedError TF raises, nothing left reserved (memory.c). */
 int  train__reserve_memory(trainer *t, int slice, run_summary *sum);
+/* The scenario's step compiled per batch size (t->programs): its kernels and its memory. */
+cg_cache *train__programs_new(const trainer *t);
 /* Variables a layer adds to the model, in the model's order: a kernel (or embeddings), and a
 ** bias for a dense layer that uses one (memory.c). */
 /* Gives back the first `taken` reservations of train__reserve_memory's order (memory.c). */
