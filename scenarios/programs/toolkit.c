@@ -13,6 +13,7 @@
 
 #include "models/graphdata.h"
 #include "models/weights.h"
+#include "scenarios/report/tboard.h"
 #include "sim/rng.h"
 
 int train_error(scn_error *err, const char *file, int line, int col, const char *key,
@@ -394,6 +395,8 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
                         o->nevents, sum->goodput };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
+  if (s->tensorboard && tboard_write_run(dir, o->records, o->nrecords, &cols, msg, sizeof msg) != 0)
+    return train_error(err, dir, 0, 0, "outputs.tensorboard", "%s", msg);
   return TR_EXIT_OK;
 }
 

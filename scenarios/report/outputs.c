@@ -389,6 +389,10 @@ static const char *number(char *buf, size_t len, double x) {
   return buf;
 }
 
+double outputs_examples_per_s(const step_record *r) {
+  return r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
+}
+
 int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
@@ -402,7 +406,7 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, con
   char t[6][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
-    double eps = r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
+    double eps = outputs_examples_per_s(r);
     char loss[32];
     fprintf(f, "%ld,%s,%s,%s,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
             outputs_seconds(t[1], sizeof t[1], r->step_ps), number(loss, sizeof loss, r->loss), eps);

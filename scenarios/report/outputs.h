@@ -139,6 +139,8 @@ typedef struct outputs_columns {
   int nmetrics;       /* compiled metrics: rows' metrics[0..nmetrics) */
   const char *metric_names[MD_METRIC_KIND_COUNT]; /* their columns' names */
 } outputs_columns;
+/* metrics.csv's examples_per_s of a step: its examples over its simulated time (0: no time). */
+double outputs_examples_per_s(const step_record *r);
 int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it
