@@ -53,6 +53,20 @@ done
 [ $rc -eq 2 ] && ok || bad "missing scenario file: exit $rc, expected 2"
 
 "$podsim" --help | grep -q "podsim run FILE" && ok || bad "--help"
+# every command's own help: exit 0 on stdout, its synopsis first and its options listed (run's
+# -o, --set, --quiet and --progress; plan's -j), whatever else was given (a missing file too)
+for cmd in run check plan diff schema; do
+  h=$("$podsim" $cmd --help 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "${h%%$'\n'*}" = "$(printf '%s\n' "$h" | grep -m1 "^usage: podsim $cmd")" ] \
+    && printf '%s\n' "$h" | grep -q -- '-h, --help' && ok || bad "podsim $cmd --help: exit $rc: ${h%%$'\n'*}"
+done
+h=$("$podsim" run "$tmp/missing.yaml" -h)
+for opt in "-o DIR" "--set KEY=VALUE" "--quiet, -q" "--progress"; do
+  printf '%s\n' "$h" | grep -q -- "^  $opt " && ok || bad "run -h lacks $opt"
+done
+"$podsim" plan --help | grep -q -- "^  -j N " && ok || bad "plan --help lacks -j N"
+[ "$("$podsim" help diff)" = "$("$podsim" diff --help)" ] && ok || bad "podsim help diff differs from diff --help"
+"$podsim" help frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "podsim help frobnicate: expected exit 2"
 "$podsim" --version | grep -Eq '^podsim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
 # check validates and writes nothing: run it where outputs.dir (out/quickstart, relative to the
 # current directory) would land, and the directory stays empty.
