@@ -278,6 +278,16 @@ for d in "$tmp/notrun" "$tmp/missing" "$tmp/w"; do
 done
 "$podsim" diff "$tmp/da" >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok || bad "diff with one directory: exit $rc, expected 2"
+# numerics: off runs (loss "nan" in every row) compare too: their step times side by side, the
+# step time chart alone (no loss to draw); against a run with loss, both charts and final_loss "-"
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/doff" --set training.steps=20 --set numerics=off --quiet >/dev/null
+out=$("$podsim" diff "$tmp/doff" "$tmp/doff" -o "$tmp/doffd"); rc=$?
+[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq '^  mean step \(us\) +[0-9.]+ +[0-9.]+ +1$' \
+  && printf '%s\n' "$out" | grep -q 'no loss chart: neither run computed a loss, numerics: off' \
+  && [ -e "$tmp/doffd/diff_step_time.png" ] && [ ! -e "$tmp/doffd/diff_loss.png" ] && ok || bad "diff of numerics: off runs: exit $rc, '$out'"
+out=$("$podsim" diff "$tmp/doff" "$tmp/da" -o "$tmp/doffd2"); rc=$?
+[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq '^  final_loss +- +[0-9.]+ +-$' && [ -e "$tmp/doffd2/diff_loss.png" ] \
+  && ok || bad "diff of a numerics: off run against a full one: exit $rc, '$out'"
 
 # Prices: worked numbers with tests/data/prices/round.csv ($3600 per v4 chip-hour: cost_usd is
 # chips x sim_time_s; spot twice that), the built-in table on the quickstart (4 n2-standard-8 at
