@@ -289,6 +289,19 @@ out=$("$podsim" diff "$tmp/doff" "$tmp/da" -o "$tmp/doffd2"); rc=$?
 [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq '^  final_loss +- +[0-9.]+ +-$' && [ -e "$tmp/doffd2/diff_loss.png" ] \
   && ok || bad "diff of a numerics: off run against a full one: exit $rc, '$out'"
 
+# The summary's headline rate is the compiled step's: tpu_v4 compiles 2.25 s before its first step
+# of ~142 us, so the whole run's 20 steps give ~9.1e3 examples/s and the steps alone ~7.2e6. The
+# steady figure is metrics.csv's examples over its step times without compile_s, summary.json's
+# steady_examples_per_s; the whole run's rate and the compile are beside it.
+out=$("$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/steady" --set training.steps=20); rc=$?
+want=$(awk -F, 'NR > 1 { e += $5 * $3; t += $3 - $11 } END { printf "%.6g", e / t }' "$tmp/steady/metrics.csv")
+whole=$(awk -F, 'NR > 1 { e += $5 * $3; t = $2 } END { printf "%.6g", e / t }' "$tmp/steady/metrics.csv")
+[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qF "  steps         20 in 2.253 s simulated ($want examples/s steady state; $whole with the 2.25 s XLA compile before the first step)" \
+  && grep -q '"steady_examples_per_s": 72' "$tmp/steady/summary.json" && ok || bad "steady examples/s: want $want ($whole whole), got '$out'"
+# nothing compiled (the quickstart): one rate, the run's
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/steady_q" | grep -qE '^  steps         300 in 57.28 ms simulated \(2\.68166e\+06 examples/s\)$' \
+  && ok || bad "quickstart's steps line changed"
+
 # Prices: worked numbers with tests/data/prices/round.csv ($3600 per v4 chip-hour: cost_usd is
 # chips x sim_time_s; spot twice that), the built-in table on the quickstart (4 n2-standard-8 at
 # $0.388472 an hour), a custom machine (no price: cost_usd null and what is missing), a bad price
@@ -307,6 +320,23 @@ for model in on_demand spot; do
     && close "$h" "$(awk -v t="$t" 'BEGIN { printf "%.17g", 16 * t / 3600 }')" \
     && grep -q "\"price_model\": \"$model\"" "$tmp/c-$model/summary.json" && ok || bad "cost $model: exit $rc, $c for $t s, $h chip-hours"
 done
+# expect tests cost_usd and chip_hours: the same 5 steps at $3600 a chip-hour cost 16 x t dollars
+# and 16 t / 3600 chip-hours (t: the on_demand run's sim_time_s above). Bounds 1e-9 either side
+# hold; chip_hours lt 0 fails with its row, exit 1; without a price cost_usd is null and only ne holds.
+t=$(json "$tmp/c-on_demand/summary.json" sim_time_s)
+{ cat scenarios/examples/tpu_v4.yaml
+  awk -v t="$t" 'BEGIN { printf "expect:\n  - {metric: cost_usd, gt: %.17g}\n  - {metric: cost_usd, lt: %.17g}\n", 16 * t * (1 - 1e-9), 16 * t * (1 + 1e-9)
+                         printf "  - {metric: chip_hours, gt: %.17g}\n  - {metric: chip_hours, lt: %.17g}\n", 16 * t / 3600 * (1 - 1e-9), 16 * t / 3600 * (1 + 1e-9) }'
+} > "$tmp/expect_cost.yaml"
+"$podsim" run "$tmp/expect_cost.yaml" -o "$tmp/ec" --set training.steps=5 --set "outputs.prices=$P" --quiet >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || bad "expect cost_usd and chip_hours within 1e-9 of 16 t: exit $rc"
+printf 'expect:\n  - {metric: chip_hours, lt: 0}\n  - {metric: cost_usd, ne: 0}\n' | cat scenarios/examples/tpu_v4.yaml - > "$tmp/expect_fail.yaml"
+err=$("$podsim" run "$tmp/expect_fail.yaml" -o "$tmp/ef" --set training.steps=5 --set "outputs.prices=$P" --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && printf '%s\n' "$err" | grep -Eq '^  chip_hours +lt +0 ' && ! printf '%s\n' "$err" | grep -q '^  cost_usd' \
+  && ok || bad "expect chip_hours lt 0: exit $rc, '$err'"
+printf 'expect:\n  - {metric: cost_usd, ne: 0}\n  - {metric: cost_usd, ge: 0}\n' | cat scenarios/examples/mirrored_gpus.yaml - > "$tmp/expect_null.yaml"
+err=$("$podsim" run "$tmp/expect_null.yaml" -o "$tmp/en" --set training.steps=2 --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && printf '%s\n' "$err" | grep -Eq '^  cost_usd +ge +0 +null$' && ok || bad "expect on a null cost_usd: exit $rc, '$err'"
 t=$(json "$tmp/qs/summary.json" sim_time_s); c=$(json "$tmp/qs/summary.json" cost_usd)
 close "$c" "$(awk -v t="$t" 'BEGIN { printf "%.17g", 4 * 0.388472 * t / 3600 }')" && grep -q '^  cost  .* chip-hours (on_demand prices)$' <<<"$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/qs2" --set training.steps=3)" \
   && ok || bad "built-in price of the quickstart: $c for $t s"

@@ -507,6 +507,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "final_loss", has_loss ? json_real(s->final_loss) : json_null());
   json_object_set_new(o, "examples_per_s", json_real(s->examples_per_s));
   json_object_set_new(o, "compile_s", json_real(s->compile_s));
+  json_object_set_new(o, "steady_examples_per_s", json_real(s->steady_examples_per_s));
   /* CPU workers have no HBM: the figures are the replica device's memory (host RAM). */
   json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)s->memory_peak_bytes));
   json_object_set_new(o, "hbm_capacity_bytes", json_integer((json_int_t)s->memory_capacity_bytes));

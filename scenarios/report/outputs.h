@@ -76,6 +76,8 @@ typedef struct run_summary {
   double final_loss;      /* loss of the last step */
   double examples_per_s;  /* all examples / sim_time_s */
   double compile_s;       /* XLA compile time charged before the first step (0: none) */
+  double steady_examples_per_s; /* the steps' examples over their time without compile: the rate
+                             once compiled (examples_per_s when nothing compiled) */
   run_step_means means;   /* the step time breakdown, for the text summary */
   uint64_t memory_peak_bytes;     /* peak over replica devices */
   uint64_t memory_capacity_bytes; /* capacity of that device */
