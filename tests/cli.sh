@@ -484,6 +484,12 @@ t0=$SECONDS
   --set 'faults=[{kind: preempt, target: "worker:*", mtbf: 4ms, down_for: 1ms}]' --set 'training.restart={delay: 100ms}'; rc=$?
 [ $rc -eq 3 ] && [ $((SECONDS - t0)) -le 20 ] && grep -q '"message": "no progress: 10000 task losses and no step completed' "$tmp/storm/summary.json" \
   && ok || bad "fault storm: exit $rc after $((SECONDS - t0)) s, $(grep -o '"message": "[^"]*' "$tmp/storm/summary.json" 2>&1)"
+# dataset.synthetic.shape: [224, 224, 3] is the flat features: 150528 it stands for: the same rows,
+# the same run_hash (the catalogue above holds its errors: a shape other than the model's, both keys, neither).
+img=tests/data/inputs/synthetic_image.yaml
+a=$("$podsim" run "$img" -o "$tmp/img_a" --quiet); rc=$?
+b=$("$podsim" run "$img" -o "$tmp/img_b" --quiet --set 'dataset.synthetic={rows: 64, features: 150528, classes: 10}')
+[ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "synthetic shape [224, 224, 3]: exit $rc, '$a' vs features '$b'"
 # mtbf: 30d, a month between preemptions as fleets quote it: accepted (d is 86400 s); the quickstart's
 # 57 ms never sees it strike, so the run warns that it did not. 400d is past mtbf's one-year bound.
 err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mtbf" --quiet \

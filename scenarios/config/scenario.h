@@ -226,6 +226,7 @@ typedef struct scenario {
   size_t synthetic_rows;        /* dataset.synthetic.rows */
   int    synthetic_features;
   int    synthetic_classes;
+  md_shape synthetic_shape;     /* dataset.synthetic.shape (rank 0: given as features) */
   int    global_batch;          /* dataset.global_batch (required) */
   int    repeat;                /* dataset.repeat (default true) */
   long   shuffle_buffer;        /* dataset.shuffle.buffer; 0: no shuffle (default) */
