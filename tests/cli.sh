@@ -355,6 +355,11 @@ awk -F, 'NR > 1 { h = $(NF-3); c = $(NF-2); d = c - ($2 == "v4-8" ? 3600 : 360) 
          END { exit bad }' "$tmp/pc-cost/sweep.csv" && grep -q '^0,v4-8,.*,true,[0-9a-f]*$' "$tmp/pc-chip_hours/sweep.csv" \
   && grep -q '^1,v5litepod-4,.*,true,[0-9a-f]*$' "$tmp/pc-cost/sweep.csv" && grep -q '^Rule: the lowest cost' "$tmp/pc-cost/report.md" \
   && ok || bad "plan by cost: $(cat "$tmp/pc-cost/sweep.csv")"
+# A plan's goodput is the fault model's prediction, a run's the measured share: named apart
+# (sweep.csv expected_goodput, report.md "expected goodput"; summary.json goodput)
+head -1 "$tmp/pc-cost/sweep.csv" | tr , '\n' | grep -qx expected_goodput && ! head -1 "$tmp/pc-cost/sweep.csv" | tr , '\n' | grep -qx goodput \
+  && grep -q '| expected goodput |' "$tmp/pc-cost/report.md" && grep -q 'expected goodput 1\.0000)' "$tmp/pc-cost/report.md" \
+  && grep -q '"goodput": ' "$tmp/c-on_demand/summary.json" && ok || bad "plan's goodput not named expected_goodput: $(head -1 "$tmp/pc-cost/sweep.csv")"
 
 finish cli
 # numerics: off has no loss: the summary says so in words, summary.json has null, and an expect

@@ -647,7 +647,7 @@ static int write_csv(const plan *p, const char *path) {
   for (int k = 0; k < p->nkeys; k++) fprintf(f, ",%s", p->base.sweep_paths[k]);
   fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,compile_s,examples_per_s,"
         "examples_per_s_per_chip,scaling_efficiency,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
-        "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
+        "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,expected_goodput,steps,time_to_steps_s,"
         "chip_hours,cost_usd,recommended,run_hash\n", f);
   for (int i = 0; i < p->npoints; i++) {
     const plan_row *r = &p->rows[i];
@@ -697,7 +697,7 @@ static const char *real_text(char *buf, size_t len, const char *fmt, double v) {
 static void table_build(const plan *p, plan_table *t) {
   static const char *const fixed[PLAN_FIXED_COLUMNS] = {
     "chips", "step (ms)", "examples/s", "efficiency", "memory / capacity", "fits", "max batch/replica",
-    "goodput", "hours", "chip-hours", "cost (USD)", "note" };
+    "expected goodput", "hours", "chip-hours", "cost (USD)", "note" };
   t->ncols = 1 + p->nkeys + PLAN_FIXED_COLUMNS;
   t->header = base_xcalloc((size_t)t->ncols, sizeof *t->header);
   t->text = base_xcalloc((size_t)(p->npoints * t->ncols), sizeof *t->text);
@@ -769,7 +769,7 @@ static void recommendation(const plan *p, char *buf, size_t len) {
   char cost[48] = "";
   if (isfinite(r->cost_usd)) snprintf(cost, sizeof cost, " ($%.4g %s)", r->cost_usd, p->base.price_spot ? "spot" : "on demand");
   snprintf(buf, len, "Point %d%s%s%s: %d chip%s, %.4g h and %.4g chip-hours%s to reach %ld steps "
-           "(%.4g ms per step, %.4g examples/s, goodput %.4f).", p->recommended, what[0] ? " (" : "", what,
+           "(%.4g ms per step, %.4g examples/s, expected goodput %.4f).", p->recommended, what[0] ? " (" : "", what,
            what[0] ? ")" : "", r->chips, r->chips == 1 ? "" : "s", r->time_s / 3600.0, r->chip_hours, cost, r->steps,
            1e3 * r->m.step_s, r->examples_per_s, r->goodput);
 }
@@ -923,8 +923,9 @@ static int notes(const plan *p, char out[][512]) {
            "failed) over its capacity.");
   snprintf(out[n++], 512, "Max batch/replica: the largest per-replica batch the memory model fits, found by "
            "doubling then bisection.");
-  snprintf(out[n++], 512, "Goodput: expected useful share of the job's time under the fault model "
-           "(Daly; 1 without faults or checkpoints). Hours: compile + steps x step / goodput.");
+  snprintf(out[n++], 512, "Expected goodput: the useful share of the job's time the fault model predicts "
+           "(Daly; 1 without faults or checkpoints), not a run's measured goodput (summary.json). "
+           "Hours: compile + steps x step / expected goodput.");
   return n;
 }
 
