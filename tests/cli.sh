@@ -495,6 +495,16 @@ img=tests/data/inputs/synthetic_image.yaml
 a=$("$podsim" run "$img" -o "$tmp/img_a" --quiet); rc=$?
 b=$("$podsim" run "$img" -o "$tmp/img_b" --quiet --set 'dataset.synthetic={rows: 64, features: 150528, classes: 10}')
 [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "synthetic shape [224, 224, 3]: exit $rc, '$a' vs features '$b'"
+# A mixed policy on CPU workers warns (stderr and summary.json), as TensorFlow's own check does for
+# mixed_float16 without a GPU; float32 on CPUs and mixed_bfloat16 on a TPU do not.
+for pol in mixed_float16 mixed_bfloat16; do
+  err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mp-$pol" --quiet --set training.steps=3 --set model.dtype_policy=$pol 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 0 ] && printf '%s\n' "$err" | grep -q "^podsim: warning: model.dtype_policy $pol on CPU workers (n2-standard-8): " \
+    && grep -q "\"model.dtype_policy $pol on CPU workers" "$tmp/mp-$pol/summary.json" && ok || bad "$pol on CPUs: exit $rc, '$err'"
+done
+err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mp-f32" --quiet --set training.steps=3 2>&1 >/dev/null)
+err2=$("$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/mp-tpu" --quiet --set training.steps=3 --set model.dtype_policy=mixed_bfloat16 2>&1 >/dev/null)
+[ -z "$(printf '%s\n%s\n' "$err" "$err2" | grep dtype_policy)" ] && ok || bad "policy warning where none is due: '$err' '$err2'"
 # mtbf: 30d, a month between preemptions as fleets quote it: accepted (d is 86400 s); the quickstart's
 # 57 ms never sees it strike, so the run warns that it did not. 400d is past mtbf's one-year bound.
 err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mtbf" --quiet \
