@@ -157,6 +157,9 @@ static int load_point(plan *p, int i, scenario *s, scn_error *err) {
   }
   if (s->host_bytes > p->host_bytes) p->host_bytes = s->host_bytes;
   row->chips = scenario_chips(s);
+  /* v4-32 -> v4: the size after the last '-' is the chips, the rest the generation */
+  const char *type = s->tpu_type[0] ? s->tpu_type : s->worker_machine.type, *dash = strrchr(type, '-');
+  snprintf(row->generation, sizeof row->generation, "%.*s", s->tpu_type[0] && dash ? (int)(dash - type) : 47, type);
   row->price_per_hour = s->price_per_hour;
   row->global_batch = s->global_batch;
   row->steps = s->steps;
@@ -816,19 +819,33 @@ static int series_of(const plan *p, int i, const int *chip_key) {
   return i;
 }
 
+/* Whether the points are of more than one generation (then each gets its own line). */
+static int mixes_generations(const plan *p) {
+  for (int i = 1; i < p->npoints; i++)
+    if (strcmp(p->rows[i].generation, p->rows[0].generation)) return 1;
+  return 0;
+}
+
+/* The order of points a and b on the chips charts: by series, then generation (a chip of
+** another generation is another line, not the same line's next size), then chips. */
+static int chart_before(const plan *p, int a, int b, const int *chip_key) {
+  int sa = series_of(p, a, chip_key), sb = series_of(p, b, chip_key);
+  if (sa != sb) return sa < sb;
+  int g = strcmp(p->rows[a].generation, p->rows[b].generation);
+  return g != 0 ? g < 0 : p->rows[a].chips <= p->rows[b].chips;
+}
+
 /* Throughput and efficiency against chips, a line per series (the points sharing the values of
-** the keys that do not change the chip count), each ordered by chips. */
+** the keys that do not change the chip count) and generation, each ordered by chips; with more
+** than one generation each line's legend names its own. */
 static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
   int chip_key[SCN_MAX_SWEEP], non_chip[SCN_MAX_SWEEP], n = p->npoints, ns = 0;
+  int mixed = mixes_generations(p);
   for (int k = 0; k < p->nkeys; k++) non_chip[k] = !(chip_key[k] = changes_chips(p, k));
   int *order = base_xcalloc((size_t)n, sizeof *order);
   for (int i = 0; i < n; i++) {  /* insertion sort by (series, chips, point): stable and small */
     int j = i;
-    for (; j > 0; j--) {
-      int a = order[j - 1], sa = series_of(p, a, chip_key), si = series_of(p, i, chip_key);
-      if (sa < si || (sa == si && p->rows[a].chips <= p->rows[i].chips)) break;
-      order[j] = a;
-    }
+    for (; j > 0 && !chart_before(p, order[j - 1], i, chip_key); j--) order[j] = order[j - 1];
     order[j] = i;
   }
   double *x = base_xcalloc((size_t)n, sizeof *x), *tput = base_xcalloc((size_t)n, sizeof *tput);
@@ -840,8 +857,13 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
     x[j] = p->rows[i].chips;
     tput[j] = p->rows[i].examples_per_s;
     eff[j] = p->rows[i].efficiency;
-    if (j == 0 || series_of(p, i, chip_key) != series_of(p, order[j - 1], chip_key)) {
+    if (j == 0 || series_of(p, i, chip_key) != series_of(p, order[j - 1], chip_key) ||
+        strcmp(p->rows[i].generation, p->rows[order[j - 1]].generation)) {
       describe(p, i, non_chip, label[ns], sizeof label[ns]);
+      if (mixed) {  /* the generation names the line, after the other keys' values */
+        size_t at = strlen(label[ns]);
+        snprintf(label[ns] + at, sizeof label[ns] - at, "%s%s", at ? ", " : "", p->rows[i].generation);
+      }
       st[ns] = (pl_series){ label[ns], x + j, tput + j, 0 };
       se[ns] = (pl_series){ label[ns], x + j, eff + j, 0 };
       ns++;
