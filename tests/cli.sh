@@ -505,6 +505,21 @@ done
 err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mp-f32" --quiet --set training.steps=3 2>&1 >/dev/null)
 err2=$("$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/mp-tpu" --quiet --set training.steps=3 --set model.dtype_policy=mixed_bfloat16 2>&1 >/dev/null)
 [ -z "$(printf '%s\n%s\n' "$err" "$err2" | grep dtype_policy)" ] && ok || bad "policy warning where none is due: '$err' '$err2'"
+# outputs.tensorboard: train/events.out.tfevents.0000000000.podsim, starting with the TFRecord of
+# the file_version event (length 24 as u64, then the Event 09 <0.0> 1a 0d "brain.Event:2" at byte
+# 12); off by default, and the run_hash is the one without it (tests/python/test_tensorboard.py
+# reads the file with TensorBoard's own reader).
+a=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/tb" --quiet --set training.steps=5 --set outputs.tensorboard=true)
+b=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/tb0" --quiet --set training.steps=5)
+ev="$tmp/tb/train/events.out.tfevents.0000000000.podsim"
+[ "$a" = "$b" ] && [ ! -e "$tmp/tb0/train" ] && [ "$(head -c 1 "$ev" | od -An -tu1 | tr -d ' ')" = 24 ] \
+  && [ "$(tail -c +22 "$ev" | head -c 15 | tail -c 13)" = "brain.Event:2" ] && ok || bad "outputs.tensorboard: '$a' vs '$b', $(ls "$tmp/tb/train" 2>&1)"
+# A plan mixing TPU generations: its charts draw a line a generation (tests/scenarios/test_plan.c
+# checks the grouping); the chart is written and the recommendation made.
+"$podsim" plan scenarios/examples/plan_tpu_v4.yaml -o "$tmp/gen" --quiet \
+  --set 'sweep={cluster.tpu.type: [v4-8, v4-16, v5litepod-4, v5litepod-8], dataset.global_batch: [32768]}'; rc=$?
+[ $rc -eq 0 ] && [ "$(head -c 4 "$tmp/gen/throughput.png" | tail -c 3)" = PNG ] && [ "$(grep -c ',true,[0-9a-f]*$' "$tmp/gen/sweep.csv")" = 1 ] \
+  && ok || bad "plan mixing generations: exit $rc"
 # mtbf: 30d, a month between preemptions as fleets quote it: accepted (d is 86400 s); the quickstart's
 # 57 ms never sees it strike, so the run warns that it did not. 400d is past mtbf's one-year bound.
 err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mtbf" --quiet \
