@@ -20,28 +20,48 @@
 ** contract's table, docs/scenario-format.md); train.h's TR_STOPPED, also 4, is never an exit. */
 enum { EXIT_STDOUT = 4 };
 
-static const char usage[] =
-  "podsim " PODSIM_VERSION ": a deterministic simulator of distributed TensorFlow training\n"
-  "\n"
-  "usage:\n"
-  "  podsim run FILE [-o DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
-  "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>);\n"
-  "      --progress prints a progress line on stderr every 5 s of wall time, terminal or not\n"
-  "  podsim check FILE [--set KEY=VALUE]...\n"
-  "      validate the scenario and its input files; write nothing\n"
-  "  podsim plan FILE [-o DIR] [-j N] [--set KEY=VALUE]... [--quiet]\n"
-  "      run every point of the file's sweep (N at a time, default: the CPUs) into DIR/points/,\n"
-  "      then write sweep.csv, report.md and report.pdf into DIR and print the recommendation\n"
-  "  podsim diff A B [-o DIR]\n"
-  "      compare two run directories: summary figures with their ratio B/A, the step time\n"
-  "      breakdown, memory, faults, run_hash; overlay charts of step time and loss into DIR\n"
-  "      (default: out/diff)\n"
-  "  podsim schema\n"
-  "      print the JSON Schema (draft 2020-12) of scenario files, for editors\n"
-  "  podsim --help | --version\n"
-  "\n"
-  "--set overrides any scalar of the file, the value in YAML syntax: --set training.steps=20\n"
-  "\n"
+/* A command as --help shows it: `podsim --help` lists every synopsis and summary, `podsim CMD
+** --help` one command's with its options. */
+typedef struct command_doc {
+  const char *name;       /* the command word */
+  const char *synopsis;   /* its arguments */
+  const char *summary;    /* what it does, lines indented by 6 */
+  const char *options;    /* its options, a line each, indented by 2 */
+} command_doc;
+
+#define OPT_OUT      "  -o DIR             "
+#define OPT_SET      "  --set KEY=VALUE    override a scalar of the file, the value in YAML syntax\n" \
+                     "                     (--set training.steps=20); repeatable\n"
+#define OPT_QUIET    "  --quiet, -q        print only the run_hash line (errors still go to stderr)\n"
+#define OPT_HELP     "  -h, --help         this help\n"
+
+static const command_doc COMMANDS[] = {
+  {"run", "FILE [-o DIR] [--set KEY=VALUE]... [--quiet] [--progress]",
+   "      run the scenario; outputs go to DIR (default: outputs.dir, else out/<name>);\n"
+   "      --progress prints a progress line on stderr every 5 s of wall time, terminal or not\n",
+   OPT_OUT "the output directory (default: outputs.dir, else out/<name>); written\n"
+   "                     whole or not at all\n" OPT_SET OPT_QUIET
+   "  --progress         a progress line on stderr every 5 s of wall time, terminal or not\n" OPT_HELP},
+  {"check", "FILE [--set KEY=VALUE]...",
+   "      validate the scenario and its input files; write nothing\n",
+   OPT_SET OPT_HELP},
+  {"plan", "FILE [-o DIR] [-j N] [--set KEY=VALUE]... [--quiet]",
+   "      run every point of the file's sweep (N at a time, default: the CPUs) into DIR/points/,\n"
+   "      then write sweep.csv, report.md and report.pdf into DIR and print the recommendation\n",
+   OPT_OUT "the plan's directory (default: outputs.dir, else out/<name>)\n"
+   "  -j N               points run at once, 1 to 1024 (default: the online CPUs)\n" OPT_SET OPT_QUIET OPT_HELP},
+  {"diff", "A B [-o DIR]",
+   "      compare two run directories: summary figures with their ratio B/A, the step time\n"
+   "      breakdown, memory, faults, run_hash; overlay charts of step time and loss into DIR\n"
+   "      (default: out/diff)\n",
+   OPT_OUT "where the overlay charts go (default: out/diff)\n" OPT_HELP},
+  {"schema", "",
+   "      print the JSON Schema (draft 2020-12) of scenario files, for editors\n",
+   OPT_HELP},
+};
+#define NCOMMANDS (int)(sizeof COMMANDS / sizeof *COMMANDS)
+
+static const char exit_statuses[] =
   "exit status: 0 done; 1 an expect assertion failed; 2 bad scenario or usage, or outputs that\n"
   "             cannot be written (nothing written); 3 the simulated job failed as TensorFlow\n"
   "             would (outputs written, see summary.json); 130 / 143 stopped by SIGINT / SIGTERM\n"
@@ -49,6 +69,46 @@ static const char usage[] =
   "             standard output could not be (a full disk or closed pipe behind it)\n"
   "\n"
   "the scenario format and every output file: docs/scenario-format.md\n";
+
+static void put_synopsis(const command_doc *d) {
+  printf("podsim %s%s%s\n", d->name, d->synopsis[0] ? " " : "", d->synopsis);
+}
+
+/* podsim --help: every command. */
+static void put_usage(void) {
+  fputs("podsim " PODSIM_VERSION ": a deterministic simulator of distributed TensorFlow training\n\nusage:\n", stdout);
+  for (int i = 0; i < NCOMMANDS; i++) {
+    fputs("  ", stdout);
+    put_synopsis(&COMMANDS[i]);
+    fputs(COMMANDS[i].summary, stdout);
+  }
+  fputs("  podsim --help | --version | COMMAND --help\n\n"
+        "--set overrides any scalar of the file, the value in YAML syntax: --set training.steps=20\n\n", stdout);
+  fputs(exit_statuses, stdout);
+}
+
+/* podsim CMD --help: its synopsis, what it does and its options. */
+static void put_command_help(const command_doc *d) {
+  fputs("usage: ", stdout);
+  put_synopsis(d);
+  fputs(d->summary, stdout);
+  printf("\noptions:\n%s\n", d->options);
+  fputs(exit_statuses, stdout);
+}
+
+/* The command named name, or NULL. */
+static const command_doc *find_command(const char *name) {
+  for (int i = 0; i < NCOMMANDS; i++)
+    if (strcmp(COMMANDS[i].name, name) == 0) return &COMMANDS[i];
+  return NULL;
+}
+
+/* Whether argv[2..] asks for help (-h or --help anywhere: it wins over everything else given). */
+static int asks_help(int argc, char **argv) {
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+  return 0;
+}
 
 typedef struct cli {
   const char *command;    /* run | check | plan */
@@ -156,7 +216,15 @@ int main(int argc, char **argv) {
   podsim_catch_stop_signals();
   if (argc < 2) return usage_error("no command given", NULL);
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-    fputs(usage, stdout);
+    /* `podsim help run` as `podsim run --help` */
+    const command_doc *d = argc > 2 && argv[1][0] == 'h' ? find_command(argv[2]) : NULL;
+    if (argc > 2 && argv[1][0] == 'h' && d == NULL) return usage_error("unknown command", argv[2]);
+    if (d) put_command_help(d);
+    else put_usage();
+    return stdout_written(TR_EXIT_OK);
+  }
+  if (find_command(argv[1]) && asks_help(argc, argv)) {
+    put_command_help(find_command(argv[1]));
     return stdout_written(TR_EXIT_OK);
   }
   if (strcmp(argv[1], "--version") == 0) {

@@ -53,6 +53,20 @@ done
 [ $rc -eq 2 ] && ok || bad "missing scenario file: exit $rc, expected 2"
 
 "$podsim" --help | grep -q "podsim run FILE" && ok || bad "--help"
+# every command's own help: exit 0 on stdout, its synopsis first and its options listed (run's
+# -o, --set, --quiet and --progress; plan's -j), whatever else was given (a missing file too)
+for cmd in run check plan diff schema; do
+  h=$("$podsim" $cmd --help 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "${h%%$'\n'*}" = "$(printf '%s\n' "$h" | grep -m1 "^usage: podsim $cmd")" ] \
+    && printf '%s\n' "$h" | grep -q -- '-h, --help' && ok || bad "podsim $cmd --help: exit $rc: ${h%%$'\n'*}"
+done
+h=$("$podsim" run "$tmp/missing.yaml" -h)
+for opt in "-o DIR" "--set KEY=VALUE" "--quiet, -q" "--progress"; do
+  printf '%s\n' "$h" | grep -q -- "^  $opt " && ok || bad "run -h lacks $opt"
+done
+"$podsim" plan --help | grep -q -- "^  -j N " && ok || bad "plan --help lacks -j N"
+[ "$("$podsim" help diff)" = "$("$podsim" diff --help)" ] && ok || bad "podsim help diff differs from diff --help"
+"$podsim" help frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "podsim help frobnicate: expected exit 2"
 "$podsim" --version | grep -Eq '^podsim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
 # check validates and writes nothing: run it where outputs.dir (out/quickstart, relative to the
 # current directory) would land, and the directory stays empty.
@@ -276,6 +290,29 @@ for d in "$tmp/notrun" "$tmp/missing" "$tmp/w"; do
 done
 "$podsim" diff "$tmp/da" >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok || bad "diff with one directory: exit $rc, expected 2"
+# numerics: off runs (loss "nan" in every row) compare too: their step times side by side, the
+# step time chart alone (no loss to draw); against a run with loss, both charts and final_loss "-"
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/doff" --set training.steps=20 --set numerics=off --quiet >/dev/null
+out=$("$podsim" diff "$tmp/doff" "$tmp/doff" -o "$tmp/doffd"); rc=$?
+[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq '^  mean step \(us\) +[0-9.]+ +[0-9.]+ +1$' \
+  && printf '%s\n' "$out" | grep -q 'no loss chart: neither run computed a loss, numerics: off' \
+  && [ -e "$tmp/doffd/diff_step_time.png" ] && [ ! -e "$tmp/doffd/diff_loss.png" ] && ok || bad "diff of numerics: off runs: exit $rc, '$out'"
+out=$("$podsim" diff "$tmp/doff" "$tmp/da" -o "$tmp/doffd2"); rc=$?
+[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq '^  final_loss +- +[0-9.]+ +-$' && [ -e "$tmp/doffd2/diff_loss.png" ] \
+  && ok || bad "diff of a numerics: off run against a full one: exit $rc, '$out'"
+
+# The summary's headline rate is the compiled step's: tpu_v4 compiles 2.25 s before its first step
+# of ~142 us, so the whole run's 20 steps give ~9.1e3 examples/s and the steps alone ~7.2e6. The
+# steady figure is metrics.csv's examples over its step times without compile_s, summary.json's
+# steady_examples_per_s; the whole run's rate and the compile are beside it.
+out=$("$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/steady" --set training.steps=20); rc=$?
+want=$(awk -F, 'NR > 1 { e += $5 * $3; t += $3 - $11 } END { printf "%.6g", e / t }' "$tmp/steady/metrics.csv")
+whole=$(awk -F, 'NR > 1 { e += $5 * $3; t = $2 } END { printf "%.6g", e / t }' "$tmp/steady/metrics.csv")
+[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qF "  steps         20 in 2.253 s simulated ($want examples/s steady state; $whole with the 2.25 s XLA compile before the first step)" \
+  && grep -q '"steady_examples_per_s": 72' "$tmp/steady/summary.json" && ok || bad "steady examples/s: want $want ($whole whole), got '$out'"
+# nothing compiled (the quickstart): one rate, the run's
+"$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/steady_q" | grep -qE '^  steps         300 in 57.28 ms simulated \(2\.68166e\+06 examples/s\)$' \
+  && ok || bad "quickstart's steps line changed"
 
 # Prices: worked numbers with tests/data/prices/round.csv ($3600 per v4 chip-hour: cost_usd is
 # chips x sim_time_s; spot twice that), the built-in table on the quickstart (4 n2-standard-8 at
@@ -295,6 +332,23 @@ for model in on_demand spot; do
     && close "$h" "$(awk -v t="$t" 'BEGIN { printf "%.17g", 16 * t / 3600 }')" \
     && grep -q "\"price_model\": \"$model\"" "$tmp/c-$model/summary.json" && ok || bad "cost $model: exit $rc, $c for $t s, $h chip-hours"
 done
+# expect tests cost_usd and chip_hours: the same 5 steps at $3600 a chip-hour cost 16 x t dollars
+# and 16 t / 3600 chip-hours (t: the on_demand run's sim_time_s above). Bounds 1e-9 either side
+# hold; chip_hours lt 0 fails with its row, exit 1; without a price cost_usd is null and only ne holds.
+t=$(json "$tmp/c-on_demand/summary.json" sim_time_s)
+{ cat scenarios/examples/tpu_v4.yaml
+  awk -v t="$t" 'BEGIN { printf "expect:\n  - {metric: cost_usd, gt: %.17g}\n  - {metric: cost_usd, lt: %.17g}\n", 16 * t * (1 - 1e-9), 16 * t * (1 + 1e-9)
+                         printf "  - {metric: chip_hours, gt: %.17g}\n  - {metric: chip_hours, lt: %.17g}\n", 16 * t / 3600 * (1 - 1e-9), 16 * t / 3600 * (1 + 1e-9) }'
+} > "$tmp/expect_cost.yaml"
+"$podsim" run "$tmp/expect_cost.yaml" -o "$tmp/ec" --set training.steps=5 --set "outputs.prices=$P" --quiet >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || bad "expect cost_usd and chip_hours within 1e-9 of 16 t: exit $rc"
+printf 'expect:\n  - {metric: chip_hours, lt: 0}\n  - {metric: cost_usd, ne: 0}\n' | cat scenarios/examples/tpu_v4.yaml - > "$tmp/expect_fail.yaml"
+err=$("$podsim" run "$tmp/expect_fail.yaml" -o "$tmp/ef" --set training.steps=5 --set "outputs.prices=$P" --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && printf '%s\n' "$err" | grep -Eq '^  chip_hours +lt +0 ' && ! printf '%s\n' "$err" | grep -q '^  cost_usd' \
+  && ok || bad "expect chip_hours lt 0: exit $rc, '$err'"
+printf 'expect:\n  - {metric: cost_usd, ne: 0}\n  - {metric: cost_usd, ge: 0}\n' | cat scenarios/examples/mirrored_gpus.yaml - > "$tmp/expect_null.yaml"
+err=$("$podsim" run "$tmp/expect_null.yaml" -o "$tmp/en" --set training.steps=2 --quiet 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && printf '%s\n' "$err" | grep -Eq '^  cost_usd +ge +0 +null$' && ok || bad "expect on a null cost_usd: exit $rc, '$err'"
 t=$(json "$tmp/qs/summary.json" sim_time_s); c=$(json "$tmp/qs/summary.json" cost_usd)
 close "$c" "$(awk -v t="$t" 'BEGIN { printf "%.17g", 4 * 0.388472 * t / 3600 }')" && grep -q '^  cost  .* chip-hours (on_demand prices)$' <<<"$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/qs2" --set training.steps=3)" \
   && ok || bad "built-in price of the quickstart: $c for $t s"
@@ -313,6 +367,11 @@ awk -F, 'NR > 1 { h = $(NF-3); c = $(NF-2); d = c - ($2 == "v4-8" ? 3600 : 360) 
          END { exit bad }' "$tmp/pc-cost/sweep.csv" && grep -q '^0,v4-8,.*,true,[0-9a-f]*$' "$tmp/pc-chip_hours/sweep.csv" \
   && grep -q '^1,v5litepod-4,.*,true,[0-9a-f]*$' "$tmp/pc-cost/sweep.csv" && grep -q '^Rule: the lowest cost' "$tmp/pc-cost/report.md" \
   && ok || bad "plan by cost: $(cat "$tmp/pc-cost/sweep.csv")"
+# A plan's goodput is the fault model's prediction, a run's the measured share: named apart
+# (sweep.csv expected_goodput, report.md "expected goodput"; summary.json goodput)
+head -1 "$tmp/pc-cost/sweep.csv" | tr , '\n' | grep -qx expected_goodput && ! head -1 "$tmp/pc-cost/sweep.csv" | tr , '\n' | grep -qx goodput \
+  && grep -q '| expected goodput |' "$tmp/pc-cost/report.md" && grep -q 'expected goodput 1\.0000)' "$tmp/pc-cost/report.md" \
+  && grep -q '"goodput": ' "$tmp/c-on_demand/summary.json" && ok || bad "plan's goodput not named expected_goodput: $(head -1 "$tmp/pc-cost/sweep.csv")"
 
 finish cli
 # numerics: off has no loss: the summary says so in words, summary.json has null, and an expect
@@ -442,6 +501,44 @@ t0=$SECONDS
   --set 'faults=[{kind: preempt, target: "worker:*", mtbf: 4ms, down_for: 1ms}]' --set 'training.restart={delay: 100ms}'; rc=$?
 [ $rc -eq 3 ] && [ $((SECONDS - t0)) -le 20 ] && grep -q '"message": "no progress: 10000 task losses and no step completed' "$tmp/storm/summary.json" \
   && ok || bad "fault storm: exit $rc after $((SECONDS - t0)) s, $(grep -o '"message": "[^"]*' "$tmp/storm/summary.json" 2>&1)"
+# dataset.synthetic.shape: [224, 224, 3] is the flat features: 150528 it stands for: the same rows,
+# the same run_hash (the catalogue above holds its errors: a shape other than the model's, both keys, neither).
+img=tests/data/inputs/synthetic_image.yaml
+a=$("$podsim" run "$img" -o "$tmp/img_a" --quiet); rc=$?
+b=$("$podsim" run "$img" -o "$tmp/img_b" --quiet --set 'dataset.synthetic={rows: 64, features: 150528, classes: 10}')
+[ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "synthetic shape [224, 224, 3]: exit $rc, '$a' vs features '$b'"
+# A mixed policy on CPU workers warns (stderr and summary.json), as TensorFlow's own check does for
+# mixed_float16 without a GPU; float32 on CPUs and mixed_bfloat16 on a TPU do not.
+for pol in mixed_float16 mixed_bfloat16; do
+  err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mp-$pol" --quiet --set training.steps=3 --set model.dtype_policy=$pol 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 0 ] && printf '%s\n' "$err" | grep -q "^podsim: warning: model.dtype_policy $pol on CPU workers (n2-standard-8): " \
+    && grep -q "\"model.dtype_policy $pol on CPU workers" "$tmp/mp-$pol/summary.json" && ok || bad "$pol on CPUs: exit $rc, '$err'"
+done
+err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mp-f32" --quiet --set training.steps=3 2>&1 >/dev/null)
+err2=$("$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/mp-tpu" --quiet --set training.steps=3 --set model.dtype_policy=mixed_bfloat16 2>&1 >/dev/null)
+[ -z "$(printf '%s\n%s\n' "$err" "$err2" | grep dtype_policy)" ] && ok || bad "policy warning where none is due: '$err' '$err2'"
+# outputs.tensorboard: train/events.out.tfevents.0000000000.podsim, starting with the TFRecord of
+# the file_version event (length 24 as u64, then the Event 09 <0.0> 1a 0d "brain.Event:2" at byte
+# 12); off by default, and the run_hash is the one without it (tests/python/test_tensorboard.py
+# reads the file with TensorBoard's own reader).
+a=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/tb" --quiet --set training.steps=5 --set outputs.tensorboard=true)
+b=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/tb0" --quiet --set training.steps=5)
+ev="$tmp/tb/train/events.out.tfevents.0000000000.podsim"
+[ "$a" = "$b" ] && [ ! -e "$tmp/tb0/train" ] && [ "$(head -c 1 "$ev" | od -An -tu1 | tr -d ' ')" = 24 ] \
+  && [ "$(tail -c +22 "$ev" | head -c 15 | tail -c 13)" = "brain.Event:2" ] && ok || bad "outputs.tensorboard: '$a' vs '$b', $(ls "$tmp/tb/train" 2>&1)"
+# A plan mixing TPU generations: its charts draw a line a generation (tests/scenarios/test_plan.c
+# checks the grouping); the chart is written and the recommendation made.
+"$podsim" plan scenarios/examples/plan_tpu_v4.yaml -o "$tmp/gen" --quiet \
+  --set 'sweep={cluster.tpu.type: [v4-8, v4-16, v5litepod-4, v5litepod-8], dataset.global_batch: [32768]}'; rc=$?
+[ $rc -eq 0 ] && [ "$(head -c 4 "$tmp/gen/throughput.png" | tail -c 3)" = PNG ] && [ "$(grep -c ',true,[0-9a-f]*$' "$tmp/gen/sweep.csv")" = 1 ] \
+  && ok || bad "plan mixing generations: exit $rc"
+# mtbf: 30d, a month between preemptions as fleets quote it: accepted (d is 86400 s); the quickstart's
+# 57 ms never sees it strike, so the run warns that it did not. 400d is past mtbf's one-year bound.
+err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/mtbf" --quiet \
+  --set 'faults=[{kind: preempt, target: "worker:*", mtbf: 30d, down_for: 1ms}]' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && printf '%s\n' "$err" | grep -q '^podsim: warning: faults\[0\]' && ok || bad "mtbf: 30d: exit $rc, '$err'"
+err=$("$podsim" check scenarios/examples/quickstart.yaml --set 'faults=[{kind: preempt, target: "worker:*", mtbf: 400d}]' 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s\n' "$err" | grep -q 'faults\[0\].mtbf' && ok || bad "mtbf: 400d: exit $rc, '$err'"
 # --progress: a line on stderr every 5 s of wall time although stderr is no terminal.
 timeout -s INT 8 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/prog" --set training.steps=10000000 --progress \
   >/dev/null 2>"$tmp/prog.err"

@@ -85,6 +85,10 @@ int cfg_walk_variant(cfg_ctx *c, const yt_node *v, const char *path, const varia
 const key_spec *cfg_find_path(const char *path, const char **rest);
 /* The later of two keys of MAP (for contradictions: report where the second one is). */
 const yt_node *cfg_later_key(const yt_node *map, const char *a, const char *b);
+/* keys_model.c: one example's shape, [h, w, c] (1 to 4 sizes in k's range, at most k->hi
+** elements), into *shape and its element count into *elements. */
+int cfg_example_shape(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, md_shape *shape,
+                      int *elements);
 /* scenario.c */
 extern const key_spec CFG_ROOT_KEYS[];
 /* keys_model.c: the optimizer's kinds; keys_faults.c: the faults' */

@@ -96,9 +96,17 @@ static int labels_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char
   return 0;
 }
 
+/* dataset.synthetic.shape: one example's shape, as model.input.shape gives it ([224, 224, 3]). */
+static int synthetic_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  return cfg_example_shape(c, k, v, path, &((scenario *)base)->synthetic_shape, &((scenario *)base)->synthetic_features);
+}
+
+/* features or shape, one of them (scenario.c checks). */
 static const key_spec SYNTHETIC_KEYS[] = {
   {.key = "rows", .type = V_INT, .st = S_SIZE, OFF(scenario, synthetic_rows), .lo = 1, .hi = 1e8, .required = 1},
-  {.key = "features", .type = V_INT, .st = S_INT, OFF(scenario, synthetic_features), .lo = 1, .hi = 1e8, .required = 1},
+  {.key = "features", .type = V_INT, .st = S_INT, OFF(scenario, synthetic_features), .lo = 1, .hi = 1e8},
+  {.key = "shape", .type = V_FN, .fn = synthetic_shape_fn, .lo = 1, .hi = 1e8,
+   .schema = "{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,\"items\":{\"type\":\"integer\",\"minimum\":1},\"description\":\"one example's shape instead of features, such as [224, 224, 3]: model.input.shape's\"}"},
   {.key = "classes", .type = V_INT, .st = S_INT, OFF(scenario, synthetic_classes), .lo = 2, .hi = 1e8, .required = 1},
   END};
 

@@ -12,7 +12,8 @@ static const char *const METRICS[] = {"final_loss", "sim_time_s", "steps_complet
                                       "hbm_peak_bytes", "hbm_capacity_bytes", "preemptions", "restarts",
                                       "lost_steps", "retried_closures", "lost_updates", "events", "failures",
                                       "checkpoint_time_s", "downtime_s", "goodput", "duplicated_updates",
-                                      "evaluations", "final_eval_loss", "worker_utilization", NULL};
+                                      "evaluations", "final_eval_loss", "worker_utilization", "cost_usd",
+                                      "chip_hours", "steady_examples_per_s", NULL};
 
 /* expect: a list of {metric: NAME, <comparator>: NUMBER}. */
 #define EXPECT_CMP(name) {.key = name, .type = V_NUM, .st = S_DOUBLE, OFF(scn_expect, value), .lo = -1e308}

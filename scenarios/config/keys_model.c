@@ -52,16 +52,20 @@ static int elements_at_most(cfg_ctx *c, const key_spec *k, const yt_node *v, con
   return 0;
 }
 
-/* model.input.shape: one example's shape, [h, w, c] for images (channels last, as Keras). */
-static int input_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
-  md_shape *shape = &((scenario *)base)->input_shape;
+int cfg_example_shape(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, md_shape *shape,
+                      int *elements) {
+  double n;
   if (int_list(c, k, v, path, MD_MAX_SHAPE_RANK, shape->dim, &shape->rank,
                "one example's shape as a list of 1 to 4 sizes, such as [32, 32, 3]"))
     return -1;
-  double elements;
-  if (elements_at_most(c, k, v, path, shape, &elements)) return -1;
-  ((scenario *)base)->input_features = (int)elements;
+  if (elements_at_most(c, k, v, path, shape, &n)) return -1;
+  *elements = (int)n;
   return 0;
+}
+
+/* model.input.shape: one example's shape, [h, w, c] for images (channels last, as Keras). */
+static int input_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  return cfg_example_shape(c, k, v, path, &((scenario *)base)->input_shape, &((scenario *)base)->input_features);
 }
 
 /* model.input.graph: the padded sizes of one example's subgraph (models/layers/graph.c). */

@@ -1,6 +1,6 @@
 /*
 ** keys_outputs.c: the outputs section: directory, charts, format, trace, the variables listing,
-** plan points kept, prices.
+** plan points kept, prices, TensorBoard event files.
 */
 #include "scenarios/config/configInt.h"
 
@@ -56,4 +56,6 @@ const key_spec CFG_OUTPUTS_KEYS[] = {
    .doc = "which column of the price table a run's cost uses"},
   {.key = "recommend", .type = V_ENUM, .names = RECOMMEND, .st = S_INT, OFF(scenario, recommend_cost),
    .doc = "podsim plan: recommend the point with the fewest chip-hours or the lowest cost"},
+  {.key = "tensorboard", .type = V_BOOL, .st = S_INT, OFF(scenario, tensorboard),
+   .doc = "write train/events.out.tfevents.* with metrics.csv's columns and goodput per step, for TensorBoard (docs/reports.md)"},
   END};

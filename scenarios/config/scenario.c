@@ -707,9 +707,19 @@ static int dataset_checks(cfg_ctx *c, int classes) {
     if ((s->input_ids || id_inputs) && s->numerics_full)
       return cfg_fail(c, syn, "dataset.synthetic", "synthetic data gives float features; an id input needs a csv "
                       "(or numerics: off, where rows are only counted)");
+    const yt_node *shape = yt_get(syn, "shape");
+    if (shape && yt_get(syn, "features"))
+      return cfg_fail(c, cfg_later_key(syn, "features", "shape"), "dataset.synthetic",
+                      "give features or shape, not both");
+    if (!shape && !yt_get(syn, "features"))
+      return cfg_fail(c, syn, "dataset.synthetic", "missing required key \"features\" (or \"shape\")");
+    char want[96], got[96];
+    if (shape && s->input_shape.rank &&
+        strcmp(md_shape_str(&s->input_shape, want, sizeof want), md_shape_str(&s->synthetic_shape, got, sizeof got)))
+      return cfg_fail(c, shape, "dataset.synthetic.shape", "expected model.input.shape %s, found %s", want, got);
     int width = s->input_ids ? s->input_ids : s->input_features;
     if (s->synthetic_features != width)
-      return cfg_fail(c, yt_get(syn, "features"), "dataset.synthetic.features",
+      return cfg_fail(c, shape ? shape : yt_get(syn, "features"), shape ? "dataset.synthetic.shape" : "dataset.synthetic.features",
                   "expected %s (%d), found %d", s->input_ids ? "the model's ids per example"
                   : s->ninputs ? "the columns of model.inputs" : s->input_shape.rank ? "the elements of model.input.shape"
                   : "model.input.features", width,

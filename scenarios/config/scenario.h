@@ -246,6 +246,7 @@ typedef struct scenario {
   size_t synthetic_rows;        /* dataset.synthetic.rows */
   int    synthetic_features;
   int    synthetic_classes;
+  md_shape synthetic_shape;     /* dataset.synthetic.shape (rank 0: given as features) */
   int    global_batch;          /* dataset.global_batch (required) */
   int    repeat;                /* dataset.repeat (default true) */
   long   shuffle_buffer;        /* dataset.shuffle.buffer; 0: no shuffle (default) */
@@ -294,6 +295,7 @@ typedef struct scenario {
   char   prices_file[SCN_PATH_MAX]; /* outputs.prices, resolved; "" : the built-in table (prices.c) */
   int    price_spot;            /* outputs.price_model: 1 spot, 0 on_demand (default) */
   int    recommend_cost;        /* outputs.recommend: 1 cost, 0 chip_hours (default; podsim plan) */
+  int    tensorboard;           /* outputs.tensorboard (default false): train/events.out.tfevents.* */
   double price_per_hour;        /* the cluster's USD per hour in that model (chips of a TPU slice, or
                                    every VM); NaN when a price is missing */
   char   price_missing[96];     /* the first machine without a price, when price_per_hour is NaN */

@@ -16,7 +16,7 @@ typedef struct unit_def {
 
 static const unit_def DURATIONS[] = {
   {"ns", -9, 1, 1}, {"us", -6, 1, 1}, {"\xc2\xb5s", -6, 1, 1}, {"ms", -3, 1, 1}, {"s", 0, 1, 1},
-  {"min", 0, 60, 1}, {"h", 0, 3600, 1}, {NULL, 0, 0, 0}};
+  {"min", 0, 60, 1}, {"h", 0, 3600, 1}, {"d", 0, 86400, 1}, {NULL, 0, 0, 0}};
 #define KI 1024.0
 #define SIZE_UNITS(sfx)                                                                     \
   {"B" sfx, 0, 1, 1}, {"KB" sfx, 3, 1, 1}, {"MB" sfx, 6, 1, 1}, {"GB" sfx, 9, 1, 1},          \
@@ -43,7 +43,7 @@ static const struct {
   const char *list;
 } KINDS[] = {
   [UNIT_DURATION] = {DURATIONS, "a duration with a unit such as 5us, 20ms or 12.5s", "duration",
-                     "ns, us, ms, s, min, h"},
+                     "ns, us, ms, s, min, h, d"},
   [UNIT_SIZE] = {SIZES, "a size with a unit such as 512B, 100MB or 16GiB", "size",
                  "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
   [UNIT_BANDWIDTH] = {BANDWIDTHS, "a bandwidth with a unit such as 100GB/s or 25Gbps", "bandwidth",

@@ -157,6 +157,9 @@ static int load_point(plan *p, int i, scenario *s, scn_error *err) {
   }
   if (s->host_bytes > p->host_bytes) p->host_bytes = s->host_bytes;
   row->chips = scenario_chips(s);
+  /* v4-32 -> v4: the size after the last '-' is the chips, the rest the generation */
+  const char *type = s->tpu_type[0] ? s->tpu_type : s->worker_machine.type, *dash = strrchr(type, '-');
+  snprintf(row->generation, sizeof row->generation, "%.*s", s->tpu_type[0] && dash ? (int)(dash - type) : 47, type);
   row->price_per_hour = s->price_per_hour;
   row->global_batch = s->global_batch;
   row->steps = s->steps;
@@ -683,7 +686,7 @@ static int write_csv(const plan *p, const char *path) {
   for (int k = 0; k < p->nkeys; k++) fprintf(f, ",%s", p->base.sweep_paths[k]);
   fputs(",chips,replicas,global_batch,step_time_s,compute_s,comm_s,idle_s,input_s,host_s,compile_s,examples_per_s,"
         "examples_per_s_per_chip,scaling_efficiency,tokens_per_s,mfu,hbm_peak_bytes,hbm_needed_bytes,hbm_capacity_bytes,fits,"
-        "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,goodput,steps,time_to_steps_s,"
+        "error,exit_status,max_batch_per_replica,checkpoint_bytes,failure_rate_per_h,expected_goodput,steps,time_to_steps_s,"
         "chip_hours,cost_usd,recommended,run_hash\n", f);
   for (int i = 0; i < p->npoints; i++) {
     const plan_row *r = &p->rows[i];
@@ -734,7 +737,7 @@ static const char *real_text(char *buf, size_t len, const char *fmt, double v) {
 static void table_build(const plan *p, plan_table *t) {
   static const char *const fixed[PLAN_FIXED_COLUMNS] = {
     "chips", "step (ms)", "examples/s", "efficiency", "MFU", "memory / capacity", "fits", "max batch/replica",
-    "goodput", "hours", "chip-hours", "cost (USD)", "note" };
+    "expected goodput", "hours", "chip-hours", "cost (USD)", "note" };
   t->ncols = 1 + p->nkeys + PLAN_FIXED_COLUMNS;
   t->header = base_xcalloc((size_t)t->ncols, sizeof *t->header);
   t->text = base_xcalloc((size_t)(p->npoints * t->ncols), sizeof *t->text);
@@ -807,7 +810,7 @@ static void recommendation(const plan *p, char *buf, size_t len) {
   char cost[48] = "";
   if (isfinite(r->cost_usd)) snprintf(cost, sizeof cost, " ($%.4g %s)", r->cost_usd, p->base.price_spot ? "spot" : "on demand");
   snprintf(buf, len, "Point %d%s%s%s: %d chip%s, %.4g h and %.4g chip-hours%s to reach %ld steps "
-           "(%.4g ms per step, %.4g examples/s, goodput %.4f).", p->recommended, what[0] ? " (" : "", what,
+           "(%.4g ms per step, %.4g examples/s, expected goodput %.4f).", p->recommended, what[0] ? " (" : "", what,
            what[0] ? ")" : "", r->chips, r->chips == 1 ? "" : "s", r->time_s / 3600.0, r->chip_hours, cost, r->steps,
            1e3 * r->m.step_s, r->examples_per_s, r->goodput);
 }
@@ -854,19 +857,33 @@ static int series_of(const plan *p, int i, const int *chip_key) {
   return i;
 }
 
+/* Whether the points are of more than one generation (then each gets its own line). */
+static int mixes_generations(const plan *p) {
+  for (int i = 1; i < p->npoints; i++)
+    if (strcmp(p->rows[i].generation, p->rows[0].generation)) return 1;
+  return 0;
+}
+
+/* The order of points a and b on the chips charts: by series, then generation (a chip of
+** another generation is another line, not the same line's next size), then chips. */
+static int chart_before(const plan *p, int a, int b, const int *chip_key) {
+  int sa = series_of(p, a, chip_key), sb = series_of(p, b, chip_key);
+  if (sa != sb) return sa < sb;
+  int g = strcmp(p->rows[a].generation, p->rows[b].generation);
+  return g != 0 ? g < 0 : p->rows[a].chips <= p->rows[b].chips;
+}
+
 /* Throughput and efficiency against chips, a line per series (the points sharing the values of
-** the keys that do not change the chip count), each ordered by chips. */
+** the keys that do not change the chip count) and generation, each ordered by chips; with more
+** than one generation each line's legend names its own. */
 static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
   int chip_key[SCN_MAX_SWEEP], non_chip[SCN_MAX_SWEEP], n = p->npoints, ns = 0;
+  int mixed = mixes_generations(p);
   for (int k = 0; k < p->nkeys; k++) non_chip[k] = !(chip_key[k] = changes_chips(p, k));
   int *order = base_xcalloc((size_t)n, sizeof *order);
   for (int i = 0; i < n; i++) {  /* insertion sort by (series, chips, point): stable and small */
     int j = i;
-    for (; j > 0; j--) {
-      int a = order[j - 1], sa = series_of(p, a, chip_key), si = series_of(p, i, chip_key);
-      if (sa < si || (sa == si && p->rows[a].chips <= p->rows[i].chips)) break;
-      order[j] = a;
-    }
+    for (; j > 0 && !chart_before(p, order[j - 1], i, chip_key); j--) order[j] = order[j - 1];
     order[j] = i;
   }
   double *x = base_xcalloc((size_t)n, sizeof *x), *tput = base_xcalloc((size_t)n, sizeof *tput);
@@ -878,8 +895,13 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
     x[j] = p->rows[i].chips;
     tput[j] = p->rows[i].examples_per_s;
     eff[j] = p->rows[i].efficiency;
-    if (j == 0 || series_of(p, i, chip_key) != series_of(p, order[j - 1], chip_key)) {
+    if (j == 0 || series_of(p, i, chip_key) != series_of(p, order[j - 1], chip_key) ||
+        strcmp(p->rows[i].generation, p->rows[order[j - 1]].generation)) {
       describe(p, i, non_chip, label[ns], sizeof label[ns]);
+      if (mixed) {  /* the generation names the line, after the other keys' values */
+        size_t at = strlen(label[ns]);
+        snprintf(label[ns] + at, sizeof label[ns] - at, "%s%s", at ? ", " : "", p->rows[i].generation);
+      }
       st[ns] = (pl_series){ label[ns], x + j, tput + j, 0 };
       se[ns] = (pl_series){ label[ns], x + j, eff + j, 0 };
       ns++;
@@ -963,8 +985,9 @@ static int notes(const plan *p, char out[][512]) {
            "failed) over its capacity.");
   snprintf(out[n++], 512, "Max batch/replica: the largest per-replica batch the memory model fits, found by "
            "doubling then bisection.");
-  snprintf(out[n++], 512, "Goodput: expected useful share of the job's time under the fault model "
-           "(Daly; 1 without faults or checkpoints). Hours: compile + steps x step / goodput.");
+  snprintf(out[n++], 512, "Expected goodput: the useful share of the job's time the fault model predicts "
+           "(Daly; 1 without faults or checkpoints), not a run's measured goodput (summary.json). "
+           "Hours: compile + steps x step / expected goodput.");
   return n;
 }
 

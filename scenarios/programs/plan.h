@@ -69,6 +69,8 @@ double plan_ps_goodput(const plan_faults *f, double work_s, double checkpoint_s,
 typedef struct plan_row {
   char   values[SCN_MAX_SWEEP][96]; /* each swept key's value, as written in the sweep */
   int    chips;           /* billed devices: TPU chips, accelerators of the workers, or VMs */
+  char   generation[48];  /* what its chips are: the TPU type's generation (v4, v5litepod) or the
+                          ** workers' machine type; the charts draw a line per generation */
   int    global_batch;    /* dataset.global_batch */
   long   steps;           /* training steps to reach (training.steps; with epochs, the run's) */
   plan_faults faults;     /* the point's fault model */

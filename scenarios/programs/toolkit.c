@@ -13,6 +13,7 @@
 
 #include "models/graphdata.h"
 #include "models/weights.h"
+#include "scenarios/report/tboard.h"
 #include "sim/rng.h"
 
 int train_error(scn_error *err, const char *file, int line, int col, const char *key,
@@ -394,6 +395,8 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
                         o->nevents, sum->goodput };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
+  if (s->tensorboard && tboard_write_run(dir, o->records, o->nrecords, &cols, msg, sizeof msg) != 0)
+    return train_error(err, dir, 0, 0, "outputs.tensorboard", "%s", msg);
   return TR_EXIT_OK;
 }
 
@@ -460,8 +463,26 @@ double train_wall_s(void) {
   return (double)w.tv_sec + 1e-9 * (double)w.tv_nsec;
 }
 
+/* A mixed policy asked of CPU devices: TensorFlow runs it, but slowly where the CPU lacks the
+** arithmetic (float16 on any CPU: Keras' mixed-precision check warns the same; bfloat16 without
+** AVX512_BF16 or AMX, which oneDNN needs for speed), while podsim's roofline times it at the
+** narrower activations, faster than float32. A warning, as TF gives one: the run is still valid. */
+static void cpu_policy_warning(const scenario *s, run_summary *sum) {
+  if (s->dtype_policy == MD_POLICY_FLOAT32 || s->tpu_type[0] || s->worker_machine.accelerators > 0 ||
+      sum->nwarnings >= RUN_MAX_WARNINGS)
+    return;
+  int f16 = s->dtype_policy == MD_POLICY_MIXED_FLOAT16;
+  base_format(sum->warnings[sum->nwarnings++], sizeof sum->warnings[0],
+              "model.dtype_policy %s on CPU workers (%.32s): %s; podsim times it faster than float32 "
+              "(narrower activations): use float32 on CPUs", f16 ? "mixed_float16" : "mixed_bfloat16",
+              s->worker_machine.type,
+              f16 ? "TensorFlow warns it \"may run slowly because this machine does not have a GPU\""
+                  : "TensorFlow runs bfloat16 quickly only on CPUs with AVX512_BF16 or AMX");
+}
+
 int train_finish(const scenario *s, const char *out_dir, double w0, int rc, run_summary *sum, scn_error *err) {
   sum->wall_s = train_wall_s() - w0;
+  cpu_policy_warning(s, sum);
   sum->chip_hours = scenario_chips(s) * sum->sim_time_s / 3600.0;
   sum->cost_usd = s->price_per_hour * sum->sim_time_s / 3600.0;
   sum->price_model = s->price_spot ? "spot" : "on_demand";

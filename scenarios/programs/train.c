@@ -912,8 +912,11 @@ static void summarise(trainer *t, run_summary *sum) {
     examples += t->rows.at[i].examples;
     sum->steps_completed++;
   }
+  double stepped = 0, stepping_s = 0;  /* every row's examples and time without compile */
   for (long i = 0; i < t->rows.n; i++) {  /* every row, redone steps too: time as it was spent */
     const step_record *r = &t->rows.at[i];
+    stepped += r->examples;
+    stepping_s += sim_time_to_s(r->step_ps - r->compile_ps);
     m->step_s += sim_time_to_s(r->step_ps - r->compile_ps) / (double)t->rows.n;
     m->input_s += sim_time_to_s(r->input_ps) / (double)t->rows.n;
     m->compute_s += sim_time_to_s(r->compute_ps) / (double)t->rows.n;
@@ -925,6 +928,7 @@ static void summarise(trainer *t, run_summary *sum) {
   free(kept);
   if (t->rec) rec_summarise(t->rec, t->rows.at, t->rows.n, sim_now(t->engine), sum);
   sum->examples_per_s = sum->sim_time_s > 0 ? examples / sum->sim_time_s : 0.0;
+  sum->steady_examples_per_s = stepping_s > 0 ? stepped / stepping_s : 0.0;
   mfu_summarise(s, t->replicas[0].model, sum);
   sum->devices = base_xcalloc((size_t)t->nreplicas, sizeof *sum->devices);
   sum->ndevices = t->nreplicas;

@@ -88,8 +88,9 @@ static int load_run(diff_run *r, const char *dir, char *msg, size_t msglen) {
   if (r->n < 0)
     return not_a_run(dir, errno == EINVAL ? "a metrics.csv that is not a regular file" : "no metrics.csv (a collective workload's directory?)",
                      msg, msglen);
-  if (r->n > 0 && (isnan(r->rows[C_STEP_TIME]) || isnan(r->rows[C_LOSS])))
-    return not_a_run(dir, "a metrics.csv without step_time_s and loss columns", msg, msglen);
+  /* loss is "nan" in a numerics: off run (nothing computed it), so only step time must be there */
+  if (r->n > 0 && isnan(r->rows[C_STEP_TIME]))
+    return not_a_run(dir, "a metrics.csv without a step_time_s column", msg, msglen);
   for (long i = 0; i < r->n; i++) {
     const double *row = r->rows + i * C_COLUMNS;
     r->means[0] += row[C_STEP_TIME] - (isnan(row[C_COMPILE]) ? 0 : row[C_COMPILE]);
@@ -190,6 +191,13 @@ static void names(const diff_run *r, char *buf, size_t len) {
   else base_format(buf, len, "%.120s, A vs B", a);
 }
 
+/* Whether a row of r has a loss (a numerics: off run writes "nan" in every row). */
+static int has_loss(const diff_run *r) {
+  for (long i = 0; i < r->n; i++)
+    if (!isnan(r->rows[i * C_COLUMNS + C_LOSS])) return 1;
+  return 0;
+}
+
 static int charts(const diff_run *r, const char *dir, FILE *out, char *msg, size_t msglen) {
   char path[4096], ylabel[64], title[320], what[280];
   const char *unit;
@@ -206,6 +214,11 @@ static int charts(const diff_run *r, const char *dir, FILE *out, char *msg, size
   base_format(title, sizeof title, "Step time \xe2\x80\x94 %s", what);
   if (overlay(r, outputs_path(path, sizeof path, dir, "diff_step_time.png"), title, C_STEP_TIME, ylabel, scale, msg, msglen))
     return -1;
+  if (!has_loss(&r[0]) && !has_loss(&r[1])) {
+    fprintf(out, "  %-22s %s/diff_step_time.png (no loss chart: neither run computed a loss, numerics: off)\n",
+            "charts", dir);
+    return 0;
+  }
   base_format(title, sizeof title, "Training loss \xe2\x80\x94 %s", what);
   if (overlay(r, outputs_path(path, sizeof path, dir, "diff_loss.png"), title, C_LOSS, "loss (mean per example)", 1.0, msg, msglen))
     return -1;

@@ -31,6 +31,9 @@ double expect_metric(const run_summary *sum, int metric) {
   else if (!strcmp(name, "duplicated_updates")) v = (double)sum->duplicated_updates;
   else if (!strcmp(name, "evaluations")) v = (double)sum->evaluations;
   else if (!strcmp(name, "worker_utilization")) v = sum->worker_utilization;
+  else if (!strcmp(name, "cost_usd")) v = sum->cost_usd;  /* NaN (null) without a price */
+  else if (!strcmp(name, "chip_hours")) v = sum->chip_hours;
+  else if (!strcmp(name, "steady_examples_per_s")) v = sum->steady_examples_per_s;
   else v = sum->evaluations > 0 ? sum->final_eval_loss : NAN;
   if (!isfinite(v)) return v;
   char text[32];

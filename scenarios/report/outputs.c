@@ -389,6 +389,10 @@ static const char *number(char *buf, size_t len, double x) {
   return buf;
 }
 
+double outputs_examples_per_s(const step_record *r) {
+  return r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
+}
+
 int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
@@ -402,7 +406,7 @@ int outputs_write_metrics(const char *path, const step_record *rows, long n, con
   char t[7][32];
   for (long i = 0; i < n; i++) {
     const step_record *r = &rows[i];
-    double eps = r->step_ps > 0 ? r->examples / (1e-12 * (double)r->step_ps) : 0.0;
+    double eps = outputs_examples_per_s(r);
     char loss[32];
     fprintf(f, "%ld,%s,%s,%s,%.9g", r->step, outputs_seconds(t[0], sizeof t[0], r->end_ps),
             outputs_seconds(t[1], sizeof t[1], r->step_ps), number(loss, sizeof loss, r->loss), eps);
@@ -514,6 +518,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
     json_object_set_new(o, "mfu", json_real(s->mfu));
   }
   json_object_set_new(o, "compile_s", json_real(s->compile_s));
+  json_object_set_new(o, "steady_examples_per_s", json_real(s->steady_examples_per_s));
   /* CPU workers have no HBM: the figures are the replica device's memory (host RAM). */
   json_object_set_new(o, "hbm_peak_bytes", json_integer((json_int_t)s->memory_peak_bytes));
   json_object_set_new(o, "hbm_capacity_bytes", json_integer((json_int_t)s->memory_capacity_bytes));

@@ -81,6 +81,8 @@ typedef struct run_summary {
   double final_loss;      /* loss of the last step */
   double examples_per_s;  /* all examples / sim_time_s */
   double compile_s;       /* XLA compile time charged before the first step (0: none) */
+  double steady_examples_per_s; /* the steps' examples over their time without compile: the rate
+                             once compiled (examples_per_s when nothing compiled) */
   run_step_means means;   /* the step time breakdown, for the text summary */
   uint64_t memory_peak_bytes;     /* peak over replica devices */
   uint64_t memory_capacity_bytes; /* capacity of that device */
@@ -147,6 +149,8 @@ typedef struct outputs_columns {
   int nmetrics;       /* compiled metrics: rows' metrics[0..nmetrics) */
   const char *metric_names[MD_METRIC_KIND_COUNT]; /* their columns' names */
 } outputs_columns;
+/* metrics.csv's examples_per_s of a step: its examples over its simulated time (0: no time). */
+double outputs_examples_per_s(const step_record *r);
 int outputs_write_metrics(const char *path, const step_record *rows, long n, const outputs_columns *cols);
 int outputs_write_summary(const char *path, const run_summary *s);
 /* Reads back the columns NAMES[0..ncols) of a CSV file with a header row and numbers below it

@@ -1,8 +1,8 @@
 """podsim.run, check and plan over libpodsim.so: the CLI's numbers, its errors as exceptions.
 
-The CLI's run_hash of scenarios/examples/quickstart.yaml is b820bab471fa701a (022f201f15efa60d before the HBM reservation came from buffer liveness; bee2f3b83e2f4bc5
-before metrics.csv had host_s, issue 25); the library calls the CLI's own code, so it must give
-the same.
+The CLI's run_hash of scenarios/examples/quickstart.yaml is b820bab471fa701a (022f201f15efa60d
+before the HBM reservation came from buffer liveness, bee2f3b83e2f4bc5 before metrics.csv had
+host_s); the library calls the CLI's own code, so it must give the same.
 """
 import json
 import os

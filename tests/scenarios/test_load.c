@@ -26,7 +26,7 @@ static void test_units_exact(void **state) {
   struct { unit_kind k; const char *text; double want; } ok[] = {
     {UNIT_DURATION, "250ns", 250e-9}, {UNIT_DURATION, "1.5us", 1.5e-6}, {UNIT_DURATION, "20ms", 20e-3},
     {UNIT_DURATION, "12.5s", 12.5}, {UNIT_DURATION, "5min", 300}, {UNIT_DURATION, "2h", 7200},
-    {UNIT_DURATION, "0.1us", 1e-7},
+    {UNIT_DURATION, "0.1us", 1e-7}, {UNIT_DURATION, "30d", 2592000}, /* 30 x 86400 */
     {UNIT_SIZE, "512B", 512}, {UNIT_SIZE, "100KB", 1e5}, {UNIT_SIZE, "100MB", 1e8},
     {UNIT_SIZE, "16GiB", 17179869184.0}, {UNIT_SIZE, "1.5KiB", 1536},
     {UNIT_BANDWIDTH, "100GB/s", 1e11}, {UNIT_BANDWIDTH, "25Gbps", 3.125e9},

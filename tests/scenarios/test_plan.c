@@ -204,6 +204,26 @@ static char *slurp(const char *path, size_t *len) {
   return b;
 }
 
+/* The chips charts draw a line per generation: a TPU type's name without its size (v4-16 ->
+** v4, v5litepod-8 -> v5litepod), the workers' machine type off TPUs. Known at load. */
+static void test_generations(void **state) {
+  (void)state;
+  const char *mix[] = {"sweep={cluster.tpu.type: [v4-8, v4-16, v5litepod-4, v5litepod-8], dataset.global_batch: [32768]}"};
+  plan *p = plan_load(tu_src("scenarios/examples/plan_tpu_v4.yaml"), mix, 1, &E);
+  if (p == NULL) fail_msg("%s", E.msg);
+  static const char *const want[] = {"v4", "v4", "v5litepod", "v5litepod"};
+  static const int chips[] = {4, 8, 4, 8};
+  for (int i = 0; i < 4; i++) {
+    assert_string_equal(plan_point(p, i)->generation, want[i]);
+    assert_int_equal(plan_point(p, i)->chips, chips[i]);
+  }
+  plan_free(p);
+  p = plan_load(tu_src("tests/data/plan/tiny.yaml"), NULL, 0, &E);
+  if (p == NULL) fail_msg("%s", E.msg);
+  assert_string_equal(plan_point(p, 0)->generation, "custom");  /* a machine given by its figures */
+  plan_free(p);
+}
+
 static void test_tiny_grid(void **state) {
   (void)state;
   char dir[] = "/tmp/podsim-plan-XXXXXX", path[128], cell[64];
@@ -366,6 +386,7 @@ int main(void) {
     cmocka_unit_test(test_ps_goodput),
     cmocka_unit_test(test_ps_plan_throughput),
     cmocka_unit_test(test_tiny_grid),
+    cmocka_unit_test(test_generations),
     cmocka_unit_test(test_jobs_deterministic),
     cmocka_unit_test(test_points_that_did_not_run),
     cmocka_unit_test(test_bad_values),
