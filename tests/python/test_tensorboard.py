@@ -14,7 +14,7 @@ import podsim
 from conftest import ROOT
 
 QUICKSTART = os.path.join(ROOT, "scenarios", "examples", "quickstart.yaml")
-QUICKSTART_HASH = "bee2f3b83e2f4bc5"
+QUICKSTART_HASH = "b820bab471fa701a"
 # the quickstart is a sync run without faults or a schedule: metrics.csv's sync columns
 COLUMNS = ["loss", "step_time_s", "examples_per_s", "compute_s", "comm_s", "idle_s", "input_s",
            "compile_s", "hbm_bytes"]
