@@ -82,11 +82,11 @@ static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_mach
                       v->keys[i]->text);
     }
   if (machines_lookup(t->text, m)) {
-    char list[400];
+    char list[512];
     machines_list(list, sizeof list);
     return cfg_fail(c, t, sub, "unknown machine type \"%s\" (known: %s)", t->text, list);
   }
-  int all = m->accelerators, nics = all;
+  int all = m->accelerators, nics = m->accel_gpus_per_nic > 0 ? all / m->accel_gpus_per_nic : 0;
   if (g != NULL && gpu_count(c, g, path, m, "gpus", all, 0, &m->accelerators)) return -1;
   if (n != NULL && gpu_count(c, n, path, m, "nics", all, all, &nics)) return -1;
   m->accel_gpus_per_nic = nics > 0 ? all / nics : 1; /* a CPU machine has no GPUs to share a NIC */
@@ -108,7 +108,7 @@ static int machine_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const cha
     machines_fill_defaults(&m);
   } else if (v->kind == YT_SCALAR && !yt_is_null(v)) {
     if (machines_lookup(v->text, &m)) {
-      char list[400];
+      char list[512];
       machines_list(list, sizeof list);
       return cfg_fail(c, v, path, "unknown machine type \"%s\" (known: %s; or a mapping {cpus, flops, ram, nic, accelerators})",
                   v->text, list);
@@ -270,7 +270,7 @@ static int tf_config_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const c
   return rc;
 }
 
-#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100)$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"},\"efficiency\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"a GPU system's fraction of peak for every op (the scalar roofline) instead of its per-op model\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system (dgx-a100, dgx-h100), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
+#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100|a2-(high|ultra)gpu-[1248]g|a3-(high|mega|ultra)gpu-8g)$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100|a2-(high|ultra)gpu-[1248]g|a3-(high|mega|ultra)gpu-8g)$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"},\"efficiency\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"a GPU system's fraction of peak for every op (the scalar roofline) instead of its per-op model\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system (dgx-a100, dgx-h100), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
 static const key_spec WORKER_KEYS[] = {
   {.key = "count", .type = V_INT, .st = S_INT, OFF(scenario, workers), .lo = 1, .hi = 100000},
   {.key = "machine", .type = V_FN, .fn = machine_fn, .map = MACHINE_KEYS, .schema = MACHINE_SCHEMA, .st = S_CHARS, OFF(scenario, worker_machine)},
