@@ -36,9 +36,26 @@ static const struct gpu_system {
   double nvls;            /* NCCL's NVLS busBw (NVLink SHARP), 0: none */
   int sms;                /* streaming multiprocessors: the per-op model's units */
   double fp32_cores;      /* non-tensor FP32 FLOP/s: the per-op model's vector rate */
+  int gpus;               /* GPUs of the system or VM */
+  int gpus_per_nic;       /* consecutive GPUs sharing one NIC of rate `nic` */
 } GPU_SYSTEMS[] = {
-  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6, 0, 108, 19.5e12},
-  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9, 132, 67e12},
+  {"dgx-a100", 128, 1024.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 25e9, 5.6e-6, 0, 108, 19.5e12, 8, 1},
+  {"dgx-h100", 112, 2048.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9, 132, 67e12, 8, 1},
+  /* Compute Engine's GPU VMs (docs/machine.md, "GPU VMs"): A2 has no GPUDirect NICs, its GPUs
+  ** leave the VM through its one virtual NIC (24/32/50/100 Gb/s for 1/2/4/8 GPUs); A3 High has
+  ** 4 x 200 Gb/s GPUDirect-TCPX NICs for 8 GPUs, A3 Mega 8 x 200 Gb/s TCPXO, A3 Ultra 8 x 400 Gb/s
+  ** RoCE (ConnectX-7). A100 80 GB: 2039 GB/s HBM2e; H200: 141 GB HBM3e at 4.8 TB/s, H100's SMs. */
+  {"a2-highgpu-1g", 12, 85.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 3e9, 5.6e-6, 0, 108, 19.5e12, 1, 1},
+  {"a2-highgpu-2g", 24, 170.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 4e9, 5.6e-6, 0, 108, 19.5e12, 2, 2},
+  {"a2-highgpu-4g", 48, 340.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 6.25e9, 5.6e-6, 0, 108, 19.5e12, 4, 4},
+  {"a2-highgpu-8g", 96, 680.0 * GIB, 312e12, 40.0 * GIB, 1555e9, 32e9, 300e9, 235e9, 12.5e9, 5.6e-6, 0, 108, 19.5e12, 8, 8},
+  {"a2-ultragpu-1g", 12, 170.0 * GIB, 312e12, 80.0 * GIB, 2039e9, 32e9, 300e9, 235e9, 3e9, 5.6e-6, 0, 108, 19.5e12, 1, 1},
+  {"a2-ultragpu-2g", 24, 340.0 * GIB, 312e12, 80.0 * GIB, 2039e9, 32e9, 300e9, 235e9, 4e9, 5.6e-6, 0, 108, 19.5e12, 2, 2},
+  {"a2-ultragpu-4g", 48, 680.0 * GIB, 312e12, 80.0 * GIB, 2039e9, 32e9, 300e9, 235e9, 6.25e9, 5.6e-6, 0, 108, 19.5e12, 4, 4},
+  {"a2-ultragpu-8g", 96, 1360.0 * GIB, 312e12, 80.0 * GIB, 2039e9, 32e9, 300e9, 235e9, 12.5e9, 5.6e-6, 0, 108, 19.5e12, 8, 8},
+  {"a3-highgpu-8g", 208, 1872.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 25e9, 5.6e-6, 330e9, 132, 67e12, 8, 2},
+  {"a3-megagpu-8g", 208, 1872.0 * GIB, 989e12, 80.0 * GIB, 3350e9, 64e9, 450e9, 370e9, 25e9, 5.6e-6, 330e9, 132, 67e12, 8, 1},
+  {"a3-ultragpu-8g", 224, 2952.0 * GIB, 989e12, 141e9, 4800e9, 64e9, 450e9, 370e9, 50e9, 5.6e-6, 330e9, 132, 67e12, 8, 1},
 };
 
 /* The per-op model's constants fitted by bench/fit_gemm.py on OpenXLA's measured H100 bf16
@@ -58,8 +75,6 @@ static sim_opmodel gpu_opmodel(const struct gpu_system *g) {
   return (sim_opmodel){ g->sms, GPU_TILE_M, GPU_TILE_N, GPU_TILE_SIZES, g->peak, GPU_EFFICIENCY,
                         GPU_MEM_EFFICIENCY, GPU_LAUNCH_S, GPU_F32_RATE, g->fp32_cores / g->peak };
 }
-#define GPUS_PER_SYSTEM 8
-
 static int gpu_system_lookup(const char *name, scn_machine *m) {
   for (size_t i = 0; i < sizeof GPU_SYSTEMS / sizeof GPU_SYSTEMS[0]; i++) {
     const struct gpu_system *g = &GPU_SYSTEMS[i];
@@ -71,7 +86,7 @@ static int gpu_system_lookup(const char *name, scn_machine *m) {
     m->ram_bytes = g->ram_bytes;
     m->nic_bytes_per_s = machines_default_nic(g->cpus);
     m->mem_bytes_per_s = MACHINE_MEM_BYTES_PER_VCPU * g->cpus;
-    m->accelerators = GPUS_PER_SYSTEM;
+    m->accelerators = g->gpus;
     m->accel_peak_flops = g->peak;
     m->accel_hbm_bytes = g->hbm;
     m->accel_hbm_bytes_per_s = g->hbm_bw;
@@ -83,7 +98,7 @@ static int gpu_system_lookup(const char *name, scn_machine *m) {
     m->accel_nccl_bytes_per_s = g->nccl;
     m->accel_nic_bytes_per_s = g->nic;
     m->accel_nccl_launch_s = g->launch;
-    m->accel_gpus_per_nic = 1;
+    m->accel_gpus_per_nic = g->gpus_per_nic;
     m->accel_nvls_bytes_per_s = g->nvls;
     m->accel_op = gpu_opmodel(g);
     return 0;

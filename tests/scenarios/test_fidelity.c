@@ -413,6 +413,63 @@ static void mlperf_training_throughputs(void **state) {
     snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", ROWS[i].scenario);
     check_row(&ROWS[i], training_examples_per_s(rel));
   }
+/* NCCL issue 1048 (https://github.com/NVIDIA/nccl/issues/1048): 2 nodes of 8 A100 with 4 x 200
+** Gb/s IB, `all_reduce_perf -b 8 -e 4G -g 8`: "nccl all-reduce between two nodes only 86GB/s".
+** Held out. podsim: 4 GiB at 99.70 GB/s busbw (the 4 NICs' 100 GB/s less the ring's latency),
+** +15.9%: two GPUs on one NIC behind one PCIe switch reach 86-91% of the line rate in both
+** published runs (91 in nccl-tests issue 100) where 8 NICs reach 96%; podsim charges the
+** sharing nothing. */
+static void nccl_2x_hgx_a100_4nic_4gib_busbw(void **state) {
+  (void)state;
+  fidelity_row row = {"nccl_2x_hgx_a100_4nic_4gib", "busbw GB/s per GPU", 86.0, 0.13, 0.19};
+  check_collective_row(&row, 6);
+}
+
+/* A training row: its scenario's images (examples) per second against the published figure. */
+static void check_training_row(const fidelity_row *row) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", row->scenario);
+  check_row(row, training_examples_per_s(rel));
+}
+
+/* NVIDIA DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md ("Training
+** performance: NVIDIA DGX A100 (8x A100 40GB)", TF 20.06 NGC container, XLA on, 256 images a GPU):
+** mixed precision 2375 img/s on 1 GPU, 17400 on 8. Held out (nothing was fitted on them): podsim
+** runs zoo resnet50 under mixed_float16 on a dgx-a100 with MirroredStrategy; 1 GPU 256 / 0.12115 s
+** = 2113 img/s (-11.0%), 8 GPUs 2048 / 0.12198 s = 16790 (-3.5%). The TF32 columns (909, 7000)
+** are not rows: podsim refuses float32 at 256 a GPU on 40 GB (activations summed, not live; issue
+** 25 item 6). */
+static void resnet50_dgx_a100_training(void **state) {
+  (void)state;
+  static const fidelity_row ROWS[] = {
+    {"resnet50_dgx_a100_1gpu_amp", "images/s", 2375.0, -0.14, -0.08},
+    {"resnet50_dgx_a100_8gpu_amp", "images/s", 17400.0, -0.07, 0.0},
+  };
+  for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_training_row(&ROWS[i]);
+}
+
+/* NVIDIA DeepLearningExamples, TensorFlow2/LanguageModeling/BERT/README.md ("Pre-training training
+** performance: Single-node on NVIDIA DGX A100 (8x A100 80GB)", TF 21.02, LAMB, mixed precision):
+** sequence 128 at 312 a GPU: 485.59 sequences/s on 1 GPU, 3799.24 on 8; sequence 512 at 40 a GPU:
+** 96.52 and 649.69. Held out. podsim (zoo bert_large at that seq_len, mixed_float16, LAMB, on an
+** a2-ultragpu-8g's A100 80 GB): 312 / 0.50556 s = 617.1 (+27.1%), 2496 / 0.51559 = 4841 (+27.4%),
+** 40 / 0.31371 = 127.5 (+32.1%), 320 / 0.32375 = 988.4 (+52.1%). The README's TF32 column
+** (float32, 176 and 22 a GPU: 282.98 and 54.92 on 1 GPU) lands closer: 176 / 0.57359 = 306.8
+** (+8.4%), 22 / 0.35317 = 62.29 (+13.4%): podsim's mixed precision is 2.0x its TF32, the
+** README's 1.72-1.76x. Not met (issue 25's "GPU
+** training 10-34% too fast"): docs/fidelity.md says what is missing. The bands hold today's error
+** so that a model change that moves them is seen. */
+static void bert_large_a100_training(void **state) {
+  (void)state;
+  static const fidelity_row ROWS[] = {
+    {"bert_large_a100_80gb_1gpu_seq128", "sequences/s", 485.59, 0.24, 0.30},
+    {"bert_large_a100_80gb_8gpu_seq128", "sequences/s", 3799.24, 0.24, 0.30},
+    {"bert_large_a100_80gb_1gpu_seq512", "sequences/s", 96.52, 0.29, 0.35},
+    {"bert_large_a100_80gb_8gpu_seq512", "sequences/s", 649.69, 0.49, 0.55},
+    {"bert_large_a100_80gb_1gpu_seq128_tf32", "sequences/s", 282.98, 0.05, 0.11},
+    {"bert_large_a100_80gb_1gpu_seq512_tf32", "sequences/s", 54.92, 0.10, 0.16},
+  };
+  for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_training_row(&ROWS[i]);
 }
 
 int main(void) {
@@ -438,6 +495,9 @@ int main(void) {
     cmocka_unit_test(v6e_gemm_fit_rows),
     cmocka_unit_test(v6e_gemm_held_out),
     cmocka_unit_test(mlperf_training_throughputs),
+    cmocka_unit_test(resnet50_dgx_a100_training),
+    cmocka_unit_test(bert_large_a100_training),
+    cmocka_unit_test(nccl_2x_hgx_a100_4nic_4gib_busbw),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
