@@ -413,6 +413,8 @@ static void mlperf_training_throughputs(void **state) {
     snprintf(rel, sizeof rel, "tests/data/fidelity/%s.yaml", ROWS[i].scenario);
     check_row(&ROWS[i], training_examples_per_s(rel));
   }
+}
+
 /* NCCL issue 1048 (https://github.com/NVIDIA/nccl/issues/1048): 2 nodes of 8 A100 with 4 x 200
 ** Gb/s IB, `all_reduce_perf -b 8 -e 4G -g 8`: "nccl all-reduce between two nodes only 86GB/s".
 ** Held out. podsim: 4 GiB at 99.70 GB/s busbw (the 4 NICs' 100 GB/s less the ring's latency),
