@@ -242,6 +242,7 @@ typedef struct scenario {
   int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
+  int    steps_per_execution;   /* training.steps_per_execution: steps per tf.function launch (default 1) */
   int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */
   int    rematerialize;         /* training.rematerialize (default false) */
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */

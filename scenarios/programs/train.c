@@ -804,7 +804,7 @@ static ds_kind strategy_kind(const scenario *s) {
 void train__build_strategy(trainer *t) {
   const scenario *s = t->in.s;
   ds_cluster cluster = train_cluster(s);
-  t->launch_every = 1;
+  t->launch_every = s->steps_per_execution;  /* Keras's multi-step tf.function (tpu_v1: its steps_per_run) */
   t->scaled = s->dtype_policy == MD_POLICY_MIXED_FLOAT16;
   if (s->tpu_type[0] != '\0') {
     t->tpu = slice_run_new(s, t->engine, train_algorithm(s->all_reduce, 1));
