@@ -536,10 +536,29 @@ static void steps_per_execution_pays_one_round_trip_per_execution(void **state) 
   if (fabs(saved - 7 * 100e-6) > 1e-9) fail_msg("saved %.9g s, want 0.0007 s", saved);
 }
 
+/* Keras 3's EpochIterator starts a new steps_per_execution chunk at each epoch
+** (keras/src/trainers/epoch_iterator.py): 2 epochs of 6 steps with N = 4 launch at steps 0, 4, 6
+** and 10 (a continuous count would launch at 8 instead of 6), so steps 1-3, 5, 7-9 and 11 save
+** their 100 us round trip: 8 x 100 us = 0.8 ms against N = 1. */
+static void steps_per_execution_starts_each_epoch_afresh(void **state) {
+  (void)state;
+  static run one, four;
+  const char *n4[] = { "training.steps_per_execution=4" };
+  train_file(&one, "tests/data/train/tpu_epochs.yaml", NULL, 0);
+  train_file(&four, "tests/data/train/tpu_epochs.yaml", n4, 1);
+  assert_int_equal(four.nsteps, 12);
+  for (int i = 0; i < 12; i++) {
+    int launch = i == 0 || i == 4 || i == 6 || i == 10;
+    double want = launch ? 0 : 100e-6, got = one.step[i] - four.step[i];
+    if (fabs(got - want) > 1e-12) fail_msg("step %d saved %.12g s, want %.12g s", i, got, want);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tpu_slices_train_data_parallel_across_dcn),
     cmocka_unit_test(steps_per_execution_pays_one_round_trip_per_execution),
+    cmocka_unit_test(steps_per_execution_starts_each_epoch_afresh),
     cmocka_unit_test(uneven_split_trains_like_one_device),
     cmocka_unit_test(sum_reduction_is_global_batch_times_g),
     cmocka_unit_test(per_replica_mean_is_replicas_times_global_batch),
