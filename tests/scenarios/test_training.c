@@ -536,7 +536,8 @@ static void steps_per_execution_pays_one_round_trip_per_execution(void **state) 
   if (fabs(saved - 7 * 100e-6) > 1e-9) fail_msg("saved %.9g s, want 0.0007 s", saved);
 }
 
-/* Keras 3's EpochIterator starts a new steps_per_execution chunk at each epoch
+/* Keras 3's EpochIterator starts a new steps_per_execution chunk at each epoch (its
+** _enumerate_iterator: for step in range(0, steps_per_epoch, steps_per_execution))
 ** (keras/src/trainers/epoch_iterator.py): 2 epochs of 6 steps with N = 4 launch at steps 0, 4, 6
 ** and 10 (a continuous count would launch at 8 instead of 6), so steps 1-3, 5, 7-9 and 11 save
 ** their 100 us round trip: 8 x 100 us = 0.8 ms against N = 1. */
