@@ -59,6 +59,8 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e6},
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "jit_compile", .type = V_BOOL, .st = S_INT, OFF(scenario, jit_compile)},
+  {.key = "steps_per_execution", .type = V_INT, .st = S_INT, OFF(scenario, steps_per_execution), .lo = 1, .hi = 1e9,
+   .doc = "Keras compile's steps_per_execution: steps run by one tf.function launch (one host round trip on a TPU)"},
   {.key = "metrics", .type = V_FN, .fn = metrics_fn,
    .schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"accuracy\",\"sparse_categorical_accuracy\",\"categorical_accuracy\",\"binary_accuracy\",\"top_k_categorical_accuracy\",\"sparse_top_k_categorical_accuracy\"]},\"description\":\"Keras compiled metrics, each a metrics.csv column (docs/scenario-format.md)\"}"},
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},

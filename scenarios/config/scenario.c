@@ -268,6 +268,14 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
       only_with(c, "num_cores", SCN_STRATEGY_TPU_V1, "tpu_v1") ||
       only_with(c, "devices", SCN_STRATEGY_MIRRORED, "mirrored"))
     return -1;
+  /* TF1's TPUStrategy loops by its own steps_per_run; ps_train's coordinator schedules each step
+  ** as one closure and has no multi-step function yet. */
+  const yt_node *spe = yt_path(c->root, "training.steps_per_execution");
+  if (spe && s->steps_per_execution > 1 &&
+      (s->strategy == SCN_STRATEGY_TPU_V1 || s->strategy == SCN_STRATEGY_PARAMETER_SERVER))
+    return cfg_fail(c, spe, "training.steps_per_execution",
+                    s->strategy == SCN_STRATEGY_TPU_V1 ? "TF1's tpu_v1 loops by strategy.steps_per_run, not Keras's steps_per_execution"
+                                                       : "is not modelled under parameter_server (each step is one scheduled closure)");
   const yt_node *trip = yt_path(c->root, "strategy.host_round_trip");
   if (trip && !is_tpu_kind(s->strategy))
     return cfg_fail(c, yt_get_key(yt_get(c->root, "strategy"), "host_round_trip"), "strategy.host_round_trip",
@@ -762,6 +770,7 @@ static void set_defaults(scenario *s) {
   s->prefetch = 1;
   s->tpu_efficiency = 0;
   s->steps_per_run = 1;
+  s->steps_per_execution = 1;
   s->host_round_trip_s = MACHINE_TPU_HOST_ROUND_TRIP_S;
   s->da_num_replicas = 1;
   for (int a = 0; a < 4; a++) s->da_stride[a] = 1;

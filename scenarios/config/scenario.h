@@ -263,6 +263,7 @@ typedef struct scenario {
   int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
+  int    steps_per_execution;   /* training.steps_per_execution: steps per tf.function launch (default 1) */
   int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */
   int    grad_accum;            /* training.gradient_accumulation_steps: micro-batches per step (0 or 1:
                                   none); also set as optimizer.accumulation_steps */

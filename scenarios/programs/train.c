@@ -322,6 +322,16 @@ static void quiet_point(sim_engine *e, void *arg) {
   t->snap_step[0] = t->snap_step[1] = -1;  /* their absolute times are behind: start again */
 }
 
+/* Whether `step` starts a program launch: every launch_every steps from the attempt's first step
+** and, under Keras (not tpu_v1's TF1 loop), from each epoch's first, as Keras 3's EpochIterator
+** starts a new steps_per_execution chunk at every epoch (keras/src/trainers/epoch_iterator.py). */
+static int launch_at(const trainer *t, long step) {
+  long from = t->first_step;
+  long per_epoch = t->v1 == NULL && t->in.s->epochs > 0 ? t->in.steps / t->in.s->epochs : 0;
+  if (per_epoch > 0 && step - step % per_epoch > from) from = step - step % per_epoch;
+  return (step - from) % t->launch_every == 0;
+}
+
 static void replica_main(sim_actor *self, void *arg) {
   replica *rep = arg;
   trainer *t = rep->t;
@@ -337,7 +347,7 @@ static void replica_main(sim_actor *self, void *arg) {
     *marks = (step_marks){ .start = sim_now(t->engine) };
     rep->phase = REP_LAUNCH;
     if (r == 0 && t->ff) sim_engine_on_quiet(t->engine, quiet_point, t);
-    if ((step - t->first_step) % t->launch_every == 0) {
+    if (launch_at(t, step)) {
       /* A program launch: TF1's loop (the tpu_v1 strategy's own cost model), or a TF2 step's. */
       if (t->v1 ? ds_tpu_v1_launch(t->v1, self, r) != SIM_OK
                 : t->round_trip_ps > 0 && sim_sleep(self, t->round_trip_ps) != SIM_OK)
@@ -426,7 +436,7 @@ static void replica_main(sim_actor *self, void *arg) {
     step = rep->step;  /* likewise */
     marks->updated = sim_now(t->engine);
     /* The loop's last step: its output, the loss (a float32), back over the tower's PCIe. */
-    if (t->v1 && ((step + 1 - t->first_step) % t->launch_every == 0 || step + 1 == t->in.steps) &&
+    if (t->v1 && (launch_at(t, step + 1) || step + 1 == t->in.steps) &&
         ds_tpu_v1_fetch(t->v1, self, r, 4.0) != SIM_OK)
       return;
     sim_time end = sim_now(t->engine);
@@ -862,7 +872,7 @@ static ds_kind strategy_kind(const scenario *s) {
 void train__build_strategy(trainer *t) {
   const scenario *s = t->in.s;
   ds_cluster cluster = train_cluster(s);
-  t->launch_every = 1;
+  t->launch_every = s->steps_per_execution;  /* Keras's multi-step tf.function (tpu_v1: its steps_per_run) */
   t->scaled = s->dtype_policy == MD_POLICY_MIXED_FLOAT16;
   if (s->tpu_type[0] != '\0') {
     t->tpu = slice_run_new(s, t->engine, train_algorithm(s->all_reduce, 1));

@@ -86,7 +86,7 @@ struct trainer {
   slice_run *tpu;         /* the TPU slice and TPU system behind the strategy, NULL off TPUs */
   sim_time round_trip_ps; /* host -> device -> host per program launch (TF2 TPU), 0 elsewhere */
   struct ds_tpu_v1 *v1;   /* tpu_v1: TF1's TPUStrategy, whose loop launch and fetch the steps pay */
-  int launch_every;       /* steps per program launch: steps_per_run on tpu_v1, else 1 */
+  int launch_every;       /* steps per program launch: steps_per_run on tpu_v1, else steps_per_execution */
   int scaled;             /* mixed_float16: the optimizer is a LossScaleOptimizer (lossscale.h) */
   int cores;              /* logical devices per replica */
   int spmd;               /* SPMD partitioning: every op split over the cores */

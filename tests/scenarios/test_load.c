@@ -417,6 +417,7 @@ static const struct bad_case {
   {"steps_and_epochs", 10, 23, "training.epochs", "not both"},
   {"mirrored_missing_gpu", 11, 38, "strategy.devices[0]", "the worker has no accelerators"},
   {"steps_per_run_on_tpu", 13, 23, "strategy.steps_per_run", "goes with strategy kind tpu_v1, not tpu"},
+  {"steps_per_execution_on_tpu_v1", 10, 44, "training.steps_per_execution", "loops by strategy.steps_per_run"},
   {"sweep_bad_path", 11, 9, "sweep.dataset.global_bach", "expected the path of a key"},
   {"sweep_empty_list", 11, 31, "sweep.dataset.global_batch", "expected a non-empty sequence of values"},
   {"sweep_nested", 11, 36, "sweep.optimizer.learning_rate", "sweeps a key inside another swept key (optimizer)"},

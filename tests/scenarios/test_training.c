@@ -542,9 +542,56 @@ static void tpu_slices_train_data_parallel_across_dcn(void **state) {
   for (int i = 0; i < 3; i++) assert_true(fabs(two.loss[i] - plain.loss[i]) <= 1e-6 * fabs(plain.loss[i]));
 }
 
+/* Keras compile(steps_per_execution=N) wraps N steps in one tf.function, so a TF2 TPU pays its host
+** round trip (strategy.host_round_trip, 100 us by default) once per N steps: at steps 0, 4 and 8 of
+** 10 with N = 4 (the last execution is the 2 steps left), against every step with N = 1. Steps 1-3,
+** 5-7 and 9 are 100 us shorter, steps 0, 4, 8 the same, 7 x 100 us = 0.7 ms in all; the numerics are
+** untouched (the same losses and weights to the bit), and N = 1 is the default run to the bit. */
+static void steps_per_execution_pays_one_round_trip_per_execution(void **state) {
+  (void)state;
+  static run plain, one, four;
+  const char *base[] = { "training.steps=10" };
+  const char *n1[] = { "training.steps=10", "training.steps_per_execution=1" };
+  const char *n4[] = { "training.steps=10", "training.steps_per_execution=4" };
+  train_file(&plain, "scenarios/examples/tpu_v4.yaml", base, 1);
+  train_file(&one, "scenarios/examples/tpu_v4.yaml", n1, 2);
+  train_file(&four, "scenarios/examples/tpu_v4.yaml", n4, 2);
+  assert_true(plain.sum.run_hash == one.sum.run_hash);
+  assert_int_equal(four.nsteps, 10);
+  for (int i = 0; i < 10; i++) {
+    assert_true(four.loss[i] == one.loss[i]);
+    double want = i % 4 == 0 ? 0 : 100e-6, got = one.step[i] - four.step[i];  /* 12 printed decimals each */
+    if (fabs(got - want) > 1e-12) fail_msg("step %d saved %.12g s, want %.12g s", i, got, want);
+  }
+  for (int i = 0; i < four.nweights; i++) assert_true(four.weight[i] == one.weight[i]);
+  double saved = one.sum.sim_time_s - four.sum.sim_time_s;
+  if (fabs(saved - 7 * 100e-6) > 1e-9) fail_msg("saved %.9g s, want 0.0007 s", saved);
+}
+
+/* Keras 3's EpochIterator starts a new steps_per_execution chunk at each epoch (its
+** _enumerate_iterator: for step in range(0, steps_per_epoch, steps_per_execution))
+** (keras/src/trainers/epoch_iterator.py): 2 epochs of 6 steps with N = 4 launch at steps 0, 4, 6
+** and 10 (a continuous count would launch at 8 instead of 6), so steps 1-3, 5, 7-9 and 11 save
+** their 100 us round trip: 8 x 100 us = 0.8 ms against N = 1. */
+static void steps_per_execution_starts_each_epoch_afresh(void **state) {
+  (void)state;
+  static run one, four;
+  const char *n4[] = { "training.steps_per_execution=4" };
+  train_file(&one, "tests/data/train/tpu_epochs.yaml", NULL, 0);
+  train_file(&four, "tests/data/train/tpu_epochs.yaml", n4, 1);
+  assert_int_equal(four.nsteps, 12);
+  for (int i = 0; i < 12; i++) {
+    int launch = i == 0 || i == 4 || i == 6 || i == 10;
+    double want = launch ? 0 : 100e-6, got = one.step[i] - four.step[i];
+    if (fabs(got - want) > 1e-12) fail_msg("step %d saved %.12g s, want %.12g s", i, got, want);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tpu_slices_train_data_parallel_across_dcn),
+    cmocka_unit_test(steps_per_execution_pays_one_round_trip_per_execution),
+    cmocka_unit_test(steps_per_execution_starts_each_epoch_afresh),
     cmocka_unit_test(uneven_split_trains_like_one_device),
     cmocka_unit_test(sum_reduction_is_global_batch_times_g),
     cmocka_unit_test(per_replica_mean_is_replicas_times_global_batch),
