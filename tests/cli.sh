@@ -302,14 +302,15 @@ out=$("$podsim" diff "$tmp/doff" "$tmp/da" -o "$tmp/doffd2"); rc=$?
   && ok || bad "diff of a numerics: off run against a full one: exit $rc, '$out'"
 
 # The summary's headline rate is the compiled step's: tpu_v4 compiles 2.25 s before its first step
-# of ~142 us, so the whole run's 20 steps give ~9.1e3 examples/s and the steps alone ~7.2e6. The
+# of ~150 us, so the whole run's 20 steps give ~9.1e3 examples/s and the steps alone ~6.8e6. The
 # steady figure is metrics.csv's examples over its step times without compile_s, summary.json's
 # steady_examples_per_s; the whole run's rate and the compile are beside it.
 out=$("$podsim" run scenarios/examples/tpu_v4.yaml -o "$tmp/steady" --set training.steps=20); rc=$?
 want=$(awk -F, 'NR > 1 { e += $5 * $3; t += $3 - $11 } END { printf "%.6g", e / t }' "$tmp/steady/metrics.csv")
 whole=$(awk -F, 'NR > 1 { e += $5 * $3; t = $2 } END { printf "%.6g", e / t }' "$tmp/steady/metrics.csv")
 [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qF "  steps         20 in 2.253 s simulated ($want examples/s steady state; $whole with the 2.25 s XLA compile before the first step)" \
-  && grep -q '"steady_examples_per_s": 72' "$tmp/steady/summary.json" && ok || bad "steady examples/s: want $want ($whole whole), got '$out'"
+  && python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))["steady_examples_per_s"]; sys.exit(abs(v / float(sys.argv[2]) - 1) > 1e-5)' \
+       "$tmp/steady/summary.json" "$want" && ok || bad "steady examples/s: want $want ($whole whole), got '$out'"
 # nothing compiled (the quickstart): one rate, the run's
 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/steady_q" | grep -qE '^  steps         300 in 57.28 ms simulated \(2\.68166e\+06 examples/s\)$' \
   && ok || bad "quickstart's steps line changed"
