@@ -15,6 +15,7 @@
 
 #include "scenarios/config/scenario.h"
 #include "scenarios/config/yamltree.h"
+#include "tests/fuzz/overrides.h"
 
 #ifndef PODSIM_SOURCE_DIR
 #define PODSIM_SOURCE_DIR "."
@@ -53,23 +54,8 @@ int fuzz_overrides(const uint8_t *data, size_t size) {
   memcpy(text, data + 1, size - 1);
   text[size - 1] = 0;
   yt_error ye;
-  yt_doc *doc = yt_parse_file(path, &ye);
   /* A NUL ends the lines as it ends a command-line argument. */
-  for (char *line = text; doc && *line;) {
-    char *end = strchr(line, '\n');
-    if (end) *end = 0;
-    if (yt_apply_override(doc, line, 0, &ye) != 0) {
-      yt_doc_free(doc);
-      doc = NULL;
-    }
-    line = end ? end + 1 : line + strlen(line);
-  }
-  if (doc) {
-    static scenario s;
-    scn_error err;
-    scenario_from_tree(doc, path, &s, &err);
-    yt_doc_free(doc);
-  }
+  fuzz_load_overridden(yt_parse_file(path, &ye), text, path);
   free(text);
   return 0;
 }

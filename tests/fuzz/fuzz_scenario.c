@@ -10,6 +10,7 @@
 
 #include "scenarios/config/scenario.h"
 #include "scenarios/config/yamltree.h"
+#include "tests/fuzz/overrides.h"
 
 int fuzz_scenario(const uint8_t *data, size_t size) {
   char *text = malloc(size + 1);
@@ -24,21 +25,7 @@ int fuzz_scenario(const uint8_t *data, size_t size) {
   if (sets) *sets = 0;
   yt_error ye;
   yt_doc *doc = yt_parse_text(text, "fuzz.yaml", 0, 0, &ye);
-  for (char *line = sets ? sets + 7 : NULL; doc && line && *line;) {
-    char *end = strchr(line, '\n');
-    if (end) *end = 0;
-    if (yt_apply_override(doc, line, 0, &ye) != 0) {
-      yt_doc_free(doc);
-      doc = NULL;
-    }
-    line = end ? end + 1 : NULL;
-  }
-  if (doc) {
-    static scenario s;
-    scn_error err;
-    scenario_from_tree(doc, "/nonexistent/fuzz.yaml", &s, &err);
-    yt_doc_free(doc);
-  }
+  fuzz_load_overridden(doc, sets ? sets + 7 : NULL, "/nonexistent/fuzz.yaml");
   free(text);
   return 0;
 }
