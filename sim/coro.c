@@ -86,15 +86,20 @@ static const uint64_t CANARY[8] = { 0x706f6473696d2121u, 0x5354414b2d454e44u, 0x
 static long live_guarded;     /* guarded stacks mapped now (coroutines live on one thread) */
 static long guard_budget = -1; /* how many may be: a quarter of vm.max_map_count; -1: not read yet */
 
-static long guarded_stacks_allowed(void) {
-  if (guard_budget >= 0) return guard_budget;
-  long limit = 65530;  /* the kernel's default, when /proc cannot say */
+long sim__coro_max_map_count(void) {
+  long limit = -1;
   FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
   if (f != NULL) {
-    if (fscanf(f, "%ld", &limit) != 1 || limit < 0) limit = 65530;
+    if (fscanf(f, "%ld", &limit) != 1 || limit < 0) limit = -1;
     fclose(f);
   }
-  guard_budget = limit / 4;
+  return limit;
+}
+
+static long guarded_stacks_allowed(void) {
+  if (guard_budget >= 0) return guard_budget;
+  long limit = sim__coro_max_map_count();
+  guard_budget = (limit >= 0 ? limit : 65530) / 4;  /* the kernel's default when /proc cannot say */
   return guard_budget;
 }
 

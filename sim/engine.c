@@ -258,12 +258,7 @@ static void wake_event(sim_engine *e, void *arg) {
 ** this is the host's memory (or a limit lowered below what the libraries need). It goes where
 ** running out of host memory goes (base.h: the CLI refuses the run, exit 2), with the count. */
 static _Noreturn void no_stack(const sim_engine *e) {
-  long limit = -1;
-  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
-  if (f != NULL) {
-    if (fscanf(f, "%ld", &limit) != 1) limit = -1;
-    fclose(f);
-  }
+  long limit = sim__coro_max_map_count();
   fprintf(stderr, "podsim: cannot map the stack of actor %zu (%zu KiB): the host's memory or its "
           "vm.max_map_count (%ld) is exhausted; use fewer replicas or workers\n",
           e->n_actors + 1, ACTOR_STACK_BYTES / 1024, limit);

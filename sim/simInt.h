@@ -17,6 +17,8 @@
 ** vm.max_map_count), and whether c got one. */
 void sim__coro_set_guard_budget(long stacks);
 int  sim__coro_guarded(const sim_coro *c);
+/* The kernel's vm.max_map_count, -1 when /proc cannot say (coro.c's budget, engine.c's message). */
+long sim__coro_max_map_count(void);
 #include "sim/sim.h"
 
 /* ---- event queue (eventq.c) ----------------------------------------------------------- */
