@@ -66,9 +66,11 @@ static void pl_draw_bars(cairo_t *cr, const pl_frame *fr, const double *x, size_
   }
 }
 
-int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
-                    const char *ylabel, const double *x, size_t n, const pl_stack *stacks,
-                    size_t nstacks, char *err, size_t errlen) {
+/* The bars at x[0..n) in the frame spec starts (its texts and, for labelled bars, its
+** categorical axis), notes[i] over bar i when notes is not NULL. */
+static int pl_bars(const char *path, pl_format fmt, pl_frame_spec spec, const double *x, size_t n,
+                   const pl_stack *stacks, size_t nstacks, const char *const *notes, char *err,
+                   size_t errlen) {
   if (path == NULL) return base_fail(err, errlen, "plot: no output path");
   if (n > 0 && x == NULL) return base_fail(err, errlen, "plot %s: %zu bars but no x", path, n);
   if (nstacks > 0 && stacks == NULL)
@@ -79,8 +81,9 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
 
   double spacing;
   if (pl_bar_spacing(x, n, &spacing) != 0) return base_fail(err, errlen, "plot %s: out of memory", path);
-  pl_frame_spec spec = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .xlo = INFINITY,
-                        .xhi = -INFINITY, .xmin_step = spacing};
+  spec.xlo = INFINITY;
+  spec.xhi = -INFINITY;
+  spec.xmin_step = spacing;
   size_t values = 0;
   for (size_t i = 0; i < n; i++) {
     if (!isfinite(x[i])) continue;
@@ -96,8 +99,9 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
     spec.ylo = fmin(spec.ylo, down);
     spec.yhi = fmax(spec.yhi, up);
   }
-  /* Air above the tallest bar (and below the deepest); a side with no bars stays at 0. */
-  double pad = (spec.yhi - spec.ylo) * 0.03;
+  /* Air above the tallest bar (and below the deepest); a side with no bars stays at 0. Notes
+  ** above the bars take more of it. */
+  double pad = (spec.yhi - spec.ylo) * (notes != NULL ? 0.1 : 0.03);
   if (spec.yhi > 0) spec.yhi += pad;
   if (spec.ylo < 0) spec.ylo -= pad;
 
@@ -105,10 +109,10 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
   if (nstacks > 0 && keys == NULL) return base_fail(err, errlen, "plot %s: out of memory", path);
   for (size_t k = 0; k < nstacks; k++)
     if (stacks[k].label != NULL && stacks[k].label[0] != '\0')
-      keys[spec.nkeys++] = (pl_key){stacks[k].label, (int)k, 1};
+      keys[spec.nkeys++] = (pl_key){stacks[k].label, (int)k, 1, PL_MARK_NONE};
   spec.keys = keys;
 
-  spec.empty = values == 0;
+  spec.empty = values == 0 && notes == NULL;
 
   pl_canvas cv;
   pl_frame fr;
@@ -116,7 +120,37 @@ int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const ch
   free(keys);
   if (rc != 0) return -1;
   if (values > 0) pl_draw_bars(cv.cr, &fr, x, n, stacks, nstacks, spacing);
+  for (size_t i = 0; notes != NULL && i < n; i++) {
+    if (notes[i] == NULL || !isfinite(x[i])) continue;
+    double up = 0;
+    for (size_t k = 0; k < nstacks; k++)
+      if (isfinite(stacks[k].values[i]) && stacks[k].values[i] > 0) up += stacks[k].values[i];
+    pl_note_above(cv.cr, notes[i], pl_map(&fr.x, x[i]), pl_map(&fr.y, up),
+                  (fr.right - fr.left) / (double)n);
+  }
   return pl_canvas_close(&cv);
+}
+
+int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                    const char *ylabel, const double *x, size_t n, const pl_stack *stacks,
+                    size_t nstacks, char *err, size_t errlen) {
+  pl_frame_spec spec = {.title = title, .xlabel = xlabel, .ylabel = ylabel};
+  return pl_bars(path, fmt, spec, x, n, stacks, nstacks, NULL, err, errlen);
+}
+
+int pl_labelled_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                     const char *ylabel, const char *const *labels, const char *const *notes, size_t n,
+                     const pl_stack *stacks, size_t nstacks, char *err, size_t errlen) {
+  if (n > 0 && labels == NULL) return base_fail(err, errlen, "plot %s: %zu bars but no labels", path, n);
+  static const char *const none[1] = {""};
+  pl_frame_spec spec = {.title = title, .xlabel = xlabel, .ylabel = ylabel,
+                        .xcats = n > 0 ? labels : none, .nxcats = n > 0 ? n : 1};
+  double *x = malloc((n > 0 ? n : 1) * sizeof *x);
+  if (x == NULL) return base_fail(err, errlen, "plot %s: out of memory", path);
+  for (size_t i = 0; i < n; i++) x[i] = (double)i + 0.5;  /* slot centres of the categorical axis */
+  int rc = pl_bars(path, fmt, spec, x, n, stacks, nstacks, notes, err, errlen);
+  free(x);
+  return rc;
 }
 
 /* ---- bars against capacity --------------------------------------------------------------- */
@@ -148,11 +182,7 @@ static void pl_draw_capacity(cairo_t *cr, const pl_frame *fr, const double *used
       cairo_set_line_width(cr, 2.5);
       cairo_stroke(cr);
     }
-    if (notes == NULL || notes[i] == NULL) continue;
-    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-    pl_font(cr, 13, 0);
-    pl_fit(cr, notes[i], slot - 6);
-    pl_text(cr, notes[i], cx, top - 6, 0.5, 1);
+    if (notes != NULL && notes[i] != NULL) pl_note_above(cr, notes[i], cx, top, slot);
   }
 }
 

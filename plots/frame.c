@@ -223,6 +223,32 @@ double pl_map(const pl_axis *a, double v) {
   return a->px_lo + (v - a->lo) / (a->hi - a->lo) * (a->px_hi - a->px_lo);
 }
 
+void pl_mark_at(cairo_t *cr, pl_mark mark, double x, double y) {
+  cairo_save(cr);
+  cairo_set_dash(cr, NULL, 0, 0);
+  if (mark == PL_MARK_CROSSES) {  /* a dark red x, 12 px across: reads as "no value here" */
+    cairo_set_source_rgb(cr, 0.70, 0.08, 0.12);
+    cairo_set_line_width(cr, 3);
+    cairo_move_to(cr, x - 6, y - 6);
+    cairo_line_to(cr, x + 6, y + 6);
+    cairo_move_to(cr, x - 6, y + 6);
+    cairo_line_to(cr, x + 6, y - 6);
+    cairo_stroke(cr);
+  } else {
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, x, y, 4.5, 0, 2 * M_PI);
+    cairo_fill(cr);
+  }
+  cairo_restore(cr);
+}
+
+void pl_note_above(cairo_t *cr, const char *note, double cx, double top, double slot) {
+  cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+  pl_font(cr, 13, 0);
+  pl_fit(cr, note, slot - 6);
+  pl_text(cr, note, cx, top - 6, 0.5, 1);
+}
+
 /* ---- legend ---------------------------------------------------------------------------- */
 
 static double pl_key_width(cairo_t *cr, const pl_key *k) {
@@ -240,9 +266,12 @@ static void pl_key_draw(cairo_t *cr, const pl_key *k, double x, double yc) {
   } else {
     cairo_save(cr);  /* the dash and caps must not leak into the axes drawn next */
     pl_style_line(cr, k->style);
-    cairo_move_to(cr, x + 2, yc);
-    cairo_line_to(cr, x + PL_SWATCH - 2, yc);
-    cairo_stroke(cr);
+    if (k->mark != PL_MARK_CROSSES) {
+      cairo_move_to(cr, x + 2, yc);
+      cairo_line_to(cr, x + PL_SWATCH - 2, yc);
+      cairo_stroke(cr);
+    }
+    if (k->mark != PL_MARK_NONE) pl_mark_at(cr, k->mark, x + PL_SWATCH / 2, yc);
     cairo_restore(cr);
   }
   cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
@@ -275,7 +304,7 @@ int pl_category_keys(const char *const *labels, size_t n, pl_key **keys, size_t 
   *keys = n > 0 ? malloc(n * sizeof **keys) : NULL;
   if (n > 0 && *keys == NULL) return -1;
   for (size_t k = 0; k < n; k++)
-    if (labels[k] != NULL && labels[k][0] != '\0') (*keys)[(*nkeys)++] = (pl_key){labels[k], (int)k, 1};
+    if (labels[k] != NULL && labels[k][0] != '\0') (*keys)[(*nkeys)++] = (pl_key){labels[k], (int)k, 1, PL_MARK_NONE};
   return 0;
 }
 

@@ -14,6 +14,17 @@ static int pl_point_ok(const pl_series *s, size_t i) {
 static void pl_draw_series(cairo_t *cr, const pl_frame *fr, const pl_series *s, int style) {
   cairo_save(cr);
   pl_style_line(cr, style);
+  if (s->mark != PL_MARK_NONE) {
+    /* A cross on the floor is lifted clear of the axis line, which would hide half of it. */
+    double lift = s->mark == PL_MARK_CROSSES ? 9 : 0;
+    for (size_t i = 0; i < s->n; i++)
+      if (pl_point_ok(s, i))
+        pl_mark_at(cr, s->mark, pl_map(&fr->x, s->x[i]), fmin(pl_map(&fr->y, s->y[i]), fr->bottom - lift));
+    if (s->mark == PL_MARK_CROSSES) {
+      cairo_restore(cr);
+      return;
+    }
+  }
   for (size_t i = 0; i < s->n; i++) {
     if (!pl_point_ok(s, i)) continue;
     double px = pl_map(&fr->x, s->x[i]), py = pl_map(&fr->y, s->y[i]);
@@ -68,7 +79,7 @@ int pl_line_chart(const char *path, pl_format fmt, const char *title, const char
   if (nseries > 0 && keys == NULL) return base_fail(err, errlen, "plot %s: out of memory", path);
   for (size_t k = 0; k < nseries; k++)
     if (series[k].label != NULL && series[k].label[0] != '\0')
-      keys[spec.nkeys++] = (pl_key){series[k].label, (int)k, 0};
+      keys[spec.nkeys++] = (pl_key){series[k].label, (int)k, 0, series[k].mark};
   spec.keys = keys;
 
   spec.empty = points == 0;

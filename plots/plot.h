@@ -22,12 +22,21 @@ typedef enum { PL_PNG = 0, PL_SVG, PL_PDF } pl_format;
 #define PL_WIDTH  1200
 #define PL_HEIGHT 700
 
+/* How a series' points are drawn (its legend sample shows the same). */
+typedef enum {
+  PL_MARK_NONE = 0,  /* a line; only a point with no finite neighbour gets a dot */
+  PL_MARK_DOTS,      /* a line with a dot at every point: few points, each a measurement */
+  PL_MARK_CROSSES    /* a cross at every point and no line: points that are not values (a
+                     ** configuration that did not fit, drawn where the chart's floor is) */
+} pl_mark;
+
 /* One line: the points (x[i], y[i]) for i < n, joined in order; a non-finite value breaks it. */
 typedef struct pl_series {
   const char *label;   /* legend text; NULL or "" leaves the series out of the legend */
   const double *x;     /* n values (may be NULL when n == 0) */
   const double *y;     /* n values (may be NULL when n == 0) */
   size_t n;            /* number of points */
+  pl_mark mark;        /* how its points show (PL_MARK_NONE when left out of an initialiser) */
 } pl_series;
 
 /* A line chart; returns 0 or -1 with a message in err. */
@@ -47,6 +56,13 @@ typedef struct pl_stack {
 int pl_stacked_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
                     const char *ylabel, const double *x, size_t n, const pl_stack *stacks,
                     size_t nstacks, char *err, size_t errlen);
+
+/* Stacked bars as pl_stacked_bars draws them, one per category: bar i in slot i, labels[i]
+** under it, notes[i] (NULL: none; notes itself may be NULL) written above it, e.g. why a bar is
+** empty. For a few bars that each stand for a configuration rather than a position on a scale. */
+int pl_labelled_bars(const char *path, pl_format fmt, const char *title, const char *xlabel,
+                     const char *ylabel, const char *const *labels, const char *const *notes, size_t n,
+                     const pl_stack *stacks, size_t nstacks, char *err, size_t errlen);
 
 /* One bar of a timeline (Gantt) row, or an instant when end == start (a marker at the top of
 ** its row: a fault, a restart). */

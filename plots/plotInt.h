@@ -61,6 +61,7 @@ typedef struct pl_key {
   const char *label; /* never NULL or empty: unlabelled data gets no entry */
   int style;         /* index into the palette (and dash list) */
   int filled;        /* 1: a filled swatch (bars); 0: a line sample (lines) */
+  pl_mark mark;      /* lines: the series' point marks, drawn on the sample too */
 } pl_key;
 
 /* What a chart asks of the frame: texts, data extents and how to fit each axis. */
@@ -102,6 +103,10 @@ double pl_text_width(cairo_t *cr, const char *s);
 ** (NULL when n == 0). Returns 0 or -1 when out of memory. */
 int    pl_category_keys(const char *const *labels, size_t n, pl_key **keys, size_t *nkeys);
 void   pl_style_line(cairo_t *cr, int style);
+/* A point mark of the current source colour centred at (x, y): a filled dot or a cross. */
+void   pl_mark_at(cairo_t *cr, pl_mark mark, double x, double y);
+/* notes[i] over slot i's bar, whose top is at device y top, shrunk to the slot's width. */
+void   pl_note_above(cairo_t *cr, const char *note, double cx, double top, double slot);
 void   pl_style_fill(cairo_t *cr, int style);
 /* The heatmap scale's colour at t in [0, 1] (clamped), light to dark. */
 void   pl_style_scale(cairo_t *cr, double t);

@@ -888,7 +888,7 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
   }
   double *x = base_xcalloc((size_t)n, sizeof *x), *tput = base_xcalloc((size_t)n, sizeof *tput);
   double *eff = base_xcalloc((size_t)n, sizeof *eff);
-  pl_series *st = base_xcalloc((size_t)n, sizeof *st), *se = base_xcalloc((size_t)n, sizeof *se);
+  pl_series *st = base_xcalloc((size_t)n + 2, sizeof *st), *se = base_xcalloc((size_t)n + 2, sizeof *se);
   char (*label)[256] = base_xcalloc((size_t)n, sizeof *label);
   for (int j = 0; j < n; j++) {
     int i = order[j];
@@ -902,12 +902,25 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
         size_t at = strlen(label[ns]);
         snprintf(label[ns] + at, sizeof label[ns] - at, "%s%s", at ? ", " : "", p->rows[i].generation);
       }
-      st[ns] = (pl_series){ label[ns], x + j, tput + j, 0 };
-      se[ns] = (pl_series){ label[ns], x + j, eff + j, 0 };
+      st[ns] = (pl_series){ label[ns], x + j, tput + j, 0, PL_MARK_DOTS };
+      se[ns] = (pl_series){ label[ns], x + j, eff + j, 0, PL_MARK_DOTS };
       ns++;
     }
     st[ns - 1].n++;
     se[ns - 1].n++;
+  }
+  /* Points without a throughput are crosses on the chart's floor, at their chip count, so a
+  ** configuration that does not fit is seen where it would have been, not missing. */
+  double *unrun_x = base_xcalloc(2 * (size_t)n, sizeof *unrun_x), *zero = base_xcalloc((size_t)n, sizeof *zero);
+  static const char *const UNRUN[2] = { "does not fit in device memory", "did not run (sweep.csv says why)" };
+  for (int verdict = 0; verdict < 2; verdict++) {
+    double *ux = unrun_x + verdict * n;
+    size_t m = 0;
+    for (int i = 0; i < n; i++)
+      if (p->rows[i].fits == (verdict == 0 ? 0 : -1)) ux[m++] = p->rows[i].chips;
+    if (m == 0) continue;
+    st[ns] = se[ns] = (pl_series){ UNRUN[verdict], ux, zero, m, PL_MARK_CROSSES };
+    ns++;
   }
   char path[SCN_PATH_MAX + 32], title[256];
   snprintf(title, sizeof title, "Throughput against chips \xe2\x80\x94 %s", p->base.name);
@@ -918,6 +931,8 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
     rc = pl_line_chart(outputs_path(path, sizeof path, dir, "efficiency.png"), PL_PNG, title, "chips",
                        "per-chip throughput / the reference point's", se, (size_t)ns, msg, len);
   free(order);
+  free(unrun_x);
+  free(zero);
   free(x);
   free(tput);
   free(eff);
@@ -927,41 +942,82 @@ static int chips_charts(const plan *p, const char *dir, char *msg, size_t len) {
   return rc;
 }
 
+/* Up to this many points each bar is named by its values; beyond, by its row of sweep.csv. */
+#define PLAN_LABELLED_BARS 24
+
+/* Bars of the points: named by their sweep values (the keys in the x label) with notes above
+** them when there are few, else at their row numbers. */
+static int point_bars(const plan *p, const char *path, const char *title, const char *ylabel,
+                      char (*labels)[256], const char *const *notes, const pl_stack *stacks, size_t nstacks,
+                      char *msg, size_t len) {
+  int n = p->npoints;
+  if (n > PLAN_LABELLED_BARS) {
+    double *x = base_xcalloc((size_t)n, sizeof *x);
+    for (int i = 0; i < n; i++) x[i] = i;
+    int rc = pl_stacked_bars(path, PL_PNG, title, "sweep point (row of sweep.csv)", ylabel, x, (size_t)n, stacks,
+                             nstacks, msg, len);
+    free(x);
+    return rc;
+  }
+  char xlabel[1024] = "";
+  const char **names = base_xcalloc((size_t)n, sizeof *names);
+  for (int k = 0, at = 0; k < p->nkeys && at < (int)sizeof xlabel; k++)
+    at += snprintf(xlabel + at, sizeof xlabel - (size_t)at, "%s%s", k ? ", " : "", p->base.sweep_paths[k]);
+  for (int i = 0; i < n; i++) names[i] = labels[i];
+  int rc = pl_labelled_bars(path, PL_PNG, title, xlabel, ylabel, names, notes, (size_t)n, stacks, nstacks, msg, len);
+  free(names);
+  return rc;
+}
+
 /* The median step of each point stacked by part, and its device memory against capacity. */
 static int point_charts(const plan *p, const char *dir, char *msg, size_t len) {
   int n = p->npoints;
-  double *v = base_xcalloc((size_t)n * 10, sizeof *v);
-  double *x = v, *input = v + n, *compute = v + 2 * n, *comm = v + 3 * n, *idle = v + 4 * n, *host = v + 9 * n;
-  double *used = v + 5 * n, *spare = v + 6 * n, *wanted = v + 7 * n, *over = v + 8 * n;
+  double *v = base_xcalloc((size_t)n * 9, sizeof *v);
+  double *input = v, *compute = v + n, *comm = v + 2 * n, *idle = v + 3 * n, *host = v + 8 * n;
+  double *used = v + 4 * n, *spare = v + 5 * n, *wanted = v + 6 * n, *over = v + 7 * n;
+  char (*labels)[256] = base_xcalloc((size_t)n, sizeof *labels), (*need)[64] = base_xcalloc((size_t)n, sizeof *need);
+  const char **step_notes = base_xcalloc((size_t)n, sizeof *step_notes);
+  const char **hbm_notes = base_xcalloc((size_t)n, sizeof *hbm_notes);
   for (int i = 0; i < n; i++) {
     const plan_measure *m = &p->rows[i].m;
-    double cap = (double)m->hbm_capacity, need = (double)m->hbm_needed;
-    x[i] = i;
+    double cap = (double)m->hbm_capacity, want = (double)m->hbm_needed;
+    for (int k = 0, at = 0; k < p->nkeys && at < (int)sizeof labels[i]; k++)
+      at += snprintf(labels[i] + at, sizeof labels[i] - (size_t)at, "%s%s", k ? ", " : "", p->rows[i].values[k]);
     input[i] = 1e3 * m->input_s;
     compute[i] = 1e3 * m->compute_s;
     comm[i] = 1e3 * m->comm_s;
     idle[i] = 1e3 * m->idle_s;
     host[i] = 1e3 * m->host_s;
-    int fits = cap > 0 && need <= cap;
-    used[i] = fits ? 100.0 * need / cap : 0.0;
+    int fits = cap > 0 && want <= cap;
+    used[i] = fits ? 100.0 * want / cap : 0.0;
     spare[i] = fits ? 100.0 - used[i] : 0.0;
     wanted[i] = cap > 0 && !fits ? 100.0 : 0.0;
-    over[i] = cap > 0 && !fits ? 100.0 * (need - cap) / cap : 0.0;
+    over[i] = cap > 0 && !fits ? 100.0 * (want - cap) / cap : 0.0;
+    if (p->rows[i].fits == 0) {
+      snprintf(need[i], sizeof need[i], "needs %.1f of %.1f GiB", want / 1073741824.0, cap / 1073741824.0);
+      step_notes[i] = "does not fit";
+      hbm_notes[i] = need[i];
+    } else if (p->rows[i].fits < 0) {
+      step_notes[i] = hbm_notes[i] = "did not run";
+    }
   }
   char path[SCN_PATH_MAX + 32], title[256];
   pl_stack parts[5] = { { "input", input }, { "compute", compute }, { "communication", comm }, { "idle", idle },
                         { "host", host } };
   snprintf(title, sizeof title, "Median step by part \xe2\x80\x94 %s", p->base.name);
-  int rc = pl_stacked_bars(outputs_path(path, sizeof path, dir, "step_breakdown.png"), PL_PNG, title,
-                           "sweep point (row of sweep.csv)", "simulated time (ms)", x, (size_t)n, parts, 5, msg, len);
+  int rc = point_bars(p, outputs_path(path, sizeof path, dir, "step_breakdown.png"), title, "simulated time (ms)",
+                      labels, step_notes, parts, 5, msg, len);
   pl_stack memory[4] = { { "in use", used }, { "free", spare }, { "does not fit: up to capacity", wanted },
                          { "does not fit: beyond capacity", over } };
   snprintf(title, sizeof title, "Device memory against capacity \xe2\x80\x94 %s", p->base.name);
   if (rc == 0)
-    rc = pl_stacked_bars(outputs_path(path, sizeof path, dir, "hbm.png"), PL_PNG, title,
-                         "sweep point (row of sweep.csv)", "% of the fullest device's memory", x, (size_t)n,
-                         memory, 4, msg, len);
+    rc = point_bars(p, outputs_path(path, sizeof path, dir, "hbm.png"), title, "% of the fullest device's memory",
+                    labels, hbm_notes, memory, 4, msg, len);
   free(v);
+  free(labels);
+  free(need);
+  free(step_notes);
+  free(hbm_notes);
   return rc;
 }
 

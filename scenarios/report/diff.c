@@ -177,7 +177,7 @@ static int overlay(const diff_run *r, const char *path, const char *title, int c
       xy[j][1][i] = scale * (row[column] - (column == C_STEP_TIME && !isnan(row[C_COMPILE]) ? row[C_COMPILE] : 0));
     }
     base_format(labels[j], sizeof labels[j], "%c: %.80s", 'A' + j, r[j].dir);
-    series[j] = (pl_series){ labels[j], xy[j][0], xy[j][1], n };
+    series[j] = (pl_series){ labels[j], xy[j][0], xy[j][1], n, PL_MARK_NONE };
   }
   int rc = pl_line_chart(path, PL_PNG, title, xlabel, ylabel, series, 2, msg, msglen);
   for (int j = 0; j < 2; j++) free(xy[j][0]), free(xy[j][1]);

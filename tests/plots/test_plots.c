@@ -113,7 +113,7 @@ static void test_line_png(void **state) {
   (void)state;
   char err[256] = "";
   loss_data();
-  pl_series s = {"loss", lx, ly, 50};
+  pl_series s = {"loss", lx, ly, 50, PL_MARK_NONE};
   assert_int_equal(pl_line_chart(tmp("loss.png"), PL_PNG, "loss — quickstart", "step", "loss",
                                  &s, 1, err, sizeof err), 0);
   assert_chart_png(tmp("loss.png"));
@@ -123,7 +123,7 @@ static void test_two_series(void **state) {
   (void)state;
   char err[256] = "";
   loss_data();
-  pl_series s[2] = {{"data parallel", lx, ly, 50}, {"parameter server", lx, ly2, 50}};
+  pl_series s[2] = {{"data parallel", lx, ly, 50, PL_MARK_NONE}, {"parameter server", lx, ly2, 50, PL_MARK_NONE}};
   assert_int_equal(pl_line_chart(tmp("two.png"), PL_PNG, "loss — compare", "step", "loss", s, 2,
                                  err, sizeof err), 0);
   assert_chart_png(tmp("two.png"));
@@ -137,7 +137,7 @@ static void test_svg_pdf(void **state) {
   (void)state;
   char err[256] = "";
   loss_data();
-  pl_series s = {"loss", lx, ly, 50};
+  pl_series s = {"loss", lx, ly, 50, PL_MARK_NONE};
   assert_int_equal(pl_line_chart(tmp("loss.svg"), PL_SVG, "loss — quickstart", "step", "loss",
                                  &s, 1, err, sizeof err), 0);
   assert_int_equal(pl_line_chart(tmp("loss.pdf"), PL_PDF, "loss — quickstart", "step", "loss",
@@ -225,7 +225,7 @@ static void test_many_bars(void **state) {
 static void test_empty(void **state) {
   (void)state;
   char err[256] = "";
-  pl_series none = {"loss", NULL, NULL, 0};
+  pl_series none = {"loss", NULL, NULL, 0, PL_MARK_NONE};
   assert_int_equal(pl_line_chart(tmp("e1.png"), PL_PNG, "loss", "step", "loss", &none, 1, err,
                                  sizeof err), 0);
   assert_int_equal(pl_line_chart(tmp("e2.png"), PL_PNG, "loss", "step", "loss", NULL, 0, err,
@@ -252,12 +252,12 @@ static void test_nan_single_constant(void **state) {
   char err[256] = "";
   double x[5] = {1, 2, 3, 4, 5}, y[5] = {1, NAN, 3, INFINITY, 5}, all_nan[2] = {NAN, NAN};
   double flat[5] = {7, 7, 7, 7, 7};
-  pl_series s[3] = {{"gappy", x, y, 5}, {"nan", x, all_nan, 2}, {"flat", x, flat, 5}};
+  pl_series s[3] = {{"gappy", x, y, 5, PL_MARK_NONE}, {"nan", x, all_nan, 2, PL_MARK_NONE}, {"flat", x, flat, 5, PL_MARK_NONE}};
   assert_int_equal(pl_line_chart(tmp("nan.png"), PL_PNG, "nan", "x", "y", s, 3, err, sizeof err), 0);
   assert_chart_png(tmp("nan.png"));
   assert_int_equal(pl_line_chart(tmp("allnan.png"), PL_PNG, "nan", "x", "y", &s[1], 1, err,
                                  sizeof err), 0);
-  pl_series one = {"one", x, flat, 1};
+  pl_series one = {"one", x, flat, 1, PL_MARK_NONE};
   assert_int_equal(pl_line_chart(tmp("one.png"), PL_PNG, "one", "x", "y", &one, 1, err,
                                  sizeof err), 0);
   /* The lone point is centred on both (padded) axes and drawn as a dot. */
@@ -290,7 +290,7 @@ static void test_bad_path(void **state) {
   const char *bad = "/nonexistent-podsim-dir/chart.png";
   char err[256];
   loss_data();
-  pl_series s = {"loss", lx, ly, 50};
+  pl_series s = {"loss", lx, ly, 50, PL_MARK_NONE};
   for (int f = 0; f < 3; f++) {
     err[0] = 0;
     assert_int_equal(pl_line_chart(bad, fmts[f], "t", "x", "y", &s, 1, err, sizeof err), -1);
@@ -311,7 +311,7 @@ static void test_bad_path(void **state) {
 static void test_bad_arguments(void **state) {
   (void)state;
   char err[256];
-  pl_series s = {"loss", NULL, NULL, 3};
+  pl_series s = {"loss", NULL, NULL, 3, PL_MARK_NONE};
   assert_int_equal(pl_line_chart(tmp("bad.png"), PL_PNG, "t", "x", "y", &s, 1, err, sizeof err), -1);
   assert_non_null(strstr(err, "bad.png"));
   assert_int_equal(access(tmp("bad.png"), F_OK), -1);  /* nothing written */
@@ -476,6 +476,80 @@ static void test_capacity_nan(void **state) {
                                     err, sizeof err), -1);
 }
 
+/* Red-dominant pixels: the crosses' colour (0.70, 0.08, 0.12), which no palette line of the
+** first two series has. */
+static int red_ink(cairo_surface_t *s) {
+  int n = 0;
+  cairo_surface_flush(s);
+  for (int y = 0; y < PL_HEIGHT; y++) {
+    const uint32_t *row = (const uint32_t *)(cairo_image_surface_get_data(s) + y * cairo_image_surface_get_stride(s));
+    for (int x = 0; x < PL_WIDTH; x++) {
+      uint32_t c = row[x];
+      n += ((c >> 16) & 0xff) > 150 && ((c >> 8) & 0xff) < 60 && (c & 0xff) < 70;
+    }
+  }
+  return n;
+}
+
+/* A plan's throughput chart: two measured lines with dots and the points that did not fit as
+** crosses on the floor; the crosses (and their legend sample) are the only red on the chart. */
+static void test_cross_marks(void **state) {
+  (void)state;
+  char err[256] = "";
+  double x[2] = {16, 64}, y1[2] = {1065, 3382}, y2[2] = {1459, 4317}, ox[1] = {4}, oy[1] = {0};
+  pl_series s[3] = {{"float32", x, y1, 2, PL_MARK_DOTS}, {"mixed_bfloat16", x, y2, 2, PL_MARK_DOTS},
+                    {"does not fit in device memory", ox, oy, 1, PL_MARK_CROSSES}};
+  assert_int_equal(pl_line_chart(tmp("cross.png"), PL_PNG, "t", "chips", "examples/s", s, 3, err, sizeof err), 0);
+  assert_int_equal(pl_line_chart(tmp("nocross.png"), PL_PNG, "t", "chips", "examples/s", s, 2, err, sizeof err), 0);
+  cairo_surface_t *with = load_png(tmp("cross.png")), *without = load_png(tmp("nocross.png"));
+  int r = red_ink(with);
+  assert_true(r > 40);  /* two 12-px crosses 3 px wide: the plot's and the legend's */
+  assert_int_equal(red_ink(without), 0);
+  /* The cross sits at x = 4 chips, left of the first measured point at 16: all red pixels but the
+  ** legend's (under the title, y < 80) lie in the plot's left fifth and above its floor. */
+  cairo_surface_flush(with);
+  int left = 0, plot = 0;
+  for (int yy = 80; yy < PL_HEIGHT; yy++) {
+    const uint32_t *row = (const uint32_t *)(cairo_image_surface_get_data(with) + yy * cairo_image_surface_get_stride(with));
+    for (int xx = 0; xx < PL_WIDTH; xx++) {
+      uint32_t c = row[xx];
+      if (!(((c >> 16) & 0xff) > 150 && ((c >> 8) & 0xff) < 60 && (c & 0xff) < 70)) continue;
+      plot++;
+      left += xx < PL_WIDTH / 5;
+    }
+  }
+  assert_true(plot > 20);
+  assert_int_equal(left, plot);
+  cairo_surface_destroy(with);
+  cairo_surface_destroy(without);
+}
+
+/* Bars named by their configuration: an empty bar carries its note ("does not fit") just above
+** the floor, and each slot has its label under the plot. */
+static void test_labelled_bars(void **state) {
+  (void)state;
+  char err[256] = "";
+  const char *labels[3] = {"v4-8, float32", "v4-32, float32", "v4-128, float32"};
+  const char *notes[3] = {"does not fit", NULL, NULL};
+  double compute[3] = {0, 205, 62}, comm[3] = {0, 35, 13};
+  pl_stack st[2] = {{"compute", compute}, {"communication", comm}};
+  assert_int_equal(pl_labelled_bars(tmp("lb.png"), PL_PNG, "step", "cluster.tpu.type", "ms", labels, notes, 3,
+                                    st, 2, err, sizeof err), 0);
+  assert_int_equal(pl_labelled_bars(tmp("lb0.png"), PL_PNG, "step", "cluster.tpu.type", "ms", labels, NULL, 3,
+                                    st, 2, err, sizeof err), 0);
+  assert_chart_png(tmp("lb.png"));
+  cairo_surface_t *a = load_png(tmp("lb.png")), *b = load_png(tmp("lb0.png"));
+  /* The first slot spans about x = 75..430; its band just above the floor (y ~ 600..625) has the
+  ** note's ink only when notes are given; under the floor both have the slot's label. */
+  assert_true(ink(a, 120, 595, 380, 628) > ink(b, 120, 595, 380, 628) + 50);
+  assert_true(ink(b, 100, 638, 400, 655) > 50);
+  cairo_surface_destroy(a);
+  cairo_surface_destroy(b);
+  assert_int_equal(pl_labelled_bars(tmp("lb1.png"), PL_PNG, "s", "x", "y", NULL, NULL, 3, st, 2, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no labels"));
+  assert_int_equal(access(tmp("lb1.png"), F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_line_png),      cmocka_unit_test(test_two_series),
@@ -486,6 +560,7 @@ int main(void) {
     cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_new_charts_formats),
     cmocka_unit_test(test_timeline_rows), cmocka_unit_test(test_timeline_bad_spans),
     cmocka_unit_test(test_heatmap_cells), cmocka_unit_test(test_capacity_nan),
+    cmocka_unit_test(test_cross_marks),   cmocka_unit_test(test_labelled_bars),
   };
   return cmocka_run_group_tests_name("plots", tests, setup, teardown);
 }
