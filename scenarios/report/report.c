@@ -120,8 +120,8 @@ static int step_time(const report_run *run, const char *path, char *msg, size_t 
 
 /* ---- rows from the trace ------------------------------------------------------------------ */
 
-/* Tracks of a kind with their weight (busy time or bytes) in a window; the heaviest MAX_ROWS
-** kept, then put back in track order so rows stay in the cluster's order. */
+/* Tracks of a kind with their weight (busy time or utilisation) in a window; the heaviest
+** MAX_ROWS kept, then put back in track order so rows stay in the cluster's order. */
 typedef struct row_pick {
   int track;              /* trace track */
   double weight;          /* what ranks it */
@@ -139,8 +139,10 @@ static int by_track(const void *a, const void *b) {
 }
 
 /* Fills picks with up to `max` tracks accepted by `want` that have weight in [t0, t1): weight
-** is the overlap (bytes) or busy time (!bytes). Returns how many there were before the cut. */
-static size_t pick_rows(const sim_engine *e, int (*want)(sim_track_kind), int bytes, sim_time t0,
+** is busy time, or with `utilisation` bytes over the track's bandwidth, so that a multi-VM run's
+** NICs, which carry fewer bytes than NVLink but at a far lower rate, rank as the bottleneck
+** they are. Returns how many there were before the cut. */
+static size_t pick_rows(const sim_engine *e, int (*want)(sim_track_kind), int utilisation, sim_time t0,
                         sim_time t1, row_pick *picks, size_t max, size_t *kept) {
   size_t nt = sim_trace_num_tracks(e), n = 0;
   row_pick *all = base_xcalloc(nt + 1, sizeof *all);
@@ -148,7 +150,9 @@ static size_t pick_rows(const sim_engine *e, int (*want)(sim_track_kind), int by
   for (size_t i = 0; i < sim_trace_num_events(e); i++) {
     sim_trace_record r = sim_trace_event_at(e, i);
     if (!want(sim_trace_track_kind(e, r.track)) || r.end < t0 || r.start >= t1) continue;
-    double w = bytes ? r.amount : sim_time_to_s((r.end < t1 ? r.end : t1) - (r.start > t0 ? r.start : t0));
+    double bw = sim_trace_track_capacity(e, r.track);
+    double w = utilisation ? r.amount / (bw > 0 ? bw : 1)
+                           : sim_time_to_s((r.end < t1 ? r.end : t1) - (r.start > t0 ? r.start : t0));
     all[r.track].weight = fmax(all[r.track].weight, 0) + w;
   }
   for (size_t i = 0; i < nt; i++)
@@ -237,6 +241,14 @@ static int timeline(const report_run *run, const char *path, char *msg, size_t m
 
 /* ---- link utilisation heatmap -------------------------------------------------------------- */
 
+size_t report_link_rows(const sim_engine *e, sim_time t0, sim_time t1, int *tracks, size_t max, size_t *kept) {
+  row_pick *picks = base_xcalloc(max + 1, sizeof *picks);
+  size_t all = pick_rows(e, is_link, 1, t0, t1, picks, max, kept);
+  for (size_t i = 0; i < *kept; i++) tracks[i] = picks[i].track;
+  free(picks);
+  return all;
+}
+
 /* The smallest 1-2-5 value >= v (v > 0). */
 static double nice_ceil(double v) {
   double mag = pow(10, floor(log10(v))), f = v / mag;
@@ -261,15 +273,15 @@ static int heatmap(const report_run *run, const char *path, char *msg, size_t ms
   if (compiled > t0) t0 = compiled;
   if (t0 >= end) t0 = 0;
   if (end <= t0) end = t0 + 1;
-  row_pick links[MAX_ROWS];
-  size_t nlink, all_links = pick_rows(e, is_link, 1, t0, end, links, MAX_ROWS, &nlink);
+  int links[MAX_ROWS];
+  size_t nlink, all_links = report_link_rows(e, t0, end, links, MAX_ROWS, &nlink);
   int *row_of = base_xcalloc(sim_trace_num_tracks(e) + 1, sizeof *row_of);
   for (size_t i = 0; i < sim_trace_num_tracks(e); i++) row_of[i] = -1;
   char (*labels)[64] = base_xcalloc(nlink + 1, sizeof *labels);
   const char **rows = base_xcalloc(nlink + 1, sizeof *rows);
   for (size_t i = 0; i < nlink; i++) {
-    row_of[links[i].track] = (int)i;
-    row_label(e, links[i].track, labels[i], sizeof labels[i]);
+    row_of[links[i]] = (int)i;
+    row_label(e, links[i], labels[i], sizeof labels[i]);
     rows[i] = labels[i];
   }
   double *v = base_xcalloc(nlink * HEATMAP_BINS + 1, sizeof *v);
@@ -291,7 +303,7 @@ static int heatmap(const report_run *run, const char *path, char *msg, size_t ms
   }
   double top = 0;
   for (size_t i = 0; i < nlink; i++) {
-    double bw = sim_trace_track_capacity(e, links[i].track);
+    double bw = sim_trace_track_capacity(e, links[i]);
     for (size_t c = 0; c < HEATMAP_BINS; c++) {
       double *cell = &v[i * HEATMAP_BINS + c];
       *cell = bw > 0 ? 100.0 * *cell / (bw * bin * 1e-12) : NAN;

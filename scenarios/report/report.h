@@ -55,6 +55,11 @@ int report_needs_trace(unsigned plots);
 ** the message in msg. */
 int report_write_plots(const report_run *run, const char *dir, char *msg, size_t msglen);
 
+/* The link tracks the heatmap draws: up to max of those with traffic in [t0, t1), the busiest by
+** utilisation (bytes over the link's bandwidth, so a multi-VM run's NICs outrank its NVLinks),
+** into tracks in track order; *kept of them. Returns how many links had traffic. */
+size_t report_link_rows(const sim_engine *e, sim_time t0, sim_time t1, int *tracks, size_t max, size_t *kept);
+
 /* A time unit for a span of `seconds` (us under 2 ms, ms under 2 s, else s): the factor from
 ** seconds, and its name in *name. */
 double report_time_unit(double seconds, const char **name);

@@ -220,8 +220,44 @@ static void stage_whole_or_absent(void **state) {
   assert_false(exists("%s", root));
 }
 
+/* Eight NVLink-like links at 300 GB/s carry 30 MB each, one NIC at 25 GB/s carries 10 MB: the
+** NIC is the busiest by utilisation (10e6 / 25e9 = 4e-4 s of its bandwidth against 30e6 / 300e9 =
+** 1e-4 s), though it moves the fewest bytes, so with room for 4 rows the heatmap keeps it. */
+typedef struct { sim_link *links[9]; } fabric_t;
+static void send_all(sim_actor *self, void *arg) {
+  fabric_t *f = arg;
+  sim_engine *e = sim_actor_engine(self);
+  sim_activity *acts[9];
+  for (int i = 0; i < 9; i++) acts[i] = sim_comm_start(e, &f->links[i], 1, i < 8 ? 30e6 : 10e6);
+  assert_int_equal(sim_wait_all(self, acts, 9), SIM_OK);
+}
+static void heatmap_keeps_the_bottleneck_nic(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_trace_enable(e, 1);
+  fabric_t f;
+  for (int i = 0; i < 8; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "worker0.gpu%d.nvl.up", i);
+    f.links[i] = sim_link_new(e, name, 300e9, 0);
+  }
+  f.links[8] = sim_link_new(e, "fabric.w0.gpu0.nic.out", 25e9, 0);
+  sim_actor_spawn(e, "sender", send_all, &f);
+  assert_int_equal(sim_run(e), 0);
+  int tracks[4];
+  size_t kept, all = report_link_rows(e, 0, sim_now(e) + 1, tracks, 4, &kept);
+  assert_int_equal(all, 9);
+  assert_int_equal(kept, 4);
+  int nic = 0;
+  for (size_t i = 0; i < kept; i++) nic += strcmp(sim_trace_track_name(e, tracks[i]), "fabric.w0.gpu0.nic.out") == 0;
+  assert_int_equal(nic, 1);
+  for (size_t i = 1; i < kept; i++) assert_true(tracks[i - 1] < tracks[i]);  /* track order */
+  sim_engine_free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(heatmap_keeps_the_bottleneck_nic),
       cmocka_unit_test(every_chart_in_every_format),
       cmocka_unit_test(trace_structure),
       cmocka_unit_test(faults_from_events),
