@@ -135,14 +135,14 @@ static int run_workload(const command *c, const scenario *s, outputs_stage *st) 
 
 /* The stage for DIR, before anything runs: a DIR that cannot be written is refused (exit 2),
 ** and so is a stop asked for while the scenario loaded. */
-static int open_stage(const command *c, const char *dir, outputs_stage *st) {
+static int open_stage(const command *c, const char *dir, double need_bytes, outputs_stage *st) {
   char msg[8400];
   if (stop_signal) {
     memset(st, 0, sizeof *st);
     snprintf(st->dir, sizeof st->dir, "%s", dir);
     return stopped(c, st, -1);
   }
-  if (outputs_stage_open(st, dir, msg, sizeof msg) == 0) {
+  if (outputs_stage_open(st, dir, need_bytes, msg, sizeof msg) == 0) {
     live_stage = st;
     stage_owner = getpid();
     return TR_EXIT_OK;
@@ -182,7 +182,7 @@ static int plan_command(const command *c) {
       snprintf(c->oc->out_dir, sizeof c->oc->out_dir, "%s", dir);
       if (!rq->quiet && plan_is_root()) plan_print(p, dir, c->out);
     }
-  } else if ((rc = open_stage(c, dir, &st)) == TR_EXIT_OK) {
+  } else if ((rc = open_stage(c, dir, 0, &st)) == TR_EXIT_OK) {
     rc = plan_run(p, st.path, rq->jobs, &err);
     if (rc != 0 || stop_signal) rc = unfinished(c, &st, rc, &err, -1);
     else if ((rc = commit(c, &st)) == TR_EXIT_OK && !rq->quiet) plan_print(p, st.dir, c->out);
@@ -204,7 +204,7 @@ static int run_command(const command *c) {
     return TR_EXIT_OK;
   }
   static outputs_stage st;  /* static: live_stage points at it */
-  int rc = open_stage(c, rq->out_dir ? rq->out_dir : s.out_dir, &st);
+  int rc = open_stage(c, rq->out_dir ? rq->out_dir : s.out_dir, s.has_workload ? 0 : s.output_bytes, &st);
   if (rc != TR_EXIT_OK) return rc;
   if (s.has_workload) return run_workload(c, &s, &st);
   run_summary sum = {0};  /* steps_completed is read when a stop came before the run */

@@ -474,6 +474,26 @@ static double replicas_of(const scenario *s, const char **key) {
 ** purpose: per replica its bookkeeping and, with numerics, its float32 values (weights,
 ** gradients, the all-reduce buffer, up to two optimizer slots, three activations per unit of
 ** its share of the batch); per simulated device its state; with numerics the synthetic rows. */
+/* What a run's files take at least, measured on the quickstart (300 steps, 5,508 parameters):
+** 100 bytes a metrics.csv row of 12 columns and some 12 more for each compiled metric's; 20 bytes
+** a tfevents scalar (one Event a step holds a scalar per column); 30 bytes a final_weights.csv
+** value (name, flat index, 9 digits: 31.8 on the quickstart). trace.json, bounded by its event
+** limit, is left out. */
+#define OUTPUT_BYTES_PER_ROW 100.0
+#define OUTPUT_BYTES_PER_METRIC 12.0
+#define OUTPUT_BYTES_PER_SCALAR 20.0
+#define OUTPUT_BYTES_PER_VALUE 30.0
+
+static double least_output_bytes(const scenario *s, double params) {
+  double steps = (double)s->steps;
+  if (steps <= 0)  /* epochs: their batches when the loader knows the dataset's rows */
+    steps = s->synthetic_rows > 0 && s->global_batch > 0
+                ? (double)s->epochs * ceil((double)s->synthetic_rows / (double)s->global_batch) : 0;
+  double row = OUTPUT_BYTES_PER_ROW + OUTPUT_BYTES_PER_METRIC * s->nmetrics;
+  double scalars = s->tensorboard ? OUTPUT_BYTES_PER_SCALAR * (12.0 + s->nmetrics) : 0;
+  return steps * (row + scalars) + (s->numerics_full ? OUTPUT_BYTES_PER_VALUE * params : 0);
+}
+
 static int host_memory_checks(cfg_ctx *c) {
   const scenario *s = c->s;
   /* The model's parameters and the floats one example's activations hold, read off the model
@@ -506,6 +526,7 @@ static int host_memory_checks(cfg_ctx *c) {
   double need = replicas * (HOST_BYTES_PER_REPLICA + values) + devices * HOST_BYTES_PER_DEVICE + rows;
   double have = scenario_host_memory();
   c->s->host_bytes = need;
+  c->s->output_bytes = least_output_bytes(s, params);
   if (need <= have) return 0;
   /* The key to change: the dataset when its rows are most of it, the model when one replica
   ** alone would not fit either, else what sets the number of replicas. */

@@ -309,6 +309,9 @@ typedef struct scenario {
 
   double host_bytes;            /* the loader's estimate of the host memory a training run needs
                                 ** (at most scenario_host_memory(), else the load failed) */
+  double output_bytes;          /* the least a training run writes: metrics.csv's rows, the tfevents
+                                ** scalars, final_weights.csv's values (the run refuses a DIR whose
+                                ** file system has less free) */
 } scenario;
 
 /* The host memory runs may use: PODSIM_HOST_MEMORY (a size such as 8GiB) when set, else the

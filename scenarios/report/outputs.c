@@ -164,7 +164,7 @@ static void remove_dead_stages(const outputs_stage *st) {
   closedir(d);
 }
 
-int outputs_stage_open(outputs_stage *st, const char *dir, char *msg, size_t len) {
+int outputs_stage_open(outputs_stage *st, const char *dir, double need_bytes, char *msg, size_t len) {
   memset(st, 0, sizeof *st);
   size_t n = strlen(dir);
   while (n > 1 && dir[n - 1] == '/') n--;
@@ -200,10 +200,21 @@ int outputs_stage_open(outputs_stage *st, const char *dir, char *msg, size_t len
     return stage_fail(msg, len, st->dir, "cannot create the directory");
   }
   struct statvfs fs;
-  if (statvfs(st->path, &fs) == 0 && fs.f_bavail == 0) {
+  if (statvfs(st->path, &fs) != 0) return 0;  /* nothing known of the space: the writes will tell */
+  if (fs.f_bavail == 0) {
     outputs_stage_discard(st);
     errno = ENOSPC;
     return stage_fail(msg, len, st->dir, "cannot write the outputs");
+  }
+  double free_bytes = (double)fs.f_bavail * (double)fs.f_frsize;
+  if (need_bytes > free_bytes) {  /* found now rather than when the disk fills hours into the run */
+    char need[32], have[32], what[256];
+    snprintf(what, sizeof what, "cannot hold the outputs (the run writes at least %s, the file system has %s "
+             "free; use fewer steps or another directory)", outputs_bytes(need, sizeof need, need_bytes),
+             outputs_bytes(have, sizeof have, free_bytes));
+    outputs_stage_discard(st);
+    errno = ENOSPC;
+    return stage_fail(msg, len, st->dir, what);
   }
   return 0;
 }

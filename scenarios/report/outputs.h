@@ -187,8 +187,9 @@ typedef struct outputs_stage {
 } outputs_stage;
 /* Creates DIR's parents and the stage. Refuses (-1, msg "DIR: outputs.dir: why: strerror")
 ** a DIR that exists and is not a directory, a DIR of "." or "..", a parent where it cannot
-** create a directory and a file system with no free space: all before a run starts. */
-int  outputs_stage_open(outputs_stage *st, const char *dir, char *msg, size_t len);
+** create a directory and a file system with no free space, or less than need_bytes (what the
+** run will write at least; 0: unknown): all before a run starts. */
+int  outputs_stage_open(outputs_stage *st, const char *dir, double need_bytes, char *msg, size_t len);
 /* Moves an earlier DIR aside, renames the stage onto DIR, then removes the earlier one. 0; 1
 ** with msg when the earlier one could not be removed (the new DIR is in place); or -1 with msg:
 ** the stage is then discarded and an earlier DIR put back. */

@@ -185,20 +185,35 @@ static int exists(const char *fmt, const char *dir) {
   return access(path, F_OK) == 0;
 }
 
+/* The least a run writes, from the loader: the quickstart's 300 metrics.csv rows of 100 bytes and
+** its 5,508 parameters' final values at 30 bytes (numerics full): 30,000 + 165,240 = 195,240;
+** with outputs.tensorboard 300 x 12 scalars x 20 bytes more (72,000); with numerics off the rows. */
+static void least_output_bytes(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  const char *sets[2][2] = {{"numerics=full", "outputs.tensorboard=false"}, {"numerics=off", "outputs.tensorboard=true"}};
+  const double want[2] = {195240, 30000 + 72000};
+  for (int k = 0; k < 2; k++) {
+    if (scenario_load(tu_src("scenarios/examples/quickstart.yaml"), sets[k], 2, &s, &err) != 0) fail_msg("%s", err.msg);
+    assert_true(fabs(s.output_bytes - want[k]) < 0.5);
+  }
+}
+
 static void stage_whole_or_absent(void **state) {
   (void)state;
   char root[] = "/tmp/podsim-stage-XXXXXX", dir[256], msg[8400];
   assert_non_null(mkdtemp(root));
   snprintf(dir, sizeof dir, "%s/a/b/out/", root);  /* trailing slash: the same DIR */
   outputs_stage st;
-  assert_int_equal(outputs_stage_open(&st, dir, msg, sizeof msg), 0);
+  assert_int_equal(outputs_stage_open(&st, dir, 0, msg, sizeof msg), 0);
   assert_true(exists("%s/a/b", root) && !exists("%s/a/b/out", root));
   assert_true(strstr(st.path, "/a/b/out.partial-") != NULL);
   outputs_stage_discard(&st);  /* the stage and the parents it made go: nothing is left */
   assert_false(exists("%s/a", root));
 
   for (int round = 0; round < 2; round++) {  /* the second replaces the first */
-    assert_int_equal(outputs_stage_open(&st, dir, msg, sizeof msg), 0);
+    assert_int_equal(outputs_stage_open(&st, dir, 0, msg, sizeof msg), 0);
     char file[8500];
     snprintf(file, sizeof file, "%s/%s", st.path, round ? "new" : "old");
     FILE *f = fopen(file, "w");
@@ -212,10 +227,17 @@ static void stage_whole_or_absent(void **state) {
   assert_int_equal(system(cmd), 0);
 
   snprintf(dir, sizeof dir, "%s/a/b/out/new", root);
-  assert_int_equal(outputs_stage_open(&st, dir, msg, sizeof msg), -1);
+  assert_int_equal(outputs_stage_open(&st, dir, 0, msg, sizeof msg), -1);
   assert_non_null(strstr(msg, "/a/b/out/new: outputs.dir: exists and is not a directory: Not a directory"));
-  assert_int_equal(outputs_stage_open(&st, ".", msg, sizeof msg), -1);
+  assert_int_equal(outputs_stage_open(&st, ".", 0, msg, sizeof msg), -1);
   assert_non_null(strstr(msg, ".: outputs.dir: cannot replace this directory (name one inside it)"));
+  /* More to write than any disk has (2^60 bytes, 2^20 TiB): refused before the run, and the stage and the
+  ** parents it made are gone. */
+  snprintf(dir, sizeof dir, "%s/c/d/out", root);
+  assert_int_equal(outputs_stage_open(&st, dir, 0x1p60, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "/c/d/out: outputs.dir: cannot hold the outputs (the run writes at least 1048576.0 TiB"));
+  assert_non_null(strstr(msg, "use fewer steps or another directory): No space left on device"));
+  assert_false(exists("%s/c", root));
   assert_int_equal(outputs_remove_tree(root), 0);
   assert_false(exists("%s", root));
 }
@@ -257,6 +279,7 @@ static void heatmap_keeps_the_bottleneck_nic(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(least_output_bytes),
     cmocka_unit_test(heatmap_keeps_the_bottleneck_nic),
       cmocka_unit_test(every_chart_in_every_format),
       cmocka_unit_test(trace_structure),
