@@ -255,6 +255,14 @@ err=$(PODSIM_HOST_MEMORY=100KiB "$podsim" plan tests/data/plan/tiny.yaml -o "$tm
   && ok || bad "plan point too large for the host: exit $rc, '$err'"
 PODSIM_HOST_MEMORY=150KiB "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pmem" -j 2 --quiet; rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/p1/sweep.csv" "$tmp/pmem/sweep.csv" && ok || bad "plan under a memory limit: exit $rc"
+# File descriptors bound the points at once as memory does: -j 8 under `ulimit -n 6` runs them one
+# at a time to the same bytes; under 4 even one cannot start, and the error says why (EMFILE, not
+# the EINTR of the waits after it), nothing kept.
+(ulimit -n 6; "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pfd" -j 8 --quiet); rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/p1/sweep.csv" "$tmp/pfd/sweep.csv" && ok || bad "plan under ulimit -n 6: exit $rc"
+err=$(ulimit -n 4; "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pfd4" -j 8 --quiet 2>&1); rc=$?
+[ $rc -eq 2 ] && [ ! -e "$tmp/pfd4" ] && printf '%s\n' "$err" | grep -q 'cannot start a process for a sweep point: Too many open files' \
+  && ok || bad "plan under ulimit -n 4: exit $rc, '$err'"
 "$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/pj" -j 0 >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && [ ! -e "$tmp/pj" ] && ok || bad "plan -j 0: exit $rc, expected 2"
 # The shipped planning example: every point a row, one recommended, each TPU step's 100 us host

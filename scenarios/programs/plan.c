@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -488,13 +489,13 @@ static void finish_child(plan *p, child *c, int status) {
 ** ones were asked to stop (SIGTERM) and waited for. */
 static int run_points(plan *p, const char *dir, int jobs) {
   child *slots = base_xcalloc((size_t)jobs, sizeof *slots);
-  int next = 0, running = 0, rc = 0, told = 0;
+  int next = 0, running = 0, rc = 0, told = 0, start_errno = 0;
   wait_state w;
   wait_state_enter(&w);
   while (next < p->npoints || running > 0) {
     for (int j = 0; j < jobs && next < p->npoints && rc == 0 && !train_stop_request; j++) {
       if (slots[j].pid != 0) continue;
-      if (start_child(p, dir, next, &w, &slots[j]) != 0) rc = -1;
+      if (start_child(p, dir, next, &w, &slots[j]) != 0) rc = -1, start_errno = errno;
       else { next++; running++; }
     }
     if (running == 0) break;
@@ -516,7 +517,26 @@ static int run_points(plan *p, const char *dir, int jobs) {
   }
   wait_state_leave(&w);
   free(slots);
+  if (start_errno != 0) errno = start_errno;  /* the waits since would have left EINTR */
   return train_stop_request ? TR_STOPPED : rc;
+}
+
+/* File descriptors the plan keeps for itself (its streams, its files, a pipe being made); each
+** running point holds one more, the read end of its result pipe. */
+#define PLAN_RESERVED_FDS 12
+
+/* Points at once as file descriptors allow: the soft RLIMIT_NOFILE raised to the hard one first
+** (as a shell's ulimit -n would), one point at least, whose start then says what failed. */
+static int jobs_within_fds(int jobs) {
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) != 0) return jobs;
+  if (nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &nofile) != 0) getrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  if (nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur >= (rlim_t)jobs + PLAN_RESERVED_FDS) return jobs;
+  long room = (long)nofile.rlim_cur - PLAN_RESERVED_FDS;
+  return room > 1 ? (int)room : 1;
 }
 
 /* ---- over MPI ranks (a build with OpenMPI: PODSIM_MPI) ---------------------------------------
@@ -1132,6 +1152,7 @@ int plan_run(plan *p, const char *dir, int jobs, scn_error *err) {
   ** least (each fits alone: the loader refused any that does not). */
   double fit = p->host_bytes > 0 ? floor(scenario_host_memory() / p->host_bytes) : jobs;
   if (fit < jobs) jobs = fit > 1 ? (int)fit : 1;
+  jobs = jobs_within_fds(jobs);
 #ifdef PODSIM_MPI
   mpi_start();
   int ran = mpi_size == 1 ? run_points(p, dir, jobs) : mpi_rank == 0 ? mpi_master(p, dir) : mpi_worker(p, dir);
