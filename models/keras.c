@@ -124,6 +124,7 @@ static const kj_class CLASSES[] = {
   {"Dropout", MD_LAYER_DROPOUT, DROPOUT_OPTS},
   {"LayerNormalization", MD_LAYER_LAYER_NORMALIZATION, LAYER_NORM_OPTS},
   {"RMSNormalization", MD_LAYER_RMS_NORMALIZATION, RMS_NORM_OPTS},
+  {"UnitNormalization", MD_LAYER_UNIT_NORMALIZATION, AXIS_OPTS},
   {"BatchNormalization", MD_LAYER_BATCH_NORMALIZATION, BATCH_NORM_OPTS},
   {"Activation", MD_LAYER_ACTIVATION, ACTIVATION_OPTS},
   {"Softmax", MD_LAYER_SOFTMAX, AXIS_OPTS},
@@ -610,7 +611,7 @@ static int read_layers(const char *text, const char *end, const json_t *root, md
     if (kc == NULL) {
       rc = fail(&c, "unknown layer kind: podsim has InputLayer, Dense, Embedding, Conv2D, DepthwiseConv2D, "
                 "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, Flatten, Reshape, Dropout, "
-                "LayerNormalization, RMSNormalization, BatchNormalization, Activation, Softmax, MultiHeadAttention, Add, "
+                "LayerNormalization, RMSNormalization, UnitNormalization, BatchNormalization, Activation, Softmax, MultiHeadAttention, Add, "
                 "Multiply and Concatenate");
       break;
     }

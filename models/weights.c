@@ -50,6 +50,18 @@ static int check_header(int line, int nfields, char **fields, md_error *err) {
   return 0;
 }
 
+/* The variable a weights file names: its name, or Keras 3's for one Keras 2 and TF.js name
+** otherwise (DepthwiseConv2D's LAYER/kernel is LAYER/depthwise_kernel), so files written by
+** either version read. -1 when there is none. */
+static int find_var(const md_model *m, const char *name) {
+  int vi = md_model_find_var(m, name);
+  size_t n = strlen(name);
+  char keras2[sizeof ((md_var *)0)->name];
+  if (vi >= 0 || n < 7 || strcmp(name + n - 7, "/kernel") != 0 || n + 10 > sizeof keras2 - 1) return vi;
+  snprintf(keras2, sizeof keras2, "%.*s/depthwise_kernel", (int)(n - 7), name);
+  return md_model_find_var(m, keras2);
+}
+
 static int record(void *ctx, int line, int nfields, char **fields, md_error *err) {
   wreader *r = ctx;
   if (!r->header_seen) {
@@ -58,7 +70,7 @@ static int record(void *ctx, int line, int nfields, char **fields, md_error *err
   }
   if (nfields != 3)
     return md_error_set(err, line, nfields < 3 ? nfields + 1 : 4, "expected 3 fields, found %d", nfields);
-  int vi = md_model_find_var(r->m, fields[0]);
+  int vi = find_var(r->m, fields[0]);
   if (vi < 0) return md_error_set(err, line, 1, "unknown variable \"%s\"", fields[0]);
   const md_var *v = md_model_var_const(r->m, vi);
   char *end;

@@ -117,10 +117,45 @@ static void test_read_errors(void **state) {
   md_model_free(m);
 }
 
+/* Keras 3 calls DepthwiseConv2D's kernel LAYER/kernel where Keras 2 and TF.js (and podsim) say
+** LAYER/depthwise_kernel: a file of either reads. A 1x1 depthwise kernel on 2 channels (2 floats)
+** and its bias; a Dense's "kernel" stays its own name. */
+static void test_keras3_depthwise_name(void **state) {
+  (void)state;
+  static const md_layer_spec l = {.kind = MD_LAYER_DEPTHWISE_CONV2D, .kernel_size = {1, 1}, .use_bias = 1};
+  md_model_spec spec = {.input_shape = {3, {2, 2, 2}}, .nlayers = 1, .layers = &l, .from_logits = 1};
+  for (int keras3 = 0; keras3 < 2; keras3++) {
+    md_model *m = md_model_new(&spec, NULL);
+    assert_non_null(m);
+    assert_string_equal(md_model_var(m, 0)->name, "depthwise_conv2d/depthwise_kernel");
+    FILE *f = open_temp();
+    fprintf(f, "variable,flat_index,value\n%s,0,0.5\n%s,1,-2\n"
+            "depthwise_conv2d/bias,0,1\ndepthwise_conv2d/bias,1,3\n",
+            keras3 ? "depthwise_conv2d/kernel" : "depthwise_conv2d/depthwise_kernel",
+            keras3 ? "depthwise_conv2d/kernel" : "depthwise_conv2d/depthwise_kernel");
+    fclose(f);
+    md_error err = {0};
+    if (md_weights_read(m, temp_path, &err) != 0) fail_msg("%d:%d %s", err.line, err.col, err.msg);
+    unlink(temp_path);
+    assert_true(md_model_var(m, 0)->data[0] == 0.5f && md_model_var(m, 0)->data[1] == -2.0f);
+    md_model_free(m);
+  }
+  md_model *d = small_model();  /* dense/kernel exists: no alias is looked for; dense/kernal has none */
+  FILE *f = open_temp();
+  fprintf(f, "variable,flat_index,value\ndense/kernal,0,1\n");
+  fclose(f);
+  md_error err = {0};
+  assert_int_equal(md_weights_read(d, temp_path, &err), -1);
+  unlink(temp_path);
+  assert_string_equal(err.msg, "unknown variable \"dense/kernal\"");
+  md_model_free(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_read_errors),
+      cmocka_unit_test(test_keras3_depthwise_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
