@@ -258,7 +258,10 @@ static double nice_ceil(double v) {
 /* Bytes a transfer moved, spread evenly over its span (latency included), in HEATMAP_BINS bins
 ** from the first transfer to the end of the run (or of the trace, when capped), over each link's
 ** bandwidth: percent of capacity per bin. The scale tops at the highest cell rounded up to 1, 2
-** or 5, so a lightly loaded fabric still shows its pattern; its label says what 100 means. */
+** or 5, so a lightly loaded fabric still shows its pattern, and at 100 at most: spreading a
+** transfer's bytes evenly over its span can put a few percent over 100 in a bin (a NIC of two
+** a2-highgpu-8g VMs read 102%), which would have doubled the scale and drawn a saturated link
+** in mid-blue; such cells take the darkest colour. Its label says what 100 means. */
 static int heatmap(const report_run *run, const char *path, char *msg, size_t msglen) {
   const scenario *s = run->s;
   const sim_engine *e = run->engine;
@@ -319,7 +322,7 @@ static int heatmap(const report_run *run, const char *path, char *msg, size_t ms
   if (t0 > 0) snprintf(xlabel, sizeof xlabel, "simulated time from %s s (%s)", outputs_seconds(first_s, sizeof first_s, t0), unit);
   else snprintf(xlabel, sizeof xlabel, "simulated time (%s)", unit);
   int rc = pl_heatmap(path, plot_format(s->format), title, xlabel, rows, nlink, 0,
-                      scale * sim_time_to_s(end - t0), HEATMAP_BINS, v, 0, top > 0 ? nice_ceil(top) : 100,
+                      scale * sim_time_to_s(end - t0), HEATMAP_BINS, v, 0, top > 0 ? fmin(nice_ceil(top), 100) : 100,
                       "bytes moved / link bandwidth (%)", msg, msglen);
   free(v);
   free(rows);
