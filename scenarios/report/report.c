@@ -319,7 +319,12 @@ static int heatmap(const report_run *run, const char *path, char *msg, size_t ms
   char title[256], xlabel[96], note[64] = "";
   if (all_links > nlink) snprintf(note, sizeof note, " (busiest %zu of %zu links)", nlink, all_links);
   snprintf(title, sizeof title, "Link utilisation \xe2\x80\x94 %s%s", s->name, note);
-  if (t0 > 0) snprintf(xlabel, sizeof xlabel, "simulated time from %s s (%s)", outputs_seconds(first_s, sizeof first_s, t0), unit);
+  if (t0 > 0) {  /* the start in a unit of its own size: "from 7 us", not "from 0.000007 s" */
+    const char *t0_unit;
+    double t0_scale = report_time_unit(sim_time_to_s(t0), &t0_unit);
+    snprintf(first_s, sizeof first_s, "%.4g %s", t0_scale * sim_time_to_s(t0), t0_unit);
+    snprintf(xlabel, sizeof xlabel, "simulated time from %s (%s)", first_s, unit);
+  }
   else snprintf(xlabel, sizeof xlabel, "simulated time (%s)", unit);
   int rc = pl_heatmap(path, plot_format(s->format), title, xlabel, rows, nlink, 0,
                       scale * sim_time_to_s(end - t0), HEATMAP_BINS, v, 0, top > 0 ? fmin(nice_ceil(top), 100) : 100,
