@@ -1,11 +1,12 @@
 """TensorFlow as the oracle: the same model, initial weights and batches trained by tf.keras and
 by podsim (numerics on) give the same losses and final weights.
 
-Small models of 4 to 32 inputs (or one id) and 3 logits over 19 of docs/layers.md's 25 layer kinds:
+Small models of 4 to 32 inputs (or ids) and 3 logits over 20 of docs/layers.md's 25 layer kinds:
 Dense, Embedding, Conv2D, DepthwiseConv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
 Flatten, Reshape, LayerNormalization, RMSNormalization, BatchNormalization, UnitNormalization,
 Activation (relu, gelu, tanh, sigmoid, silu), Softmax, Add, Multiply, Concatenate and
-MultiHeadAttention; sparse categorical cross-entropy from logits (or from a Softmax's
+MultiHeadAttention, and KerasHub's TokenAndPositionEmbedding (written as its two tables in its own
+test); sparse categorical cross-entropy from logits (or from a Softmax's
 probabilities), SGD (plain, Nesterov momentum), Adam and Adagrad, 3 steps of 32 rows of a CSV
 read in order (no shuffle): tf.keras's GradientTape loop over the same rows, its loss the batch
 mean (Keras's default reduction, podsim's global_batch on one replica). podsim starts from the
@@ -13,7 +14,7 @@ Keras model's own weights (from_keras writes them as model.init.file) and writes
 final_weights.csv; every value agrees within 1e-5 relative (plus 1e-7 absolute, for values that
 pass near zero). Not here: Dropout (TF's and podsim's masks come from different generators),
 and the kinds Keras itself lacks: TF Recommenders' DotInteraction (the dlrm golden checks it
-against TF.js), KerasHub's TokenAndPositionEmbedding and TF-GNN's graph layers.
+against TF.js) and TF-GNN's graph layers (graph_node_features, graph_sage, readout_first_node).
 """
 import os
 import subprocess
@@ -291,3 +292,73 @@ def test_mirrored_two_replicas_matches_tf(tmp_path):
         np.testing.assert_allclose(got[name], tf_out[name], rtol=1e-5, atol=1e-7, err_msg=name)
     init = final_weights(scenario["model"]["init"]["file"])
     assert np.max(np.abs(got["d1/kernel"] - init["d1/kernel"])) > 1e-3
+
+
+def test_token_and_position_embedding_matches_tf(tmp_path):
+    """KerasHub's TokenAndPositionEmbedding (not in Keras itself, so written here as its two
+    Embedding tables added: token row of each id + position row of each place), Flatten and a
+    Dense head, on sequences of 5 ids below 11: podsim's `token_and_position_embedding` layer from
+    a scenario of its own, the same weights (an init file in podsim's names) and rows, 3 SGD steps."""
+    seq, vocab, dim = 5, 11, 4
+    keras.utils.set_random_seed(11)
+    ids = keras.Input((seq,), dtype="int32", name="in")
+    token = keras.layers.Embedding(vocab, dim, name="token")
+    position = keras.layers.Embedding(seq, dim, name="position")
+
+    class Positions(keras.layers.Layer):
+        """The position rows looked up when the model runs (a layer called on a constant while a
+        functional model is built runs then, and its table would get no gradient); the table an
+        attribute, so the model trains it."""
+        def __init__(self, table, **kwargs):
+            super().__init__(**kwargs)
+            self.table = table
+
+        def call(self, x):
+            return self.table(keras.ops.zeros_like(x) + keras.ops.arange(seq)[None, :])
+
+    rows = keras.layers.Add(name="add")([token(ids), Positions(position, name="positions")(ids)])
+    head = keras.layers.Dense(3, name="dense")
+    model = keras.Model(ids, head(keras.layers.Flatten(name="flat")(rows)), name="tpe")
+    names = {"token_and_position_embedding/token_embedding/embeddings": token.embeddings,
+             "token_and_position_embedding/position_embedding/embeddings": position.embeddings,
+             "dense/kernel": head.kernel, "dense/bias": head.bias}
+    init = tmp_path / "init.csv"
+    with open(init, "w") as f:
+        f.write("variable,flat_index,value\n")
+        for name, var in names.items():
+            for i, v in enumerate(var.numpy().reshape(-1)):
+                f.write(f"{name},{i},{float(v):.9g}\n")
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, vocab, size=(STEPS * BATCH, seq))
+    y = rng.integers(0, 3, size=STEPS * BATCH)
+    data = tmp_path / "seq.csv"
+    with open(data, "w") as f:
+        f.write(",".join(f"t{i}" for i in range(seq)) + ",label\n")
+        for row, label in zip(x, y):
+            f.write(",".join(str(v) for v in row) + f",{label}\n")
+    scenario = {"name": "tpe", "seed": 1, "numerics": "full",
+                "cluster": {"workers": {"count": 1, "machine": "n2-standard-8"}},
+                "model": {"input": {"ids": seq, "vocab": vocab},
+                          "layers": [{"token_and_position_embedding": {"vocab": vocab, "dim": dim}}, {"flatten": {}},
+                                     {"dense": {"units": 3}}],
+                          "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+                          "init": {"file": str(init)}},
+                "optimizer": {"kind": "sgd", "learning_rate": LR},
+                "dataset": {"csv": str(data), "global_batch": BATCH},
+                "training": {"steps": STEPS}}
+    r = podsim.run(scenario, out=tmp_path / "run")
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt = keras.optimizers.SGD(LR)
+    tf_losses = []
+    for step in range(STEPS):
+        xb, yb = x[step * BATCH:(step + 1) * BATCH], y[step * BATCH:(step + 1) * BATCH]
+        with tf.GradientTape() as tape:
+            value = loss(yb, model(xb, training=True))
+        opt.apply_gradients(zip(tape.gradient(value, model.trainable_variables), model.trainable_variables))
+        tf_losses.append(float(value))
+    got, start = final_weights(f"{r['out']}/final_weights.csv"), final_weights(str(init))
+    np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_losses, rtol=1e-5)
+    assert sorted(got) == sorted(names)
+    for name, var in names.items():
+        np.testing.assert_allclose(got[name], var.numpy().reshape(-1), rtol=1e-5, atol=1e-7, err_msg=name)
+    assert max(np.max(np.abs(got[n] - start[n])) for n in names) > 1e-3
