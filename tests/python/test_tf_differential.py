@@ -1,20 +1,20 @@
 """TensorFlow as the oracle: the same model, initial weights and batches trained by tf.keras and
 by podsim (numerics on) give the same losses and final weights.
 
-Small models of 4 to 32 inputs (or ids) and 3 logits over 20 of docs/layers.md's 25 layer kinds:
+Small models of 4 to 32 inputs (or ids) and 3 logits over 24 of docs/layers.md's 25 layer kinds:
 Dense, Embedding, Conv2D, DepthwiseConv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
 Flatten, Reshape, LayerNormalization, RMSNormalization, BatchNormalization, UnitNormalization,
 Activation (relu, gelu, tanh, sigmoid, silu), Softmax, Add, Multiply, Concatenate and
-MultiHeadAttention, and KerasHub's TokenAndPositionEmbedding (written as its two tables in its own
-test); sparse categorical cross-entropy from logits (or from a Softmax's
+MultiHeadAttention, and in tests of their own the kinds Keras lacks, each written as its formula:
+KerasHub's TokenAndPositionEmbedding (its two tables), TF Recommenders' DotInteraction (in a
+DLRM) and TF-GNN's GraphSAGE with its graph input and first-node readout (on the graphsage
+golden's subgraphs); sparse categorical cross-entropy from logits (or from a Softmax's
 probabilities), SGD (plain, Nesterov momentum), Adam and Adagrad, 3 steps of 32 rows of a CSV
 read in order (no shuffle): tf.keras's GradientTape loop over the same rows, its loss the batch
 mean (Keras's default reduction, podsim's global_batch on one replica). podsim starts from the
 Keras model's own weights (from_keras writes them as model.init.file) and writes
 final_weights.csv; every value agrees within 1e-5 relative (plus 1e-7 absolute, for values that
-pass near zero). Not here: Dropout (TF's and podsim's masks come from different generators),
-and the kinds Keras itself lacks: TF Recommenders' DotInteraction (the dlrm golden checks it
-against TF.js) and TF-GNN's graph layers (graph_node_features, graph_sage, readout_first_node).
+pass near zero). Not here: Dropout, whose masks TF and podsim draw from different generators.
 """
 import os
 import subprocess
@@ -362,3 +362,139 @@ def test_token_and_position_embedding_matches_tf(tmp_path):
     for name, var in names.items():
         np.testing.assert_allclose(got[name], var.numpy().reshape(-1), rtol=1e-5, atol=1e-7, err_msg=name)
     assert max(np.max(np.abs(got[n] - start[n])) for n in names) > 1e-3
+
+
+def test_dot_interaction_matches_tf(tmp_path):
+    """A DLRM (TF Recommenders' DotInteraction is not in Keras, so it is written here as DLRM's
+    formula: the bottom MLP's output, then the dot products of every pair (i, j), j < i, of the
+    F = 4 vectors, row by row, TFRS's self_interaction=False order): a dense input of 4 floats,
+    three id columns each with its table (sum of one row), binary cross-entropy from a logit,
+    SGD with momentum, 3 steps of 32 rows, against podsim's `dot_interaction` on model.inputs."""
+    vocabs, dim = [6, 5, 4], 8
+    keras.utils.set_random_seed(11)
+    numeric = keras.Input((4,), name="numeric")
+    cats = [keras.Input((1,), dtype="int32", name=f"c{k}") for k in range(3)]
+    bottom = [keras.layers.Dense(dim, activation="relu", name="dense"),
+              keras.layers.Dense(dim, activation="relu", name="dense_1")]
+    tables = [keras.layers.Embedding(v, dim, name="embedding" + (f"_{k}" if k else "")) for k, v in enumerate(vocabs)]
+    top = [keras.layers.Dense(dim, activation="relu", name="dense_2"), keras.layers.Dense(1, name="dense_3")]
+
+    class DotInteraction(keras.layers.Layer):
+        def call(self, vectors):
+            pairs = [keras.ops.sum(vectors[i] * vectors[j], axis=-1, keepdims=True)
+                     for i in range(len(vectors)) for j in range(i)]
+            return keras.ops.concatenate([vectors[0]] + pairs, axis=-1)
+
+    x = bottom[1](bottom[0](numeric))
+    rows = [keras.ops.squeeze(t(c), axis=1) for t, c in zip(tables, cats)]
+    logit = top[1](top[0](DotInteraction(name="dot")([x] + rows)))
+    model = keras.Model([numeric] + cats, logit, name="dlrm")
+
+    init = tmp_path / "init.csv"
+    variables = {f"{layer.name}/{w.name}": w for layer in bottom + tables + top for w in layer.weights}
+    with open(init, "w") as f:
+        f.write("variable,flat_index,value\n")
+        for name, var in variables.items():
+            for i, v in enumerate(var.numpy().reshape(-1)):
+                f.write(f"{name},{i},{float(v):.9g}\n")
+    rng = np.random.default_rng(5)
+    n = STEPS * BATCH
+    dense_x = rng.normal(size=(n, 4)).astype(np.float32)
+    ids = [rng.integers(0, v, size=(n, 1)) for v in vocabs]
+    y = rng.integers(0, 2, size=(n, 1)).astype(np.float32)
+    data = tmp_path / "data.csv"
+    with open(data, "w") as f:
+        f.write("f0,f1,f2,f3,c0,c1,c2,y0\n")
+        for r in range(n):
+            f.write(",".join(f"{float(v):.9g}" for v in dense_x[r]) + "," +
+                    ",".join(str(int(c[r, 0])) for c in ids) + f",{int(y[r, 0])}\n")
+    scenario = {"name": "dlrm-tf", "seed": 1, "numerics": "full",
+                "cluster": {"workers": {"count": 1, "machine": "n2-standard-8"}},
+                "model": {"inputs": [{"name": "numeric", "features": 4}] +
+                                    [{"name": f"c{k}", "ids": 1, "vocab": v} for k, v in enumerate(vocabs)],
+                          "layers": [{"dense": {"units": dim, "activation": "relu", "inputs": ["numeric"]}},
+                                     {"dense": {"units": dim, "activation": "relu"}}] +
+                                    [{"embedding": {"vocab": v, "dim": dim, "combiner": "sum", "inputs": [f"c{k}"]}}
+                                     for k, v in enumerate(vocabs)] +
+                                    [{"dot_interaction": {"inputs": ["dense_1", "embedding", "embedding_1",
+                                                                     "embedding_2"]}},
+                                     {"dense": {"units": dim, "activation": "relu"}}, {"dense": {"units": 1}}],
+                          "loss": {"kind": "binary_crossentropy", "from_logits": True},
+                          "init": {"file": str(init)}},
+                "optimizer": {"kind": "sgd", "learning_rate": LR, "momentum": 0.9},
+                "dataset": {"csv": str(data), "labels": ["y0"], "global_batch": BATCH},
+                "training": {"steps": STEPS}}
+    r = podsim.run(scenario, out=tmp_path / "run")
+    loss = keras.losses.BinaryCrossentropy(from_logits=True)
+    opt = keras.optimizers.SGD(LR, momentum=0.9)
+    tf_losses = []
+    for step in range(STEPS):
+        b = slice(step * BATCH, (step + 1) * BATCH)
+        with tf.GradientTape() as tape:
+            value = loss(y[b], model([dense_x[b]] + [c[b] for c in ids], training=True))
+        opt.apply_gradients(zip(tape.gradient(value, model.trainable_variables), model.trainable_variables))
+        tf_losses.append(float(value))
+    np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_losses, rtol=1e-5)
+    got, start = final_weights(f"{r['out']}/final_weights.csv"), final_weights(str(init))
+    assert sorted(got) == sorted(variables)
+    for name, var in variables.items():
+        np.testing.assert_allclose(got[name], var.numpy().reshape(-1), rtol=1e-5, atol=1e-7, err_msg=name)
+    assert max(np.max(np.abs(got[k] - start[k])) for k in variables) > 1e-3
+
+
+def test_graph_sage_matches_tf(tmp_path):
+    """TF-GNN's GraphSAGE (tensorflow_gnn is not installed, so written here as its formula) on the
+    graphsage golden's sampled subgraphs (tests/golden/graphsage: 5 nodes and 7 edges padded, 3
+    features): graph_node_features, graph_sage (mean pooling, concat combine, relu),
+    unit_normalization, graph_sage (sum pooling, sum combine, tanh), readout_first_node and a
+    Dense head, 12 steps of SGD with momentum, podsim's scenario r1 from the golden's weights. A
+    batch merged into one graph (GraphTensor.merge_batch_to_components) has no edge between its
+    examples, so each example's subgraph is computed alone here: a [5, 5] matrix of edge counts
+    from source to target, its product with the states pooling them (over the in-degree, at least
+    1, for mean)."""
+    golden = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden", "graphsage")
+    nodes, edges, feats, steps, batch, lr = 5, 7, 3, 12, 16, 0.05
+    init = final_weights(os.path.join(golden, "init.csv"))
+    rows = np.array([[float(v) for v in row.values()] for row in podsim.read_csv(os.path.join(golden, "data.csv"))],
+                    dtype=np.float32)
+    x = rows[:, :nodes * feats].reshape(-1, nodes, feats)
+    src, tgt = rows[:, nodes * feats:nodes * feats + edges].astype(int), rows[:, nodes * feats + edges:-1].astype(int)
+    labels = rows[:, -1].astype(int)
+    counts = np.zeros((len(rows), nodes, nodes), np.float32)  # counts[b, t, s]: edges s -> t
+    for b in range(len(rows)):
+        for s, t in zip(src[b], tgt[b]):
+            if s >= 0:
+                counts[b, t, s] += 1
+    degree = np.maximum(counts.sum(axis=2, keepdims=True), 1)
+    shapes = {"graph_sage/neighbor/kernel": (3, 4), "graph_sage/self/kernel": (3, 4), "graph_sage/bias": (8,),
+              "graph_sage_1/neighbor/kernel": (8, 4), "graph_sage_1/self/kernel": (8, 4), "graph_sage_1/bias": (4,),
+              "dense/kernel": (4, 3), "dense/bias": (3,)}
+    w = {k: tf.Variable(init[k].reshape(s)) for k, s in shapes.items()}
+
+    def logits(b):
+        a, h = tf.constant(counts[b]), tf.constant(x[b])
+        pooled = tf.matmul(a, h) / degree[b]
+        h = tf.nn.relu(tf.concat([h @ w["graph_sage/self/kernel"], pooled @ w["graph_sage/neighbor/kernel"]], -1)
+                       + w["graph_sage/bias"])
+        h = tf.math.l2_normalize(h, axis=-1, epsilon=1e-12)
+        h = tf.tanh(h @ w["graph_sage_1/self/kernel"] + tf.matmul(a, h) @ w["graph_sage_1/neighbor/kernel"]
+                    + w["graph_sage_1/bias"])
+        return h[:, 0, :] @ w["dense/kernel"] + w["dense/bias"]
+
+    opt = keras.optimizers.SGD(lr, momentum=0.9)
+    variables = list(w.values())
+    tf_losses = []
+    for step in range(steps):
+        b = [(step * batch + i) % len(rows) for i in range(batch)]
+        with tf.GradientTape() as tape:
+            value = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels[b], logits(b))) / batch
+        opt.apply_gradients(zip(tape.gradient(value, variables), variables))
+        tf_losses.append(float(value))
+    scenario = os.path.join(golden, "r1", "scenario.yaml")
+    r = podsim.run(scenario, out=tmp_path / "run")
+    np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_losses, rtol=1e-5)
+    got = final_weights(f"{r['out']}/final_weights.csv")
+    assert sorted(got) == sorted(shapes)
+    for name in shapes:
+        np.testing.assert_allclose(got[name], w[name].numpy().reshape(-1), rtol=1e-5, atol=1e-7, err_msg=name)
+    assert max(np.max(np.abs(got[k] - init[k])) for k in shapes) > 1e-3
