@@ -28,6 +28,38 @@ def _snake(name):
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+# keras.optimizers.schedules classes podsim computes, and the keys of their configs it takes
+_SCHEDULES = {
+    "ExponentialDecay": ("exponential_decay", ("initial_learning_rate", "decay_steps", "decay_rate", "staircase")),
+    "InverseTimeDecay": ("inverse_time_decay", ("initial_learning_rate", "decay_steps", "decay_rate", "staircase")),
+    "PolynomialDecay": ("polynomial_decay", ("initial_learning_rate", "decay_steps", "end_learning_rate", "power",
+                                             "cycle")),
+    "PiecewiseConstantDecay": ("piecewise_constant_decay", ("boundaries", "values")),
+    "CosineDecay": ("cosine_decay", ("initial_learning_rate", "decay_steps", "alpha", "warmup_target",
+                                     "warmup_steps")),
+}
+
+
+def _learning_rate(cls, rate):
+    """An optimizer config's learning_rate as the scenario's: a number, or a schedule's mapping
+    (its serialized form {class_name, config}, as get_config writes it)."""
+    if isinstance(rate, (int, float)):
+        return float(rate)
+    name = rate.get("class_name") if isinstance(rate, dict) else type(rate).__name__
+    if name not in _SCHEDULES:
+        raise ValueError(f"podsim.from_keras: optimizer {cls}: learning-rate schedule {name}: podsim has "
+                         f"{', '.join(sorted(_SCHEDULES))}")
+    kind, keys = _SCHEDULES[name]
+    config = rate["config"]
+    spec = {"kind": kind}
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        spec[key] = value  # JSON types as Keras wrote them: the loader checks each key's range
+    return spec
+
+
 def _optimizer(opt):
     """A Keras optimizer (object, or its name) as the scenario's optimizer mapping."""
     if opt is None:
@@ -48,9 +80,7 @@ def _optimizer(opt):
         raise ValueError(f"podsim.from_keras: optimizer {cls} with use_ema: podsim computes without it")
     if kind != "adamw" and config.get("weight_decay"):
         raise ValueError(f"podsim.from_keras: optimizer {cls} with weight_decay: podsim has it in adamw only")
-    if not isinstance(config["learning_rate"], (int, float)):
-        raise ValueError(f"podsim.from_keras: optimizer {cls}: a learning-rate schedule; podsim takes a number")
-    spec = {"kind": kind, "learning_rate": float(config["learning_rate"])}
+    spec = {"kind": kind, "learning_rate": _learning_rate(cls, config["learning_rate"])}
     for key in keys:
         if key in config and config[key] is not None:
             value = config[key]

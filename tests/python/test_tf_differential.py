@@ -498,3 +498,43 @@ def test_graph_sage_matches_tf(tmp_path):
     for name in shapes:
         np.testing.assert_allclose(got[name], w[name].numpy().reshape(-1), rtol=1e-5, atol=1e-7, err_msg=name)
     assert max(np.max(np.abs(got[k] - init[k])) for k in shapes) > 1e-3
+
+
+# Keras 3 learning-rate schedules, each stepping within the 3 steps (decay_steps 2, boundaries at 1
+# and 2, a warmup of 2), as podsim.from_keras maps them to the scenario's optimizer.learning_rate
+SCHEDULES = {
+    "exponential_staircase": lambda: keras.optimizers.schedules.ExponentialDecay(0.2, 2, 0.5, staircase=True),
+    "inverse_time": lambda: keras.optimizers.schedules.InverseTimeDecay(0.2, 2, 0.5),
+    "polynomial_cycle": lambda: keras.optimizers.schedules.PolynomialDecay(0.2, 2, 0.01, power=2.0, cycle=True),
+    "piecewise_constant": lambda: keras.optimizers.schedules.PiecewiseConstantDecay([1, 2], [0.2, 0.1, 0.05]),
+    "cosine_warmup": lambda: keras.optimizers.schedules.CosineDecay(0.0, 2, alpha=0.1, warmup_target=0.3,
+                                                                    warmup_steps=2),
+}
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_schedule_matches_tf(schedule, tmp_path):
+    """The Dense MLP under SGD with momentum whose learning rate is a Keras schedule: podsim takes
+    the schedule from the optimizer's config (from_keras) and evaluates it on `iterations` before
+    each update as Keras does, so losses and weights agree at float32 tolerance, and metrics.csv's
+    learning_rate column holds the rate each update used."""
+    losses, tf_losses, got, want, init = train_both(
+        dense_mlp, lambda: keras.optimizers.SGD(SCHEDULES[schedule](), momentum=0.9), tmp_path)
+    np.testing.assert_allclose(losses, tf_losses, rtol=1e-5)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    assert max(np.max(np.abs(got[n] - init[n])) for n in init) > 1e-3
+    rates = [m["learning_rate"] for m in podsim.read_csv(str(tmp_path / "run" / "metrics.csv"))]
+    keras_rates = [float(SCHEDULES[schedule]()(step)) for step in range(STEPS)]
+    np.testing.assert_array_equal(np.float32(rates), np.float32(keras_rates))
+    assert len(set(keras_rates)) > 1  # the schedule moved within the run
+
+
+def test_schedule_podsim_lacks_is_refused(tmp_path):
+    """A schedule podsim does not compute is a ValueError naming it and what podsim has, never a
+    run at a constant rate."""
+    model, _, _, data = model_and_rows(dense_mlp, tmp_path)
+    restarts = keras.optimizers.schedules.CosineDecayRestarts(0.1, 2)
+    with pytest.raises(ValueError, match="learning-rate schedule CosineDecayRestarts: podsim has CosineDecay, "):
+        podsim.from_keras(model, optimizer=keras.optimizers.SGD(restarts), dataset={"csv": str(data)},
+                          directory=tmp_path)
