@@ -454,11 +454,16 @@ cmp -s "$tmp/fused/final_weights.csv" "$tmp/unfused/final_weights.csv" && awk -v
 err=$("$podsim" run scenarios/examples/quickstart.yaml --set training.compile.fusion=true -o "$tmp/nofuse" --quiet 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "--set:1:10: training.compile: nothing is compiled: XLA compiles the step only with training.jit_compile: true (or on a TPU, always)" ] \
   && [ ! -e "$tmp/nofuse" ] && ok || bad "fusion without XLA: exit $rc, '$err'"
-# A full disk (a 64 KiB tmpfs, when this host lets us mount one): the run's outputs do not fit,
-# so it ends with exit 2 naming the file and the errno text, and nothing is left on the disk;
-# once the disk is full to the last block, the run is refused before it starts.
+# A full disk (a 64 KiB tmpfs, when this host lets us mount one): a run whose outputs take at
+# least more than the free space (the quickstart's 5,508 final values and 3 rows: 161.7 KiB) is
+# refused before it starts; one the estimate lets through (numerics off: 30 rows, but a trace.json
+# of some 260 KB) ends with exit 2 naming the file and the errno text; nothing is left on the disk
+# either way; once the disk is full to the last block, the run is refused before it starts.
 if mkdir -p "$tmp/tiny" && mount -t tmpfs -o size=64k tmpfs "$tmp/tiny" 2>/dev/null; then
   err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/tiny/q" --set training.steps=3 --quiet 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$err" = "$tmp/tiny/q: outputs.dir: cannot hold the outputs (the run writes at least 161.7 KiB, the file system has 64.0 KiB free; use fewer steps or another directory): No space left on device" ] \
+    && [ -z "$(ls -A "$tmp/tiny")" ] && ok || bad "outputs larger than the disk: exit $rc, '$err', left $(ls -A "$tmp/tiny")"
+  err=$("$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/tiny/q" --set training.steps=30 --set numerics=off --quiet 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] && [[ "$err" == *"cannot write $tmp/tiny/q.partial-"*": No space left on device"* ]] \
     && [[ "$err" == *"podsim: nothing kept: $tmp/tiny/q was not written"* ]] && [ -z "$(ls -A "$tmp/tiny")" ] \
     && ok || bad "full disk after the run: exit $rc, '$err', left $(ls -A "$tmp/tiny")"
