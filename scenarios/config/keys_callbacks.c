@@ -115,7 +115,7 @@ int cfg_callbacks_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char
     if (name == NULL || cb->key == NULL)
       return cfg_fail(c, item, sub, "expected one callback as {NAME: {...}} or NAME, NAME one of backup_and_restore, "
                       "model_checkpoint, early_stopping, terminate_on_nan, tensorboard, found %s",
-                      item->kind == YT_MAP && item->n != 1 ? "a mapping with several keys" : cfg_found(item, fb, sizeof fb));
+                      name ? name : item->kind == YT_MAP ? "a mapping with several keys" : cfg_found(item, fb, sizeof fb));
     int *given = (int *)((char *)s + cb->off);
     if (*given) return cfg_fail(c, item, sub, "%s is listed twice", name);
     *given = 1;
@@ -132,14 +132,17 @@ int cfg_callbacks_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char
   return 0;
 }
 
-/* Where `callback`'s monitor is written, or the callback itself when it takes Keras's default. */
-static const yt_node *monitor_node(const cfg_ctx *c, const char *callback) {
+/* Where `callback`'s monitor is written, or the callback itself when it takes Keras's default;
+** its path into path. */
+static const yt_node *monitor_node(const cfg_ctx *c, const char *callback, char *path, size_t len) {
   const yt_node *list = yt_path(c->root, "training.callbacks"), *at = list;
   for (int i = 0; i < list->n; i++) {
     const yt_node *item = list->items[i];
-    if (item->kind == YT_SCALAR && !strcmp(item->text, callback)) at = item;
-    if (item->kind != YT_MAP || strcmp(item->keys[0]->text, callback)) continue;
-    at = yt_get(item->items[0], "monitor") ? yt_get(item->items[0], "monitor") : item;
+    int named = item->kind == YT_SCALAR ? !strcmp(item->text, callback) : !strcmp(item->keys[0]->text, callback);
+    if (!named) continue;
+    base_format(path, len, "training.callbacks[%d].%s.monitor", i, callback);
+    const yt_node *given = item->kind == YT_MAP ? yt_get(item->items[0], "monitor") : NULL;
+    at = given ? given : item;
   }
   return at;
 }
@@ -149,8 +152,7 @@ static const yt_node *monitor_node(const cfg_ctx *c, const char *callback) {
 static int resolve_monitor(cfg_ctx *c, scn_monitor *m, const char *callback) {
   scenario *s = c->s;
   char path[128];
-  const yt_node *at = monitor_node(c, callback);
-  base_format(path, sizeof path, "training.callbacks.%s.monitor", callback);
+  const yt_node *at = monitor_node(c, callback, path, sizeof path);
   char names[400] = "loss";
   m->metric = -2;
   if (!strcmp(m->name, "loss")) m->metric = -1;
