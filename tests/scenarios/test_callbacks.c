@@ -19,13 +19,15 @@
 ** stopped_epoch (-1: never stopped) and the epochs whose weights it kept as the best. */
 typedef struct es_run { long epochs, stopped, kept[16]; int nkept; } es_run;
 
-static es_run early_stop(long patience, int has_baseline, double baseline, int restore, const double *losses, int n) {
+static es_run early_stop_delta(long patience, double min_delta, int has_baseline, double baseline, int restore,
+                               const double *losses, int n) {
   static scenario s;
   memset(&s, 0, sizeof s);
   s.cb.early = 1;
   snprintf(s.cb.early_monitor.name, sizeof s.cb.early_monitor.name, "loss");
   s.cb.early_monitor.metric = -1;
   s.cb.early_patience = patience;
+  s.cb.early_min_delta = min_delta;
   s.cb.early_has_baseline = has_baseline;
   s.cb.early_baseline = baseline;
   s.cb.early_restore_best = restore;
@@ -46,6 +48,22 @@ static es_run early_stop(long patience, int has_baseline, double baseline, int r
   }
   cb_free(f);
   return r;
+}
+
+static es_run early_stop(long patience, int has_baseline, double baseline, int restore, const double *losses, int n) {
+  return early_stop_delta(patience, 0.0, has_baseline, baseline, restore, losses, n);
+}
+
+/* monitor_op is strict (ops.less): an equal loss is no improvement, so with patience 1 epoch 1
+** (1.0 again) stops; and `min_delta` 0.1 asks for more than 0.05 less: 0.95 after 1.0 is none
+** either (0.95 + 0.1 < 1.0 is false); -0.1 counts as 0.1 (Keras keeps abs(min_delta)). */
+static void early_stopping_needs_a_strict_improvement(void **state) {
+  (void)state;
+  const double flat[] = {1.0, 1.0, 1.0}, slow[] = {1.0, 0.95, 0.9, 0.85};
+  assert_int_equal(early_stop(1, 0, 0, 0, flat, 3).stopped, 1);
+  assert_int_equal(early_stop_delta(1, 0.1, 0, 0, 0, slow, 4).stopped, 1);
+  assert_int_equal(early_stop_delta(1, -0.1, 0, 0, 0, slow, 4).stopped, 1);
+  assert_int_equal(early_stop_delta(1, 0.01, 0, 0, 0, slow, 4).stopped, -1);
 }
 
 /* test_early_stopping_patience: losses 10, 9, 8, 9, 8.9, ... stop at max(patience, 1) + 2. With
@@ -249,6 +267,7 @@ static void model_checkpoint_lists_its_saves(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(early_stopping_patience),
+    cmocka_unit_test(early_stopping_needs_a_strict_improvement),
     cmocka_unit_test(early_stopping_restores_best),
     cmocka_unit_test(early_stopping_baseline),
     cmocka_unit_test(backup_every_batch_resumes_at_the_epoch),
