@@ -193,6 +193,15 @@ static void backup(cb_fit *f) {
   f->backups++;
 }
 
+/* stop_training = True; the first callback to set it is the one summary.json names (TerminateOnNaN's
+** stop still runs the epoch's end, where EarlyStopping may set it again). */
+static void stop(cb_fit *f, const char *by, long epoch) {
+  f->stop = 1;
+  if (f->stopped_by) return;
+  f->stopped_by = by;
+  f->stopped_epoch = epoch;
+}
+
 /* EarlyStopping.on_epoch_end. */
 static void early_stopping(cb_fit *f, long epoch, const cb_logs *logs) {
   const scn_callbacks *cb = f->cb;
@@ -213,11 +222,7 @@ static void early_stopping(cb_fit *f, long epoch, const cb_logs *logs) {
       f->wait = 0;
     return;
   }
-  if (f->wait >= cb->early_patience && epoch > 0) {
-    f->stop = 1;
-    f->stopped_by = "early_stopping";
-    f->stopped_epoch = epoch;
-  }
+  if (f->wait >= cb->early_patience && epoch > 0) stop(f, "early_stopping", epoch);
 }
 
 void cb_batch_end(cb_fit *f, const cb_batch *b) {
@@ -240,11 +245,7 @@ void cb_batch_end(cb_fit *f, const cb_batch *b) {
     f->global_batch++;
     if (cb->tensorboard && cb->tb_update_freq > 0 && f->global_batch % cb->tb_update_freq == 0)
       add_event(f, 0, f->global_batch, b, &logs);
-    if (cb->terminate_on_nan && !isfinite(logs.values[0])) {
-      f->stop = 1;
-      f->stopped_by = "terminate_on_nan";
-      f->stopped_epoch = epoch;
-    }
+    if (cb->terminate_on_nan && !isfinite(logs.values[0])) stop(f, "terminate_on_nan", epoch);
   }
   /* on_epoch_end: the epoch's last step, or the step after which training stops (fit breaks out
   ** of the epoch's loop and still ends the epoch). */
