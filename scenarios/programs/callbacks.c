@@ -104,7 +104,7 @@ cb_fit *cb_new(const scenario *s, long steps, long per_epoch) {
   if (!cb->backup && !cb->checkpoint && !cb->early && !cb->terminate_on_nan && !cb->tensorboard) return NULL;
   cb_fit *f = base_xcalloc(1, sizeof *f);
   *f = (cb_fit){ .s = s, .cb = cb, .steps = steps, .per_epoch = per_epoch > 0 ? per_epoch : steps };
-  cb_attempt(f, 0);
+  cb_attempt(f);
   return f;
 }
 
@@ -115,8 +115,7 @@ void cb_free(cb_fit *f) {
   free(f);
 }
 
-void cb_attempt(cb_fit *f, long first_step) {
-  (void)first_step;  /* Keras's new objects know nothing of where the job resumes */
+void cb_attempt(cb_fit *f) {
   if (f == NULL) return;
   f->epoch = -1;
   f->backup_epoch = 0;

@@ -54,9 +54,9 @@ typedef struct cb_fit cb_fit;
 ** training.steps, one epoch as Keras's fit(steps_per_epoch=) has). */
 cb_fit     *cb_new(const scenario *s, long steps, long per_epoch);
 void        cb_free(cb_fit *f);
-/* A new attempt (the first, or a restart) starts at `first_step`: new callback objects. NULL:
-** nothing. */
-void        cb_attempt(cb_fit *f, long first_step);
+/* A new attempt (the first, or a restart) starts: new callback objects, which know nothing of
+** where the job resumes. NULL: nothing. */
+void        cb_attempt(cb_fit *f);
 /* The step's results, once per step and attempt. */
 void        cb_batch_end(cb_fit *f, const cb_batch *b);
 /* The saves at the end of `step` (CB_SAVE_* bits); with CB_SAVE_BACKUP, *resume is the step a

@@ -530,7 +530,7 @@ static void attempt_start(void *ctx, long step, sim_time restore) {
   for (int r = 0; r < t->nreplicas; r++)
     rec_restore(t->rec, t->replicas[r].model, t->replicas[r].opt, &t->replicas[r].loss_scale);
   inp_plan_restore(t->plan, step);
-  cb_attempt(t->cb, step);
+  cb_attempt(t->cb);
   t->cb_step = -1;
   spawn_attempt(t, step, restore);
 }
