@@ -81,3 +81,51 @@ def test_batch_tags_every_update_freq_executions(fit):
     assert [e.step for e in batch_loss] == [2, 4, 6, 8, 2, 4, 6, 8]
     assert "batch_accuracy" in acc.Tags()["scalars"]
     assert "batch_learning_rate" not in acc.Tags()["scalars"]
+
+
+SPE_ORACLE = os.path.join(ROOT, "tests", "data", "callbacks", "spe_oracle.yaml")
+
+
+def keras_saves(backup_freq, checkpoint_freq, tmp_path):
+    """The (epoch, batch) of each BackupAndRestore and ModelCheckpoint save of Keras 3's fit of
+    spe_oracle.yaml's shape: 20 examples, batch 2, steps_per_execution 2, 2 epochs."""
+    import numpy as np
+    import keras
+
+    backups, checkpoints = [], []
+
+    class Backup(keras.callbacks.BackupAndRestore):
+        def _save_model(self):
+            backups.append((self._current_epoch, self._last_batch_seen))
+            super()._save_model()
+
+    class Checkpoint(keras.callbacks.ModelCheckpoint):
+        def _save_model(self, epoch, batch, logs):
+            checkpoints.append((epoch, batch))
+            super()._save_model(epoch, batch, logs)
+
+    x = np.random.default_rng(0).random((20, 3)).astype("float32")
+    y = np.arange(20) % 2
+    model = keras.Sequential([keras.layers.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=2)
+    model.fit(x, y, batch_size=2, epochs=2, verbose=0, shuffle=False,
+              callbacks=[Backup(str(tmp_path / "backup"), save_freq=backup_freq),
+                         Checkpoint(str(tmp_path / "m.weights.h5"), save_weights_only=True,
+                                    save_freq=checkpoint_freq)])
+    return backups, checkpoints
+
+
+def test_batch_level_saves_count_batches_as_keras(tmp_path):
+    pytest.importorskip("tensorflow")
+    backups, checkpoints = keras_saves(3, 4, tmp_path)
+    # Keras 3.15.1: backups after batches 3 and 7 of epoch 0 (the first execution counts 1, not 2:
+    # _last_batch_seen starts at 0), then 1, 5, 9 of epoch 1; checkpoints (_last_batch_seen None)
+    # after 3, 7 of epoch 0 and 1, 5, 9 of epoch 1
+    assert backups == [(0, 3), (0, 7), (1, 1), (1, 5), (1, 9)]
+    out = tmp_path / "podsim"
+    r = podsim.run(SPE_ORACLE, out=out)
+    assert r["summary"]["checkpoints"] == len(backups)
+    with open(out / "checkpoints.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(int(row["epoch"]), int(row["batch"])) for row in rows] == checkpoints
