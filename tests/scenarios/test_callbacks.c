@@ -19,8 +19,8 @@
 ** stopped_epoch (-1: never stopped) and the epochs whose weights it kept as the best. */
 typedef struct es_run { long epochs, stopped, kept[16]; int nkept; } es_run;
 
-static es_run early_stop_delta(long patience, double min_delta, int has_baseline, double baseline, int restore,
-                               const double *losses, int n) {
+static es_run early_stop_from(long start, long patience, double min_delta, int has_baseline, double baseline,
+                              int restore, const double *losses, int n) {
   static scenario s;
   memset(&s, 0, sizeof s);
   s.cb.early = 1;
@@ -28,6 +28,7 @@ static es_run early_stop_delta(long patience, double min_delta, int has_baseline
   s.cb.early_monitor.metric = -1;
   s.cb.early_patience = patience;
   s.cb.early_min_delta = min_delta;
+  s.cb.early_start_from_epoch = start;
   s.cb.early_has_baseline = has_baseline;
   s.cb.early_baseline = baseline;
   s.cb.early_restore_best = restore;
@@ -50,6 +51,11 @@ static es_run early_stop_delta(long patience, double min_delta, int has_baseline
   return r;
 }
 
+static es_run early_stop_delta(long patience, double min_delta, int has_baseline, double baseline, int restore,
+                               const double *losses, int n) {
+  return early_stop_from(0, patience, min_delta, has_baseline, baseline, restore, losses, n);
+}
+
 static es_run early_stop(long patience, int has_baseline, double baseline, int restore, const double *losses, int n) {
   return early_stop_delta(patience, 0.0, has_baseline, baseline, restore, losses, n);
 }
@@ -64,6 +70,16 @@ static void early_stopping_needs_a_strict_improvement(void **state) {
   assert_int_equal(early_stop_delta(1, 0.1, 0, 0, 0, slow, 4).stopped, 1);
   assert_int_equal(early_stop_delta(1, -0.1, 0, 0, 0, slow, 4).stopped, 1);
   assert_int_equal(early_stop_delta(1, 0.01, 0, 0, 0, slow, 4).stopped, -1);
+}
+
+/* test_early_stopping_with_start_from_epoch: at least patience + start_from_epoch epochs. On a flat
+** loss, epochs 0 and 1 are not monitored, epoch 2 is the first value (an improvement on None), and
+** patience 3 stops at epoch 5 (6 epochs), patience 0 at epoch 3 (4 epochs >= 2). */
+static void early_stopping_start_from_epoch(void **state) {
+  (void)state;
+  const double flat[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+  assert_int_equal(early_stop_from(2, 3, 0.0, 0, 0, 0, flat, 8).stopped, 5);
+  assert_int_equal(early_stop_from(2, 0, 0.0, 0, 0, 0, flat, 8).stopped, 3);
 }
 
 /* test_early_stopping_patience: losses 10, 9, 8, 9, 8.9, ... stop at max(patience, 1) + 2. With
@@ -268,6 +284,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(early_stopping_patience),
     cmocka_unit_test(early_stopping_needs_a_strict_improvement),
+    cmocka_unit_test(early_stopping_start_from_epoch),
     cmocka_unit_test(early_stopping_restores_best),
     cmocka_unit_test(early_stopping_baseline),
     cmocka_unit_test(backup_every_batch_resumes_at_the_epoch),
