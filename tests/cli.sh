@@ -168,6 +168,24 @@ err=$("$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x1" --quiet \
 "$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x2" --quiet \
   --set 'expect=[{metric: restarts, eq: 1}, {metric: goodput, gt: 0}]' >/dev/null 2>&1; rc=$?
 [ $rc -eq 0 ] && ok || bad "expect holding: exit $rc, expected 0"
+# Keras fit on a TPU with BackupAndRestore (keras_fit_tpu.yaml): the same run_hash twice; the
+# preempted fit ends with the weights of the fit the preemption never reaches, bit for bit, and
+# reports the 11 steps it redid; the TensorBoard callback wrote its event file under logs/train.
+h1=$("$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf1" --quiet); rc1=$?
+h2=$("$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf2" --quiet); rc2=$?
+"$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf3" --quiet \
+  --set 'faults=[{kind: preempt, target: "tpu_host:0", at_step: 1000}]' --set 'expect=[{metric: restarts, eq: 0}]' \
+  >/dev/null 2>&1; rc3=$?
+[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && [ "$h1" = "$h2" ] \
+  && cmp -s "$tmp/kf1/final_weights.csv" "$tmp/kf3/final_weights.csv" \
+  && grep -q '"lost_steps": 11' "$tmp/kf1/summary.json" && ls "$tmp"/kf1/logs/train/events.out.tfevents.* >/dev/null 2>&1 \
+  && ok || bad "keras_fit_tpu: exit $rc1/$rc2/$rc3, hashes '$h1' '$h2', or weights differ from the unpreempted fit"
+# A callback that stops training ends it normally: exit 0, summary.json says which and when.
+"$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf4" --quiet --set training.epochs=30 \
+  --set 'training.callbacks=[{early_stopping: {monitor: accuracy, patience: 0, min_delta: 0.5}}]' \
+  --set 'expect=[{metric: restarts, eq: 0}]' >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q '"stopped_by": "early_stopping"' "$tmp/kf4/summary.json" \
+  && grep -q '"stopped_epoch": 1' "$tmp/kf4/summary.json" && ok || bad "early_stopping: exit $rc or no stopped_by"
 # Parameter-server training on spot VMs (issue 5): a random preemption storm over worker:* gives
 # the same run_hash twice; its expect block holds (every step applied, no update lost); an expect
 # on duplicated_updates, lost_updates and worker_utilization (a share: never above 1) is checked

@@ -130,6 +130,11 @@ int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *ba
 /* training.gradient_accumulation_steps against the rest, once every key is read: the batch
 ** splits into whole micro-batches, a sync strategy runs them; sets optimizer.accumulation_steps. */
 int cfg_accumulation_checks(cfg_ctx *c);
+/* keys_callbacks.c: training.callbacks' names (each a V_MAP of its arguments, whose off is the
+** flag set when it is given), their handler, and the checks once every key is read. */
+extern const key_spec CFG_CALLBACKS[];
+int cfg_callbacks_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
+int cfg_callbacks_checks(cfg_ctx *c);
 /* keys_workload.c */
 extern const key_spec CFG_WORKLOAD_KEYS[];
 /* prices.c: sets scenario.price_per_hour from the price table, once the cluster is known. */

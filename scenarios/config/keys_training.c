@@ -70,6 +70,10 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
   {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS},
+  {.key = "callbacks", .type = V_FN, .fn = cfg_callbacks_fn, .sub = CFG_CALLBACKS,
+   .schema = "{\"type\":\"array\",\"items\":{\"anyOf\":[\"$one\",{\"enum\":[\"backup_and_restore\",\"model_checkpoint\","
+             "\"early_stopping\",\"terminate_on_nan\",\"tensorboard\"]}]},\"description\":\"Keras callbacks, each "
+             "{NAME: {ARGS}} or NAME (docs/scenario-format.md, Callbacks)\"}"},
   END};
 
 int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {

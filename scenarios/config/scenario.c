@@ -328,9 +328,6 @@ static int check_metrics(cfg_ctx *c, int positions) {
   if (list && positions > 1)
     return cfg_fail(c, list, "training.metrics", "compiled metrics read one label per example; this model's "
                     "output has %d positions", positions);
-  if (list && s->epochs > 1)
-    return cfg_fail(c, list, "training.metrics", "compiled metrics are one epoch's running values: give "
-                    "training.steps or epochs: 1 (Keras resets them each epoch; not simulated yet)");
   for (int i = 0; i < s->nmetrics; i++) {
     char path[64];
     if (s->metrics[i] == MD_METRIC_ACCURACY || md_metric_sparse(s->metrics[i]) == sparse) continue;
@@ -630,7 +627,8 @@ static int cross_checks(cfg_ctx *c) {
       !torus_fabric)
     return cfg_fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
                 "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
-  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0)) return -1;
+  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0))
+    return -1;
   if (workload) {
     s->has_workload = 1;
     const yt_node *coll = yt_get(workload, "collective"), *mm = yt_get(workload, "matmul");

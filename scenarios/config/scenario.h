@@ -88,6 +88,38 @@ typedef struct scn_machine {
   double accel_nvls_bytes_per_s; /* NCCL's NVLS busBw on its NVSwitches (dgx-h100); 0: none */
 } scn_machine;
 
+/* A callback's `monitor` (training.callbacks): a key of the epoch's logs and its direction. */
+typedef enum { SCN_MODE_AUTO, SCN_MODE_MIN, SCN_MODE_MAX } scn_monitor_mode;
+typedef struct scn_monitor {
+  char name[64];          /* as written: "loss" or a compiled metric's name (val_* need validation) */
+  scn_monitor_mode mode;  /* mode: (default auto: min for the loss, max for the accuracies) */
+  int metric;             /* resolved by the loader: -1 the loss, else the index in training.metrics */
+} scn_monitor;
+
+/* training.callbacks: Keras callbacks that change a run (scenarios/programs/callbacks.h); each
+** given at most once. A save_freq of 0 is "epoch". */
+typedef struct scn_callbacks {
+  int    backup;                /* backup_and_restore given */
+  long   backup_every;          /* its save_freq in batches; 0: epoch */
+  int    backup_delete;         /* its delete_checkpoint (default true) */
+  int    backup_double;         /* its double_checkpoint (default false): the previous backup is copied first */
+  int    checkpoint;            /* model_checkpoint given */
+  long   checkpoint_every;      /* its save_freq in batches; 0: epoch */
+  int    checkpoint_best_only;  /* its save_best_only (default false) */
+  scn_monitor checkpoint_monitor; /* its monitor (default val_loss, read only with save_best_only) */
+  int    early;                 /* early_stopping given */
+  scn_monitor early_monitor;    /* its monitor (default val_loss) */
+  double early_min_delta;       /* its min_delta (default 0; Keras keeps abs()) */
+  long   early_patience;        /* its patience (default 0) */
+  int    early_has_baseline;    /* its baseline given (Keras: not None) */
+  double early_baseline;        /* that baseline */
+  long   early_start_from_epoch;/* its start_from_epoch (default 0) */
+  int    early_restore_best;    /* its restore_best_weights (default false) */
+  int    terminate_on_nan;      /* terminate_on_nan given */
+  int    tensorboard;           /* tensorboard given: Keras's tags under logs/train/ */
+  long   tb_update_freq;        /* its update_freq in batches (batch: 1); 0: epoch (the default) */
+} scn_callbacks;
+
 /* One faults entry as written; scenarios/programs/faults.h resolves its target against the run. */
 typedef struct scn_fault {
   sim_fault_kind kind;    /* kind: (sim/fault.h's names), unless trace */
@@ -278,6 +310,7 @@ typedef struct scenario {
   int    ckpt_async;            /* training.checkpoint.async (default false: the step waits) */
   int    has_restart;           /* training.restart given: a stopped sync job restarts */
   double restart_delay_s;       /* training.restart.delay (default 60s) */
+  scn_callbacks cb;             /* training.callbacks */
 
   /* faults, expect */
   int    nfaults;               /* entries of faults */

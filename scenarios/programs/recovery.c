@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/programs/callbacks.h"
 #include "scenarios/programs/faultlog.h"
 #include "scenarios/programs/lifecycle.h"
 #include "scenarios/programs/train.h"
@@ -68,8 +69,9 @@ static void copy_state(state_copy *dst, const md_model *m, const md_optimizer *o
 
 /* The pending checkpoint: replica 0's state at the end of `step`, its sync-on-read variables the
 ** replicas' mean. */
-static void snapshot(rec_job *j, const md_model *m, const md_optimizer *o, const ls_state *ls, long step) {
-  copy_state(&j->pending, m, o, ls, step + 1);
+static void snapshot(rec_job *j, const md_model *m, const md_optimizer *o, const ls_state *ls, long step,
+                     long resume) {
+  copy_state(&j->pending, m, o, ls, resume);
   if (j->prog->read_on_read) j->prog->read_on_read(j->ctx, step, j->pending.model);
 }
 
@@ -166,10 +168,19 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
     j->last_done = step;
     lc_progress(j->life);
   }
-  if (j->s->ckpt_every <= 0 || (step + 1) % j->s->ckpt_every != 0) return SIM_OK;
+  long resume = step + 1;
+  int saves = j->prog->saves ? j->prog->saves(j->ctx, step, &resume)
+              : j->s->ckpt_every > 0 && (step + 1) % j->s->ckpt_every == 0 ? CB_SAVE_BACKUP : 0;
+  sim_time other = (saves & CB_SAVE_MODEL ? j->write_ps : 0) + (saves & CB_SAVE_COPY ? 2 * j->write_ps : 0);
+  if (other > 0) {
+    int rc = sim_sleep(self, other);
+    if (rc != SIM_OK) return rc;
+    if (replica == 0) j->checkpoint_ps += other;
+  }
+  if (!(saves & CB_SAVE_BACKUP)) return SIM_OK;
   sim_time now = sim_now(j->engine);
   if (!j->s->ckpt_async) {
-    if (replica == 0) snapshot(j, m, o, ls, step);
+    if (replica == 0) snapshot(j, m, o, ls, step, resume);
     int rc = sim_sleep(self, j->write_ps);
     if (rc == SIM_OK && replica == 0) {
       j->checkpoint_ps += j->write_ps;
@@ -186,7 +197,7 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
     commit(j);
     now = sim_now(j->engine);
   }
-  snapshot(j, m, o, ls, step);
+  snapshot(j, m, o, ls, step, resume);
   j->write_done = sim_time_add(now, j->write_ps);
   j->write_event = sim_schedule(j->engine, j->write_done, write_done, j);
   return SIM_OK;

@@ -35,6 +35,10 @@ typedef struct rec_program {
   ** aggregation MEAN: batch normalisation's moving statistics) with what TF saves of them, their
   ** mean over the replicas as they were at the end of `step`; NULL: replica 0's stay. */
   void (*read_on_read)(void *ctx, long step, md_model *snapshot);
+  /* The saves at the end of `step` as callbacks.h's CB_SAVE_* bits (a backup sets *resume, the
+  ** step a restart from it starts at); NULL: training.checkpoint's, every every_steps steps,
+  ** resuming after the step. */
+  int (*saves)(void *ctx, long step, long *resume);
 } rec_program;
 
 /* The job of scenario s on engine e; `model` and `opt` are replica 0's at the start (the state
@@ -55,7 +59,9 @@ void rec_step_begin(rec_job *j, long step);
 ** optimizer and loss scale (mixed_float16's LossScaleOptimizer state, saved with the optimizer's
 ** variables as Keras does; NULL without one): takes the checkpoint when one is due (blocking: every replica waits for the write;
 ** async: replica 0 snapshots and the write goes on behind the next steps, a next checkpoint
-** waiting for it). Returns SIM_OK, or what the interrupted wait returned. */
+** waiting for it). The program's saves (callbacks) block: a ModelCheckpoint save and a
+** double_checkpoint copy (a read and a write of the bytes) take their time before the backup's.
+** Returns SIM_OK, or what the interrupted wait returned. */
 int      rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
                       const md_optimizer *o, const ls_state *ls);
 /* Fast-forward (train.c): the last step s <= to such that steps from..s neither begin nor end

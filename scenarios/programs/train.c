@@ -121,6 +121,19 @@ static void replica_all_reduce(void *ctx, float *buf, size_t n) {
   rep->sync_ps += sim_now(t->engine) - before;
 }
 
+/* The compiled metrics after `step`, SyncOnRead SUM read: every replica's totals and counts
+** summed, then total / count (0 when nothing was counted, Keras's divide_no_nan). */
+static void metric_values(const trainer *t, long step, float *out) {
+  for (int k = 0; k < t->in.s->nmetrics; k++) {
+    float total = 0.0f, count = 0.0f;
+    for (int r = 0; r < t->nreplicas; r++) {
+      total += t->replicas[r].metric_kept[step & 1][0][k];
+      count += t->replicas[r].metric_kept[step & 1][1][k];
+    }
+    out[k] = !t->in.s->numerics_full ? NAN : count > 0.0f ? total / count : 0.0f;
+  }
+}
+
 static void record_step(trainer *t, long step, const step_marks *m, int examples) {
   double loss = 0.0;
   for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
@@ -143,27 +156,20 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   rec->memory_bytes = sim_mempool_used(ds_replica_memory(t->strategy, 0));
   rec->restarts = rec_restarts(t->rec);
   rec->learning_rate = m->learning_rate;
-  /* SyncOnRead SUM, read: every replica's totals and counts summed, then total / count (0 when
-  ** nothing was counted, Keras's divide_no_nan). */
-  for (int k = 0; k < t->in.s->nmetrics; k++) {
-    float total = 0.0f, count = 0.0f;
-    for (int r = 0; r < t->nreplicas; r++) {
-      total += t->replicas[r].metric_kept[step & 1][0][k];
-      count += t->replicas[r].metric_kept[step & 1][1][k];
-    }
-    rec->metrics[k] = !t->in.s->numerics_full ? NAN : count > 0.0f ? total / count : 0.0f;
-  }
+  metric_values(t, step, rec->metrics);
 }
 
 /* training.metrics' update_state on the replica's step: the predictions of its forward (before
-** the update) against its batch's labels. A restarted job's metrics start again from zero, as a
-** new process's Keras metrics do (BackupAndRestore keeps no metric state). */
+** the update) against its batch's labels. Each epoch's metrics start from zero (fit's
+** reset_metrics at the epoch's start), and so do a restarted job's, as a new process's Keras
+** metrics do (BackupAndRestore keeps no metric state). */
 static void update_metrics(trainer *t, replica *rep, long step, const md_batch *b) {
   const scenario *s = t->in.s;
-  if (rec_restarts(t->rec) != rep->metric_attempt) {
+  if (rec_restarts(t->rec) != rep->metric_attempt || step / t->per_epoch != rep->metric_epoch) {
     memset(rep->metric_total, 0, sizeof rep->metric_total);
     memset(rep->metric_count, 0, sizeof rep->metric_count);
     rep->metric_attempt = rec_restarts(t->rec);
+    rep->metric_epoch = step / t->per_epoch;
   }
   int outputs = md_model_num_classes(rep->model);
   int sparse = s->loss == MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
@@ -327,9 +333,37 @@ static void quiet_point(sim_engine *e, void *arg) {
 ** starts a new steps_per_execution chunk at every epoch (keras/src/trainers/epoch_iterator.py). */
 static int launch_at(const trainer *t, long step) {
   long from = t->first_step;
-  long per_epoch = t->v1 == NULL && t->in.s->epochs > 0 ? t->in.steps / t->in.s->epochs : 0;
-  if (per_epoch > 0 && step - step % per_epoch > from) from = step - step % per_epoch;
+  if (t->v1 == NULL && step - step % t->per_epoch > from) from = step - step % t->per_epoch;
   return (step - from) % t->launch_every == 0;
+}
+
+/* The step's results to the callbacks, once: by the first replica past its all-reduce, when
+** every replica's loss and metric counts of the step are in (the all-reduce joined them). */
+static void callbacks_step(trainer *t, const replica *rep, long step) {
+  const scenario *s = t->in.s;
+  if (t->cb == NULL || t->cb_step == step) return;
+  t->cb_step = step;
+  double loss = 0.0;
+  for (int r = 0; r < t->nreplicas; r++) loss += t->replicas[r].loss_sum[step & 1];
+  float metrics[MD_METRIC_KIND_COUNT];
+  metric_values(t, step, metrics);
+  /* optimizer.learning_rate once this step's update is applied: the rate of the next one. */
+  double lr = s->numerics_full ? md_optimizer_learning_rate(&s->optimizer, md_optimizer_iterations(rep->opt) + 2) : NAN;
+  cb_batch b = { step, s->numerics_full ? loss : NAN, (int)inp_plan_step_examples(t->plan, step), metrics, lr,
+                 launch_at(t, step + 1) || step + 1 == t->in.steps, sim_now(t->engine) };
+  cb_batch_end(t->cb, &b);
+}
+
+/* EarlyStopping's best weights: replica 0's after `step` (get_weights: the sync-on-read ones the
+** replicas' mean, as a checkpoint reads them). */
+static void keep_best(trainer *t, long step) {
+  const md_model *m = t->replicas[0].model;
+  if (t->best == NULL) t->best = md_model_clone(m);
+  for (int i = 0; i < md_model_num_vars(m); i++) {
+    const md_var *from = md_model_var_const(m, i);
+    if (from->data != NULL) memcpy(md_model_var(t->best, i)->data, from->data, from->size * sizeof(float));
+  }
+  checkpoint_on_read(t, step, t->best);
 }
 
 static void replica_main(sim_actor *self, void *arg) {
@@ -418,6 +452,7 @@ static void replica_main(sim_actor *self, void *arg) {
                  : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK)
       return;
     marks->reduced = sim_now(t->engine);
+    callbacks_step(t, rep, step);
     /* Not finite under the scale: LossScaleOptimizer applies nothing this step (numerics off has
     ** no values to check: every step applies). */
     int apply = !(t->scaled && rep->flat) || ls_unscale(&rep->loss_scale, rep->flat, t->nparams);
@@ -454,6 +489,11 @@ static void replica_main(sim_actor *self, void *arg) {
       return;
     }
     if (rec_step_end(t->rec, self, r, step, rep->model, rep->opt, &rep->loss_scale) != SIM_OK) return;
+    if (r == 0 && cb_keep_best(t->cb, step)) keep_best(t, step);
+    if (cb_stop(t->cb, step)) {  /* fit's loop ends: the input's producers would wait for good */
+      if (r == 0) ds_pipeline_stop(t->input);
+      break;
+    }
   }
   if (r == 0) rec_finished(t->rec);
 }
@@ -490,10 +530,19 @@ static void attempt_start(void *ctx, long step, sim_time restore) {
   for (int r = 0; r < t->nreplicas; r++)
     rec_restore(t->rec, t->replicas[r].model, t->replicas[r].opt, &t->replicas[r].loss_scale);
   inp_plan_restore(t->plan, step);
+  cb_attempt(t->cb);
+  t->cb_step = -1;
   spawn_attempt(t, step, restore);
 }
 
-static const rec_program ATTEMPTS = { attempt_stop, attempt_start, checkpoint_on_read };
+static int callback_saves(void *ctx, long step, long *resume) {
+  const trainer *t = ctx;
+  return cb_saves(t->cb, step, resume);
+}
+
+static const rec_program ATTEMPTS = { attempt_stop, attempt_start, checkpoint_on_read, NULL };
+/* With callbacks: their saves in place of training.checkpoint's (the loader allows one of them). */
+static const rec_program CALLBACK_ATTEMPTS = { attempt_stop, attempt_start, checkpoint_on_read, callback_saves };
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
@@ -639,6 +688,8 @@ void train__free(trainer *t) {
   inp_plan_free(t->plan);
   train_rows_free(&t->rows);
   free(t->actors);
+  cb_free(t->cb);
+  if (t->best) md_model_free(t->best);
   ds_pipeline_free(t->input);  /* kills its actors: before the strategy and engine they use */
   rec_free(t->rec);            /* its plan's events and faulted resources: before the engine */
   faults_free(t->faults);
@@ -820,6 +871,7 @@ static void checkpoint_on_read(void *ctx, long step, md_model *snapshot) {
 ** sync-on-read one's MEAN over the replicas, which Keras's get_weights and save give. */
 static int final_weights(const void *prog, const char *path) {
   const trainer *t = prog;
+  if (cb_restores_best(t->cb)) return train_write_weights(t->best, path);  /* on_train_end's set_weights */
   md_model *view = md_model_clone(t->replicas[0].model);
   for (int i = 0; i < md_model_num_vars(view) && t->in.s->numerics_full; i++) {
     md_var *v = md_model_var(view, i);
@@ -852,9 +904,14 @@ static int write_ops(trainer *t, const char *dir, scn_error *err) {
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
+  int saves = t->in.s->cb.checkpoint;  /* checkpoints.csv: ModelCheckpoint's saves */
   train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, "",
-                      events, nevents, NULL, NULL, NULL };
+                      events, nevents, saves ? "checkpoints.csv" : NULL, saves ? cb_write_checkpoints : NULL,
+                      t->cb };
   int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
+  char msg[512];
+  if (rc == TR_EXIT_OK && cb_write_tensorboard(t->cb, dir, msg, sizeof msg) != 0)
+    return train_error(err, dir, 0, 0, "training.callbacks", "%s", msg);
   return rc == TR_EXIT_OK && t->in.s->outputs_ops ? write_ops(t, dir, err) : rc;
 }
 
@@ -954,6 +1011,9 @@ static void summarise(trainer *t, run_summary *sum) {
   }
   sum->events = sim_events_processed(t->engine);
   sum->fast_forwarded = t->skipped;
+  sum->stopped_by = cb_stopped_by(t->cb, &sum->stopped_epoch);
+  sum->restored_best = cb_restores_best(t->cb);
+  sum->best_epoch = cb_best_epoch(t->cb);
 }
 
 /* Reads and checks every input (invariant 3); on success *first is the initialised model. */
@@ -1010,6 +1070,9 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     return TR_EXIT_INPUT;
   }
   train_rows_init(&t.rows, t.in.steps, 0);
+  t.per_epoch = s->epochs > 0 ? t.in.steps / s->epochs : t.in.steps;
+  t.cb = cb_new(s, t.in.steps, t.per_epoch);
+  t.cb_step = -1;
   make_replicas(&t, first);
   make_packs(&t);
   t.programs = train__programs_new(&t);
@@ -1020,12 +1083,12 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   if (train__reserve_memory(&t, inp_plan_max_count(t.plan), sum) == 0) {
     t.compile_ps = compile_time(&t);
     t.rec = rec_new(s, t.engine, first, t.replicas[0].opt, t.faults, t.strategy,
-                    t.tpu ? slice_run_slice(t.tpu) : NULL, &ATTEMPTS, &t);
+                    t.tpu ? slice_run_slice(t.tpu) : NULL, t.cb ? &CALLBACK_ATTEMPTS : &ATTEMPTS, &t);
     rec_add_checkpoint_bytes(t.rec, (double)inp_plan_checkpoint_examples(t.plan) * input_spec(&t).example_bytes);
-    /* Fast-forward needs steps that repeat: no values (numerics off) and no loop of several
-    ** steps (tpu_v1). */
+    /* Fast-forward needs steps that repeat: no values (numerics off), no loop of several
+    ** steps (tpu_v1), and no callbacks (their counters and epochs make steps differ). */
     t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.mesh == NULL &&
-           accum_steps(s) == 1;
+           accum_steps(s) == 1 && t.cb == NULL;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;

@@ -9,6 +9,7 @@
 #include "compile/compile.h"
 #include "models/model.h"
 #include "models/optimizer.h"
+#include "scenarios/programs/callbacks.h"
 #include "scenarios/programs/faults.h"
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/mesh.h"
@@ -63,6 +64,7 @@ typedef struct replica {
   float metric_kept[2][2][MD_METRIC_KIND_COUNT]; /* [parity][total, count]: after each step, for
                           ** replica 0's row (a replica may be one step ahead) */
   int metric_attempt;     /* the job's restarts when the totals started (a restart resets them) */
+  long metric_epoch;      /* the epoch they count (Keras's reset_metrics at each epoch's start) */
   float *on_read[2];      /* its non-trainable variables back to back after the forward of the
                           ** last step of each parity (a checkpoint reads their mean); NULL with
                           ** numerics off or none in the model */
@@ -124,6 +126,10 @@ struct trainer {
   long snap_step[2];      /* replica 0's step at each (-1: none) */
   long snap_rows[2];      /* rows recorded by then */
   long skipped;           /* steps fast-forward skipped */
+  long per_epoch;         /* steps per epoch (the run's steps with training.steps: one epoch) */
+  cb_fit *cb;             /* training.callbacks (callbacks.h), NULL without */
+  long cb_step;           /* the last step handed to it by the running attempt (-1: none) */
+  md_model *best;         /* EarlyStopping's best weights (restore_best_weights), NULL without */
 };
 
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over

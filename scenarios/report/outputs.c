@@ -541,6 +541,11 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "checkpoint_time_s", json_real(s->checkpoint_time_s));
   json_object_set_new(o, "downtime_s", json_real(s->downtime_s));
   json_object_set_new(o, "goodput", json_real(s->goodput));
+  if (s->stopped_by) {
+    json_object_set_new(o, "stopped_by", json_string(s->stopped_by));
+    json_object_set_new(o, "stopped_epoch", json_integer(s->stopped_epoch));
+  }
+  if (s->restored_best) json_object_set_new(o, "best_epoch", json_integer(s->best_epoch));
   json_object_set_new(o, "retried_closures", json_integer(s->retried_closures));
   json_object_set_new(o, "lost_updates", json_integer(s->lost_updates));
   json_object_set_new(o, "duplicated_updates", json_integer(s->duplicated_updates));

@@ -123,6 +123,11 @@ typedef struct run_summary {
   int    has_tokens;      /* the model reads token ids: tokens_per_s and mfu are written */
   double tokens_per_s;    /* examples_per_s x tokens per example */
   double mfu;             /* model FLOPs utilisation, PaLM's (scenarios/programs/mfu.h) */
+  const char *stopped_by; /* the callback that stopped training (early_stopping, terminate_on_nan);
+                             NULL: it ran its steps (then not written) */
+  long   stopped_epoch;   /* with stopped_by: the epoch (0-based) it stopped in */
+  int    restored_best;   /* early_stopping's restore_best_weights set the final weights */
+  long   best_epoch;      /* then the epoch (0-based) whose weights final_weights.csv holds */
 } run_summary;
 
 /* Accumulates the run hash over file contents in a fixed order. */

@@ -539,6 +539,9 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
   if (s->nfaults > 0)
     fprintf(f, "  faults        %ld preempted, %ld failed, %d restarts, %ld steps redone, %.6g s down, goodput %.4g\n",
             sum->preemptions, sum->failures, sum->restarts, sum->lost_steps, sum->downtime_s, sum->goodput);
+  if (sum->stopped_by)
+    fprintf(f, "  stopped       by %s at epoch %ld (0-based)%s\n", sum->stopped_by, sum->stopped_epoch,
+            sum->restored_best ? ", best weights restored" : "");
   if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
     fprintf(f, "  async         %ld closures retried, %ld updates duplicated, %ld lost; worker utilization %.4g\n",
             sum->retried_closures, sum->duplicated_updates, sum->lost_updates, sum->worker_utilization);
