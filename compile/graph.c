@@ -225,7 +225,17 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
   tr->last = op;
 }
 
+static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n, int sparse);
+
 cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n) {
+  return trace(spec, opt_spec, n, 0);
+}
+
+cg_graph *cg_trace_train_step_sparse(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n) {
+  return trace(spec, opt_spec, n, 1);
+}
+
+static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n, int sparse) {
   md_model_spec shapes = *spec;
   shapes.shapes_only = 1;
   md_error err = {0};
@@ -235,13 +245,15 @@ cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec
   md_workspace *ws = md_workspace_new(m);
   size_t *marks = base_xcalloc((size_t)md_model_num_layers(m) + 1, sizeof *marks);
   md_workspace_set_marks(ws, marks);
-  md_grads *grads = md_grads_new(m);
+  sparse = sparse && n > 0;  /* a step on no examples has no slices */
+  md_grads *grads = sparse ? md_grads_new_slices(m) : md_grads_new(m);
   md_op_log log = {0};
   md_cost cost = {.ops = &log};
   md_batch b = {n, NULL, NULL, NULL, NULL};
   double loss = 0;
   md_model_train_step(m, ws, &b, 1.0f, grads, &loss, &cost);
-  md_optimizer_apply(opt, m, grads, &cost);
+  if (sparse) md_optimizer_apply_slices(opt, m, grads, n, &cost);
+  else md_optimizer_apply(opt, m, grads, &cost);
 
   cg_graph *g = base_xcalloc(1, sizeof *g);
   int nl = md_model_num_layers(m), nv = md_model_num_vars(m);

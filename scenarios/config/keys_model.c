@@ -581,6 +581,10 @@ const key_spec CFG_MODEL_KEYS[] = {
   {.key = "loss", .type = V_MAP, .sub = LOSS_KEYS},
   {.key = "init", .type = V_MAP, .sub = INIT_KEYS, .post = init_post},
   {.key = "dtype_policy", .type = V_ENUM, .names = POLICIES, .st = S_INT, OFF(scenario, dtype_policy)},
+  {.key = "tpu_embedding", .type = V_BOOL, .st = S_INT, OFF(scenario, tpu_embedding),
+   .doc = "strategy tpu: the embedding tables through TPUEmbedding (tf.tpu.experimental.embedding): rows "
+          "sharded over the chips (row r on chip r mod N), ids and vectors exchanged by all-to-all, the "
+          "optimizer applied on the owners to the rows a batch touched (default false)"},
   END};
 
 /* optimizer.learning_rate: a number, or a Keras LearningRateSchedule by kind (models/schedule.h). */

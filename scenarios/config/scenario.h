@@ -228,6 +228,8 @@ typedef struct scenario {
   md_loss_kind loss;            /* model.loss.kind (default sparse_categorical_crossentropy) */
   int    from_logits;           /* model.loss.from_logits (default false, as Keras) */
   md_dtype_policy dtype_policy; /* model.dtype_policy (default float32) */
+  int    tpu_embedding;         /* model.tpu_embedding: tables sharded over the chips, looked up and
+                                ** updated through all-to-alls (scenarios/programs/embed.h) */
   char   init_file[SCN_PATH_MAX]; /* model.init.file resolved against dir, "" for glorot_uniform */
 
   md_optimizer_spec optimizer;  /* optimizer: (kind required) */

@@ -9,6 +9,7 @@
 #include "compile/compile.h"
 #include "models/model.h"
 #include "models/optimizer.h"
+#include "scenarios/programs/embed.h"
 #include "scenarios/programs/faults.h"
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/mesh.h"
@@ -101,6 +102,8 @@ struct trainer {
   mesh_run *mesh;         /* strategy.distribution's recipe other than data parallelism: the mesh's
                           ** collectives at their compiled places (mesh.h); NULL: the strategy's
                           ** gradient all-reduce */
+  emb_run *emb;           /* the embedding tables' rows moved apart from the all-reduce (embed.h),
+                          ** NULL: every variable all-reduced dense */
   int npacks;             /* with ovl: its packs */
   int *pack_layer;        /* with ovl: per pack, the layer whose backward completes it */
   int nreplicas;          /* num_replicas_in_sync */
