@@ -76,13 +76,12 @@ static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   if (t->nreplicas == 1 && accum_steps(t->in.s) > 1) grads += params * share.params;
   core_need n = { params * share.params, slots * share.params, grads, held - grads,
                   ds_replica_workspace(t->strategy, r), 0 };
-  /* TPUEmbedding: a chip holds its ceil(vocab / N) rows of each table and their slots, and no
-  ** dense table gradient (the rows' gradients arrive by all-to-all, embed.h). */
+  /* TPUEmbedding: a chip holds its ceil(vocab / N) rows of each table and their slots (the
+  ** compiled step holds the rows' gradients, not a table's: cg_options.sparse_tables). */
   if (t->emb && t->in.s->tpu_embedding) {
-    double table = emb_table_bytes(t->emb), shed = table - emb_held_table_bytes(t->emb);
+    double shed = emb_table_bytes(t->emb) - emb_held_table_bytes(t->emb);
     n.params -= shed;
     n.slots -= shed * md_optimizer_slots_per_var(&t->in.s->optimizer);
-    n.grads = n.grads > table ? n.grads - table : 0.0;
   }
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;
