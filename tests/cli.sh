@@ -148,15 +148,16 @@ for f in mesh_larger_than_cluster mesh_axis_not_dividing; do
   [ $rc -eq 2 ] && [ "${err%%$'\n'*}" = "tests/data/scenarios/bad/$want" ] && ok || bad "check $f: exit $rc, '$err'"
 done
 
-# MLPerf's DLRM (dlrm_tpu_v4.yaml) fits a v4 chip only with its tables split over a replica's 16
-# chips: without the split the 96 GB of tables are replicated, and the run fails as TF would, OOM
-# (exit 3); with it the fullest chip holds 12.6 GiB (below 18.4e9 bytes) of its 32 GiB.
+# MLPerf's DLRM (dlrm_tpu_v4.yaml) fits a v4 chip only with its tables sharded by TPUEmbedding:
+# without it the 96 GB of tables are replicated, and the run fails as TF would, OOM (exit 3); with
+# it a chip holds its 1/64 of the tables (96.1 GB / 64 = 1.50 GB) and 1.82 GB in all at the peak
+# (between 1.5e9 and 2.0e9 bytes) of its 32 GiB.
 "$podsim" run scenarios/examples/dlrm_tpu_v4.yaml -o "$tmp/dlrm0" --quiet \
-  --set strategy.split_to_logical_devices=none >/dev/null 2>&1; rc=$?
+  --set model.tpu_embedding=false >/dev/null 2>&1; rc=$?
 [ $rc -eq 3 ] && grep -q '"kind": "ResourceExhaustedError"' "$tmp/dlrm0/summary.json" && ok \
   || bad "dlrm replicated: exit $rc, not OOM"
 peak=$(sed -n 's/.*"hbm_peak_bytes": \([0-9]*\).*/\1/p' "$tmp/ex-dlrm_tpu_v4/summary.json" | head -1)
-[ -n "$peak" ] && [ "$peak" -gt 1000000000 ] && [ "$peak" -lt 18400000000 ] && ok || bad "dlrm split: peak $peak bytes"
+[ -n "$peak" ] && [ "$peak" -gt 1500000000 ] && [ "$peak" -lt 2000000000 ] && ok || bad "dlrm sharded: peak $peak bytes"
 
 # expect: a check that fails exits 1 with a table (metric, comparator, expected, got) on stderr,
 # and the outputs are still written; the same run with checks that hold exits 0.
