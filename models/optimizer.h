@@ -86,6 +86,11 @@ void          md_optimizer_free(md_optimizer *o);
 /* Applies one update to every variable of m from dense gradients (md_grads_new's: slices-only
 ** gradients go through md_optimizer_update_sparse); adds its cost. */
 void          md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost);
+/* The same but for the variables whose skip[i] is 1 (their values, slots and cost untouched):
+** another optimizer trains them (TPUEmbedding's tables, scenarios/programs/embed.h). The
+** iteration counts as one apply all the same. */
+void          md_optimizer_apply_except(md_optimizer *o, md_model *m, const md_grads *g,
+                                        const unsigned char *skip, md_cost *cost);
 /* The same on a shapes-only model (its cost alone) whose tables' gradients are a step of n > 0
 ** examples' slices alone (md_grads_new_slices): each table's update is
 ** md_optimizer_update_sparse's on the step's ids taken distinct (the most rows it can touch:

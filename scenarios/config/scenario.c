@@ -118,7 +118,7 @@ static int split_checks(cfg_ctx *c) {
 ** replicas are one chip each, and the step moves their rows by all-to-all (scenarios/programs/
 ** embed.h); the step's other ways of moving gradients all-reduce a flat buffer of every variable. */
 static int tpu_embedding_checks(cfg_ctx *c) {
-  const scenario *s = c->s;
+  scenario *s = c->s;
   const yt_node *key = yt_path(c->root, "model.tpu_embedding");
   const char *why = NULL;
   if (!s->tpu_embedding) return 0;
@@ -130,7 +130,20 @@ static int tpu_embedding_checks(cfg_ctx *c) {
   else if (s->xla_combine_bytes >= 0) why = "is not modelled with strategy.xla_combine_threshold (packs of a flat buffer)";
   else if (s->dist) why = "is not modelled with strategy.distribution";
   else if (s->dtype_policy == MD_POLICY_MIXED_FLOAT16) why = "is not modelled with mixed_float16 (its loss scale checks a flat buffer)";
-  return why ? cfg_fail(c, key, "model.tpu_embedding", "%s", why) : 0;
+  else if (s->nfaults > 0 && s->numerics_full)
+    why = "is not modelled with faults under numerics full (its tables' optimizer slots are not checkpointed)";
+  if (why) return cfg_fail(c, key, "model.tpu_embedding", "%s", why);
+  if (!s->tpu_embedding_optimizer_given) s->tpu_embedding_optimizer = s->optimizer;
+  /* The optimizer given, or the key `true` stands for the scenario's. */
+  const yt_node *at = s->tpu_embedding_optimizer_given ? yt_path(c->root, "model.tpu_embedding.optimizer") : key;
+  md_optimizer_kind kind = s->tpu_embedding_optimizer.kind;
+  if (kind != MD_OPT_SGD && kind != MD_OPT_ADAGRAD)
+    return cfg_fail(c, at, "model.tpu_embedding.optimizer", "TPUEmbedding's optimizers modelled are sgd and "
+                    "adagrad (tf.tpu.experimental.embedding.SGD, Adagrad), found %s", CFG_OPTIMIZERS[kind].kind);
+  if (s->tpu_embedding_optimizer.momentum != 0.0f)
+    return cfg_fail(c, at, "model.tpu_embedding.optimizer", "tf.tpu.experimental.embedding.SGD has no momentum: "
+                    "expected momentum 0, found %g", (double)s->tpu_embedding_optimizer.momentum);
+  return 0;
 }
 
 /* logical_device < the device assignment's cores per replica (1 without one). */

@@ -21,7 +21,8 @@ struct emb_run {
   ds_strategy *strategy;  /* the replicas' collective group and rooflines */
   emb_mode mode;          /* TPUEmbedding, or how the IndexedSlices are gathered (embed.h) */
   int nreplicas;          /* replicas (TPUEmbedding: chips the tables are sharded over) */
-  int slots;              /* optimizer slots per variable: each touched row's slots are updated too */
+  md_optimizer_spec opt;  /* the tables' optimizer (TPUEmbedding's own; the gather ways: the model's) */
+  int slots;              /* its slots per variable: each touched row's slots are updated too */
   int ntables;            /* tables */
   emb_table *tables;      /* in variable order */
   unsigned char *is_table; /* per model variable: 1 for a table */
@@ -32,6 +33,9 @@ struct emb_run {
   int64_t *ids[2];        /* numerics: the board's ids [parity][replica][max_slice x ids_per_example] */
   float *vals[2];         /* numerics: its slices [parity][replica][max_slice x floats_per_example] */
   int *count[2];          /* numerics: examples each replica posted [parity][replica] */
+  float **table_slots;    /* numerics, TPUEmbedding: [replica x ntables + table] its optimizer's
+                          ** slots, slots x rows x dim floats each (the replica's mirrored copy) */
+  unsigned char *touched; /* numerics, TPUEmbedding: per row of the widest table, scratch */
 };
 
 emb_run *emb_new(ds_strategy *s, const md_model *m, const md_optimizer_spec *opt, emb_mode mode, int numerics,
@@ -43,6 +47,7 @@ emb_run *emb_new(ds_strategy *s, const md_model *m, const md_optimizer_spec *opt
   e->strategy = s;
   e->mode = mode;
   e->nreplicas = nreplicas;
+  e->opt = *opt;
   e->slots = md_optimizer_slots_per_var(opt);
   e->max_slice = max_slice;
   e->tables = base_xcalloc((size_t)ntables, sizeof *e->tables);
@@ -58,6 +63,18 @@ emb_run *emb_new(ds_strategy *s, const md_model *m, const md_optimizer_spec *opt
     e->tables[e->ntables++] = (emb_table){ v, var->shape[0], var->shape[1], k };
     e->ids_per_example += (size_t)k;
     e->floats_per_example += (size_t)k * (size_t)var->shape[1];
+  }
+  int64_t widest = 0;
+  for (int i = 0; i < e->ntables; i++) widest = e->tables[i].rows > widest ? e->tables[i].rows : widest;
+  if (numerics && mode == EMB_TPU) {
+    e->touched = base_xcalloc((size_t)widest, 1);
+    e->table_slots = base_xcalloc((size_t)nreplicas * (size_t)e->ntables, sizeof *e->table_slots);
+    for (int k = 0; k < nreplicas * e->ntables; k++) {
+      const emb_table *t = &e->tables[k % e->ntables];
+      size_t n = (size_t)e->slots * (size_t)(t->rows * t->dim);
+      e->table_slots[k] = base_xcalloc(n ? n : 1, sizeof(float));
+      for (size_t j = 0; j < n; j++) e->table_slots[k][j] = md_optimizer_slot_initial(opt);
+    }
   }
   for (int p = 0; p < 2 && numerics; p++) {
     size_t slots = (size_t)nreplicas * (size_t)(max_slice > 0 ? max_slice : 1);
@@ -75,6 +92,9 @@ void emb_free(emb_run *e) {
     free(e->vals[p]);
     free(e->count[p]);
   }
+  for (int k = 0; e->table_slots && k < e->nreplicas * e->ntables; k++) free(e->table_slots[k]);
+  free(e->table_slots);
+  free(e->touched);
   free(e->tables);
   free(e->is_table);
   free(e);
@@ -171,8 +191,34 @@ static void sum_board(const emb_run *e, long step, md_grads *g) {
   }
 }
 
-int emb_backward(emb_run *e, sim_actor *self, int r, long step, int n_max, const md_model *m,
-                 const md_batch *b, md_grads *grads) {
+/* TPUEmbedding's update on replica r's copy: each table's rows the step touched (any replica's
+** ids), their summed gradient (g, sum_board's) through the tables' optimizer, row by row, as
+** the owners apply it; the other rows keep their weights and slots. */
+static void update_tables(emb_run *e, int r, long step, int64_t iteration, md_model *m, const md_grads *g) {
+  int p = (int)(step & 1);
+  for (int i = 0; i < e->ntables; i++) {
+    const emb_table *t = &e->tables[i];
+    memset(e->touched, 0, (size_t)t->rows);
+    size_t before = 0;  /* ids per example of the tables posted before this one */
+    for (int j = 0; j < i; j++) before += (size_t)e->tables[j].ids;
+    for (int q = 0; q < e->nreplicas; q++) {
+      const int64_t *ids = e->ids[p] + (size_t)q * (size_t)e->max_slice * e->ids_per_example +
+                           (size_t)e->count[p][q] * before;
+      for (size_t j = 0; j < (size_t)e->count[p][q] * (size_t)t->ids; j++) e->touched[ids[j]] = 1;
+    }
+    float *w = md_model_var(m, t->var)->data, *slots[2] = {NULL, NULL};
+    for (int64_t row = 0; row < t->rows; row++) {
+      if (!e->touched[row]) continue;
+      size_t at = (size_t)(row * t->dim);
+      for (int k = 0; k < e->slots; k++)
+        slots[k] = e->table_slots[r * e->ntables + i] + (size_t)k * (size_t)(t->rows * t->dim) + at;
+      md_optimizer_update(&e->opt, iteration, w + at, g->g[t->var] + at, slots, (size_t)t->dim, NULL);
+    }
+  }
+}
+
+int emb_backward(emb_run *e, sim_actor *self, int r, long step, int n_max, md_model *m, const md_batch *b,
+                 md_grads *grads, int64_t iteration) {
   if (e->vals[0] != NULL) post(e, r, step, m, b, grads);
   int rc = SIM_OK;
   if (e->mode == EMB_TPU) {
@@ -189,7 +235,12 @@ int emb_backward(emb_run *e, sim_actor *self, int r, long step, int n_max, const
     if (rc == SIM_OK && e->mode == EMB_GATHER_BROADCAST) rc = collective(e, self, r, SIM_COLL_BROADCAST, all);
   }
   if (rc == SIM_OK && e->vals[0] != NULL) sum_board(e, step, grads);
+  if (rc == SIM_OK && e->table_slots != NULL) update_tables(e, r, step, iteration, m, grads);
   return rc;
+}
+
+const unsigned char *emb_own_update(const emb_run *e) {
+  return e != NULL && e->mode == EMB_TPU ? e->is_table : NULL;
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */

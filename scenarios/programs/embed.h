@@ -58,10 +58,16 @@ int      emb_forward(emb_run *e, sim_actor *self, int r, int n_max);
 /* The tables' backward after the dense pass: replica r posts its ids (from batch b, n examples)
 ** and slices (grads), runs the exchange (gather: the all-gather; tpu: the gradients'
 ** all-to-all and the owners' update; the others: the gather and the broadcast, or the all-gather), then, with numerics, writes every table's summed
-** gradient into grads' dense g (the optimizer then applies it as the one-device run does).
+** gradient into grads' dense g (the optimizer then applies it as the one-device run does;
+** TPUEmbedding applies the tables' own optimizer to their touched rows here, emb_own_update).
 ** SIM_OK or the actor's stop. */
-int      emb_backward(emb_run *e, sim_actor *self, int r, long step, int n_max, const md_model *m,
-                      const md_batch *b, md_grads *grads);
+int      emb_backward(emb_run *e, sim_actor *self, int r, long step, int n_max, md_model *m,
+                      const md_batch *b, md_grads *grads, int64_t iteration);
+/* TPUEmbedding: per model variable, 1 for the tables emb_backward itself updated (with
+** numerics, on the rows the step touched, by the tables' optimizer at `iteration`, the apply's
+** 1-based count): what the model's optimizer must skip (md_optimizer_apply_except). NULL for
+** the gather ways, whose tables the model's optimizer trains. */
+const unsigned char *emb_own_update(const emb_run *e);
 /* Bytes of the tables, of their optimizer slots, and of one step's slices a replica (a chip)
 ** holds: TPUEmbedding divides tables and slots by the chips (ceil(vocab / N) rows each); the
 ** gather way holds them whole. */

@@ -76,12 +76,14 @@ static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   if (t->nreplicas == 1 && accum_steps(t->in.s) > 1) grads += params * share.params;
   core_need n = { params * share.params, slots * share.params, grads, held - grads,
                   ds_replica_workspace(t->strategy, r), 0 };
-  /* TPUEmbedding: a chip holds its ceil(vocab / N) rows of each table and their slots (the
-  ** compiled step holds the rows' gradients, not a table's: cg_options.sparse_tables). */
+  /* TPUEmbedding: a chip holds its ceil(vocab / N) rows of each table and their slots of the
+  ** tables' optimizer, not the model's (the compiled step holds the rows' gradients, not a
+  ** table's: cg_options.sparse_tables). */
   if (t->emb && t->in.s->tpu_embedding) {
-    double shed = emb_table_bytes(t->emb) - emb_held_table_bytes(t->emb);
-    n.params -= shed;
-    n.slots -= shed * md_optimizer_slots_per_var(&t->in.s->optimizer);
+    double table = emb_table_bytes(t->emb), held = emb_held_table_bytes(t->emb);
+    n.params -= table - held;
+    n.slots += held * md_optimizer_slots_per_var(&t->in.s->tpu_embedding_optimizer) -
+               table * md_optimizer_slots_per_var(&t->in.s->optimizer);
   }
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;
@@ -157,7 +159,7 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->t.nparams = md_model_num_params(model);
   train__split_plan(&m->t, model);
   /* With numerics off no board is kept: its slice count does not matter. */
-  if (m->s.tpu_embedding) m->t.emb = emb_new(m->t.strategy, model, &m->s.optimizer, EMB_TPU, 0, m->t.nreplicas, 0);
+  if (m->s.tpu_embedding) m->t.emb = emb_new(m->t.strategy, model, &m->s.tpu_embedding_optimizer, EMB_TPU, 0, m->t.nreplicas, 0);
   m->t.programs = train__programs_new(&m->t);
   return m;
 }

@@ -438,7 +438,9 @@ static void replica_main(sim_actor *self, void *arg) {
         : t->ovl ? ovl_wait(t->ovl, self, r) != SIM_OK
                  : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->emb ? emb_dense_floats(t->emb) : t->nparams) != SIM_OK)
       return;
-    if (t->emb && emb_backward(t->emb, self, r, step, n_max, rep->model, &b, rep->grads) != SIM_OK) return;
+    if (t->emb && emb_backward(t->emb, self, r, step, n_max, rep->model, &b, rep->grads,
+                               md_optimizer_iterations(rep->opt) + 1) != SIM_OK)
+      return;
     marks->reduced = sim_now(t->engine);
     /* Not finite under the scale: LossScaleOptimizer applies nothing this step (numerics off has
     ** no values to check: every step applies). */
@@ -449,7 +451,7 @@ static void replica_main(sim_actor *self, void *arg) {
     size_t napply = 0;
     const cg_kernel *update = cg_program_apply(rep->program, &napply);
     marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
-    if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
+    if (apply) md_optimizer_apply_except(rep->opt, rep->model, rep->grads, emb_own_update(t->emb), NULL);
     rep->phase = REP_APPLY;
     if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
                  : sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
@@ -590,7 +592,8 @@ static void make_embed(trainer *t) {
   emb_mode mode = s->tpu_embedding ? EMB_TPU : s->strategy == SCN_STRATEGY_MIRRORED ? EMB_GATHER_BROADCAST
                                                                                       : EMB_ALL_GATHER;
   if (mode == EMB_ALL_GATHER && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED) return;
-  t->emb = emb_new(t->strategy, t->replicas[0].model, &s->optimizer, mode, s->numerics_full, t->nreplicas,
+  t->emb = emb_new(t->strategy, t->replicas[0].model, s->tpu_embedding ? &s->tpu_embedding_optimizer : &s->optimizer,
+                   mode, s->numerics_full, t->nreplicas,
                    inp_plan_max_count(t->plan));
 }
 

@@ -22,6 +22,7 @@ typedef struct outcome {
   double step_time;       /* its last step's step_time_s (the first one's holds the compile) */
   int nweights;           /* rows of final_weights.csv */
   double weight[MAX_WEIGHTS]; /* their values */
+  char name[MAX_WEIGHTS][64]; /* their variables */
 } outcome;
 
 static void run_with(outcome *o, const char *const *overrides, int n) {
@@ -37,7 +38,7 @@ static void run_with(outcome *o, const char *const *overrides, int n) {
   int steps = tu_read_column(path, 2, times, 64, NULL);
   o->step_time = steps > 0 ? times[steps - 1] : 0.0;
   snprintf(path, sizeof path, "%s/final_weights.csv", dir);
-  if (s.numerics_full) o->nweights = tu_read_column(path, 2, o->weight, MAX_WEIGHTS, NULL);
+  if (s.numerics_full) o->nweights = tu_read_column(path, 2, o->weight, MAX_WEIGHTS, o->name);
   tu_remove_dir(dir);
 }
 
@@ -62,12 +63,44 @@ static void tpu_embedding_trains_to_the_one_device_weights(void **state) {
     static outcome one, tpu;
     const char *one_device[] = {"cluster={workers: {count: 1, machine: n2-standard-8}}", "strategy={kind: one_device}",
                                 "model.tpu_embedding=false", opts[k]};
-    const char *embedded[] = {opts[k]};
+    const char *embedded[] = {opts[k], "model.tpu_embedding=true"};
     run_with(&one, one_device, 4);
-    run_with(&tpu, embedded, 1);
+    run_with(&tpu, embedded, 2);
     assert_int_equal(tpu.sum.steps_completed, 8);
     assert_weights_close(&tpu, &one);
   }
+}
+
+/* TPUEmbedding's own optimizer trains the tables, the scenario's the rest: with SGD at rate 1e-30
+** for the tables (adagrad 0.1 for the rest) every table row ends at its initial value (a step moves a
+** weight of 0.01 or more by under half a float ulp; a run at 1e-30 everywhere gives those) while
+** the dense layers move; and the tables' optimizer given
+** as the scenario's (adagrad 0.1) is `true`'s run to the bit. A model optimizer that still
+** trained the tables moves their 1000 rows. */
+static void tables_take_their_own_optimizer(void **state) {
+  (void)state;
+  static outcome frozen, still, own, same;
+  const char *freeze[] = {"model.tpu_embedding={optimizer: {kind: sgd, learning_rate: 1e-30}}"};
+  const char *nothing[] = {"model.tpu_embedding={optimizer: {kind: sgd, learning_rate: 1e-30}}",
+                           "optimizer={kind: sgd, learning_rate: 1e-30}"};
+  const char *given[] = {"model.tpu_embedding={optimizer: {kind: adagrad, learning_rate: 0.1}}"};
+  const char *flag[] = {"model.tpu_embedding=true"};
+  run_with(&frozen, freeze, 1);
+  run_with(&still, nothing, 2);
+  run_with(&own, given, 1);
+  run_with(&same, flag, 1);
+  assert_int_equal(frozen.nweights, 1020);
+  int tables = 0, moved = 0;
+  for (int i = 0; i < frozen.nweights; i++) {
+    int table = frozen.name[i][0] == 't';
+    tables += table;
+    if (table) assert_true(frozen.weight[i] == still.weight[i]);
+    else moved += frozen.weight[i] != still.weight[i];
+  }
+  assert_int_equal(tables, 1000);  /* t0 200 x 4, t1 50 x 4 */
+  assert_true(moved >= 15);        /* of the 20 dense floats */
+  assert_int_equal(own.nweights, same.nweights);
+  assert_memory_equal(own.weight, same.weight, sizeof own.weight[0] * (size_t)own.nweights);
 }
 
 /* The last of 8 steps' simulated time, numerics off, with tables of `vocab` and 50 rows, under `strategy`
@@ -126,11 +159,15 @@ static void tpu_embedding_is_refused_where_not_modelled(void **state) {
   const char *accum[] = {"training.gradient_accumulation_steps=2"};
   assert_int_not_equal(scenario_load(tu_src(FILE_), accum, 1, &s, &err), 0);
   assert_non_null(strstr(err.msg, "model.tpu_embedding: is not modelled with training.gradient_accumulation_steps"));
+  const char *adam[] = {"model.tpu_embedding={optimizer: {kind: adam}}"};
+  assert_int_not_equal(scenario_load(tu_src(FILE_), adam, 1, &s, &err), 0);
+  assert_non_null(strstr(err.msg, "model.tpu_embedding.optimizer: TPUEmbedding's optimizers modelled are sgd and adagrad"));
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tpu_embedding_trains_to_the_one_device_weights),
+    cmocka_unit_test(tables_take_their_own_optimizer),
     cmocka_unit_test(step_time_does_not_grow_with_the_vocabulary),
     cmocka_unit_test(tpu_embedding_is_refused_where_not_modelled),
   };
