@@ -158,8 +158,7 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->t.replicas[0].opt = md_optimizer_new(&m->s.optimizer, model);
   m->t.nparams = md_model_num_params(model);
   train__split_plan(&m->t, model);
-  /* With numerics off no board is kept: its slice count does not matter. */
-  if (m->s.tpu_embedding) m->t.emb = emb_new(m->t.strategy, model, &m->s.tpu_embedding_optimizer, EMB_TPU, 0, m->t.nreplicas, 0);
+  train__make_embed(&m->t, model, 0);  /* numerics off: no board, so no slice count */
   m->t.programs = train__programs_new(&m->t);
   return m;
 }

@@ -583,18 +583,20 @@ static void make_packs(trainer *t) {
 
 /* The tables' exchange (embed.h): TPUEmbedding, or the IndexedSlices the mirrored strategies
 ** gather (TPUStrategy's XLA program all-reduces them dense). Only where the step all-reduces one
-** flat buffer after the pass: not with packs, a mesh, micro-batches, a loss scale, split
-** variables or several slices, whose paths move every variable dense (an upper bound); the
-** loader refuses TPUEmbedding there. */
-static void make_embed(trainer *t) {
+** flat buffer after the pass: not with packs (make_packs' condition), a mesh, micro-batches, a
+** loss scale, split variables or several slices, whose paths move every variable dense (an
+** upper bound); the loader refuses TPUEmbedding there. */
+void train__make_embed(trainer *t, const md_model *m, int max_slice) {
   const scenario *s = t->in.s;
-  if (t->ovl || t->mesh || accum_steps(s) > 1 || t->scaled || t->split_devices > 1 || s->tpu_slices > 1) return;
+  int packs = s->xla_combine_bytes >= 0 || s->comm_bytes_per_pack > 0;
+  if (packs || mesh_active(s, t->nreplicas) || accum_steps(s) > 1 || t->scaled || t->split_devices > 1 ||
+      s->tpu_slices > 1)
+    return;
   emb_mode mode = s->tpu_embedding ? EMB_TPU : s->strategy == SCN_STRATEGY_MIRRORED ? EMB_GATHER_BROADCAST
                                                                                       : EMB_ALL_GATHER;
   if (mode == EMB_ALL_GATHER && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED) return;
-  t->emb = emb_new(t->strategy, t->replicas[0].model, s->tpu_embedding ? &s->tpu_embedding_optimizer : &s->optimizer,
-                   mode, s->numerics_full, t->nreplicas,
-                   inp_plan_max_count(t->plan));
+  t->emb = emb_new(t->strategy, m, s->tpu_embedding ? &s->tpu_embedding_optimizer : &s->optimizer, mode,
+                   s->numerics_full, t->nreplicas, max_slice);
 }
 
 /* strategy.distribution's recipe other than data parallelism runs the mesh's collectives. */
@@ -1054,7 +1056,8 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   make_replicas(&t, first);
   make_packs(&t);
   make_mesh(&t);
-  make_embed(&t);  /* before the step's program: its tables' gradients are slices with emb_ */
+  train__make_embed(&t, first, inp_plan_max_count(t.plan));  /* before the step's program: its tables'
+                                                               ** gradients are slices with emb_ */
   t.programs = train__programs_new(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 

@@ -132,6 +132,9 @@ struct trainer {
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over
 ** the cluster's workers (train.c). */
 void train__build_strategy(trainer *t);
+/* t->emb for model m's tables where the step moves them apart from the all-reduce (embed.h),
+** each replica reading at most max_slice examples a step; else it stays NULL (train.c). */
+void train__make_embed(trainer *t, const md_model *m, int max_slice);
 /* Frees everything t holds, the strategy and engine last (train.c). */
 void train__free(trainer *t);
 /* Reserves what every replica holds before its first step on each of its devices, for a
