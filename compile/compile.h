@@ -57,6 +57,8 @@ typedef struct cg_options {
                           ** recipes); 0 or 1: none. The data axis is replicas / model_axis, and
                           ** a replica's batch is its data shard's over model_axis (the trace's
                           ** batch is n x model_axis: the examples a model group shares) */
+  int sparse_tables;      /* 1: the tables' gradients are IndexedSlices the strategy moves apart
+                          ** (scenarios/programs/embed.h): cg_trace_train_step_sparse */
 } cg_options;
 
 /* A kernel: one launch on the device, an op or a fusion of several. */
@@ -71,6 +73,9 @@ typedef struct cg_kernel {
 /* The train step of `model` (any model: its shapes are read, its values untouched) on batch n
 ** with optimizer `opt`, traced on a shapes-only copy. */
 cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec *opt, int n);
+/* The same with the tables' gradients as their IndexedSlices alone (md_grads_new_slices): their
+** backward and update touch the step's rows, never a [vocab, dim] table (cg_options.sparse_tables). */
+cg_graph *cg_trace_train_step_sparse(const md_model_spec *spec, const md_optimizer_spec *opt, int n);
 void      cg_graph_free(cg_graph *g);
 size_t    cg_graph_num_ops(const cg_graph *g);       /* ops, collectives included */
 size_t    cg_graph_num_traced(const cg_graph *g);    /* ops the model logged (XLA's instructions) */

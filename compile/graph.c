@@ -82,6 +82,7 @@ typedef struct tracer {
   int *gradient;          /* per layer: the gradient of its output; -1 until a reader's backward */
   int *weight;            /* per variable: its tensor */
   int *weight_grad;       /* per variable: its gradient's tensor; -1 before its layer's backward */
+  int sparse;             /* the tables' gradients are their IndexedSlices (trace's sparse) */
   int *saved;             /* per layer: what its forward keeps for its backward beyond its inputs
                           ** and output (md_model_layer_saved_bytes); -1: nothing, or remat */
   int remat;              /* 1: the model recomputes each layer's forward before its backward */
@@ -148,7 +149,10 @@ static void close_group(tracer *tr) {
     for (int v = first; v < first + nv; v++) {
       const md_var *var = md_model_var_const(tr->m, v);
       if (!var->trainable) continue;
-      int t = cg__tensor_new(g, CG_TENSOR_WEIGHT_GRAD, 4.0 * (double)var->size, l, v);
+      /* A table's IndexedSlices, with sparse: a row per id of the batch, never the table. */
+      int ids = tr->sparse ? md_model_table_ids_per_example(tr->m, v) : 0;
+      double floats = ids > 0 ? (double)tr->n * ids * (double)var->shape[1] : (double)var->size;
+      int t = cg__tensor_new(g, CG_TENSOR_WEIGHT_GRAD, 4.0 * floats, l, v);
       cg__op_write(g, op, t);
       tr->weight_grad[v] = t;
     }
@@ -225,7 +229,17 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
   tr->last = op;
 }
 
+static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n, int sparse);
+
 cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n) {
+  return trace(spec, opt_spec, n, 0);
+}
+
+cg_graph *cg_trace_train_step_sparse(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n) {
+  return trace(spec, opt_spec, n, 1);
+}
+
+static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_spec, int n, int sparse) {
   md_model_spec shapes = *spec;
   shapes.shapes_only = 1;
   md_error err = {0};
@@ -235,13 +249,15 @@ cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec
   md_workspace *ws = md_workspace_new(m);
   size_t *marks = base_xcalloc((size_t)md_model_num_layers(m) + 1, sizeof *marks);
   md_workspace_set_marks(ws, marks);
-  md_grads *grads = md_grads_new(m);
+  sparse = sparse && n > 0;  /* a step on no examples has no slices */
+  md_grads *grads = sparse ? md_grads_new_slices(m) : md_grads_new(m);
   md_op_log log = {0};
   md_cost cost = {.ops = &log};
   md_batch b = {n, NULL, NULL, NULL, NULL};
   double loss = 0;
   md_model_train_step(m, ws, &b, 1.0f, grads, &loss, &cost);
-  md_optimizer_apply(opt, m, grads, &cost);
+  if (sparse) md_optimizer_apply_slices(opt, m, grads, n, &cost);
+  else md_optimizer_apply(opt, m, grads, &cost);
 
   cg_graph *g = base_xcalloc(1, sizeof *g);
   int nl = md_model_num_layers(m), nv = md_model_num_vars(m);
@@ -250,7 +266,7 @@ cg_graph *cg_trace_train_step(const md_model_spec *spec, const md_optimizer_spec
   g->nvars = nv;
   g->layer_names = base_xcalloc((size_t)nl + 1, sizeof *g->layer_names);
   g->var_names = base_xcalloc((size_t)nv + 1, sizeof *g->var_names);
-  tracer tr = {.g = g, .m = m, .n = n, .group_phase = -1, .remat = spec->rematerialize};
+  tracer tr = {.g = g, .m = m, .n = n, .group_phase = -1, .remat = spec->rematerialize, .sparse = sparse};
   tr.activation = base_xcalloc((size_t)nl, sizeof *tr.activation);
   tr.gradient = base_xcalloc((size_t)nl, sizeof *tr.gradient);
   tr.weight = base_xcalloc((size_t)nv + 1, sizeof *tr.weight);

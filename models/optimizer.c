@@ -395,18 +395,44 @@ void md_optimizer_update_sparse(const md_optimizer_spec *scheduled, int64_t t, f
   free(unique);
 }
 
-void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost) {
-  assert(g->nvars == o->nvars && md_model_num_vars(m) == o->nvars && !g->slices_only);
+/* One apply over the trainable variables but those skip marks (skip may be NULL); n > 0: the
+** tables' gradients are the slices of n examples alone (md_optimizer_apply_slices), else every
+** gradient is dense. */
+static void apply(md_optimizer *o, md_model *m, const md_grads *g, int n, const unsigned char *skip, md_cost *cost) {
+  assert(g->nvars == o->nvars && md_model_num_vars(m) == o->nvars && g->slices_only == (n > 0));
   o->iterations++;
   int per_var = o->ntrainable ? o->nslots / o->ntrainable : 0;
   for (int i = 0; i < o->nvars; i++) {
     md_var *v = md_model_var(m, i);
-    if (o->ordinal[i] < 0) continue;
+    if (o->ordinal[i] < 0 || (skip && skip[i])) continue;
     float *slots[2] = { NULL, NULL };
     for (int k = 0; k < per_var; k++) slots[k] = o->slots[k * o->ntrainable + o->ordinal[i]].data;
     md_op_log_at(cost, MD_PHASE_OPTIMIZER, -1, i);
-    md_optimizer_update(&o->spec, o->iterations, v->data, g->g[i], slots, v->size, cost);
+    if (!md_grads_sparse(g, i)) {
+      md_optimizer_update(&o->spec, o->iterations, v->data, g->g[i], slots, v->size, cost);
+      continue;
+    }
+    /* The step's ids, all distinct as far as the table's rows go: the most rows it can touch. */
+    size_t nidx = (size_t)n * (size_t)md_model_table_ids_per_example(m, i), rows = (size_t)v->shape[0];
+    int64_t *ids = base_xcalloc(nidx ? nidx : 1, sizeof *ids);
+    for (size_t j = 0; j < nidx; j++) ids[j] = (int64_t)(j % rows);
+    md_optimizer_update_sparse(&o->spec, o->iterations, NULL, rows, (size_t)v->shape[1], ids, NULL, nidx, slots, cost);
+    free(ids);
   }
+}
+
+void md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost) {
+  apply(o, m, g, 0, NULL, cost);
+}
+
+void md_optimizer_apply_except(md_optimizer *o, md_model *m, const md_grads *g, const unsigned char *skip,
+                               md_cost *cost) {
+  apply(o, m, g, 0, skip, cost);
+}
+
+void md_optimizer_apply_slices(md_optimizer *o, md_model *m, const md_grads *g, int n, md_cost *cost) {
+  assert(m->shapes_only && n > 0);
+  apply(o, m, g, n, NULL, cost);
 }
 
 int md_optimizer_num_slots(const md_optimizer *o) { return o->nslots; }

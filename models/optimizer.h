@@ -86,6 +86,17 @@ void          md_optimizer_free(md_optimizer *o);
 /* Applies one update to every variable of m from dense gradients (md_grads_new's: slices-only
 ** gradients go through md_optimizer_update_sparse); adds its cost. */
 void          md_optimizer_apply(md_optimizer *o, md_model *m, const md_grads *g, md_cost *cost);
+/* The same but for the variables whose skip[i] is 1 (their values, slots and cost untouched):
+** another optimizer trains them (TPUEmbedding's tables, scenarios/programs/embed.h). The
+** iteration counts as one apply all the same. */
+void          md_optimizer_apply_except(md_optimizer *o, md_model *m, const md_grads *g,
+                                        const unsigned char *skip, md_cost *cost);
+/* The same on a shapes-only model (its cost alone) whose tables' gradients are a step of n > 0
+** examples' slices alone (md_grads_new_slices): each table's update is
+** md_optimizer_update_sparse's on the step's ids taken distinct (the most rows it can touch:
+** under adam still every row), the other variables' the dense one's. What a compiled step
+** charges where the strategy moves the tables' IndexedSlices (scenarios/programs/embed.h). */
+void          md_optimizer_apply_slices(md_optimizer *o, md_model *m, const md_grads *g, int n, md_cost *cost);
 /* The rate the update at 1-based iteration t uses: the schedule at step t - 1 (Keras evaluates it
 ** on `iterations` before adding the update), else learning_rate. With accumulation_steps N the
 ** schedule is at micro-step t N - 1, the count of micro-steps before the one that applies

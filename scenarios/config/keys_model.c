@@ -567,6 +567,45 @@ static int init_post(cfg_ctx *c, const yt_node *map, const char *path, void *bas
   return 0;
 }
 
+/* An optimizer mapping into o: its kind's Keras defaults, then the keys given. */
+static int optimizer_into(cfg_ctx *c, const yt_node *v, const char *path, md_optimizer_spec *o) {
+  int which = 0;
+  const yt_node *kind = yt_get(v, "kind");
+  if (kind && kind->kind == YT_SCALAR)
+    for (int i = 0; CFG_OPTIMIZERS[i].kind; i++)
+      if (!strcmp(CFG_OPTIMIZERS[i].kind, kind->text)) cfg_optimizer_defaults(o, (md_optimizer_kind)i);
+  if (cfg_walk_variant(c, v, path, CFG_OPTIMIZERS, o, &which)) return -1;
+  o->kind = (md_optimizer_kind)which;
+  return 0;
+}
+
+int cfg_optimizer_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  (void)k; (void)base;
+  return optimizer_into(c, v, path, &c->s->optimizer);
+}
+
+static int tpu_embedding_optimizer_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  (void)k; (void)base;
+  c->s->tpu_embedding_optimizer_given = 1;
+  return optimizer_into(c, v, path, &c->s->tpu_embedding_optimizer);
+}
+
+static const key_spec TPU_EMBEDDING_KEYS[] = {
+  {.key = "optimizer", .type = V_FN, .fn = tpu_embedding_optimizer_fn, .variants = CFG_OPTIMIZERS, .required = 1,
+   .schema = "{\"allOf\":[\"$variants\"],\"description\":\"the tables' optimizer (TPUEmbedding's optimizer "
+             "argument: tf.tpu.experimental.embedding.SGD or Adagrad), applied on each row's owner to the rows a "
+             "step touched; the scenario's optimizer trains the other variables\"}"},
+  END};
+
+/* model.tpu_embedding: false, true (the tables take the scenario's optimizer) or {optimizer}. */
+static int tpu_embedding_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  static const key_spec flag = {.key = "tpu_embedding", .type = V_BOOL, .st = S_INT, OFF(scenario, tpu_embedding)};
+  (void)k;
+  if (v->kind != YT_MAP) return cfg_handle_value(c, &flag, v, path, base);
+  c->s->tpu_embedding = 1;
+  return cfg_walk_map(c, v, path, TPU_EMBEDDING_KEYS, base);
+}
+
 const key_spec CFG_MODEL_KEYS[] = {
   {.key = "input", .type = V_MAP, .sub = INPUT_KEYS, .post = input_post},
   {.key = "inputs", .type = V_FN, .fn = cfg_model_inputs_fn, .map = CFG_MODEL_INPUT_ENTRY_KEYS,
@@ -581,6 +620,11 @@ const key_spec CFG_MODEL_KEYS[] = {
   {.key = "loss", .type = V_MAP, .sub = LOSS_KEYS},
   {.key = "init", .type = V_MAP, .sub = INIT_KEYS, .post = init_post},
   {.key = "dtype_policy", .type = V_ENUM, .names = POLICIES, .st = S_INT, OFF(scenario, dtype_policy)},
+  {.key = "tpu_embedding", .type = V_FN, .fn = tpu_embedding_fn, .map = TPU_EMBEDDING_KEYS,
+   .schema = "{\"anyOf\":[{\"type\":\"boolean\"},\"$map\"],\"description\":\"strategy tpu: the embedding tables "
+             "through TPUEmbedding (tf.tpu.experimental.embedding): rows sharded over the chips (row r on chip r mod "
+             "N), ids and vectors exchanged by all-to-all, {optimizer} (true: the scenario's optimizer) applied on "
+             "the owners to the rows a batch touched (default false)\"}"},
   END};
 
 /* optimizer.learning_rate: a number, or a Keras LearningRateSchedule by kind (models/schedule.h). */
@@ -707,14 +751,3 @@ void cfg_optimizer_defaults(md_optimizer_spec *o, md_optimizer_kind kind) {
   o->weight_decay = kind == MD_OPT_ADAMW ? 0.004f : 0.0f;
 }
 
-int cfg_optimizer_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
-  int which = 0;
-  (void)k; (void)base;
-  const yt_node *kind = yt_get(v, "kind");
-  if (kind && kind->kind == YT_SCALAR)
-    for (int i = 0; CFG_OPTIMIZERS[i].kind; i++)
-      if (!strcmp(CFG_OPTIMIZERS[i].kind, kind->text)) cfg_optimizer_defaults(&c->s->optimizer, (md_optimizer_kind)i);
-  if (cfg_walk_variant(c, v, path, CFG_OPTIMIZERS, &c->s->optimizer, &which)) return -1;
-  c->s->optimizer.kind = (md_optimizer_kind)which;
-  return 0;
-}

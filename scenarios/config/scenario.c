@@ -114,6 +114,38 @@ static int split_checks(cfg_ctx *c) {
   return 0;
 }
 
+/* model.tpu_embedding: TPUEmbedding shards the tables over the chips of a TPUStrategy whose
+** replicas are one chip each, and the step moves their rows by all-to-all (scenarios/programs/
+** embed.h); the step's other ways of moving gradients all-reduce a flat buffer of every variable. */
+static int tpu_embedding_checks(cfg_ctx *c) {
+  scenario *s = c->s;
+  const yt_node *key = yt_path(c->root, "model.tpu_embedding");
+  const char *why = NULL;
+  if (!s->tpu_embedding) return 0;
+  if (s->strategy != SCN_STRATEGY_TPU) why = "goes with strategy kind tpu (TPUStrategy)";
+  else if (s->has_device_assignment && s->da_shape[0] * s->da_shape[1] * s->da_shape[2] * s->da_shape[3] > 1)
+    why = "shards the tables over replicas of one core each: give no device_assignment computation_shape of several cores";
+  else if (s->tpu_slices > 1) why = "is modelled on one slice: expected cluster.tpu.slices 1";
+  else if (s->grad_accum > 1) why = "is not modelled with training.gradient_accumulation_steps above 1";
+  else if (s->xla_combine_bytes >= 0) why = "is not modelled with strategy.xla_combine_threshold (packs of a flat buffer)";
+  else if (s->dist) why = "is not modelled with strategy.distribution";
+  else if (s->dtype_policy == MD_POLICY_MIXED_FLOAT16) why = "is not modelled with mixed_float16 (its loss scale checks a flat buffer)";
+  else if (s->nfaults > 0 && s->numerics_full)
+    why = "is not modelled with faults under numerics full (its tables' optimizer slots are not checkpointed)";
+  if (why) return cfg_fail(c, key, "model.tpu_embedding", "%s", why);
+  if (!s->tpu_embedding_optimizer_given) s->tpu_embedding_optimizer = s->optimizer;
+  /* The optimizer given, or the key `true` stands for the scenario's. */
+  const yt_node *at = s->tpu_embedding_optimizer_given ? yt_path(c->root, "model.tpu_embedding.optimizer") : key;
+  md_optimizer_kind kind = s->tpu_embedding_optimizer.kind;
+  if (kind != MD_OPT_SGD && kind != MD_OPT_ADAGRAD)
+    return cfg_fail(c, at, "model.tpu_embedding.optimizer", "TPUEmbedding's optimizers modelled are sgd and "
+                    "adagrad (tf.tpu.experimental.embedding.SGD, Adagrad), found %s", CFG_OPTIMIZERS[kind].kind);
+  if (s->tpu_embedding_optimizer.momentum != 0.0f)
+    return cfg_fail(c, at, "model.tpu_embedding.optimizer", "tf.tpu.experimental.embedding.SGD has no momentum: "
+                    "expected momentum 0, found %g", (double)s->tpu_embedding_optimizer.momentum);
+  return 0;
+}
+
 /* logical_device < the device assignment's cores per replica (1 without one). */
 static int logical_device_checks(cfg_ctx *c) {
   const scenario *s = c->s;
@@ -286,7 +318,7 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
   const yt_node *da = yt_path(c->root, "strategy.device_assignment");
   s->has_device_assignment = da != NULL;
   if (tpu && device_assignment_checks(c, da)) return -1;
-  if (split_checks(c)) return -1;
+  if (split_checks(c) || tpu_embedding_checks(c)) return -1;
   if (logical_device_checks(c) || cfg_distribution_checks(c)) return -1;
   for (int i = 0; i < s->ndevices; i++) {
     const yt_node *d = yt_path(c->root, "strategy.devices")->items[i];

@@ -260,6 +260,11 @@ typedef struct scenario {
   md_loss_kind loss;            /* model.loss.kind (default sparse_categorical_crossentropy) */
   int    from_logits;           /* model.loss.from_logits (default false, as Keras) */
   md_dtype_policy dtype_policy; /* model.dtype_policy (default float32) */
+  int    tpu_embedding;         /* model.tpu_embedding: tables sharded over the chips, looked up and
+                                ** updated through all-to-alls (scenarios/programs/embed.h) */
+  md_optimizer_spec tpu_embedding_optimizer; /* model.tpu_embedding.optimizer: the tables' own;
+                                ** without it (true) a copy of optimizer (scenario.c) */
+  int    tpu_embedding_optimizer_given; /* model.tpu_embedding.optimizer was given */
   char   init_file[SCN_PATH_MAX]; /* model.init.file resolved against dir, "" for glorot_uniform */
 
   md_optimizer_spec optimizer;  /* optimizer: (kind required) */

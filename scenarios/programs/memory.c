@@ -76,6 +76,15 @@ static core_need need_on_core(const trainer *t, int r, int c, int slice) {
   if (t->nreplicas == 1 && accum_steps(t->in.s) > 1) grads += params * share.params;
   core_need n = { params * share.params, slots * share.params, grads, held - grads,
                   ds_replica_workspace(t->strategy, r), 0 };
+  /* TPUEmbedding: a chip holds its ceil(vocab / N) rows of each table and their slots of the
+  ** tables' optimizer, not the model's (the compiled step holds the rows' gradients, not a
+  ** table's: cg_options.sparse_tables). */
+  if (t->emb && t->in.s->tpu_embedding) {
+    double table = emb_table_bytes(t->emb), held = emb_held_table_bytes(t->emb);
+    n.params -= table - held;
+    n.slots += held * md_optimizer_slots_per_var(&t->in.s->tpu_embedding_optimizer) -
+               table * md_optimizer_slots_per_var(&t->in.s->optimizer);
+  }
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;
 }
@@ -84,6 +93,7 @@ cg_cache *train__programs_new(const trainer *t) {
   const scenario *s = t->in.s;
   md_model_spec spec = scenario_model_spec(s, 1);
   cg_options compiled = mesh_compile_options(s, t->nreplicas);  /* a mesh's recipe, else data parallel */
+  compiled.sparse_tables = t->emb != NULL;
   return cg_cache_new(&spec, &s->optimizer, &compiled);
 }
 
@@ -148,6 +158,7 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
   m->t.replicas[0].opt = md_optimizer_new(&m->s.optimizer, model);
   m->t.nparams = md_model_num_params(model);
   train__split_plan(&m->t, model);
+  train__make_embed(&m->t, model, 0);  /* numerics off: no board, so no slice count */
   m->t.programs = train__programs_new(&m->t);
   return m;
 }

@@ -11,7 +11,8 @@
 **      forward and backward pass (models/), scaled by the loss reduction;
 **   2. charge the pass's FLOPs on the replica's cpu (sim_exec);
 **   3. SUM the gradients over replicas through the simulated all-reduce, which reduces the
-**      actual buffers in the algorithm's order (with packs, strategy.communication.bytes_per_pack
+**      actual buffers in the algorithm's order (embedding tables, where a step moves only their
+**      rows, apart: embed.h, their IndexedSlices gathered or TPUEmbedding's all-to-alls; with packs, strategy.communication.bytes_per_pack
 **      or strategy.xla_combine_threshold, steps 2 and 3 overlap: the pass is charged as one exec
 **      per pack boundary and each pack's all-reduce starts once every replica has passed it;
 **      overlap.h);
@@ -67,6 +68,7 @@
 
 #include "sim/compile.h"
 #include "scenarios/programs/accum.h"
+#include "scenarios/programs/embed.h"
 #include "scenarios/programs/mfu.h"
 #include "scenarios/programs/ps_train.h"
 
@@ -81,9 +83,22 @@ static int batch_size_of_step(void *ctx, long step, int replica) {
 
 /* ---- a replica's life -------------------------------------------------------------------- */
 
-static void flatten(const md_grads *g, const md_model *m, float *flat) {
+/* The most examples any replica reads at `step`: the size every rank's share of the tables'
+** collectives takes (a collective moves the same count on every rank). */
+static int step_max_count(const trainer *t, long step) {
+  int most = 0;
+  for (int q = 0; q < t->nreplicas; q++) {
+    int n = inp_plan_count(t->plan, step, q);
+    if (n > most) most = n;
+  }
+  return most;
+}
+
+/* The gradients back to back, but the tables emb_ moves (none without it). */
+static void flatten(const md_grads *g, const md_model *m, const emb_run *emb, float *flat) {
   size_t at = 0;
   for (int i = 0; i < g->nvars; i++) {
+    if (emb_is_table(emb, i)) continue;
     size_t n = md_model_var_const(m, i)->size;
     memcpy(flat + at, g->g[i], n * sizeof *flat);
     at += n;
@@ -100,9 +115,10 @@ static void keep_on_read(const md_model *m, float *out) {
   }
 }
 
-static void unflatten(const float *flat, const md_model *m, md_grads *g) {
+static void unflatten(const float *flat, const md_model *m, const emb_run *emb, md_grads *g) {
   size_t at = 0;
   for (int i = 0; i < g->nvars; i++) {
+    if (emb_is_table(emb, i)) continue;
     size_t n = md_model_var_const(m, i)->size;
     memcpy(g->g[i], flat + at, n * sizeof *flat);
     at += n;
@@ -426,12 +442,17 @@ static void replica_main(sim_actor *self, void *arg) {
       if (rep->stopped) return;
       loss += part;
       if (s->numerics_full) update_metrics(t, rep, step, &mb);
-      if (rep->flat && k == 0) flatten(rep->grads, rep->model, rep->flat);
+      if (rep->flat && k == 0) flatten(rep->grads, rep->model, t->emb, rep->flat);
       else if (rep->flat) accum_add(rep->flat, rep->grads, rep->model);
     }
     rep->loss_sum[step & 1] = loss;
     marks->sync_comm = rep->sync_ps;
     if (rep->on_read[0]) keep_on_read(rep->model, rep->on_read[step & 1]);
+    /* TPUEmbedding's lookups reach the replica before its dense pass can start. */
+    int n_max = t->emb ? step_max_count(t, step) : 0;
+    sim_time looked_up = sim_now(t->engine);
+    if (t->emb && emb_forward(t->emb, self, r, n_max) != SIM_OK) return;
+    marks->sync_comm += sim_now(t->engine) - looked_up;
     rep->phase = REP_COMPUTE;
     for (int k = 0; k + 1 < micro; k++) {
       rep->program = cg_cache_get(t->programs, accum_count(n, k, micro));
@@ -449,20 +470,23 @@ static void replica_main(sim_actor *self, void *arg) {
 
     if (t->mesh ? mesh_sync(t->mesh, self, r) != SIM_OK
         : t->ovl ? ovl_wait(t->ovl, self, r) != SIM_OK
-                 : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->nparams) != SIM_OK)
+                 : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->emb ? emb_dense_floats(t->emb) : t->nparams) != SIM_OK)
+      return;
+    if (t->emb && emb_backward(t->emb, self, r, step, n_max, rep->model, &b, rep->grads,
+                               md_optimizer_iterations(rep->opt) + 1) != SIM_OK)
       return;
     marks->reduced = sim_now(t->engine);
     callbacks_step(t, rep, step);
     /* Not finite under the scale: LossScaleOptimizer applies nothing this step (numerics off has
     ** no values to check: every step applies). */
     int apply = !(t->scaled && rep->flat) || ls_unscale(&rep->loss_scale, rep->flat, t->nparams);
-    if (rep->flat) unflatten(rep->flat, rep->model, rep->grads);
+    if (rep->flat) unflatten(rep->flat, rep->model, t->emb, rep->grads);
     int last = marks->reduced > SIM_TIME_HORIZON;
 
     size_t napply = 0;
     const cg_kernel *update = cg_program_apply(rep->program, &napply);
     marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
-    if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
+    if (apply) md_optimizer_apply_except(rep->opt, rep->model, rep->grads, emb_own_update(t->emb), NULL);
     rep->phase = REP_APPLY;
     if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
                  : sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
@@ -606,6 +630,24 @@ static void make_packs(trainer *t) {
   free(floats);
 }
 
+/* The tables' exchange (embed.h): TPUEmbedding, or the IndexedSlices the mirrored strategies
+** gather (TPUStrategy's XLA program all-reduces them dense). Only where the step all-reduces one
+** flat buffer after the pass: not with packs (make_packs' condition), a mesh, micro-batches, a
+** loss scale, split variables or several slices, whose paths move every variable dense (an
+** upper bound); the loader refuses TPUEmbedding there. */
+void train__make_embed(trainer *t, const md_model *m, int max_slice) {
+  const scenario *s = t->in.s;
+  int packs = s->xla_combine_bytes >= 0 || s->comm_bytes_per_pack > 0;
+  if (packs || mesh_active(s, t->nreplicas) || accum_steps(s) > 1 || t->scaled || t->split_devices > 1 ||
+      s->tpu_slices > 1)
+    return;
+  emb_mode mode = s->tpu_embedding ? EMB_TPU : s->strategy == SCN_STRATEGY_MIRRORED ? EMB_GATHER_BROADCAST
+                                                                                      : EMB_ALL_GATHER;
+  if (mode == EMB_ALL_GATHER && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED) return;
+  t->emb = emb_new(t->strategy, m, s->tpu_embedding ? &s->tpu_embedding_optimizer : &s->optimizer, mode,
+                   s->numerics_full, t->nreplicas, max_slice);
+}
+
 /* strategy.distribution's recipe other than data parallelism runs the mesh's collectives. */
 static void make_mesh(trainer *t) {
   if (!mesh_active(t->in.s, t->nreplicas)) return;
@@ -679,7 +721,8 @@ void train__free(trainer *t) {
   }
   free(t->replicas);
   cg_cache_free(t->programs);
-  ovl_free(t->ovl);  /* its waiters are the replica actors, gone with the engine's run */
+  ovl_free(t->ovl);
+  emb_free(t->emb);  /* its waiters are the replica actors, gone with the engine's run */
   mesh_free(t->mesh);
   free(t->pack_layer);
   free(t->track);
@@ -1075,8 +1118,10 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   t.cb_step = -1;
   make_replicas(&t, first);
   make_packs(&t);
-  t.programs = train__programs_new(&t);
   make_mesh(&t);
+  train__make_embed(&t, first, inp_plan_max_count(t.plan));  /* before the step's program: its tables'
+                                                               ** gradients are slices with emb_ */
+  t.programs = train__programs_new(&t);
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);

@@ -10,6 +10,7 @@
 #include "models/model.h"
 #include "models/optimizer.h"
 #include "scenarios/programs/callbacks.h"
+#include "scenarios/programs/embed.h"
 #include "scenarios/programs/faults.h"
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/mesh.h"
@@ -103,6 +104,8 @@ struct trainer {
   mesh_run *mesh;         /* strategy.distribution's recipe other than data parallelism: the mesh's
                           ** collectives at their compiled places (mesh.h); NULL: the strategy's
                           ** gradient all-reduce */
+  emb_run *emb;           /* the embedding tables' rows moved apart from the all-reduce (embed.h),
+                          ** NULL: every variable all-reduced dense */
   int npacks;             /* with ovl: its packs */
   int *pack_layer;        /* with ovl: per pack, the layer whose backward completes it */
   int nreplicas;          /* num_replicas_in_sync */
@@ -135,6 +138,9 @@ struct trainer {
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over
 ** the cluster's workers (train.c). */
 void train__build_strategy(trainer *t);
+/* t->emb for model m's tables where the step moves them apart from the all-reduce (embed.h),
+** each replica reading at most max_slice examples a step; else it stays NULL (train.c). */
+void train__make_embed(trainer *t, const md_model *m, int max_slice);
 /* Frees everything t holds, the strategy and engine last (train.c). */
 void train__free(trainer *t);
 /* Reserves what every replica holds before its first step on each of its devices, for a
