@@ -395,13 +395,13 @@ static void nccl_prepare(sim_collective *c, int phases) {
     c->nchunks = k < 1 ? 1 : k > NCCL_TREE_MAX_CHUNKS ? NCCL_TREE_MAX_CHUNKS : (int)k;
     if ((size_t)c->nchunks > c->count) c->nchunks = c->count > 0 ? (int)c->count : 1;
     c->rounds = c->nchunks + 2 * floor_log2(p) - 1;
-    c->start_delay = latency;
+    c->start_delay += latency;
     return;
   }
   c->rounds = c->op == SIM_COLL_BROADCAST ? 2 * p - 2 : phases * (p - 1);
   sim_time base = sim_time_from_s(c->nccl.base_s);
   c->round_delay = (latency - base) / c->rounds;
-  c->start_delay = latency - c->round_delay * c->rounds;
+  c->start_delay += latency - c->round_delay * c->rounds;
 }
 
 /* ---- halving-doubling -------------------------------------------------------------------- */
@@ -485,7 +485,8 @@ void sim__coll_prepare(sim_collective *c) {
   c->lanes = 1;
   c->wire = 1;
   c->pipelined = 0;
-  c->start_delay = c->round_delay = 0;
+  c->start_delay = c->fixed_cost;
+  c->round_delay = 0;
   if (c->op == SIM_COLL_PPERMUTE) {
     c->nchunks = 1;
     c->rounds = p > 1;
