@@ -453,6 +453,52 @@ static void test_pod_all_reduce(void **state) {
   sim_engine_free(e);
 }
 
+/* A v3-8 board (2x2 chips, no wraparound, 2 cores a chip): the all-reduce between a chip's two
+** cores (the grid's axis 0, the core line) crosses the chip's own link, never an ICI one; 1e6
+** floats: one reduce-scatter round of 2 MB each way at 900/2 GB/s (4.444444 us) and one all-gather
+** round the same, 8.888888 us, after the generation's 5.36 us a collective: 14.248888 us (to a
+** picosecond of rounding a round). The whole board's all-reduce (8 cores: the core line, x and
+** y, each a line of 2) does use ICI links, 1 of the 2 ports of a direction on each chip. */
+static void test_board_all_reduce(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_tpu_slice *s = build(e, "v3-8", NULL);
+  int p = sim_tpu_slice_devices(s);
+  assert_int_equal(p, 8);
+  grid g = {s, calloc((size_t)p, sizeof(int))};
+  for (int d = 0; d < p; d++) g.device[sim_tpu_device_grid_rank(s, d)] = d;
+  sim_collective *c = sim_collective_new(e, "board", p, grid_route, &g, NULL);
+  sim_tpu_set_torus(c, s);
+  sim_collective *pairs[4];
+  assert_int_equal(sim_collective_axis_groups(c, 0, pairs, 4), 4);
+  assert_int_equal(sim_collective_start(pairs[0], SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, 1000000, NULL,
+                                        NULL), SIM_OK);
+  assert_int_equal(sim_run(e), 0);
+  double t = sim_time_to_s(sim_collective_last_duration(pairs[0]));
+  if (fabs(t - (5.36e-6 + 2 * 2e6 / 450e9)) > 2e-12) fail_msg("%.12e s", t);
+  sim_link *links[64];
+  size_t n = sim_tpu_slice_links(s, links, 64);
+  double ici = 0, onchip = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = sim_link_name(links[i]);
+    if (!strncmp(name, "ici.", 4)) ici += sim_link_bytes(links[i]);
+    if (!strncmp(name, "chip.0.", 7)) onchip += sim_link_bytes(links[i]);
+  }
+  assert_true(ici == 0 && onchip == 8e6); /* 2 rounds x 2 directions x 2 MB */
+  assert_int_equal(sim_collective_start(c, SIM_COLL_ALL_REDUCE, SIM_ALGO_TORUS, 0, NULL, 1000000, NULL, NULL),
+                   SIM_OK);
+  assert_int_equal(sim_run(e), 0);
+  int used = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strncmp(sim_link_name(links[i]), "ici.", 4)) used += sim_link_bytes(links[i]) > 0;
+  assert_int_equal(used, 4 * 2); /* each chip: one link towards its x and one towards its y neighbour */
+  for (int k = 0; k < 4; k++) sim_collective_free(pairs[k]);
+  free(g.device);
+  sim_collective_free(c);
+  sim_tpu_slice_free(s);
+  sim_engine_free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slice_names),        cmocka_unit_test(test_bad_slice_names),
@@ -460,6 +506,7 @@ int main(void) {
       cmocka_unit_test(test_devices),            cmocka_unit_test(test_peak_and_overrides),
       cmocka_unit_test(test_routes),             cmocka_unit_test(test_transfer_time),
       cmocka_unit_test(test_pod_memory),         cmocka_unit_test(test_pod_all_reduce),
+      cmocka_unit_test(test_board_all_reduce),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
