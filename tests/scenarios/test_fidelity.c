@@ -479,6 +479,30 @@ static void bert_large_a100_training(void **state) {
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_training_row(&ROWS[i]);
 }
 
+/* marin-community/marin issue 6736 (https://github.com/marin-community/marin/issues/6736),
+** comment of 2026-06-28: a barriered jax.lax.ppermute swept from 1 KiB to 64 MiB a device on a
+** v5p-8 and a v6e-8, device time by the repeat count's slope: "v5p ... 1 MiB: 16.94 us. 64 MiB:
+** 781.98 us", "v6e ... 1 MiB: 17.45 us. 64 MiB: 776.34 us" (small payloads ~4.5-5.9 us). Held
+** out: neither the fixed cost nor the link efficiency was fitted on them. podsim: shift 1 over the
+** slice, each device's buffer over one ICI link at 0.746 x 100 GB/s after 5.36 us a collective
+** (sim/tpu.c), on both generations (v6e-8: 2x4 chips, the ring's return crossing 3 hops on links
+** the others do not use; v5p-8: 2x2x1 chips, 4 devices):
+**   1 MiB: 5.36 us + 1,048,576 B / 74.6e9 = 19.42 us (v6e 17.45, +11.3%; v5p 16.94, +14.6%)
+**   64 MiB: 5.36 us + 67,108,864 B / 74.6e9 = 904.94 us (v6e 776.34, +16.6%; v5p 781.98, +15.7%)
+** The issue's own fit, time = 2.3-4.6 us + bytes / 86.5 GB/s, says a one-link transfer gets 0.865
+** of the links' spec where the v5e all-gather fit gave 0.746; its small-payload floor, 4.5-5.9
+** us, is the fixed cost the v5e fit found (podsim's 16 KiB: 5.58 us). */
+static void tpu_ppermute_held_out(void **state) {
+  (void)state;
+  static const fidelity_row ROWS[] = {
+    {"ppermute_v6e_8_1mib", "time us", 17.45, 0.08, 0.14},
+    {"ppermute_v6e_8_64mib", "time us", 776.34, 0.14, 0.19},
+    {"ppermute_v5p_8_1mib", "time us", 16.94, 0.12, 0.17},
+    {"ppermute_v5p_8_64mib", "time us", 781.98, 0.13, 0.18},
+  };
+  for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_collective_row(&ROWS[i], 4);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(published_measurements_within_their_bands),
@@ -505,6 +529,7 @@ int main(void) {
     cmocka_unit_test(resnet50_dgx_a100_training),
     cmocka_unit_test(bert_large_a100_training),
     cmocka_unit_test(nccl_2x_hgx_a100_4nic_4gib_busbw),
+    cmocka_unit_test(tpu_ppermute_held_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
