@@ -377,7 +377,10 @@ static void pipelined_tree_step(const sim_collective *c, int t, int rank, int ro
 ** One ring would put the whole buffer through one NIC of each node. The runs that stay one
 ** lane across nodes (the tree, the other ops' rings: NCCL spreads them over its channels too)
 ** cross each node through one NIC, so their protocol's share is taken against one NIC's part
-** of the network (net_busbw / ranks_per_node): on those links they move at the model's busbw. */
+** of the network (net_busbw / ranks_per_node): on those links they move at the model's busbw.
+** NVLS tree (the switches reduce in each node, trees join the nodes) and NVLS run the ring's
+** plan with the same share: the ring's Simple busbw (its bound on the machine: the GPUs' copy
+** links, the NICs) over the chosen pair's, so the run delivers the model's busBw. */
 static void nccl_prepare(sim_collective *c, int phases) {
   int p = c->p, ppn = c->nccl_system.ranks_per_node;
   double bytes = 4.0 * (double)c->count;
