@@ -515,6 +515,23 @@ static void tpu_ppermute_held_out(void **state) {
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_collective_row(&ROWS[i], 4);
 }
 
+/* NCCL issue 1469 (https://github.com/NVIDIA/nccl/issues/1469): 16 nodes of 8 H100, NCCL
+** 2.20.5; the NICs are not named (podsim: DGX H100's 8 x 400 Gb/s). Held out.
+**   8 B: "8 2 float sum -1 72.01" us out of place (61.98 in place). NCCL's model takes the tree
+**     with LL: 4.4 + 2 x (7 x 0.52 x 1.8 + 4 x 5.0) us + the 5.6 us launch = 63.1 us, -12.4%.
+**   64 MiB: "It sometimes can reach a normal value like 150GB/s, but it is much lower for majority
+**     of runs". NCCL's model takes NVLS tree: 25 + 8 x 20.9 + 5.6 = 197.8 us + 64 MiB at 400 x
+**     128/254 GB/s: 530.7 us, 250.9 GB/s busbw, +67%: at 128 ranks and a mid size the measured
+**     runs pay what NCCL's own model leaves out (the issue's point is that they vary); podsim
+**     follows the model. Not met, the reason in docs/fidelity.md. */
+static void nccl_16x_dgx_h100_held_out(void **state) {
+  (void)state;
+  fidelity_row small = {"nccl_16x_dgx_h100_8b", "time us", 72.01, -0.15, -0.10};
+  check_collective_row(&small, 4);
+  fidelity_row mid = {"nccl_16x_dgx_h100_64mib", "busbw GB/s per GPU", 150.0, 0.64, 0.70};
+  check_collective_row(&mid, 6);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(published_measurements_within_their_bands),
@@ -543,6 +560,7 @@ int main(void) {
     cmocka_unit_test(nccl_2x_hgx_a100_4nic_4gib_busbw),
     cmocka_unit_test(tpu_ppermute_held_out),
     cmocka_unit_test(nccl_2x_dgx_h100_nvls_tree_busbw),
+    cmocka_unit_test(nccl_16x_dgx_h100_held_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
