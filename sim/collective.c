@@ -143,6 +143,11 @@ void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, con
   grow_lanes(c, sim__coll_lanes(c, SIM_ALGO_TORUS));
 }
 
+void sim_collective_set_fixed_cost(sim_collective *c, sim_time cost) {
+  assert(!c->running && c->arrived == 0 && cost >= 0);
+  c->fixed_cost = cost;
+}
+
 void sim_collective_set_nccl(sim_collective *c, const sim_nccl_system *system) {
   assert(!c->running && c->arrived == 0 && system->ranks_per_node >= 1);
   c->nccl_system = *system;
@@ -467,7 +472,7 @@ static void measure_axes(sim_collective *c) {
 static void measure_nccl_node(sim_collective *c) {
   sim_time latency;
   double bw = route_rate(c, find_route(c, 0, 1), &latency);
-  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0};
+  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0, 0};
 }
 
 /* Every rank enters round 0 in turn (after the start delay, for NCCL: the ranks not yet in are
@@ -480,14 +485,24 @@ static void enter_first_rounds(sim_collective *c) {
   }
 }
 
+static int fast_begin(sim_collective *c);
+
+/* The ranks enter round 0 now: in closed form if the run can go so, else transfer by transfer. */
+static void enter(sim_collective *c) {
+  c->entered = c->engine->now;
+  if (!fast_begin(c)) enter_first_rounds(c);
+}
+
 static void start_wait_done(sim_engine *e, void *arg) {
   (void)e;
   sim_collective *c = arg;
   c->start_wait = (sim_event_handle){0, 0};
-  enter_first_rounds(c);
+  for (int v = 0; v < c->p * c->lanes; v++) { /* unparked: as a run without a wait begins */
+    c->ranks[v].round = -1;
+    c->ranks[v].flags = 0;
+  }
+  enter(c);
 }
-
-static int fast_begin(sim_collective *c);
 
 /* The run's plan and its chunk split for c->op, c->algo and c->count (all ranks' buffers in
 ** c->bufs), and the originals all_to_all and ppermute read. */
@@ -509,17 +524,17 @@ static void setup(sim_collective *c) {
   }
 }
 
-/* All ranks are in: sets up the run and enters round 0 everywhere (or runs it in closed form). */
+/* All ranks are in: sets up the run and, after its start delay, enters round 0 everywhere (or
+** runs it in closed form: a start delay alone keeps it, the closed form starting when it ends). */
 static void begin(sim_collective *c) {
   c->running = 1;
   c->started = c->engine->now;
   setup(c);
   if (c->round_delay > 0 && c->waits == NULL)
     c->waits = base_xcalloc((size_t)c->p * (size_t)c->cap_lanes, sizeof *c->waits);
-  if (fast_begin(c)) return;
   sim_time wait = c->start_delay + c->round_delay;
   if (wait == 0) {
-    enter_first_rounds(c);
+    enter(c);
     return;
   }
   for (int v = 0; v < c->p * c->lanes; v++) { /* parked: none starts a transfer before the others */
@@ -531,8 +546,10 @@ static void begin(sim_collective *c) {
 
 /* ---- closed form ------------------------------------------------------------------------------ */
 
-/* A run on shapes alone with no delays, whose every transfer would be solo (engine.c invariant
-** 7: links idle, no two transfers on a link at once), is worked out whole when it begins,
+/* A run on shapes alone with no round delays, whose every transfer would be solo (engine.c
+** invariant 7: links idle, no two transfers on a link at once), is worked out whole when its
+** ranks enter round 0 (c->entered: after its start delay, which holds nothing, the fixed cost of
+** a TPU's collectives among it, so that cost keeps the closed form),
 ** without an activity or event per transfer: a rank enters round k+1 at the latest end of its
 ** round-k transfers and reductions, a transfer starts when both its ends are in its round and
 ** ends at start + route latency + sim__duration_ps(bytes, slowest link) (the solo numbers), and a
@@ -541,7 +558,7 @@ static void begin(sim_collective *c) {
 ** Anything that touches a held resource turns the run back into what the transfer-by-transfer
 ** run would be at that moment (fast_fall_back): the same pass again, cut at now, sets every
 ** rank's round and starts its transfers and reductions in flight from their own start times. Of
-** events at the cut's picosecond, only the run's begin counts as happened: a transfer or
+** events at the cut's picosecond, only the rounds' entry counts as happened: a transfer or
 ** reduction due now is still in flight, as its batch or event would be if the touching event
 ** came first.
 **
@@ -604,8 +621,7 @@ typedef struct coll_reduction {
 /* Could this run go in closed form at all? (Its links and cpus are checked by the pass.) */
 static int fast_eligible(const sim_collective *c) {
   const sim_engine *e = c->engine;
-  return !e->solo_off && !e->trace.enabled && c->bufs[0] == NULL && c->start_delay == 0 &&
-         c->round_delay == 0 && c->count > 0;
+  return !e->solo_off && !e->trace.enabled && c->bufs[0] == NULL && c->round_delay == 0 && c->count > 0;
 }
 
 /* A new planning pass: res_slot entries stamped with it are this run's held resources. */
@@ -676,9 +692,9 @@ static coll_route *fast_route(sim_collective *c, int v, int w, int tag, int plan
   return fr->rate > 0 ? fr : NULL;
 }
 
-/* Has what happens at `at` happened by now, in a restore? (Only the begin's own picosecond.) */
+/* Has what happens at `at` happened by now, in a restore? (Of now, only the rounds' entry.) */
 static int happened(const sim_collective *c, sim_time at) {
-  return at < c->engine->now || at == c->started;
+  return at < c->engine->now || at == c->entered;
 }
 
 /* One transfer v -> x->peer of a round both enter at cur[], due at `end`: plans it (0, or -1
@@ -864,7 +880,7 @@ static int fast_reductions(sim_collective *c, const int *active, sim_time *nxt, 
   return 0;
 }
 
-/* The whole run from c->started: plans it (returns its end, or -1 when it cannot go in closed
+/* The whole run from c->entered: plans it (returns its end, or -1 when it cannot go in closed
 ** form) or, with plan 0, restores it as of now (engine.c invariant 11). */
 static sim_time fast_pass(sim_collective *c, int plan) {
   int p = c->p, vs = p * c->lanes;
@@ -885,7 +901,7 @@ static sim_time fast_pass(sim_collective *c, int plan) {
     c->held_until[i] = -1;
   }
   sim_time *cur = c->fast_at, *nxt = c->fast_at + vs;
-  for (int v = 0; v < vs; v++) cur[v] = c->started;
+  for (int v = 0; v < vs; v++) cur[v] = c->entered;
   for (size_t i = 0; i < (size_t)vs * COLL_MAX_XFERS; i++) c->fast_routes[i].peer = -1;
   for (int r = 0; c->cpus != NULL && r < p; r++) c->fast_cpu_slot[r] = -1;
   int torus = c->algo == SIM_ALGO_TORUS && c->lanes > 1, segs = torus ? c->nstages : 1;
@@ -919,7 +935,7 @@ static sim_time fast_pass(sim_collective *c, int plan) {
         if (active[l]) memcpy(cur + l * p, nxt + l * p, (size_t)p * sizeof *cur);
     }
   }
-  sim_time end = c->started;
+  sim_time end = c->entered;
   for (int v = 0; v < vs; v++) {
     if (cur[v] > end) end = cur[v];
     if (!plan && happened(c, cur[v])) {
@@ -995,7 +1011,7 @@ static sim_time fast_plan_uniform(sim_collective *c) {
   /* The timeline, lane by lane; bytes[a][i]: what each link of axis a's send i carries. */
   sim_time cur[COLL_MAX_DIMS];
   double bytes[COLL_MAX_DIMS][COLL_MAX_XFERS] = {{0}};
-  for (int l = 0; l < lanes; l++) cur[l] = c->started;
+  for (int l = 0; l < lanes; l++) cur[l] = c->entered;
   for (int t = 0; t < nstages; t++) {
     sim_time m = cur[0];
     for (int l = 1; l < lanes; l++) m = cur[l] > m ? cur[l] : m;
@@ -1043,7 +1059,7 @@ static sim_time fast_plan_uniform(sim_collective *c) {
       }
     }
   }
-  sim_time end = c->started;
+  sim_time end = c->entered;
   for (int l = 0; l < lanes; l++) end = cur[l] > end ? cur[l] : end;
   for (int a = 0; a < c->ndims; a++)
     for (int r = 0; sends[a] > 0 && r < p; r++)

@@ -154,6 +154,12 @@ int sim_collective_axis_groups(sim_collective *parent, int axis, sim_collective 
 ** and per axis whether it wraps around (wraps NULL = none does). The routes should follow it. */
 void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, const int *wraps);
 
+/* What every collective on the group costs once, whatever its size and algorithm, before its
+** first round (default 0): on a TPU, XLA's set-up and synchronisation of a collective's DMAs
+** (sim/tpu.c, docs/machine.md). A sub-group made after this call inherits it. It holds no link:
+** other traffic runs meanwhile, and the closed form (collective.c) still applies. */
+void sim_collective_set_fixed_cost(sim_collective *c, sim_time cost);
+
 /* The machine NCCL's model sees for SIM_ALGO_NCCL (sim/nccl.h; copied). */
 struct sim_nccl_system;
 void sim_collective_set_nccl(sim_collective *c, const struct sim_nccl_system *system);

@@ -152,6 +152,10 @@ struct sim_collective {
   sim_collective_done_fn done; /* engine-side completion callback, or NULL */
   void *done_arg;            /* its argument */
   sim_time started;          /* when the collective began */
+  sim_time entered;          /* when its ranks enter round 0: started + start_delay + round_delay
+                                (the closed form's origin) */
+  sim_time fixed_cost;       /* every collective's own cost on this group, whatever its size
+                                (sim_collective_set_fixed_cost): part of start_delay */
   sim_time last_duration;    /* of the last completed collective */
   /* SIM_ALGO_NCCL (sim/nccl.h); the other algorithms leave wire 1 and both delays 0. */
   sim_nccl_system nccl_system; /* the machine NCCL's model sees (sim_collective_set_nccl) */

@@ -45,6 +45,7 @@ sim_collective *sim_collective_new_subgroup(sim_collective *parent, const char *
   }
   sim_collective *c = sim_collective_new(parent->engine, name, ranks, route_members, mr, cpus);
   c->owned_ctx = mr;
+  c->fixed_cost = parent->fixed_cost;
   free(cpus);
   return c;
 }

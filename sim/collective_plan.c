@@ -377,7 +377,10 @@ static void pipelined_tree_step(const sim_collective *c, int t, int rank, int ro
 ** One ring would put the whole buffer through one NIC of each node. The runs that stay one
 ** lane across nodes (the tree, the other ops' rings: NCCL spreads them over its channels too)
 ** cross each node through one NIC, so their protocol's share is taken against one NIC's part
-** of the network (net_busbw / ranks_per_node): on those links they move at the model's busbw. */
+** of the network (net_busbw / ranks_per_node): on those links they move at the model's busbw.
+** NVLS tree (the switches reduce in each node, trees join the nodes) and NVLS run the ring's
+** plan with the same share: the ring's Simple busbw (its bound on the machine: the GPUs' copy
+** links, the NICs) over the chosen pair's, so the run delivers the model's busBw. */
 static void nccl_prepare(sim_collective *c, int phases) {
   int p = c->p, ppn = c->nccl_system.ranks_per_node;
   double bytes = 4.0 * (double)c->count;
@@ -395,13 +398,13 @@ static void nccl_prepare(sim_collective *c, int phases) {
     c->nchunks = k < 1 ? 1 : k > NCCL_TREE_MAX_CHUNKS ? NCCL_TREE_MAX_CHUNKS : (int)k;
     if ((size_t)c->nchunks > c->count) c->nchunks = c->count > 0 ? (int)c->count : 1;
     c->rounds = c->nchunks + 2 * floor_log2(p) - 1;
-    c->start_delay = latency;
+    c->start_delay += latency;
     return;
   }
   c->rounds = c->op == SIM_COLL_BROADCAST ? 2 * p - 2 : phases * (p - 1);
   sim_time base = sim_time_from_s(c->nccl.base_s);
   c->round_delay = (latency - base) / c->rounds;
-  c->start_delay = latency - c->round_delay * c->rounds;
+  c->start_delay += latency - c->round_delay * c->rounds;
 }
 
 /* ---- halving-doubling -------------------------------------------------------------------- */
@@ -485,7 +488,8 @@ void sim__coll_prepare(sim_collective *c) {
   c->lanes = 1;
   c->wire = 1;
   c->pipelined = 0;
-  c->start_delay = c->round_delay = 0;
+  c->start_delay = c->fixed_cost;
+  c->round_delay = 0;
   if (c->op == SIM_COLL_PPERMUTE) {
     c->nchunks = 1;
     c->rounds = p > 1;

@@ -35,6 +35,12 @@ static const double TREE_CORRECTION[SIM_NCCL_PROTO_COUNT][22] = {
 /* NVLS: its one latency, and its algbw per unit of the system's nvls_busbw. */
 #define NVLS_LAT 23.0
 #define NVLS_RATIO (5.0 / 6.0)
+/* NVLS tree (tuning.cc at 5067397c): hwLat[NVLINK][NVLS_TREE][Simple], hwLat[NET][NVLS_TREE]
+** [Simple], and its cap, nvlsChannels (16 on Hopper) x perChMaxNVLSTreeBws[Hopper][N2 or N4]. */
+#define NVLS_TREE_LAT 25.0
+#define NVLS_TREE_NET_LAT 20.9
+#define NVLS_TREE_CAP_2_NODES (16 * 57.7)
+#define NVLS_TREE_CAP (16 * 45.5)
 
 static int log2i(double x) {
   int l = 0;
@@ -48,8 +54,8 @@ const char *sim_nccl_proto_name(sim_nccl_proto proto) {
 }
 
 const char *sim_nccl_algo_name(sim_nccl_algo algo) {
-  static const char *const NAMES[] = {"tree", "ring", "nvls"};
-  return (unsigned)algo <= SIM_NCCL_NVLS ? NAMES[algo] : "unknown";
+  static const char *const NAMES[] = {"tree", "ring", "nvls", "nvls_tree"};
+  return (unsigned)algo <= SIM_NCCL_NVLS_TREE ? NAMES[algo] : "unknown";
 }
 
 int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
@@ -62,6 +68,18 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
     if (nodes > 1 || proto != SIM_NCCL_SIMPLE || !(s->nvls_busbw > 0)) return -1;
     *out = (sim_nccl_choice){algo, proto, s->launch_s + NVLS_LAT * US, s->launch_s, 0, s->nvls_busbw * NVLS_RATIO, 0};
     out->busbw = out->algbw * 2 * (p - 1) / p;
+    out->time_s = out->latency_s + bytes / out->algbw;
+    return 0;
+  }
+  if (algo == SIM_NCCL_NVLS_TREE) {
+    if (nodes < 2 || !ar || proto != SIM_NCCL_SIMPLE || !(s->nvls_busbw > 0)) return -1;
+    double intra = s->nvls_busbw * NVLS_RATIO * 2 * (ppn - 1) / ppn;
+    double inter = s->net_busbw * (nodes <= 2 ? 2 : 1), cap = (nodes <= 2 ? NVLS_TREE_CAP_2_NODES : NVLS_TREE_CAP) * GBPS;
+    double bw = intra < inter ? intra : inter;
+    bw = bw < cap ? bw : cap;
+    double net = NVLS_TREE_NET_LAT * US + 2 * s->net_latency_s;
+    double lat = s->launch_s + NVLS_TREE_LAT * US + 2 * log2i(nodes) * net;
+    *out = (sim_nccl_choice){algo, proto, lat, s->launch_s, bw, bw * p / (2.0 * (p - 1)), 0};
     out->time_s = out->latency_s + bytes / out->algbw;
     return 0;
   }
@@ -111,7 +129,7 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
 void sim_nccl_choose(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
                      sim_nccl_choice *out) {
   int found = 0;
-  for (int a = SIM_NCCL_TREE; a <= SIM_NCCL_NVLS; a++)
+  for (int a = SIM_NCCL_TREE; a <= SIM_NCCL_NVLS_TREE; a++)
     for (int pr = 0; pr < SIM_NCCL_PROTO_COUNT; pr++) {
       sim_nccl_choice c;
       if (sim_nccl_model(s, op, p, bytes, (sim_nccl_algo)a, (sim_nccl_proto)pr, &c) != 0) continue;

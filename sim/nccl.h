@@ -18,17 +18,25 @@
 **   messages; the ring's Simple latency x 1.9 across nodes for all_reduce from p/16 x 64 KiB
 **   up (its "plateau"). Tree only for all_reduce. NVLS (NCCL 2.17+, tuning.cc at b6475625:
 **   all_reduce, Simple, one node, where the system has nvls_busbw): time = launch + 23 us +
-**   n / (5/6 nvls_busbw). The fastest pair wins; ties go to the first in NCCL's order (tree,
-**   ring, NVLS; LL, LL128, Simple).
+**   n / (5/6 nvls_busbw). NVLS tree (tuning.cc at 5067397c: all_reduce, Simple, across nodes, where
+**   the system has nvls_busbw: the switches reduce inside each node, trees join the nodes):
+**   busBw = min(the node's NVLS busBw as nccl-tests counts it, 5/6 nvls_busbw x 2 (ppn-1)/ppn,
+**   because NCCL gives NVLS and NVLS tree the same intraBw; net_busbw, doubled on 2 nodes, where
+**   NCCL pipelines the two trees' halves over both directions; 16 NVLS channels x Hopper's
+**   perChMaxNVLSTreeBw, 57.7 GB/s on 2 nodes, 45.5 on more), algbw = busBw x p / (2 (p-1)),
+**   latency = launch + 25 us (hwLat NVLINK) + 2 log2(N) x (20.9 us (hwLat NET) + 2 x net_latency_s,
+**   the net plugin's own latency, counted again for Simple's flush). The fastest pair wins; ties
+**   go to the first in NCCL's order (tree, ring, NVLS, NVLS tree; LL, LL128, Simple).
 ** Left out: NCCL's per-channel caps (ll128MaxBwPerCh x nChannels: podsim has no channels, the
-** system's busbw is nChannels x speed already), CollNet, NVLS across nodes (NVLS tree).
+** system's busbw is nChannels x speed already), CollNet (in-network SHARP reductions: no system
+** of the catalogue has its switches).
 */
 #ifndef PODSIM_NCCL_H
 #define PODSIM_NCCL_H
 
 #include "sim/collective.h"
 
-typedef enum { SIM_NCCL_TREE = 0, SIM_NCCL_RING, SIM_NCCL_NVLS } sim_nccl_algo; /* NCCL's order */
+typedef enum { SIM_NCCL_TREE = 0, SIM_NCCL_RING, SIM_NCCL_NVLS, SIM_NCCL_NVLS_TREE } sim_nccl_algo; /* NCCL's order */
 typedef enum { SIM_NCCL_LL = 0, SIM_NCCL_LL128, SIM_NCCL_SIMPLE } sim_nccl_proto; /* likewise */
 #define SIM_NCCL_PROTO_COUNT 3
 
@@ -45,10 +53,13 @@ typedef struct sim_nccl_system {
                              calibration, docs/machine.md); part of every pair's latency */
   double nvls_busbw;      /* NVLink SHARP (H100's NVSwitches reduce): NCCL's NVLS busBw, whose
                              5/6 is its algbw; 0: none */
+  double net_latency_s;   /* the network transport's own latency (NCCL's net plugin property,
+                             graph latencyInter), added to every network hop of NVLS tree; 0 on
+                             InfiniBand and RoCE (NCCL's IB transport reports none) */
 } sim_nccl_system;
 
 typedef struct sim_nccl_choice {
-  sim_nccl_algo algo;     /* ring or tree */
+  sim_nccl_algo algo;     /* tree, ring, NVLS or NVLS tree */
   sim_nccl_proto proto;   /* LL, LL128 or Simple */
   double latency_s;       /* base latency plus the steps' hardware latency, seconds */
   double base_s;          /* of it, what does not depend on the steps (baseLat, with the ring's
@@ -66,7 +77,7 @@ int  sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double byte
 /* The pair NCCL picks: the least predicted time (see above). p >= 2. */
 void sim_nccl_choose(const sim_nccl_system *s, sim_coll_op op, int p, double bytes,
                      sim_nccl_choice *out);
-/* "LL", "LL128", "Simple"; "ring", "tree". */
+/* "LL", "LL128", "Simple"; "tree", "ring", "nvls", "nvls_tree". */
 const char *sim_nccl_proto_name(sim_nccl_proto proto);
 const char *sim_nccl_algo_name(sim_nccl_algo algo);
 

@@ -55,36 +55,37 @@ static const slice_shape LITE_SHAPES[] = {
 /* ICI as collectives achieve it, fitted on the one published per-collective TPU profile (How to
 ** Scale Your Model, https://jax-ml.github.io/scaling-book/sharding/, Pop Quiz 2: AllGather_Y on
 ** a v5e {X: 8, Y: 4}, 3 hops along y, 680 us for an 8,388,608-byte shard, "closer to 8us" for a
-** 32,768-byte one): 3 x (S / (e x 50 GB/s) + L) through both points gives e = 0.746 of the
-** links' spec and L = 1.79 us a hop (the DMA set-up and the synchronisation of every step, not
-** the wire's latency alone). The two sizes cross the same 3 hops, so they fit a fixed cost per
-** collective as well as one per hop; per hop is the form that lives in the link model (a ring
-** of d steps pays d of them, as XLA's collectives synchronise each step). v5e's is the fit; the
-** other generations take it (NF: no profile of theirs was found). Held out against it (docs/
-** fidelity.md): v6e's one measured collective, a 2.4 MB psum over a v6e-256 in about 20 us, which
-** no per-hop cost of a microsecond allows (podsim: 127 us) and a fixed cost per collective with
-** sub-microsecond hops would; that form needs a start cost in the collective engine, not here. */
+** 32,768-byte one): c + 3 x S / (e x 50 GB/s) through both points gives e = 0.746 of the links'
+** spec and c = 5.36 us, a fixed cost per collective (XLA's set-up of the DMAs and the
+** synchronisation that starts and ends a collective), charged once by the collective engine
+** (sim_collective_set_fixed_cost). The two sizes cross the same 3 hops, so they cannot tell c
+** from a cost per hop h (c + 3h = 5.36 us); a hop costs nothing beyond its bytes here because
+** v6e's psum over a v6e-256 (about 20 us for 2.4 MB, docs/fidelity.md) leaves no room for one:
+** podsim's torus all-reduce there runs 60 ring steps a lane, and its bytes alone take 15.8 us, so
+** 60h <= 4.2 us - c. Issue 25 charged 1.79 us a hop (c = 0), 107 us of hops on that psum. v5e's
+** profile is the fit; the other generations take it (NF: no profile of theirs was found). */
 #define ICI_EFFICIENCY 0.746
-#define ICI_HOP ((sim_time)1790000)
+#define ICI_HOP ((sim_time)0)
+#define COLLECTIVE_COST ((sim_time)5360000)
 
 /* name, prefix, cores, devices, chips/host, rank, ICI links, pod chips, HBM, HBM B/s, peak,
-** ICI B/s one way, hop latency, ICI efficiency, PCIe B/s, PCIe latency, DCN B/s per host, DCN
+** ICI B/s one way, hop latency, ICI efficiency, cost per collective, PCIe B/s, PCIe latency, DCN B/s per host, DCN
 ** latency. Sources per value in docs/machine.md: ICI one way per link is the Cloud TPU page's
 ** bidirectional per-chip figure / (2 x ports): v5e 400 / 8 = 50, v5p 1200 / 12 = 100, v6e
 ** 800 / 8 = 100 GB/s; v6e DCN 4 x 200 Gbps NICs per host = 100 GB/s. */
 static const sim_tpu_generation GENERATIONS[] = {
-  {{"v2", "v2", 2, 2, 4, 2, 4, 256, 16 * GIB, 700 * GB, 45e12, 62 * GB, ICI_HOP, ICI_EFFICIENCY, 16 * GB, US, 25 * GB, 10 * US},
+  {{"v2", "v2", 2, 2, 4, 2, 4, 256, 16 * GIB, 700 * GB, 45e12, 62 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 16 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 0, 16, V2_SHAPES},
-  {{"v3", "v3", 2, 2, 4, 2, 4, 1024, 32 * GIB, 900 * GB, 123e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 16 * GB, US, 25 * GB, 10 * US},
+  {{"v3", "v3", 2, 2, 4, 2, 4, 1024, 32 * GIB, 900 * GB, 123e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 16 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 0, 32, V3_SHAPES},
-  {{"v4", "v4", 2, 1, 4, 3, 6, 4096, 32 * GIB, 1200 * GB, 275e12, 45 * GB, ICI_HOP, ICI_EFFICIENCY, 16 * GB, US, 25 * GB, 10 * US},
+  {{"v4", "v4", 2, 1, 4, 3, 6, 4096, 32 * GIB, 1200 * GB, 275e12, 45 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 16 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 4, 0, CUBE_SHAPES},
-  {{"v5e", "v5litepod", 1, 1, 8, 2, 4, 256, 16000000000u, 819 * GB, 197e12, 50 * GB, ICI_HOP, ICI_EFFICIENCY, 15 * GB, US, 25 * GB,
+  {{"v5e", "v5litepod", 1, 1, 8, 2, 4, 256, 16000000000u, 819 * GB, 197e12, 50 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 15 * GB, US, 25 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
-  {{"v5p", "v5p", 2, 1, 4, 3, 6, 8960, 95 * GIB, 2765 * GB, 459e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 15 * GB, US, 25 * GB, 10 * US},
+  {{"v5p", "v5p", 2, 1, 4, 3, 6, 8960, 95 * GIB, 2765 * GB, 459e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 15 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 4, 0, CUBE_SHAPES},
-  {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, 32 * GB, US, 100 * GB,
+  {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 32 * GB, US, 100 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
 };
@@ -514,4 +515,9 @@ void sim_tpu_set_torus(sim_collective *group, const sim_tpu_slice *s) {
     if (s->dims[a] > 1) axes[n] = s->dims[a], wraps[n++] = sim_tpu_slice_wraps(s, a);
   if (n == 0) axes[n] = 1, wraps[n++] = 0;
   sim_collective_set_torus(group, n, axes, wraps);
+  sim_tpu_set_collective_cost(group, s);
+}
+
+void sim_tpu_set_collective_cost(sim_collective *group, const sim_tpu_slice *s) {
+  sim_collective_set_fixed_cost(group, s->gen->fig.collective_cost);
 }

@@ -39,6 +39,8 @@ typedef struct sim_tpu_figures {
   double ici_bytes_per_s;    /* one ICI link, one direction */
   sim_time ici_latency;      /* per ICI hop a transfer crosses, its synchronisation included */
   double ici_efficiency;     /* share of ici_bytes_per_s a collective's transfers achieve */
+  sim_time collective_cost;  /* what every collective costs once, whatever its size: XLA's set-up
+                                and synchronisation of its DMAs (sim_collective_set_fixed_cost) */
   double pcie_bytes_per_s;   /* host <-> chip, each direction */
   sim_time pcie_latency;     /* per PCIe transfer */
   double dcn_bytes_per_s;    /* data-centre network per host, each direction */
@@ -131,8 +133,12 @@ size_t sim_tpu_slice_links(const sim_tpu_slice *s, sim_link **out, size_t max);
 ** chip fastest, then its chip's index (x fastest, then y, z). */
 int  sim_tpu_device_grid_rank(const sim_tpu_slice *s, int d);
 /* Gives group (whose rank k is the device of grid rank k) the slice's torus: the chip's cores as a
-** line when there are two, then the x, y, z axes longer than 1, wrapping where the slice wraps. */
+** line when there are two, then the x, y, z axes longer than 1, wrapping where the slice wraps;
+** and the generation's cost per collective (sim_tpu_set_collective_cost). */
 void sim_tpu_set_torus(sim_collective *group, const sim_tpu_slice *s);
+/* Gives a group of the slice's devices the generation's cost per collective (collective_cost),
+** whatever algorithm it runs. */
+void sim_tpu_set_collective_cost(sim_collective *group, const sim_tpu_slice *s);
 
 /* A sim_route_fn over devices (ctx = the slice): the two cores of one chip over their on-chip
 ** link; otherwise the ICI links of sim_torus_route between the chips (fabric.h): dimension

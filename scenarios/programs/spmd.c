@@ -11,7 +11,8 @@
 ** losses or weights. The collectives run among the replica's own devices, which a device
 ** assignment places next to each other, so they are charged in closed form as a ring over them:
 ** an all-reduce of B bytes 2 (N - 1) / N B at one ICI link's bandwidth (one direction) plus
-** 2 (N - 1) hops, an all-gather of a B-byte whole half of that; each after the other, not
+** 2 (N - 1) hops and the generation's cost per collective (sim/tpu.c), an all-gather of a
+** B-byte whole half of that and one collective's cost; each after the other, not
 ** overlapped with compute (XLA's asynchronous collectives hide part of it: an upper bound).
 **
 ** Invariants:
@@ -36,10 +37,11 @@ sim_time train__split_comm_ps(const trainer *t, int examples) {
   const sim_tpu_figures *f = sim_tpu_generation_figures(sim_tpu_slice_generation(slice_run_slice(t->tpu)));
   double bw = sim_tpu_ici_rate(f, s->tpu_ici_bytes_per_s);
   double share = (double)(n - 1) / n, bytes = 0;
-  long hops = 0;
+  long hops = 0, collectives = 0;
   for (int pass = 0; pass < 2; pass++) {
     bytes += 2.0 * share * tp->all_reduce_bytes[pass] + share * tp->all_gather_bytes[pass];
     hops += (long)(n - 1) * (2L * tp->all_reduces[pass] + tp->all_gathers[pass]);
+    collectives += tp->all_reduces[pass] + tp->all_gathers[pass];
   }
-  return sim_time_from_s(bytes * examples / bw) + hops * f->ici_latency;
+  return sim_time_from_s(bytes * examples / bw) + hops * f->ici_latency + collectives * f->collective_cost;
 }

@@ -93,6 +93,7 @@ ds_strategy *ds_tpu_strategy_new(sim_engine *e, ds_kind kind, sim_tpu_slice *sli
   if (replicas > 1) {
     ds_strategy_order_group(s, replica_at_rank, route_ranks, rr);
     if (use == SIM_ALGO_TORUS) sim_tpu_set_torus(ds_collective(s), slice);
+    else sim_tpu_set_collective_cost(ds_collective(s), slice);
   } else {
     free(rr);
   }

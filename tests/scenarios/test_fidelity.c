@@ -69,13 +69,14 @@ static double training_examples_per_s(const char *rel) {
 /* The rows of docs/fidelity.md, published figures with their sources there. The pod rows are
 ** the spec sheets' per-pod all-reduce bandwidth (chips x links x link rate), not measurements:
 ** podsim's links carry 0.746 of the spec, as the scaling book's measured v5e all-gather does
-** (sim/tpu.c, ICI_EFFICIENCY), so the busbw sits 26% under each page's figure:
-**   Cloud TPU v4: 1.1 PB/s all-reduce per 4096-chip pod = 268.6 GB/s per chip (podsim 198.2)
-**   Cloud TPU v5e: 51.2 TB/s per 256-chip pod = 200 GB/s per chip (148.0)
-**   Cloud TPU v6e: the page's per-pod all-reduce bandwidth per chip, 400 GB/s (293.7)
+** (sim/tpu.c, ICI_EFFICIENCY), after 5.36 us a collective, so the busbw sits 25% under each
+** page's figure:
+**   Cloud TPU v4: 1.1 PB/s all-reduce per 4096-chip pod = 268.6 GB/s per chip (podsim 201.3)
+**   Cloud TPU v5e: 51.2 TB/s per 256-chip pod = 200 GB/s per chip (149.1)
+**   Cloud TPU v6e: the page's per-pod all-reduce bandwidth per chip, 400 GB/s (298.1)
 **   Ying et al. 2018: ResNet-50 on 1024 TPU v3 chips, global batch 64K, 1.05M images/s (podsim
-**   1.424M, +35.6%: 32 images a core; MLPerf v0.6's 2019 software on the same slice at 16 a core
-**   ran 1.30M, 24% more per core than this 2018 run, and podsim is within 1.2% of that one,
+**   1.434M, +36.6%: 32 images a core; MLPerf v0.6's 2019 software on the same slice at 16 a core
+**   ran 1.30M, 24% more per core than this 2018 run, and podsim is within 2.6% of that one,
 **   resnet50_mlperf_v3_2048; docs/fidelity.md) */
 static void published_measurements_within_their_bands(void **state) {
   (void)state;
@@ -264,12 +265,24 @@ static void nccl_dgx_h100_all_gather_4gib_busbw(void **state) {
 }
 
 /* NCCL issue 1221: on 4 nodes of 8 H100 with 8 x 400 Gb/s RoCE NICs (NCCL 2.19.3, `-b 4G -e
-** 8G`) the busbw is 320 GB/s, NVLS on or off. podsim's ring over 8 channels is bound by the
-** NVLink copy ceiling (370) before the NICs (8 x 50 = 400): 8 GiB in 45.478 ms, 365.96 GB/s,
-** +14.4%: that RoCE fabric gave 80% of its NICs, podsim's rails give all of it. */
+** 8G`) the busbw is 320 GB/s, NVLS on or off. NCCL's model (tuning.cc) takes NVLS tree there,
+** bound by the NICs: busBw min(481.25, 8 x 50 = 400, 728) = 400 GB/s, 108.6 us + 5.6 us of
+** latency: 8 GiB in 43.07 ms, 398.9 GB/s, +24.7% (the ring, before NVLS tree: 365.96, +14.4%).
+** Outside 15%: that RoCE fabric gave 80% of its NICs where podsim's rails give all of them, and
+** its poster saw NVLS not help beyond 2 nodes, as a fabric bound near 320 would make it. */
 static void nccl_4x_dgx_h100_8gib_busbw(void **state) {
   (void)state;
-  fidelity_row row = {"nccl_4x_dgx_h100_8gib", "busbw GB/s per GPU", 320.0, 0.12, 0.17};
+  fidelity_row row = {"nccl_4x_dgx_h100_8gib", "busbw GB/s per GPU", 320.0, 0.22, 0.27};
+  check_collective_row(&row, 6);
+}
+
+/* The same issue: on 1 or 2 nodes "the bus BW will upgraded from 330GB to 430GB" with NVLS.
+** Held out. On 2 DGX H100 NCCL's model takes NVLS tree, bound by NVLink SHARP (the node's NVLS
+** busBw 481.25 GB/s; the NICs count twice on 2 nodes, 800): 66.8 us + 5.6 us of latency, 8 GiB
+** in 33.54 ms, 480.2 GB/s, +11.7% (the 1-node NVLS row, the same 430, is +11.8%). */
+static void nccl_2x_dgx_h100_nvls_tree_busbw(void **state) {
+  (void)state;
+  fidelity_row row = {"nccl_2x_dgx_h100_8gib", "busbw GB/s per GPU", 430.0, 0.09, 0.14};
   check_collective_row(&row, 6);
 }
 
@@ -300,9 +313,10 @@ static void multislice_dcn_within_its_band(void **state) {
 ** Quiz 2): AllGather_Y([E_Y, F]) on a TPU v5e mesh {X: 8, Y: 4} in bfloat16 (8 lines of 4 along
 ** y, workload.collective.axis), profiled at 680 us for E = 2048, F = 8192 (an 8.4 MB shard). Y has
 ** no wraparound at 4, so the farthest shard crosses 3 hops: podsim runs 3 rounds of a whole shard
-** at the link's achieved 0.746 x 50 GB/s plus 1.79 us a hop, 3 x (8,388,608 B / 37.3e9 + 1.79 us)
-** = 680.06 us. These two rows are the fit of sim/tpu.c's ICI_EFFICIENCY and ICI_HOP (before it:
-** -25.5%, at the spec's 50 GB/s and 1 us), so they guard the calibration, they do not test it. */
+** at the link's achieved 0.746 x 50 GB/s after the collective's fixed 5.36 us,
+** 5.36 us + 3 x 8,388,608 B / 37.3e9 = 680.05 us. These two rows are the fit of sim/tpu.c's
+** ICI_EFFICIENCY and COLLECTIVE_COST (before it: -25.5%, at the spec's 50 GB/s and 1 us a hop), so
+** they guard the calibration, they do not test it. */
 static void scaling_book_all_gather_8mb_time(void **state) {
   (void)state;
   fidelity_row row = {"allgather_v5e_8x4_y", "time us", 680.0, -0.01, 0.01};
@@ -310,7 +324,7 @@ static void scaling_book_all_gather_8mb_time(void **state) {
 }
 
 /* The same AllGather_Y with E = F = 256 (a 32 kB shard), "closer to 8us" in the book's profile:
-** latency-bound, 3 x (32,768 B / 37.3e9 + 1.79 us) = 8.005 us (-37.9% before the fit). */
+** latency-bound, 5.36 us + 3 x 32,768 B / 37.3e9 = 7.995 us (-37.9% before the fit). */
 static void scaling_book_all_gather_32kb_time(void **state) {
   (void)state;
   fidelity_row row = {"allgather_v5e_8x4_y_small", "time us", 8.0, -0.01, 0.01};
@@ -321,15 +335,15 @@ static void scaling_book_all_gather_32kb_time(void **state) {
 ** microbenchmarks/trillium/collectives/README.md's log line, "achieved_bandwidth_gbyte_s=
 ** 235.7595..."): the script that prints it shards a bfloat16 17408^2 matrix over the 256 chips
 ** and psums each chip's 17408 x 68 block (2,367,488 bytes), reporting that block's busbw,
-** 2 (n - 1) / n x 2,367,488 B / time: about 20.0 us. Held out of the ICI fit (v6e takes v5e's
-** 0.746 and 1.79 us a hop): podsim's every-axis torus all-reduce takes 123.2 us, 38.28 GB/s,
-** -83.8%. Its 2 axes of 16 take 30 steps a lane each way, 60 x 1.79 us = 107 us of hops alone;
-** the measured run leaves under 9 us for all its steps once the bytes are paid (at the links'
-** spec 11.8 us): a fixed cost per collective with sub-microsecond hops fits it and the scaling
-** book's profile both, a per-hop cost cannot (docs/fidelity.md). */
+** 2 (n - 1) / n x 2,367,488 B / time: about 20.0 us. No value was fitted on it (v6e takes v5e's
+** 0.746 and 5.36 us a collective), but it chose the form: with 1.79 us a hop podsim's every-axis
+** torus all-reduce took 123.2 us (60 steps a lane, 107 us of hops alone), -83.8%, and the
+** measured run leaves under 5 us for all its steps once the bytes are paid, so sim/tpu.c charges
+** a cost per collective and none a hop. Now 5.36 us + the 60 steps' bytes, 21.2 us: 222.8 GB/s,
+** -5.5% (docs/fidelity.md). */
 static void v6e_psum_held_out(void **state) {
   (void)state;
-  fidelity_row row = {"psum_v6e_256", "busbw GB/s per chip", 235.76, -0.86, -0.81};
+  fidelity_row row = {"psum_v6e_256", "busbw GB/s per chip", 235.76, -0.08, -0.03};
   check_collective_row(&row, 6);
 }
 
@@ -392,9 +406,9 @@ static void v6e_gemm_held_out(void **state) {
 ** whole HBM traffic as its own kernel, where XLA fuses them (issue 25, item 1, not modelled):
 **   v3-32, 128 images a core: 173.17 ms a step, 23,652 (32,584, -27.4%)
 **   v3-128, 128 a core: 173.49 ms, 94,438 (125,077, -24.5%)
-**   v3-2048, 16 a core: 24.92 ms, 1,314,774 (1,298,699, +1.2%)
+**   v3-2048, 16 a core: 1,332,000 (1,298,699, +2.6%; +1.2% with 1.79 us an ICI hop)
 **   v4-128, 128 a chip: 58.67 ms, 139,621 (220,805, -36.8%)
-**   v4-8192, 8 a chip: 6.142 ms, 5,334,921 (6,532,123 over the whole run, -18.3%)
+**   v4-8192, 8 a chip: 5,474,000 (6,532,123 over the whole run, -16.2%; -18.3% with 1.79 us a hop)
 **   BERT-large v3-32, 14 sequences a core: 599.9 ms (recompute included), 746.8 (972.8, -23.2%)
 **   BERT-large v4-128, 48 a chip: 550.6 ms, 5,579 (12,306, -54.7%) */
 static void mlperf_training_throughputs(void **state) {
@@ -404,7 +418,7 @@ static void mlperf_training_throughputs(void **state) {
     {"resnet50_mlperf_v3_128", "images/s", 125077, -0.27, -0.22},
     {"resnet50_mlperf_v3_2048", "images/s", 1298699, -0.02, 0.04},
     {"resnet50_mlperf_v4_128", "images/s", 220805, -0.39, -0.34},
-    {"resnet50_mlperf_v4_8192", "images/s", 6532123, -0.21, -0.16},
+    {"resnet50_mlperf_v4_8192", "images/s", 6532123, -0.19, -0.14},
     {"bert_large_mlperf_v3_32", "sequences/s", 972.8, -0.26, -0.20},
     {"bert_large_mlperf_v4_128", "sequences/s", 12306, -0.57, -0.52},
   };
@@ -482,16 +496,58 @@ static void bert_large_a100_training(void **state) {
 ** sharding, no pipelining, bfloat16 gradient all-reduce): the two 3794-step blocks logged after
 ** run_stop, with no evaluation beside them, took 2.360 s and 2.392 s: 2.376 s, 0.6263 ms a step,
 ** 3794 x 55296 / 2.376 = 88.30M examples/s. Held out. podsim (zoo dlrm, mixed_bfloat16,
-** model.tpu_embedding, one replica a chip): 55296 / 3.136 ms = 17.63M (-80.0%). Most of podsim's
-** step is the three all-to-alls (ids, vectors, their gradients: 11.5 MB a chip each way for the
+** model.tpu_embedding, one replica a chip): 55296 / 1.833 ms = 30.17M (-65.8%; -80.0%, 3.136 ms,
+** when an ICI hop cost 1.79 us, before the fixed cost a collective). Most of podsim's step is
+** the three all-to-alls (ids, vectors, their gradients: 11.5 MB a chip each way for the
 ** vectors), which sim/collective.c runs as MPICH's pairwise exchange, 63 rounds of one transfer
-** a chip over multi-hop torus routes (1.04 ms for 11.5 MB on v4-128, about 8x the 4x4x4 torus's
-** bisection bound), where the TPU's all-to-all drives every ICI link at once; podsim also models
-** no SparseCore (docs/fidelity.md). The band holds today's error so that a change is seen. */
+** a chip over multi-hop torus routes (about 8x the 4x4x4 torus's bisection bound), where the
+** TPU's all-to-all drives every ICI link at once; podsim also models no SparseCore
+** (docs/fidelity.md). The band holds today's error so that a change is seen. */
 static void dlrm_tpu_v4_training(void **state) {
   (void)state;
-  static const fidelity_row ROW = {"dlrm_mlperf_v4_128", "examples/s", 88.30e6, -0.82, -0.78};
+  static const fidelity_row ROW = {"dlrm_mlperf_v4_128", "examples/s", 88.30e6, -0.68, -0.63};
   check_training_row(&ROW);
+}
+
+/* marin-community/marin issue 6736 (https://github.com/marin-community/marin/issues/6736),
+** comment of 2026-06-28: a barriered jax.lax.ppermute swept from 1 KiB to 64 MiB a device on a
+** v5p-8 and a v6e-8, device time by the repeat count's slope: "v5p ... 1 MiB: 16.94 us. 64 MiB:
+** 781.98 us", "v6e ... 1 MiB: 17.45 us. 64 MiB: 776.34 us" (small payloads ~4.5-5.9 us). Held
+** out: neither the fixed cost nor the link efficiency was fitted on them. podsim: shift 1 over the
+** slice, each device's buffer over one ICI link at 0.746 x 100 GB/s after 5.36 us a collective
+** (sim/tpu.c), on both generations (v6e-8: 2x4 chips, the ring's return crossing 3 hops on links
+** the others do not use; v5p-8: 2x2x1 chips, 4 devices):
+**   1 MiB: 5.36 us + 1,048,576 B / 74.6e9 = 19.42 us (v6e 17.45, +11.3%; v5p 16.94, +14.6%)
+**   64 MiB: 5.36 us + 67,108,864 B / 74.6e9 = 904.94 us (v6e 776.34, +16.6%; v5p 781.98, +15.7%)
+** The issue's own fit, time = 2.3-4.6 us + bytes / 86.5 GB/s, says a one-link transfer gets 0.865
+** of the links' spec where the v5e all-gather fit gave 0.746; its small-payload floor, 4.5-5.9
+** us, is the fixed cost the v5e fit found (podsim's 16 KiB: 5.58 us). */
+static void tpu_ppermute_held_out(void **state) {
+  (void)state;
+  static const fidelity_row ROWS[] = {
+    {"ppermute_v6e_8_1mib", "time us", 17.45, 0.08, 0.14},
+    {"ppermute_v6e_8_64mib", "time us", 776.34, 0.14, 0.19},
+    {"ppermute_v5p_8_1mib", "time us", 16.94, 0.12, 0.17},
+    {"ppermute_v5p_8_64mib", "time us", 781.98, 0.13, 0.18},
+  };
+  for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_collective_row(&ROWS[i], 4);
+}
+
+/* NCCL issue 1469 (https://github.com/NVIDIA/nccl/issues/1469): 16 nodes of 8 H100, NCCL
+** 2.20.5; the NICs are not named (podsim: DGX H100's 8 x 400 Gb/s). Held out.
+**   8 B: "8 2 float sum -1 72.01" us out of place (61.98 in place). NCCL's model takes the tree
+**     with LL: 4.4 + 2 x (7 x 0.52 x 1.8 + 4 x 5.0) us + the 5.6 us launch = 63.1 us, -12.4%.
+**   64 MiB: "It sometimes can reach a normal value like 150GB/s, but it is much lower for majority
+**     of runs". NCCL's model takes NVLS tree: 25 + 8 x 20.9 + 5.6 = 197.8 us + 64 MiB at 400 x
+**     128/254 GB/s: 530.7 us, 250.9 GB/s busbw, +67%: at 128 ranks and a mid size the measured
+**     runs pay what NCCL's own model leaves out (the issue's point is that they vary); podsim
+**     follows the model. Not met, the reason in docs/fidelity.md. */
+static void nccl_16x_dgx_h100_held_out(void **state) {
+  (void)state;
+  fidelity_row small = {"nccl_16x_dgx_h100_8b", "time us", 72.01, -0.15, -0.10};
+  check_collective_row(&small, 4);
+  fidelity_row mid = {"nccl_16x_dgx_h100_64mib", "busbw GB/s per GPU", 150.0, 0.64, 0.70};
+  check_collective_row(&mid, 6);
 }
 
 int main(void) {
@@ -521,6 +577,9 @@ int main(void) {
     cmocka_unit_test(bert_large_a100_training),
     cmocka_unit_test(nccl_2x_hgx_a100_4nic_4gib_busbw),
     cmocka_unit_test(dlrm_tpu_v4_training),
+    cmocka_unit_test(tpu_ppermute_held_out),
+    cmocka_unit_test(nccl_2x_dgx_h100_nvls_tree_busbw),
+    cmocka_unit_test(nccl_16x_dgx_h100_held_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1001,6 +1001,10 @@ static void note_done(sim_engine *e, sim_collective *c, void *arg) {
   *(sim_time *)arg = sim_now(e);
 }
 
+/* The groups' fixed cost per collective in run_uniform (sim_collective_set_fixed_cost; 0 but in
+** test_uniform_torus_fixed_cost). */
+static sim_time uniform_fixed_cost;
+
 /* A torus `op` of `count` floats on sh, every link of bandwidth bw and 1 us latency, planned
 ** `how`; before it a flow of `pre` bytes over rank 0's link to rank 1 (when pre > 0) and a
 ** reduce-scatter of `count` floats (when `scatter`), one after the other, so that the links
@@ -1015,6 +1019,7 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
   for (size_t i = 0; i < out->n; i++) sim_link_set_bandwidth(t->links[i], bw);
   sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, NULL);
   sim_collective_set_torus(c, t->nd, t->dims, t->wraps);
+  sim_collective_set_fixed_cost(c, uniform_fixed_cost);
   c->uniform_off = how == GENERAL;
   sim_link *first = NULL;
   net_route(t, 0, 1, &first, 1);
@@ -1026,7 +1031,6 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
                                           &begun), SIM_OK);
   assert_int_equal(sim_run(e), 0);
   assert_int_equal(sim_collective_start(c, op, SIM_ALGO_TORUS, 0, NULL, count, note_done, &out->done), SIM_OK);
-  out->planned = c->planned_uniform;
   out->lanes = c->lanes;
   disturb_ctx d = {first, NULL, 0, NULL, NULL};
   if (at >= 0) {
@@ -1034,6 +1038,7 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
     sim_schedule(e, begun + at + 40 * US, restore, &d);
   }
   assert_int_equal(sim_run(e), 0);
+  out->planned = c->planned_uniform; /* planned when the rounds began: after a fixed cost's wait */
   out->done -= begun;
   out->bytes = malloc(out->n * sizeof *out->bytes);
   for (size_t i = 0; i < out->n; i++) {
@@ -1065,8 +1070,10 @@ static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t 
     assert_memory_equal(quiet[how].bytes, quiet[UNIFORM].bytes, quiet[UNIFORM].n * sizeof(double));
   }
   assert_int_equal(quiet[UNIFORM].events, quiet[GENERAL].events);
-  /* Quiet, the all-reduce is one event, as the reduce-scatter; the flow two (latency, bytes). */
-  assert_int_equal(quiet[UNIFORM].events, 1 + (scatter ? 1 : 0) + (pre > 0 ? 2 : 0));
+  /* Quiet, the all-reduce is one event, as the reduce-scatter; the flow two (latency, bytes); a
+  ** fixed cost one more a collective (its wait: the closed form begins after it). */
+  int per_collective = uniform_fixed_cost > 0 ? 2 : 1;
+  assert_int_equal(quiet[UNIFORM].events, per_collective * (1 + (scatter ? 1 : 0)) + (pre > 0 ? 2 : 0));
   for (sim_time k = 1; k < 8; k++) {
     uniform_run r[3];
     sim_time at = quiet[UNIFORM].done * k / 8 + k;
@@ -1135,6 +1142,29 @@ static void test_uniform_torus(void **state) {
   check_uniform_op(&t444, SIM_COLL_REDUCE_SCATTER, BW, 192000, 0, 0, 1, 3);
   check_uniform_op(&t444, SIM_COLL_ALL_GATHER, BW, 192000, 0, 0, 1, 3);
   check_uniform_op(&t16, SIM_COLL_ALL_GATHER, 1e14, 100003, 0, 0, 1, 2);
+}
+
+/* A fixed cost per collective (a TPU's, sim/tpu.c) keeps the closed form: the three planners
+** agree to the picosecond and the bit, quiet and disturbed (disturbances at 1/8..7/8 of the run
+** fall in the wait, when nothing is held, and in the rounds), and quiet the all-reduce is two
+** events, its wait and its finish. It is a delay before the rounds, not a cost of any link:
+** 4x4 at 1 us a hop and BW, 64000 floats, ends exactly 5 us later than without it. */
+static void test_uniform_torus_fixed_cost(void **state) {
+  (void)state;
+  static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}};
+  uniform_run bare, with;
+  run_uniform(&t44, SIM_COLL_ALL_REDUCE, BW, 64000, UNIFORM, 0, 0, -1, &bare);
+  uniform_fixed_cost = 5 * US;
+  run_uniform(&t44, SIM_COLL_ALL_REDUCE, BW, 64000, UNIFORM, 0, 0, -1, &with);
+  assert_int_equal(with.done, bare.done + 5 * US);
+  assert_true(with.planned && bare.planned);
+  assert_memory_equal(with.bytes, bare.bytes, bare.n * sizeof(double));
+  free(bare.bytes);
+  free(with.bytes);
+  check_uniform(&t44, BW, 64000, 0, 0, 1, 2);
+  check_uniform(&t444, BW, 192000, 0, 1, 1, 3);
+  check_uniform(&t44, BW, 100033, 0, 0, 0, 2); /* the general pass's closed form */
+  uniform_fixed_cost = 0;
 }
 
 /* Two all-reduces of 64000 floats on one 4x4 torus, the second started `at` into the first. */
@@ -1217,7 +1247,7 @@ int main(void) {
       cmocka_unit_test(test_closed_form_with_rank_cpus),
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
-      cmocka_unit_test(test_uniform_torus),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
+      cmocka_unit_test(test_uniform_torus), cmocka_unit_test(test_uniform_torus_fixed_cost),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
