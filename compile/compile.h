@@ -64,6 +64,9 @@ typedef struct cg_kernel {
   double flops;           /* its floating-point operations */
   double bytes;           /* the bytes it reads and writes in device memory */
   sim_matmul matmul;      /* its matmul's shape (a fusion's root), batch 0: none */
+  int layer;              /* the layer whose pass issued it (a fusion's root's; the loss's: the
+                          ** output layer); -1: none (pipeline.c splits the step by it) */
+  md_phase phase;         /* the part of the step that issued it (its root's) */
 } cg_kernel;
 
 /* ---- graph.c: tracing and the graph's totals ---- */
@@ -145,6 +148,46 @@ const cg_graph *cg_program_graph(const cg_program *p);
 cg_cache *cg_cache_new(const md_model_spec *spec, const md_optimizer_spec *opt, const cg_options *o);
 const cg_program *cg_cache_get(cg_cache *c, int n);
 void cg_cache_free(cg_cache *c);
+
+/* ---- pipeline.c: pipeline parallelism's stages and schedules ---- */
+
+/* What one layer of a compiled step (traced on one microbatch) costs a pipeline stage. */
+typedef struct cg_layer_cost {
+  double forward;         /* work of its forward kernels at the roofline (the loss's on the output
+                          ** layer), as cg_kernels_work counts it */
+  double backward;        /* of its backward kernels (a rematerialised forward included) */
+  double update;          /* of its variables' optimizer kernels */
+  double weights;         /* bytes of its variables */
+  double slots;           /* bytes of their optimizer slots */
+  double grads;           /* bytes of its trainable variables' gradients */
+  double saved;           /* bytes its forward keeps for the backward (its activation, what it
+                          ** saved), the tensors buffer liveness holds across the two passes */
+  double cut;             /* bytes crossing a stage boundary right after it: the activations of it
+                          ** and earlier layers that later layers' forward reads (the gradients
+                          ** sent back have the same bytes); 0 after the last layer */
+} cg_layer_cost;
+/* Fills out[0..layers) from p's kernels and graph; r NULL: works 0. */
+void cg_pipeline_layer_costs(const cg_program *p, const sim_roofline *r, cg_layer_cost *out);
+int  cg_program_layers(const cg_program *p);
+/* Contiguous stages balanced by their layers' forward + backward work: first[0..stages] the
+** first layer of each stage (first[stages] = layers), minimising the costliest stage (ties: the
+** earliest cut). layers >= stages >= 1. */
+void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *first);
+
+/* A stage's order of forward and backward microbatch passes. */
+typedef enum { CG_PIPE_GPIPE = 0, CG_PIPE_1F1B } cg_pipe_schedule;
+typedef struct cg_pipe_op {
+  int backward;           /* 1 a backward pass, 0 a forward */
+  int micro;              /* its microbatch */
+} cg_pipe_op;
+/* Stage `stage` of `stages` over `micro` microbatches: out[0 .. 2 x micro) in the order the
+** schedule runs them. GPipe: every forward, then every backward in reverse (the last forward's
+** first). 1F1B (PipeDream-flush, Megatron-LM's default): stages - stage - 1 forwards to warm up,
+** then one forward and one backward in turn, then the backwards left. */
+void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, cg_pipe_op *out);
+/* The most microbatches whose activations the stage holds at once under the schedule: micro
+** for GPipe, min(stages - stage, micro) for 1F1B. */
+int  cg_pipeline_in_flight(cg_pipe_schedule s, int stages, int stage, int micro);
 
 /* ---- dump.c ---- */
 
