@@ -86,6 +86,9 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
    .schema = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,"
              "\"items\":{\"type\":[\"string\",\"null\"]}},\"description\":\"keras.distribution.LayoutMap: a "
              "variable-path regular expression (matched whole) to each dimension's mesh axis or null\"}"},
+  {.key = "pipeline", .type = V_MAP, .sub = CFG_PIPELINE_KEYS,
+   .doc = "pipeline parallelism over the mesh's last axis, named pipeline: microbatches, schedule and the "
+          "layers of each stage"},
   END};
 
 static int axis_named(const scenario *s, const char *name) {
@@ -141,7 +144,7 @@ int cfg_distribution_checks(cfg_ctx *c) {
     return cfg_fail(c, d, "strategy.distribution", "%s schedules its own collectives beside the compute: drop "
                     "strategy.%s", PRESETS[s->dist_preset],
                     s->comm_bytes_per_pack > 0 ? "communication.bytes_per_pack" : "xla_combine_threshold");
-  return 0;
+  return cfg_pipeline_checks(c, d);
 }
 
 const char *scenario_sharding_recipe(const scenario *s) { return s->dist ? PRESETS[s->dist_preset] : NULL; }

@@ -13,6 +13,7 @@
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/mesh.h"
 #include "scenarios/programs/overlap.h"
+#include "scenarios/programs/pipeline.h"
 #include "scenarios/programs/recovery.h"
 #include "scenarios/programs/slice.h"
 #include "scenarios/programs/train.h"
@@ -101,6 +102,8 @@ struct trainer {
   mesh_run *mesh;         /* strategy.distribution's recipe other than data parallelism: the mesh's
                           ** collectives at their compiled places (mesh.h); NULL: the strategy's
                           ** gradient all-reduce */
+  pipe_run *pipe;         /* strategy.distribution's pipeline stages (pipeline.h); NULL: none */
+  pipe_layout pipe_layout;/* the stages memory.c sizes the devices by (remade per batch size) */
   int npacks;             /* with ovl: its packs */
   int *pack_layer;        /* with ovl: per pack, the layer whose backward completes it */
   int nreplicas;          /* num_replicas_in_sync */

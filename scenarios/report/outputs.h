@@ -123,6 +123,12 @@ typedef struct run_summary {
   int    has_tokens;      /* the model reads token ids: tokens_per_s and mfu are written */
   double tokens_per_s;    /* examples_per_s x tokens per example */
   double mfu;             /* model FLOPs utilisation, PaLM's (scenarios/programs/mfu.h) */
+  int    pipeline_stages; /* strategy.distribution's pipeline: its stages (0: no pipeline; the
+                             four below are written only with one) */
+  int    pipeline_microbatches; /* its microbatches a step */
+  const char *pipeline_schedule; /* gpipe or 1f1b */
+  double pipeline_bubble_fraction; /* measured: the stages' idle share of each pipeline's span */
+  double pipeline_p2p_bytes; /* a pipeline's point-to-point bytes a step (activations and gradients) */
 } run_summary;
 
 /* Accumulates the run hash over file contents in a fixed order. */
