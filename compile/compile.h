@@ -160,14 +160,16 @@ typedef struct cg_layer_cost {
   double weights;         /* bytes of its variables */
   double slots;           /* bytes of their optimizer slots */
   double grads;           /* bytes of its trainable variables' gradients */
-  double saved;           /* bytes its forward keeps for the backward (its activation, what it
-                          ** saved), the tensors buffer liveness holds across the two passes */
   double cut;             /* bytes crossing a stage boundary right after it: the activations of it
                           ** and earlier layers that later layers' forward reads (the gradients
                           ** sent back have the same bytes); 0 after the last layer */
 } cg_layer_cost;
 /* Fills out[0..layers) from p's kernels and graph; r NULL: works 0. */
 void cg_pipeline_layer_costs(const cg_program *p, const sim_roofline *r, cg_layer_cost *out);
+/* The bytes a stage of layers [first, end) keeps from a microbatch's forward for its backward:
+** every tensor a forward wrote that a backward of those layers reads (once each, the input it
+** received from the stage before among them), what buffer liveness holds across the two passes. */
+double cg_pipeline_saved(const cg_program *p, int first, int end);
 int  cg_program_layers(const cg_program *p);
 /* Contiguous stages balanced by their layers' forward + backward work: first[0..stages] the
 ** first layer of each stage (first[stages] = layers), minimising the costliest stage (ties: the

@@ -50,16 +50,30 @@ void cg_pipeline_layer_costs(const cg_program *p, const sim_roofline *r, cg_laye
   for (size_t i = 0; i < g->ntensors; i++) {
     const cg_tensor *t = &g->tensors[i];
     if (t->producer < 0 || g->ops[t->producer].phase != MD_PHASE_FORWARD || t->layer < 0) continue;
-    int read_back = 0, last = t->layer;
+    int last = t->layer;
     for (int c = 0; c < t->nconsumers; c++) {
       const cg_op *op = &g->ops[t->consumers[c]];
-      read_back |= op->phase == MD_PHASE_BACKWARD;
       if (op->phase == MD_PHASE_FORWARD && op->layer > last) last = op->layer;
     }
-    if (read_back) out[t->layer].saved += t->bytes;
     /* an activation read by a later layer's forward crosses every cut between the two */
     for (int l = t->layer; t->kind == CG_TENSOR_ACTIVATION && l < last; l++) out[l].cut += t->bytes;
   }
+}
+
+double cg_pipeline_saved(const cg_program *p, int first, int end) {
+  const cg_graph *g = cg_program_graph(p);
+  double bytes = 0;
+  for (size_t i = 0; i < g->ntensors; i++) {
+    const cg_tensor *t = &g->tensors[i];
+    if (t->producer < 0 || g->ops[t->producer].phase != MD_PHASE_FORWARD) continue;
+    int read = 0;
+    for (int c = 0; c < t->nconsumers && !read; c++) {
+      const cg_op *op = &g->ops[t->consumers[c]];
+      read = op->phase == MD_PHASE_BACKWARD && op->layer >= first && op->layer < end;
+    }
+    if (read) bytes += t->bytes;
+  }
+  return bytes;
 }
 
 void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *first) {

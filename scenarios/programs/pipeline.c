@@ -69,13 +69,17 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
   } else {
     cg_pipeline_balance(l->cost, l->layers, l->stages, l->first);
   }
+  l->saved = base_xcalloc((size_t)l->stages, sizeof *l->saved);
+  for (int k = 0; k < l->stages; k++) l->saved[k] = cg_pipeline_saved(p, l->first[k], l->first[k + 1]);
 }
 
 void pipe_layout_free(pipe_layout *l) {
   free(l->first);
   free(l->cost);
+  free(l->saved);
   l->first = NULL;
   l->cost = NULL;
+  l->saved = NULL;
 }
 
 /* The stage's layers' costs summed (its cut: the last layer's, the bytes it sends on). */
@@ -89,7 +93,6 @@ static cg_layer_cost stage_cost(const pipe_layout *l, int stage) {
     c.weights += x->weights;
     c.slots += x->slots;
     c.grads += x->grads;
-    c.saved += x->saved;
     c.cut = x->cut;
   }
   return c;
@@ -105,7 +108,7 @@ pipe_memory pipe_stage_memory(const pipe_layout *l, int schedule, int stage) {
   int flight = cg_pipeline_in_flight((cg_pipe_schedule)schedule, l->stages, stage, l->micro);
   double in = cut_in(l, stage), out = cut_out(l, stage);
   cg_layer_cost c = stage_cost(l, stage);
-  return (pipe_memory){c.weights, c.slots, c.grads, flight * (c.saved + in) + in + out};
+  return (pipe_memory){c.weights, c.slots, c.grads, flight * l->saved[stage] + 2 * (in + out)};
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */

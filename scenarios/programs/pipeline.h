@@ -42,6 +42,7 @@ typedef struct pipe_layout {
   int layers;             /* the model's */
   int *first;             /* per stage (and [stages] = layers): its first layer */
   cg_layer_cost *cost;    /* per layer, on one microbatch at replica 0's roofline */
+  double *saved;          /* per stage: what it keeps of a microbatch's forward for its backward */
 } pipe_layout;
 
 /* Whether the scenario runs a pipeline (a pipeline axis longer than 1). */
@@ -54,8 +55,8 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
 void pipe_layout_free(pipe_layout *l);
 /* What a device of stage `stage` holds: its layers' variables, slots and gradients, and the
 ** activations the schedule keeps in flight (cg_pipeline_in_flight microbatches of what its
-** layers save for the backward, with the activation each received) plus the activation and the
-** gradient in transit at its two cuts. */
+** backward reads of its forward, cg_pipeline_saved) plus the buffers in transit at its two cuts
+** (the activation and the gradient it receives or sends at each). */
 typedef struct pipe_memory {
   double weights, slots, grads, acts; /* bytes of each */
 } pipe_memory;
