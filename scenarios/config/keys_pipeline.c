@@ -36,20 +36,33 @@ const key_spec CFG_PIPELINE_KEYS[] = {
              "compiled step's forward and backward cost\"}"},
   END};
 
+/* The stages' axis: the one named pipeline, or with preset pipeline the mesh's second. */
 static int pipeline_axis(const scenario *s) {
+  if (scenario_pipeline_preset(s)) return s->mesh_axes == 2 ? 1 : -1;
   for (int a = 0; a < s->mesh_axes; a++)
     if (!strcmp(s->mesh_names[a], "pipeline")) return a;
   return -1;
+}
+
+/* Whether the file sweeps strategy.distribution.preset: its pipeline mapping then waits for the
+** points whose preset is pipeline. */
+static int sweeps_preset(const scenario *s) {
+  for (int i = 0; i < s->nsweep; i++)
+    if (!strcmp(s->sweep_paths[i], "strategy.distribution.preset")) return 1;
+  return 0;
 }
 
 int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
   scenario *s = c->s;
   const yt_node *p = yt_get(dist, "pipeline"), *mesh = yt_get(dist, "mesh");
   int axis = pipeline_axis(s);
-  if (p == NULL && axis < 0) return 0;
+  if (axis < 0 && (p == NULL || sweeps_preset(s)) && !scenario_pipeline_preset(s)) return 0;
+  if (axis < 0 && scenario_pipeline_preset(s))
+    return cfg_fail(c, yt_get(dist, "preset"), "strategy.distribution.preset", "pipeline lays the stages over "
+                    "the mesh's second axis: give strategy.distribution.mesh two axes such as {data: 2, stages: 4}");
   if (axis < 0)
     return cfg_fail(c, p, "strategy.distribution.pipeline", "needs an axis named pipeline in "
-                    "strategy.distribution.mesh, its last, such as {data: 2, pipeline: 4}");
+                    "strategy.distribution.mesh, its last, such as {data: 2, pipeline: 4} (or preset pipeline)");
   if (axis != s->mesh_axes - 1)
     return cfg_fail(c, mesh, "strategy.distribution.mesh", "the pipeline axis goes last (a pipeline's stages are "
                     "neighbouring devices), as in {data: 2, pipeline: 4}");
