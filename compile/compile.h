@@ -22,7 +22,9 @@
 ** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
 ** shard_*.c, mem_*.c) and its line in the registry of fusion.c, sharding.c or liveness.c.
 ** Lowering (program.c) turns the graph into the kernels sim/ executes (cg_program), and dump.c
-** writes it for people (an HLO-like text) and for tools (ops.csv).
+** writes it for people (an HLO-like text) and for tools (ops.csv). pipeline.c reads a lowered
+** step per layer for pipeline parallelism: each layer's work, variables and cut bytes, the
+** stages balanced by them, and the GPipe and 1F1B orders of a stage's passes.
 **
 ** Invariants:
 **   1. Without passes that change work (fusion off), the program's kernels are the model's
