@@ -79,6 +79,7 @@ int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
                     "a pipeline accumulates its microbatches' gradients itself: drop it and set "
                     "strategy.distribution.pipeline.microbatches");
   if (s->pipe_micro == 0) s->pipe_micro = s->pipe_stages;
+  if (p == NULL || yt_get(p, "schedule") == NULL) s->pipe_schedule = 1;  /* 1f1b, Megatron-LM's default */
   int data = s->mesh_axes == 2 ? s->mesh_shape[0] : 1;
   long long per_pipeline = s->global_batch / data;
   if (s->global_batch % ((long long)data * s->pipe_stages) != 0)
