@@ -178,20 +178,28 @@ int  cg_program_layers(const cg_program *p);
 ** earliest cut). layers >= stages >= 1. */
 void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *first);
 
-/* A stage's order of forward and backward microbatch passes. */
-typedef enum { CG_PIPE_GPIPE = 0, CG_PIPE_1F1B } cg_pipe_schedule;
+/* A device's order of forward and backward microbatch passes. */
+typedef enum { CG_PIPE_GPIPE = 0, CG_PIPE_1F1B, CG_PIPE_INTERLEAVED } cg_pipe_schedule;
 typedef struct cg_pipe_op {
   int backward;           /* 1 a backward pass, 0 a forward */
   int micro;              /* its microbatch */
+  int chunk;              /* the device's model chunk it runs (interleaved: chunk c of device k is
+                          ** stage k + c x stages of the model's stages x chunks); 0 otherwise */
 } cg_pipe_op;
-/* Stage `stage` of `stages` over `micro` microbatches: out[0 .. 2 x micro) in the order the
-** schedule runs them. GPipe: every forward, then every backward in reverse (the last forward's
-** first). 1F1B (PipeDream-flush, Megatron-LM's default): stages - stage - 1 forwards to warm up,
-** then one forward and one backward in turn, then the backwards left. */
-void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, cg_pipe_op *out);
-/* The most microbatches whose activations the stage holds at once under the schedule: micro
-** for GPipe, min(stages - stage, micro) for 1F1B. */
-int  cg_pipeline_in_flight(cg_pipe_schedule s, int stages, int stage, int micro);
+/* Device `stage` of `stages` over `micro` microbatches and `chunks` model chunks a device (1
+** unless interleaved): out[0 .. 2 x micro x chunks) in the order the schedule runs them. GPipe:
+** every forward, then every backward in reverse (the last forward's first). 1F1B
+** (PipeDream-flush, Megatron-LM's default): stages - stage - 1 forwards to warm up, then one
+** forward and one backward in turn, then the backwards left. Interleaved (Megatron-LM's
+** forward_backward_pipelining_with_interleaving; micro a multiple of stages): the forwards in
+** groups of `stages` microbatches through chunk 0, 1, ..., the backwards likewise through the
+** chunks in reverse, 2 (stages - stage - 1) + (chunks - 1) stages forwards to warm up, then in
+** turn. Each microbatch's passes of a chunk come in microbatch order (GPipe's backwards in
+** reverse), so a stage's sends arrive in the order its next stage runs them. */
+void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, int chunks, cg_pipe_op *out);
+/* The most bytes of activations a device holds at once running `order` (n passes): each chunk's
+** forwards not yet matched by their backward, times saved[chunk], summed over its chunks. */
+double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const double *saved);
 
 /* ---- dump.c ---- */
 

@@ -106,23 +106,42 @@ void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *fi
   free(cut);
 }
 
-void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, cg_pipe_op *out) {
-  int n = 0;
-  if (s == CG_PIPE_GPIPE) {
-    for (int j = 0; j < micro; j++) out[n++] = (cg_pipe_op){0, j};
-    for (int j = micro; j-- > 0;) out[n++] = (cg_pipe_op){1, j};
-    return;
-  }
-  int warm = cg_pipeline_in_flight(s, stages, stage, micro) - 1, f = 0, b = 0;
-  for (; f < warm; f++) out[n++] = (cg_pipe_op){0, f};
-  for (; f < micro; f++, b++) {
-    out[n++] = (cg_pipe_op){0, f};
-    out[n++] = (cg_pipe_op){1, b};
-  }
-  for (; b < micro; b++) out[n++] = (cg_pipe_op){1, b};
+/* Megatron-LM's interleaved schedule: pass k of the forwards (or the backwards) runs microbatch
+** (k / (stages x chunks)) x stages + k % stages of chunk (k / stages) % chunks (the backwards'
+** chunks reversed). */
+static cg_pipe_op interleaved(int k, int stages, int chunks, int backward) {
+  int chunk = (k / stages) % chunks;
+  return (cg_pipe_op){backward, k / (stages * chunks) * stages + k % stages, backward ? chunks - 1 - chunk : chunk};
 }
 
-int cg_pipeline_in_flight(cg_pipe_schedule s, int stages, int stage, int micro) {
-  if (s == CG_PIPE_GPIPE) return micro;
-  return stages - stage < micro ? stages - stage : micro;
+void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, int chunks, cg_pipe_op *out) {
+  int n = 0;
+  if (s == CG_PIPE_GPIPE) {
+    for (int j = 0; j < micro; j++) out[n++] = (cg_pipe_op){0, j, 0};
+    for (int j = micro; j-- > 0;) out[n++] = (cg_pipe_op){1, j, 0};
+    return;
+  }
+  int total = s == CG_PIPE_INTERLEAVED ? micro * chunks : micro;
+  int warm = s == CG_PIPE_INTERLEAVED ? 2 * (stages - stage - 1) + (chunks - 1) * stages : stages - stage - 1;
+  if (warm > total) warm = total;
+  int f = 0, b = 0;
+  for (; f < warm; f++) out[n++] = s == CG_PIPE_INTERLEAVED ? interleaved(f, stages, chunks, 0) : (cg_pipe_op){0, f, 0};
+  for (; f < total; f++, b++) {
+    out[n++] = s == CG_PIPE_INTERLEAVED ? interleaved(f, stages, chunks, 0) : (cg_pipe_op){0, f, 0};
+    out[n++] = s == CG_PIPE_INTERLEAVED ? interleaved(b, stages, chunks, 1) : (cg_pipe_op){1, b, 0};
+  }
+  for (; b < total; b++) out[n++] = s == CG_PIPE_INTERLEAVED ? interleaved(b, stages, chunks, 1) : (cg_pipe_op){1, b, 0};
+}
+
+double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const double *saved) {
+  int *live = base_xcalloc((size_t)chunks, sizeof *live);
+  double peak = 0;
+  for (int i = 0; i < n; i++) {
+    live[order[i].chunk] += order[i].backward ? -1 : 1;
+    double held = 0;
+    for (int c = 0; c < chunks; c++) held += live[c] * saved[c];
+    if (held > peak) peak = held;
+  }
+  free(live);
+  return peak;
 }

@@ -11,7 +11,8 @@
 #include <string.h>
 
 /* Indexed by scenario.pipe_schedule: compile.h's cg_pipe_schedule. */
-static const char *const SCHEDULES[] = {"gpipe", "1f1b", NULL};
+static const char *const SCHEDULES[] = {"gpipe", "1f1b", "interleaved", NULL};
+enum { SCHED_GPIPE = 0, SCHED_1F1B, SCHED_INTERLEAVED };
 
 static int split_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   static const key_spec count = {.key = "", .type = V_INT, .lo = 1, .hi = SCN_MAX_LAYERS};
@@ -28,8 +29,12 @@ const key_spec CFG_PIPELINE_KEYS[] = {
    .doc = "microbatches a pipeline's batch (the global batch over the data axis) is split into each step; "
           "default: as many as stages"},
   {.key = "schedule", .type = V_ENUM, .names = SCHEDULES, .st = S_INT, OFF(scenario, pipe_schedule),
-   .doc = "the order each stage runs its microbatches' passes: gpipe (every forward, then every backward) or "
-          "1f1b (Megatron-LM's one-forward-one-backward, the default)"},
+   .doc = "the order each stage runs its microbatches' passes: gpipe (every forward, then every backward), "
+          "1f1b (Megatron-LM's one-forward-one-backward, the default) or interleaved (Megatron-LM's interleaved "
+          "1F1B over virtual_stages model chunks a device)"},
+  {.key = "virtual_stages", .type = V_INT, .st = S_INT, OFF(scenario, pipe_chunks), .lo = 1, .hi = 1024,
+   .doc = "interleaved: model chunks each device holds (Megatron-LM's virtual pipeline size), the model cut "
+          "into stages x virtual_stages stages, chunk c of device k being stage k + c x stages; default 2"},
   {.key = "layers_per_stage", .type = V_FN, .fn = split_fn,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"integer\",\"minimum\":1},\"description\":"
              "\"each stage's number of consecutive layers (torchgpipe's balance); default: balanced by the "
@@ -79,7 +84,18 @@ int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
                     "a pipeline accumulates its microbatches' gradients itself: drop it and set "
                     "strategy.distribution.pipeline.microbatches");
   if (s->pipe_micro == 0) s->pipe_micro = s->pipe_stages;
-  if (p == NULL || yt_get(p, "schedule") == NULL) s->pipe_schedule = 1;  /* 1f1b, Megatron-LM's default */
+  if (p == NULL || yt_get(p, "schedule") == NULL) s->pipe_schedule = SCHED_1F1B;  /* Megatron-LM's default */
+  const yt_node *virt = p ? yt_get(p, "virtual_stages") : NULL;
+  if (virt && s->pipe_schedule != SCHED_INTERLEAVED)
+    return cfg_fail(c, virt, "strategy.distribution.pipeline.virtual_stages", "goes with schedule interleaved, not %s",
+                    SCHEDULES[s->pipe_schedule]);
+  if (s->pipe_schedule == SCHED_INTERLEAVED && s->pipe_chunks == 0) s->pipe_chunks = 2;
+  if (s->pipe_schedule == SCHED_INTERLEAVED && s->pipe_micro % s->pipe_stages != 0) {
+    const yt_node *m = yt_get(p, "microbatches") ? yt_get(p, "microbatches") : yt_get(p, "schedule");
+    return cfg_fail(c, m, "strategy.distribution.pipeline.microbatches", "the interleaved schedule runs the "
+                    "microbatches in groups of the stages: expected a multiple of %d, found %d", s->pipe_stages,
+                    s->pipe_micro);
+  }
   int data = s->mesh_axes == 2 ? s->mesh_shape[0] : 1;
   long long per_pipeline = s->global_batch / data;
   if (s->global_batch % ((long long)data * s->pipe_stages) != 0)
@@ -91,14 +107,18 @@ int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
                     "batch (dataset.global_batch %d over %d data-parallel pipelines: %lld), found %d",
                     s->global_batch, data, per_pipeline, s->pipe_micro);
   }
-  if (s->pipe_nsplit > 0 && s->pipe_nsplit != s->pipe_stages)
+  int model_stages = s->pipe_stages * scenario_pipeline_chunks(s);
+  if (s->pipe_nsplit > 0 && s->pipe_nsplit != model_stages)
     return cfg_fail(c, yt_get(p, "layers_per_stage"), "strategy.distribution.pipeline.layers_per_stage",
-                    "expected one entry per stage (%d), found %d", s->pipe_stages, s->pipe_nsplit);
+                    "expected one entry per stage (%d%s), found %d", model_stages,
+                    model_stages > s->pipe_stages ? ": stages x virtual_stages" : "", s->pipe_nsplit);
   return 0;
 }
 
 int scenario_pipeline_stages(const scenario *s) { return s->pipe_stages > 1 ? s->pipe_stages : 1; }
 
 int scenario_pipeline_microbatches(const scenario *s) { return s->pipe_stages > 1 ? s->pipe_micro : 1; }
+
+int scenario_pipeline_chunks(const scenario *s) { return s->pipe_stages > 1 && s->pipe_chunks > 1 ? s->pipe_chunks : 1; }
 
 const char *scenario_pipeline_schedule(const scenario *s) { return SCHEDULES[s->pipe_schedule]; }

@@ -204,7 +204,9 @@ typedef struct scenario {
   ** `pipeline` axis, its last */
   int    pipe_stages;           /* the pipeline axis's length (0: no pipeline) */
   int    pipe_micro;            /* pipeline.microbatches per step of a pipeline (default: stages) */
-  int    pipe_schedule;         /* pipeline.schedule: 0 gpipe, 1 1f1b (default; compile.h's cg_pipe_schedule) */
+  int    pipe_schedule;         /* pipeline.schedule: 0 gpipe, 1 1f1b (default), 2 interleaved
+                                ** (compile.h's cg_pipe_schedule) */
+  int    pipe_chunks;           /* pipeline.virtual_stages: model chunks a device (interleaved; 0: 1) */
   int    pipe_nsplit;           /* pipeline.layers_per_stage entries (0: balanced by compiled cost) */
   int    pipe_split[SCN_MAX_STAGES]; /* them: each stage's layers, in order */
   int    pipe_line, pipe_col;   /* where strategy.distribution.pipeline was written (else the mesh) */
@@ -343,7 +345,10 @@ int scenario_model_axis(const scenario *s);
 /* The pipeline's stages (the mesh's `pipeline` axis; 1 without one) and microbatches. */
 int scenario_pipeline_stages(const scenario *s);
 int scenario_pipeline_microbatches(const scenario *s);
-const char *scenario_pipeline_schedule(const scenario *s);  /* "gpipe" or "1f1b" */
+/* Model chunks a device holds (pipeline.virtual_stages: 1 but interleaved): the model's stages
+** are stages x chunks. */
+int scenario_pipeline_chunks(const scenario *s);
+const char *scenario_pipeline_schedule(const scenario *s);  /* "gpipe", "1f1b" or "interleaved" */
 /* strategy.kind as the scenario writes it ("tpu_v1", ...). */
 const char *scenario_strategy_name(scn_strategy_kind kind);
 /* Whether a layer kind reads the integer ids of model.input (embedding,

@@ -35,7 +35,7 @@ int pipe_active(const scenario *s) { return s->dist && scenario_pipeline_stages(
 
 int pipe_check(const scenario *s, const md_model *m, scn_error *err) {
   if (!pipe_active(s)) return TR_EXIT_OK;
-  int layers = md_model_num_layers(m), stages = scenario_pipeline_stages(s);
+  int layers = md_model_num_layers(m), stages = scenario_pipeline_stages(s) * scenario_pipeline_chunks(s);
   if (stages > layers)
     return train_error(err, s->path, s->mesh_line, s->mesh_col, "strategy.distribution.mesh", "a pipeline of %d "
                        "stages over a model of %d layers: each stage needs at least one layer", stages, layers);
@@ -52,7 +52,10 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
   if (l->first != NULL && l->slice == slice) return;
   pipe_layout_free(l);
   l->stages = scenario_pipeline_stages(s);
+  l->chunks = scenario_pipeline_chunks(s);
+  l->schedule = s->pipe_schedule;
   l->micro = scenario_pipeline_microbatches(s);
+  int n = l->stages * l->chunks, passes = 2 * l->micro * l->chunks;
   l->slice = slice;
   /* a pipeline's batch is its stages' examples; a batch the microbatches do not divide (a plan's
   ** search) has its largest microbatch's cost */
@@ -63,26 +66,31 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
   l->layers = cg_program_layers(p);
   l->cost = base_xcalloc((size_t)l->layers, sizeof *l->cost);
   cg_pipeline_layer_costs(p, r, l->cost);
-  l->first = base_xcalloc((size_t)l->stages + 1, sizeof *l->first);
-  if (s->pipe_nsplit == l->stages) {
-    for (int i = 0; i < l->stages; i++) l->first[i + 1] = l->first[i] + s->pipe_split[i];
+  l->first = base_xcalloc((size_t)n + 1, sizeof *l->first);
+  if (s->pipe_nsplit == n) {
+    for (int i = 0; i < n; i++) l->first[i + 1] = l->first[i] + s->pipe_split[i];
   } else {
-    cg_pipeline_balance(l->cost, l->layers, l->stages, l->first);
+    cg_pipeline_balance(l->cost, l->layers, n, l->first);
   }
-  l->saved = base_xcalloc((size_t)l->stages, sizeof *l->saved);
-  for (int k = 0; k < l->stages; k++) l->saved[k] = cg_pipeline_saved(p, l->first[k], l->first[k + 1]);
+  l->saved = base_xcalloc((size_t)n, sizeof *l->saved);
+  for (int k = 0; k < n; k++) l->saved[k] = cg_pipeline_saved(p, l->first[k], l->first[k + 1]);
+  l->order = base_xcalloc((size_t)l->stages * (size_t)passes, sizeof *l->order);
+  for (int k = 0; k < l->stages; k++)
+    cg_pipeline_order((cg_pipe_schedule)l->schedule, l->stages, k, l->micro, l->chunks, &l->order[(size_t)k * (size_t)passes]);
 }
 
 void pipe_layout_free(pipe_layout *l) {
   free(l->first);
   free(l->cost);
   free(l->saved);
+  free(l->order);
   l->first = NULL;
   l->cost = NULL;
   l->saved = NULL;
+  l->order = NULL;
 }
 
-/* The stage's layers' costs summed (its cut: the last layer's, the bytes it sends on). */
+/* The model stage's layers' costs summed (its cut: the last layer's, the bytes it sends on). */
 static cg_layer_cost stage_cost(const pipe_layout *l, int stage) {
   cg_layer_cost c = {0};
   for (int k = l->first[stage]; k < l->first[stage + 1]; k++) {
@@ -98,17 +106,36 @@ static cg_layer_cost stage_cost(const pipe_layout *l, int stage) {
   return c;
 }
 
-/* The bytes crossing the cut before the stage's first layer (0 for the first stage). */
+/* The bytes crossing the cut before the model stage's first layer (0 for the first stage), and
+** after its last (0 for the last). */
 static double cut_in(const pipe_layout *l, int stage) { return stage > 0 ? l->cost[l->first[stage] - 1].cut : 0; }
 static double cut_out(const pipe_layout *l, int stage) {
-  return stage + 1 < l->stages ? l->cost[l->first[stage + 1] - 1].cut : 0;
+  return stage + 1 < l->stages * l->chunks ? l->cost[l->first[stage + 1] - 1].cut : 0;
 }
 
-pipe_memory pipe_stage_memory(const pipe_layout *l, int schedule, int stage) {
-  int flight = cg_pipeline_in_flight((cg_pipe_schedule)schedule, l->stages, stage, l->micro);
-  double in = cut_in(l, stage), out = cut_out(l, stage);
-  cg_layer_cost c = stage_cost(l, stage);
-  return (pipe_memory){c.weights, c.slots, c.grads, flight * l->saved[stage] + 2 * (in + out)};
+/* Device k's passes. */
+static const cg_pipe_op *device_order(const pipe_layout *l, int k, int *n) {
+  *n = 2 * l->micro * l->chunks;
+  return &l->order[(size_t)k * (size_t)*n];
+}
+
+pipe_memory pipe_stage_memory(const pipe_layout *l, int stage) {
+  pipe_memory m = {0, 0, 0, 0};
+  double saved[1024];
+  assert(l->chunks <= 1024);  /* the key's bound */
+  for (int c = 0; c < l->chunks; c++) {
+    int s = stage + c * l->stages;
+    cg_layer_cost x = stage_cost(l, s);
+    m.weights += x.weights;
+    m.slots += x.slots;
+    m.grads += x.grads;
+    m.acts += 2 * (cut_in(l, s) + cut_out(l, s));
+    saved[c] = l->saved[s];
+  }
+  int n;
+  const cg_pipe_op *order = device_order(l, stage, &n);
+  m.acts += cg_pipeline_peak_held(order, n, l->chunks, saved);
+  return m;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -148,10 +175,10 @@ struct pipe_run {
   cg_cache *programs;     /* the step compiled per batch size */
   pipe_layout layout;     /* the stages */
   int nreplicas;          /* D x P */
-  int stages;             /* P */
-  pipe_chan *chans;       /* per pipeline d, cut c, direction (0 forward, 1 backward): [2 (d (P-1) + c) + dir] */
-  pipe_line *lines;       /* per stage: its data-parallel group */
-  cg_pipe_op *order;      /* per stage: its 2m passes, [stage x 2m + i] */
+  int stages;             /* P, the devices of a pipeline */
+  int cuts;               /* between the model's stages: P x chunks - 1 */
+  pipe_chan *chans;       /* per pipeline d, cut c, direction (0 forward, 1 backward): [2 (d cuts + c) + dir] */
+  pipe_line *lines;       /* per device of a pipeline: its data-parallel group */
   long *issued;           /* per replica: all-reduces issued */
   sim_time *waited;       /* per replica: time waiting this step */
   sim_time *began;        /* per replica: when its first pass began this step */
@@ -192,13 +219,15 @@ pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nrepli
   p->nreplicas = nreplicas;
   p->stages = scenario_pipeline_stages(s);
   assert(p->stages > 1 && nreplicas % p->stages == 0);
-  int data = nreplicas / p->stages, cuts = p->stages - 1, m = scenario_pipeline_microbatches(s);
+  int data = nreplicas / p->stages, cuts = p->stages * scenario_pipeline_chunks(s) - 1;
+  p->cuts = cuts;
   p->chans = base_xcalloc((size_t)data * (size_t)cuts * 2, sizeof *p->chans);
   for (int d = 0; d < data; d++)
     for (int c = 0; c < cuts; c++)
-      for (int dir = 0; dir < 2; dir++) {
+      for (int dir = 0; dir < 2; dir++) {  /* model stage c on device c % P, c + 1 on the next */
         pipe_chan *ch = &p->chans[2 * (d * cuts + c) + dir];
-        int pair[2] = {d * p->stages + c + dir, d * p->stages + c + 1 - dir};
+        int from = d * p->stages + c % p->stages, to = d * p->stages + (c + 1) % p->stages;
+        int pair[2] = {dir ? to : from, dir ? from : to};
         ch->run = p;
         ch->counted = d == 0;
         ch->group = subgroup(p, dir ? "pipeline gradients" : "pipeline activations", 2, pair);
@@ -216,9 +245,6 @@ pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nrepli
     l->algo = algo_for(l->group, SIM_COLL_ALL_REDUCE, ds_all_reduce_algorithm(st), data);
   }
   free(members);
-  p->order = base_xcalloc((size_t)p->stages * 2 * (size_t)m, sizeof *p->order);
-  for (int k = 0; k < p->stages; k++)
-    cg_pipeline_order((cg_pipe_schedule)s->pipe_schedule, p->stages, k, m, &p->order[(size_t)k * 2 * (size_t)m]);
   p->issued = base_xcalloc((size_t)nreplicas, sizeof *p->issued);
   p->waited = base_xcalloc((size_t)nreplicas, sizeof *p->waited);
   p->began = base_xcalloc((size_t)nreplicas, sizeof *p->began);
@@ -240,13 +266,12 @@ pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nrepli
 
 void pipe_free(pipe_run *p) {
   if (p == NULL) return;
-  int nchans = 2 * (p->nreplicas / p->stages) * (p->stages - 1);
+  int nchans = 2 * (p->nreplicas / p->stages) * p->cuts;
   for (int i = 0; i < nchans; i++) sim_collective_free(p->chans[i].group);
   for (int k = 0; k < p->stages; k++)
     if (p->lines[k].group) sim_collective_free(p->lines[k].group);
   free(p->chans);
   free(p->lines);
-  free(p->order);
   free(p->issued);
   free(p->waited);
   free(p->began);
@@ -261,7 +286,7 @@ void pipe_free(pipe_run *p) {
 }
 
 void pipe_reset(pipe_run *p) {
-  int nchans = 2 * (p->nreplicas / p->stages) * (p->stages - 1);
+  int nchans = 2 * (p->nreplicas / p->stages) * p->cuts;
   for (int i = 0; i < nchans; i++) {
     pipe_chan *ch = &p->chans[i];
     ch->sent = ch->started = ch->delivered = ch->received = 0;  /* a running one ends uncounted */
@@ -359,7 +384,10 @@ static int run_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, const cg_
   p->ended[r] = t1;
   if (p->tracks != NULL) {
     char name[32];
-    snprintf(name, sizeof name, "%s %d", op->backward ? "backward" : "forward", op->micro);
+    if (p->layout.chunks > 1)
+      snprintf(name, sizeof name, "%s %d.%d", op->backward ? "backward" : "forward", op->micro, op->chunk);
+    else
+      snprintf(name, sizeof name, "%s %d", op->backward ? "backward" : "forward", op->micro);
     sim_trace_span(p->engine, p->tracks[r], name, "pipeline", t0, t1);
   }
   return SIM_OK;
@@ -368,26 +396,30 @@ static int run_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, const cg_
 int pipe_pass(pipe_run *p, sim_actor *self, int r, int slice, sim_cpu *cpu) {
   pipe_layout *l = &p->layout;
   pipe_layout_update(l, p->s, p->programs, ds_replica_roofline(p->strategy, 0), slice);
-  int k = r % p->stages, d = r / p->stages, cuts = p->stages - 1, m = l->micro;
-  cg_layer_cost c = stage_cost(l, k);
-  pipe_chan *in = k > 0 ? &p->chans[2 * (d * cuts + k - 1)] : NULL;      /* from k - 1; [1]: back to it */
-  pipe_chan *out = k < cuts ? &p->chans[2 * (d * cuts + k)] : NULL;      /* to k + 1; [1]: back from it */
+  int k = r % p->stages, d = r / p->stages, n;
+  const cg_pipe_op *order = device_order(l, k, &n);
   p->waited[r] = 0;
   p->busy[r] = 0;
   p->began[r] = p->ended[r] = sim_now(p->engine);
-  const cg_pipe_op *order = &p->order[(size_t)k * 2 * (size_t)m];
-  for (int i = 0; i < 2 * m; i++) {
+  double grads = 0;
+  for (int c = 0; c < l->chunks; c++) grads += stage_cost(l, k + c * p->stages).grads;
+  for (int i = 0; i < n; i++) {
     const cg_pipe_op *op = &order[i];
+    int s = k + op->chunk * p->stages;  /* the model stage it runs */
+    cg_layer_cost c = stage_cost(l, s);
+    /* the cuts before and after model stage s: [0] forward, [1] backward */
+    pipe_chan *in = s > 0 ? &p->chans[2 * (d * p->cuts + s - 1)] : NULL;
+    pipe_chan *out = s < p->cuts ? &p->chans[2 * (d * p->cuts + s)] : NULL;
     pipe_chan *from = op->backward ? (out ? &out[1] : NULL) : in, *to = op->backward ? (in ? &in[1] : NULL) : out;
     sim_time before = sim_now(p->engine);
     if (from != NULL && chan_receive(p, self, from) != SIM_OK) return SIM_FAILED;
     p->waited[r] += sim_now(p->engine) - before;
     if (i == 0) p->began[r] = sim_now(p->engine);
     if (run_pass(p, self, r, cpu, op, op->backward ? c.backward : c.forward) != SIM_OK) return SIM_FAILED;
-    if (to != NULL) chan_send(p, to, op->backward ? cut_in(l, k) : cut_out(l, k));
+    if (to != NULL) chan_send(p, to, op->backward ? cut_in(l, s) : cut_out(l, s));
   }
   sim_time before = sim_now(p->engine);
-  if (stage_all_reduce(p, self, r, k, c.grads) != SIM_OK) return SIM_FAILED;
+  if (stage_all_reduce(p, self, r, k, grads) != SIM_OK) return SIM_FAILED;
   p->waited[r] += sim_now(p->engine) - before;
   return SIM_OK;
 }
@@ -421,7 +453,8 @@ int pipe_sync(pipe_run *p, sim_actor *self, int r) {
 }
 
 int pipe_apply(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, int apply) {
-  double work = apply ? stage_cost(&p->layout, r % p->stages).update : 0;
+  double work = 0;
+  for (int c = 0; c < p->layout.chunks && apply; c++) work += stage_cost(&p->layout, r % p->stages + c * p->stages).update;
   return work > 0 ? sim_exec(self, cpu, work) : SIM_OK;
 }
 

@@ -35,14 +35,18 @@
 /* The stages of the scenario's model for a per-replica batch: where each starts, and the
 ** per-layer costs of the step compiled on one microbatch. */
 typedef struct pipe_layout {
-  int stages;             /* P */
+  int stages;             /* P, the devices of a pipeline */
+  int chunks;             /* model chunks a device runs (interleaved: virtual_stages; else 1): the
+                          ** model's stages are stages x chunks, stage k + c x stages on device k */
+  int schedule;           /* the scenario's pipeline.schedule (cg_pipe_schedule) */
   int micro;              /* microbatches per step, m */
   int micro_examples;     /* examples of one: a pipeline's batch (P x the per-replica one) / m */
   int slice;              /* the per-replica batch it was made for */
   int layers;             /* the model's */
-  int *first;             /* per stage (and [stages] = layers): its first layer */
+  int *first;             /* per model stage (and [stages x chunks] = layers): its first layer */
   cg_layer_cost *cost;    /* per layer, on one microbatch at replica 0's roofline */
-  double *saved;          /* per stage: what it keeps of a microbatch's forward for its backward */
+  double *saved;          /* per model stage: what it keeps of a microbatch's forward for its backward */
+  cg_pipe_op *order;      /* per device k: its 2 x micro x chunks passes, from [k x 2 micro chunks] */
 } pipe_layout;
 
 /* Whether the scenario runs a pipeline (a pipeline axis longer than 1). */
@@ -53,14 +57,14 @@ int  pipe_check(const scenario *s, const md_model *m, scn_error *err);
 /* l (zeroed, or made before) for a per-replica batch of `slice`: remade when slice changed. */
 void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, const sim_roofline *r, int slice);
 void pipe_layout_free(pipe_layout *l);
-/* What a device of stage `stage` holds: its layers' variables, slots and gradients, and the
-** activations the schedule keeps in flight (cg_pipeline_in_flight microbatches of what its
-** backward reads of its forward, cg_pipeline_saved) plus the buffers in transit at its two cuts
-** (the activation and the gradient it receives or sends at each). */
+/* What device `stage` of a pipeline holds: its chunks' layers' variables, slots and gradients,
+** and the activations its order keeps at its fullest (cg_pipeline_peak_held of what each chunk's
+** backward reads of its forward, cg_pipeline_saved) plus the buffers in transit at its chunks'
+** cuts (the activation and the gradient it receives or sends at each). */
 typedef struct pipe_memory {
   double weights, slots, grads, acts; /* bytes of each */
 } pipe_memory;
-pipe_memory pipe_stage_memory(const pipe_layout *l, int schedule, int stage);
+pipe_memory pipe_stage_memory(const pipe_layout *l, int stage);
 
 typedef struct pipe_run pipe_run;
 

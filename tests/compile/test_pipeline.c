@@ -10,13 +10,14 @@
 static void test_gpipe_order(void **state) {
   (void)state;
   cg_pipe_op op[6];
-  cg_pipeline_order(CG_PIPE_GPIPE, 4, 1, 3, op);
+  cg_pipeline_order(CG_PIPE_GPIPE, 4, 1, 3, 1, op);
   static const int BACK[6] = {0, 0, 0, 1, 1, 1}, MICRO[6] = {0, 1, 2, 2, 1, 0};
   for (int i = 0; i < 6; i++) {
     assert_int_equal(op[i].backward, BACK[i]);
     assert_int_equal(op[i].micro, MICRO[i]);
   }
-  assert_int_equal(cg_pipeline_in_flight(CG_PIPE_GPIPE, 4, 1, 3), 3);
+  double saved = 10;  /* bytes a microbatch keeps: all three held before the first backward */
+  assert_true(cg_pipeline_peak_held(op, 6, 1, &saved) == 30);
 }
 
 /* 1F1B, p = 4, m = 6 (Megatron-LM's forward_backward_pipelining_without_interleaving): stage k
@@ -27,20 +28,47 @@ static void test_gpipe_order(void **state) {
 static void test_1f1b_order(void **state) {
   (void)state;
   cg_pipe_op op[12];
-  cg_pipeline_order(CG_PIPE_1F1B, 4, 0, 6, op);
+  cg_pipeline_order(CG_PIPE_1F1B, 4, 0, 6, 1, op);
   static const int BACK0[12] = {0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1}, MICRO0[12] = {0, 1, 2, 3, 0, 4, 1, 5, 2, 3, 4, 5};
   for (int i = 0; i < 12; i++) {
     assert_int_equal(op[i].backward, BACK0[i]);
     assert_int_equal(op[i].micro, MICRO0[i]);
   }
-  cg_pipeline_order(CG_PIPE_1F1B, 4, 3, 6, op);
+  double saved = 10;
+  assert_true(cg_pipeline_peak_held(op, 12, 1, &saved) == 40);  /* p - 0 = 4 in flight */
+  cg_pipeline_order(CG_PIPE_1F1B, 4, 3, 6, 1, op);
   for (int i = 0; i < 12; i++) {
     assert_int_equal(op[i].backward, i % 2);
     assert_int_equal(op[i].micro, i / 2);
   }
-  assert_int_equal(cg_pipeline_in_flight(CG_PIPE_1F1B, 4, 0, 6), 4);
-  assert_int_equal(cg_pipeline_in_flight(CG_PIPE_1F1B, 4, 3, 6), 1);
-  assert_int_equal(cg_pipeline_in_flight(CG_PIPE_1F1B, 4, 0, 2), 2);
+  assert_true(cg_pipeline_peak_held(op, 12, 1, &saved) == 10);
+  cg_pipeline_order(CG_PIPE_1F1B, 4, 0, 2, 1, op);
+  assert_true(cg_pipeline_peak_held(op, 4, 1, &saved) == 20);  /* the warm-up stops at m = 2 */
+}
+
+/* Interleaved, p = 2 devices, 2 chunks each (model stages 0 and 2 on device 0, 1 and 3 on device
+** 1), m = 4: the forwards go in groups of p microbatches through chunk 0 then chunk 1 (F0.0 F1.0
+** F0.1 F1.1 F2.0 F3.0 F2.1 F3.1), the backwards through chunk 1 then 0. Device 0 warms up with
+** 2 (p - 0 - 1) + (2 - 1) p = 4 forwards, device 1 with 2:
+**   device 0: F0.0 F1.0 F0.1 F1.1 | F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 | B2.1 B3.1 B2.0 B3.0
+** Held at its fullest (chunk 0's microbatches keep 10 bytes, chunk 1's 1): after F3.0 (and again
+** after F2.1), four of chunk 0 and one of chunk 1, 41 bytes; after F2.0 it was 3 x 10 + 2 = 32. */
+static void test_interleaved_order(void **state) {
+  (void)state;
+  cg_pipe_op op[16];
+  cg_pipeline_order(CG_PIPE_INTERLEAVED, 2, 0, 4, 2, op);
+  static const int BACK[16] = {0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1};
+  static const int MICRO[16] = {0, 1, 0, 1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 3, 2, 3};
+  static const int CHUNK[16] = {0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0};
+  for (int i = 0; i < 16; i++) {
+    assert_int_equal(op[i].backward, BACK[i]);
+    assert_int_equal(op[i].micro, MICRO[i]);
+    assert_int_equal(op[i].chunk, CHUNK[i]);
+  }
+  double saved[2] = {10, 1};
+  assert_true(cg_pipeline_peak_held(op, 16, 2, saved) == 41);
+  cg_pipeline_order(CG_PIPE_INTERLEAVED, 2, 1, 4, 2, op);
+  assert_true(op[0].backward == 0 && op[1].backward == 0 && op[2].backward == 0 && op[3].backward == 1);
 }
 
 /* Balance minimises the costliest stage: [1, 1, 1, 1, 4] in 2 stages is [0..3] (4) and [4] (4),
@@ -105,6 +133,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gpipe_order),
     cmocka_unit_test(test_1f1b_order),
+    cmocka_unit_test(test_interleaved_order),
     cmocka_unit_test(test_balance),
     cmocka_unit_test(test_layer_costs),
   };
