@@ -438,6 +438,8 @@ static const struct bad_case {
   {"pp_with_accumulation", 21, 51, "training.gradient_accumulation_steps", "a pipeline accumulates its microbatches' gradients itself"},
   {"pp_with_fsdp", 10, 13, "strategy.distribution.preset", "pipeline stages run beside data parallelism only"},
   {"pp_without_axis", 11, 15, "strategy.distribution.pipeline", "needs an axis named pipeline in strategy.distribution.mesh"},
+  {"pp_interleaved_microbatches", 11, 53, "strategy.distribution.pipeline.microbatches", "expected a multiple of 2, found 1"},
+  {"pp_virtual_stages_without_interleaved", 11, 32, "strategy.distribution.pipeline.virtual_stages", "goes with schedule interleaved, not 1f1b"},
   {"zoo_and_layers", 5, 3, "model.layers", "give either zoo (a named architecture) or layers"},
   {"zoo_gpt_without_labels", 3, 8, "model.zoo", "reads a class at each of its 16 positions, 16 label columns in dataset.labels (found 0)"},
   {"zoo_heads_not_dividing", 4, 8, "model.zoo", "d_model 768 is not a multiple of heads 7"},

@@ -165,12 +165,43 @@ static void one_f_one_b_holds_less(void **state) {
   tu_remove_dir(out_f);
 }
 
+/* Interleaved 1F1B (Megatron-LM's virtual pipeline) on 2 devices of 2 chunks each, the uniform
+** model's [2, 1, 1, 1] stages (device 0 runs stages 0 and 2, device 1 stages 1 and 3), m = 8: a
+** device's idle time shrinks by the chunks, (p - 1) / (v m + p - 1) = 1/17 = 0.0588, against
+** 1F1B's (p - 1) / (m + p - 1) = 1/9 = 0.1111 on the same 2 devices of [3, 2]; the p2p bytes grow
+** with the cuts, 2 x (p v - 1) x m x A = 2 x 3 x 8 x 131072 = 6291456 against 2 x 1 x 8 x 131072. */
+static void interleaving_shrinks_the_bubble(void **state) {
+  (void)state;
+  static const struct { const char *dist; double bubble, bytes; } CASES[] = {
+    {"strategy.distribution={mesh: {pipeline: 2}, pipeline: {microbatches: 8, schedule: interleaved, "
+     "virtual_stages: 2, layers_per_stage: [2, 1, 1, 1]}}", 1.0 / 17.0, 6291456},
+    {"strategy.distribution={mesh: {pipeline: 2}, pipeline: {microbatches: 8, layers_per_stage: [3, 2]}}",
+     1.0 / 9.0, 2097152}};
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    static scenario s;
+    scn_error err;
+    const char *sets[] = {CASES[i].dist, "cluster.workers.machine.accelerators.count=2",
+                          "strategy.devices=[GPU:0, GPU:1]"};
+    if (scenario_load(tu_src("tests/data/train/pipeline_uniform.yaml"), sets, 3, &s, &err) != 0) fail_msg("%s", err.msg);
+    assert_string_equal(scenario_pipeline_schedule(&s), i == 0 ? "interleaved" : "1f1b");  /* 1f1b the default */
+    char *out = tu_temp_dir("podsim-pipeline");
+    run_summary sum;
+    if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+    print_message("%s: bubble %.6f, formula %.6f\n", scenario_pipeline_schedule(&s), sum.pipeline_bubble_fraction,
+                  CASES[i].bubble);
+    assert_true(fabs(sum.pipeline_bubble_fraction - CASES[i].bubble) < 1e-3);
+    assert_true(sum.pipeline_p2p_bytes == CASES[i].bytes);
+    tu_remove_dir(out);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(bubble_is_gpipes_formula),
     cmocka_unit_test(bubble_is_in_the_trace),
     cmocka_unit_test(p2p_bytes_are_the_cuts),
     cmocka_unit_test(one_f_one_b_holds_less),
+    cmocka_unit_test(interleaving_shrinks_the_bubble),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
