@@ -171,8 +171,6 @@ typedef struct pipe_chan {
 struct pipe_run {
   sim_engine *engine;     /* the run's engine */
   ds_strategy *strategy;  /* the replicas and their group */
-  const scenario *s;      /* the scenario */
-  cg_cache *programs;     /* the step compiled per batch size */
   pipe_layout layout;     /* the stages */
   int nreplicas;          /* D x P */
   int stages;             /* P, the devices of a pipeline */
@@ -209,14 +207,13 @@ static sim_collective *subgroup(pipe_run *p, const char *name, int n, const int 
   return g;
 }
 
-pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nreplicas, cg_cache *programs,
+pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nreplicas, cg_cache *programs, int slice,
                    float *const *bufs, size_t nparams, const int *tracks) {
   pipe_run *p = base_xcalloc(1, sizeof *p);
   p->engine = e;
   p->strategy = st;
-  p->s = s;
-  p->programs = programs;
   p->nreplicas = nreplicas;
+  pipe_layout_update(&p->layout, s, programs, ds_replica_roofline(st, 0), slice);
   p->stages = scenario_pipeline_stages(s);
   assert(p->stages > 1 && nreplicas % p->stages == 0);
   int data = nreplicas / p->stages, cuts = p->stages * scenario_pipeline_chunks(s) - 1;
@@ -393,9 +390,8 @@ static int run_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, const cg_
   return SIM_OK;
 }
 
-int pipe_pass(pipe_run *p, sim_actor *self, int r, int slice, sim_cpu *cpu) {
-  pipe_layout *l = &p->layout;
-  pipe_layout_update(l, p->s, p->programs, ds_replica_roofline(p->strategy, 0), slice);
+int pipe_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu) {
+  const pipe_layout *l = &p->layout;
   int k = r % p->stages, d = r / p->stages, n;
   const cg_pipe_op *order = device_order(l, k, &n);
   p->waited[r] = 0;

@@ -68,17 +68,19 @@ pipe_memory pipe_stage_memory(const pipe_layout *l, int stage);
 
 typedef struct pipe_run pipe_run;
 
-/* The pipelines over the strategy's nreplicas (a multiple of the stages); bufs (nreplicas
+/* The pipelines over the strategy's nreplicas (a multiple of the stages), laid out for a
+** per-replica batch of `slice` (the run's largest: every step is charged its microbatches, a
+** short last batch as a whole one, so the stages never change under a step); bufs (nreplicas
 ** gradient buffers of nparams floats) or NULL with numerics off; tracks (each replica's trace
 ** track, for a span per pass) or NULL. */
-pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nreplicas, cg_cache *programs,
+pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nreplicas, cg_cache *programs, int slice,
                    float *const *bufs, size_t nparams, const int *tracks);
 void      pipe_free(pipe_run *p);
 /* Forgets every channel's progress: a new attempt starts its steps again (recovery). */
 void      pipe_reset(pipe_run *p);
-/* Replica r's forward and backward passes of a step of `slice` examples a replica, in its
-** stage's schedule, then its stage's gradient all-reduce. SIM_OK or SIM_FAILED (stopped). */
-int       pipe_pass(pipe_run *p, sim_actor *self, int r, int slice, sim_cpu *cpu);
+/* Replica r's forward and backward passes of a step, in its stage's schedule, then its stage's
+** gradient all-reduce. SIM_OK or SIM_FAILED (stopped). */
+int       pipe_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu);
 /* The step's end on replica r: every replica's gradients summed into bufs (when given). */
 int       pipe_sync(pipe_run *p, sim_actor *self, int r);
 /* Replica r's update of its stage's variables (apply 0: the loss scale skipped it). */

@@ -404,7 +404,7 @@ static void replica_main(sim_actor *self, void *arg) {
       if (whole_pass(t, rep, self, cpu) != SIM_OK) return;
     }
     rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
-    if ((t->pipe ? pipe_pass(t->pipe, self, r, n, cpu)
+    if ((t->pipe ? pipe_pass(t->pipe, self, r, cpu)
          : t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 0, cpu, mesh_kernels, rep)
          : t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK)
       return;
@@ -570,8 +570,8 @@ static void make_mesh(trainer *t) {
   for (int r = 0; r < t->nreplicas; r++) bufs[r] = t->replicas[r].flat;
   float *const *values = t->in.s->numerics_full ? bufs : NULL;
   if (pipe)
-    t->pipe = pipe_new(t->engine, t->strategy, t->in.s, t->nreplicas, t->programs, values, t->nparams,
-                       t->traced ? t->track : NULL);
+    t->pipe = pipe_new(t->engine, t->strategy, t->in.s, t->nreplicas, t->programs, inp_plan_max_count(t->plan),
+                       values, t->nparams, t->traced ? t->track : NULL);
   else
     t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s), values, t->nparams,
                        t->traced ? t->track : NULL);
