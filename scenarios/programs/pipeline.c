@@ -140,32 +140,33 @@ pipe_memory pipe_stage_memory(const pipe_layout *l, int stage) {
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
+/* Collectives on one group, started from the engine one at a time in the order issued, each
+** counted when it ends in the attempt that started it (invariant 1). */
+typedef struct pipe_queue {
+  sim_collective *group;  /* its members' sub-group of the strategy's group; NULL: one member */
+  sim_coll_op op;         /* what each runs */
+  sim_algo algo;          /* with what */
+  long issued;            /* collectives issued */
+  long started;           /* of them started */
+  long done;              /* of them through */
+  int running;            /* 1 while one runs */
+  double floats;          /* the next one's buffer */
+  long attempt;           /* the attempt that started the running one */
+  struct pipe_run *run;   /* the run */
+} pipe_queue;
+
+/* A stage's data-parallel group (replicas k, k + P, ...): its gradient all-reduces. */
 typedef struct pipe_line {
-  sim_collective *group;  /* the members' sub-group of the strategy's group; NULL: one member */
-  sim_algo algo;          /* what it runs with */
+  pipe_queue q;           /* the all-reduces */
   int n;                  /* its members */
   int ready;              /* members that issued the next one */
-  long done;              /* collectives through */
-  int running;            /* 1 while one runs */
-  int pending;            /* 1: every member issued the next one, not yet started (an earlier
-                          ** attempt's still runs) */
-  double floats;          /* its buffer */
-  long attempt;           /* the attempt that started the running one */
-  struct pipe_run *run;   /* the run */
 } pipe_line;
 
+/* One direction of one cut of one pipeline: each send a broadcast from the sender, rank 0. */
 typedef struct pipe_chan {
-  sim_collective *group;  /* sender (rank 0) and receiver */
-  sim_algo algo;          /* the tree's broadcast where the group takes it, else the ring's */
-  long sent;              /* sends issued */
-  long started;           /* sends started */
-  long delivered;         /* sends through */
+  pipe_queue q;           /* the sends */
   long received;          /* receives the receiver has taken */
-  int running;            /* 1 while one runs */
-  double floats;          /* a send's buffer */
-  long attempt;           /* the attempt that started the running one */
   int counted;            /* 1: pipeline 0's, whose bytes are reported */
-  struct pipe_run *run;   /* the run */
 } pipe_chan;
 
 struct pipe_run {
@@ -194,17 +195,17 @@ struct pipe_run {
   long attempt;           /* attempts begun */
 };
 
-static sim_algo algo_for(sim_collective *g, sim_coll_op op, sim_algo want, int n) {
-  return sim_collective_check(g, op, want, 0, (size_t)n * 64) == SIM_OK ? want : SIM_ALGO_RING;
-}
-
-static sim_collective *subgroup(pipe_run *p, const char *name, int n, const int *replicas) {
+/* q over the sub-group of `replicas`, running op by `want` where the sub-group can, else the ring. */
+static void queue_init(pipe_run *p, pipe_queue *q, const char *name, int n, const int *replicas, sim_coll_op op,
+                       sim_algo want) {
   int ranks[2];
   int *r = n <= 2 ? ranks : base_xcalloc((size_t)n, sizeof *r);
   for (int i = 0; i < n; i++) r[i] = ds_replica_rank(p->strategy, replicas[i]);
-  sim_collective *g = sim_collective_new_subgroup(ds_collective(p->strategy), name, n, r);
+  q->run = p;
+  q->op = op;
+  q->group = sim_collective_new_subgroup(ds_collective(p->strategy), name, n, r);
+  q->algo = sim_collective_check(q->group, op, want, 0, (size_t)n * 64) == SIM_OK ? want : SIM_ALGO_RING;
   if (r != ranks) free(r);
-  return g;
 }
 
 pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nreplicas, cg_cache *programs, int slice,
@@ -225,21 +226,17 @@ pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nrepli
         pipe_chan *ch = &p->chans[2 * (d * cuts + c) + dir];
         int from = d * p->stages + c % p->stages, to = d * p->stages + (c + 1) % p->stages;
         int pair[2] = {dir ? to : from, dir ? from : to};
-        ch->run = p;
         ch->counted = d == 0;
-        ch->group = subgroup(p, dir ? "pipeline gradients" : "pipeline activations", 2, pair);
-        ch->algo = algo_for(ch->group, SIM_COLL_BROADCAST, SIM_ALGO_TREE, 2);
+        queue_init(p, &ch->q, dir ? "pipeline gradients" : "pipeline activations", 2, pair, SIM_COLL_BROADCAST,
+                   SIM_ALGO_TREE);
       }
   p->lines = base_xcalloc((size_t)p->stages, sizeof *p->lines);
   int *members = base_xcalloc((size_t)data, sizeof *members);
   for (int k = 0; k < p->stages; k++) {
     pipe_line *l = &p->lines[k];
-    l->run = p;
     l->n = data;
     for (int d = 0; d < data; d++) members[d] = d * p->stages + k;
-    if (data < 2) continue;
-    l->group = subgroup(p, "pipeline stage", data, members);
-    l->algo = algo_for(l->group, SIM_COLL_ALL_REDUCE, ds_all_reduce_algorithm(st), data);
+    if (data > 1) queue_init(p, &l->q, "pipeline stage", data, members, SIM_COLL_ALL_REDUCE, ds_all_reduce_algorithm(st));
   }
   free(members);
   p->issued = base_xcalloc((size_t)nreplicas, sizeof *p->issued);
@@ -264,9 +261,9 @@ pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nrepli
 void pipe_free(pipe_run *p) {
   if (p == NULL) return;
   int nchans = 2 * (p->nreplicas / p->stages) * p->cuts;
-  for (int i = 0; i < nchans; i++) sim_collective_free(p->chans[i].group);
+  for (int i = 0; i < nchans; i++) sim_collective_free(p->chans[i].q.group);
   for (int k = 0; k < p->stages; k++)
-    if (p->lines[k].group) sim_collective_free(p->lines[k].group);
+    if (p->lines[k].q.group) sim_collective_free(p->lines[k].q.group);
   free(p->chans);
   free(p->lines);
   free(p->issued);
@@ -286,90 +283,76 @@ void pipe_reset(pipe_run *p) {
   int nchans = 2 * (p->nreplicas / p->stages) * p->cuts;
   for (int i = 0; i < nchans; i++) {
     pipe_chan *ch = &p->chans[i];
-    ch->sent = ch->started = ch->delivered = ch->received = 0;  /* a running one ends uncounted */
+    ch->q.issued = ch->q.started = ch->q.done = ch->received = 0;  /* a running one ends uncounted */
   }
-  for (int k = 0; k < p->stages; k++) p->lines[k].ready = p->lines[k].pending = 0, p->lines[k].done = 0;
+  for (int k = 0; k < p->stages; k++) {
+    pipe_line *l = &p->lines[k];
+    l->q.issued = l->q.started = l->q.done = 0;
+    l->ready = 0;
+  }
   for (int r = 0; r < p->nreplicas; r++) p->issued[r] = 0;
   p->attempt++;
 }
 
-static void chan_start(pipe_chan *ch);
+static void queue_start(pipe_queue *q);
 
-static void chan_done(sim_engine *e, sim_collective *c, void *arg) {
+static void queue_done(sim_engine *e, sim_collective *c, void *arg) {
   (void)e;
   (void)c;
-  pipe_chan *ch = arg;
-  ch->running = 0;
-  if (ch->attempt == ch->run->attempt) {
-    ch->delivered++;
-    sim_cond_notify_all(ch->run->cv);
+  pipe_queue *q = arg;
+  q->running = 0;
+  if (q->attempt == q->run->attempt) {
+    q->done++;
+    sim_cond_notify_all(q->run->cv);
   }
-  chan_start(ch);
+  queue_start(q);
 }
 
-static void chan_start(pipe_chan *ch) {
-  if (ch->running || ch->started >= ch->sent) return;
-  ch->running = 1;
-  ch->started++;
-  ch->attempt = ch->run->attempt;
-  int rc = sim_collective_start(ch->group, SIM_COLL_BROADCAST, ch->algo, 0, NULL, (size_t)ch->floats, chan_done, ch);
-  assert(rc == SIM_OK);  /* the channel runs nothing else, and pipe_new checked the algorithm */
+static void queue_start(pipe_queue *q) {
+  if (q->running || q->started >= q->issued) return;
+  q->running = 1;
+  q->started++;
+  q->attempt = q->run->attempt;
+  int rc = sim_collective_start(q->group, q->op, q->algo, 0, NULL, (size_t)q->floats, queue_done, q);
+  assert(rc == SIM_OK);  /* the group runs nothing else, and queue_init checked the algorithm */
   (void)rc;
 }
 
+/* Issues a collective of `bytes` (the next ones' buffer until then: a queue's buffers are all
+** alike, one cut's activations or one stage's gradients). */
+static void queue_issue(pipe_queue *q, double bytes) {
+  q->floats = bytes / 4.0 >= 1 ? bytes / 4.0 : 1;
+  q->issued++;
+  queue_start(q);
+}
+
+/* Waits until more than `n` of the queue's collectives are through. */
+static int queue_wait(pipe_run *p, sim_actor *self, const pipe_queue *q, long n) {
+  while (q->done <= n)
+    if (sim_cond_wait(self, p->cv) != SIM_OK) return SIM_FAILED;
+  return SIM_OK;
+}
+
 static void chan_send(pipe_run *p, pipe_chan *ch, double bytes) {
-  ch->floats = bytes / 4.0 >= 1 ? bytes / 4.0 : 1;
-  ch->sent++;
-  if (ch->counted) p->p2p_bytes += 4.0 * (double)(size_t)ch->floats;
-  chan_start(ch);
+  queue_issue(&ch->q, bytes);
+  if (ch->counted) p->p2p_bytes += 4.0 * (double)(size_t)ch->q.floats;
 }
 
 /* Waits for the channel's next delivery (and takes it). */
 static int chan_receive(pipe_run *p, sim_actor *self, pipe_chan *ch) {
-  while (ch->delivered <= ch->received)
-    if (sim_cond_wait(self, p->cv) != SIM_OK) return SIM_FAILED;
-  ch->received++;
-  return SIM_OK;
-}
-
-static void line_start(pipe_line *l);
-
-static void line_done(sim_engine *e, sim_collective *c, void *arg) {
-  (void)e;
-  (void)c;
-  pipe_line *l = arg;
-  l->running = 0;
-  if (l->attempt == l->run->attempt) {
-    l->done++;
-    sim_cond_notify_all(l->run->cv);
-  }
-  line_start(l);
-}
-
-static void line_start(pipe_line *l) {
-  if (l->running || !l->pending) return;
-  l->pending = 0;
-  l->running = 1;
-  l->attempt = l->run->attempt;
-  int rc = sim_collective_start(l->group, SIM_COLL_ALL_REDUCE, l->algo, 0, NULL, (size_t)l->floats, line_done, l);
-  assert(rc == SIM_OK);  /* the line runs nothing else, and pipe_new checked the algorithm */
-  (void)rc;
+  return queue_wait(p, self, &ch->q, ch->received++);
 }
 
 /* Replica r (stage k) issues its stage's all-reduce of `bytes` and waits for it. */
 static int stage_all_reduce(pipe_run *p, sim_actor *self, int r, int k, double bytes) {
   pipe_line *l = &p->lines[k];
-  if (l->group == NULL) return SIM_OK;
+  if (l->q.group == NULL) return SIM_OK;
   long mine = p->issued[r]++;
-  if (++l->ready == l->n) {  /* the members issue in step order: the last one starts it */
+  if (++l->ready == l->n) {  /* the members issue in step order: the last one issues it */
     l->ready = 0;
-    l->pending = 1;
-    l->floats = bytes / 4.0 >= 1 ? bytes / 4.0 : 1;
-    line_start(l);
+    queue_issue(&l->q, bytes);
   }
-  while (l->done <= mine)
-    if (sim_cond_wait(self, p->cv) != SIM_OK) return SIM_FAILED;
-  return SIM_OK;
+  return queue_wait(p, self, &l->q, mine);
 }
 
 /* A pass's exec and its span on the replica's timeline. */
