@@ -105,17 +105,6 @@ static void p2p_bytes_are_the_cuts(void **state) {
   }
 }
 
-/* Memory per stage, m = 8 > p = 4 (A = 131072 B a microbatch's activation; the runtime's 256 MiB
-** workspace; a 1024 x 1024 dense layer's kernel and bias 4198400 B, as many again of gradients;
-** SGD keeps no slots): stage k holds its layers' weights and gradients, its in-flight
-** microbatches' saved activations (stage 0: the relu's output its dense reads back; stages 1-3:
-** the input each dense reads back, A each) and 2A per cut for the buffers in transit (the
-** activation and the gradient). GPipe holds all 8 microbatches on every stage, 1F1B p - k:
-**   GPipe  stages 0 and 3: 268435456 + 8396800 + 8A + 2A = 278142976 (the last sends nothing
-**          on); stages 1-2: + 8A + 4A = 278405120
-**   1F1B   stage 0: 4A + 2A -> 277618688; stage 1: 3A + 4A -> 277749760; stage 2: 2A + 4A ->
-**          277618688; stage 3: 1A + 2A -> 277225472.
-** summary.json groups the devices of one peak. */
 /* Each group of summary.json's devices (name pattern, peak) in order; returns how many. */
 static int device_peaks(const char *out, const char **names, double *peaks, int max) {
   char path[512];
@@ -138,6 +127,17 @@ static int device_peaks(const char *out, const char **names, double *peaks, int 
   return n;
 }
 
+/* Memory per stage, m = 8 > p = 4 (A = 131072 B a microbatch's activation; the runtime's 256 MiB
+** workspace; a 1024 x 1024 dense layer's kernel and bias 4198400 B, as many again of gradients;
+** SGD keeps no slots): stage k holds its layers' weights and gradients, its in-flight
+** microbatches' saved activations (stage 0: the relu's output its dense reads back; stages 1-3:
+** the input each dense reads back, A each) and 2A per cut for the buffers in transit (the
+** activation and the gradient). GPipe holds all 8 microbatches on every stage, 1F1B p - k:
+**   GPipe  stages 0 and 3: 268435456 + 8396800 + 8A + 2A = 278142976 (the last sends nothing
+**          on); stages 1-2: + 8A + 4A = 278405120
+**   1F1B   stage 0: 4A + 2A -> 277618688; stage 1: 3A + 4A -> 277749760; stage 2: 2A + 4A ->
+**          277618688; stage 3: 1A + 2A -> 277225472.
+** summary.json groups the devices of one peak. */
 static void one_f_one_b_holds_less(void **state) {
   (void)state;
   static const struct { const char *name; double peak; } GPIPE[] = {
