@@ -1,14 +1,15 @@
 /*
 ** pipeline.c: pipeline parallelism at run time (pipeline.h).
 **
-** A channel carries one direction of one cut of one pipeline: the activations stage s sends to
-** s + 1, or the gradients s + 1 sends back to s. It is a sub-group of the strategy's collective
-** group of the two replicas, the sender its rank 0, and each send a broadcast from it by the
-** tree (one transfer of the whole buffer over the route between them: what NCCL's send/recv and
-** XLA's collective-permute move). Sends start from the engine in the order issued, one at a
-** time; the receiver's k-th receive waits for the channel's k-th delivery. The schedules keep
-** each direction's microbatches in one order on both ends (forwards 0..m-1; backwards m-1..0
-** under GPipe, 0..m-1 under 1F1B), so the k-th delivered is the k-th awaited.
+** A channel carries one direction of one cut of one pipeline: the activations model stage s
+** (on device s % P) sends to s + 1 (on the next device, device 0 after P - 1 when interleaved), or
+** the gradients s + 1 sends back to s. It is a sub-group of the strategy's collective group of
+** the two replicas, the sender its rank 0, and each send a broadcast from it by the tree (one
+** transfer of the whole buffer over the route between them: what NCCL's send/recv and XLA's
+** collective-permute move). Sends start from the engine in the order issued, one at a time; the
+** receiver's k-th receive waits for the channel's k-th delivery. The schedules run each model
+** stage's microbatches in one order on both ends of a cut (forwards 0..m-1; backwards m-1..0
+** under GPipe, 0..m-1 otherwise), so the k-th delivered is the k-th awaited.
 **
 ** A stage line is a stage's data-parallel group (replicas s, s + P, ...): its all-reduce starts
 ** when every member has issued it, as mesh.c's lines do.
