@@ -22,7 +22,9 @@
 ** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
 ** shard_*.c, mem_*.c) and its line in the registry of fusion.c, sharding.c or liveness.c.
 ** Lowering (program.c) turns the graph into the kernels sim/ executes (cg_program), and dump.c
-** writes it for people (an HLO-like text) and for tools (ops.csv).
+** writes it for people (an HLO-like text) and for tools (ops.csv). pipeline.c reads a lowered
+** step per layer for pipeline parallelism: each layer's work, variables and cut bytes, the
+** stages balanced by them, and the GPipe and 1F1B orders of a stage's passes.
 **
 ** Invariants:
 **   1. Without passes that change work (fusion off), the program's kernels are the model's
@@ -66,6 +68,9 @@ typedef struct cg_kernel {
   double flops;           /* its floating-point operations */
   double bytes;           /* the bytes it reads and writes in device memory */
   sim_matmul matmul;      /* its matmul's shape (a fusion's root), batch 0: none */
+  int layer;              /* the layer whose pass issued it (a fusion's root's; the loss's: the
+                          ** output layer); -1: none (pipeline.c splits the step by it) */
+  md_phase phase;         /* the part of the step that issued it (its root's) */
 } cg_kernel;
 
 /* ---- graph.c: tracing and the graph's totals ---- */
@@ -150,6 +155,56 @@ const cg_graph *cg_program_graph(const cg_program *p);
 cg_cache *cg_cache_new(const md_model_spec *spec, const md_optimizer_spec *opt, const cg_options *o);
 const cg_program *cg_cache_get(cg_cache *c, int n);
 void cg_cache_free(cg_cache *c);
+
+/* ---- pipeline.c: pipeline parallelism's stages and schedules ---- */
+
+/* What one layer of a compiled step (traced on one microbatch) costs a pipeline stage. */
+typedef struct cg_layer_cost {
+  double forward;         /* work of its forward kernels at the roofline (the loss's on the output
+                          ** layer), as cg_kernels_work counts it */
+  double backward;        /* of its backward kernels (a rematerialised forward included) */
+  double update;          /* of its variables' optimizer kernels */
+  double weights;         /* bytes of its variables */
+  double slots;           /* bytes of their optimizer slots */
+  double grads;           /* bytes of its trainable variables' gradients */
+  double cut;             /* bytes crossing a stage boundary right after it: the activations of it
+                          ** and earlier layers that later layers' forward reads (the gradients
+                          ** sent back have the same bytes); 0 after the last layer */
+} cg_layer_cost;
+/* Fills out[0..layers) from p's kernels and graph; r NULL: works 0. */
+void cg_pipeline_layer_costs(const cg_program *p, const sim_roofline *r, cg_layer_cost *out);
+/* The bytes a stage of layers [first, end) keeps from a microbatch's forward for its backward:
+** every tensor a forward wrote that a backward of those layers reads (once each, the input it
+** received from the stage before among them), what buffer liveness holds across the two passes. */
+double cg_pipeline_saved(const cg_program *p, int first, int end);
+int  cg_program_layers(const cg_program *p);
+/* Contiguous stages balanced by their layers' forward + backward work: first[0..stages] the
+** first layer of each stage (first[stages] = layers), minimising the costliest stage (ties: the
+** earliest cut). layers >= stages >= 1. */
+void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *first);
+
+/* A device's order of forward and backward microbatch passes. */
+typedef enum { CG_PIPE_GPIPE = 0, CG_PIPE_1F1B, CG_PIPE_INTERLEAVED } cg_pipe_schedule;
+typedef struct cg_pipe_op {
+  int backward;           /* 1 a backward pass, 0 a forward */
+  int micro;              /* its microbatch */
+  int chunk;              /* the device's model chunk it runs (interleaved: chunk c of device k is
+                          ** stage k + c x stages of the model's stages x chunks); 0 otherwise */
+} cg_pipe_op;
+/* Device `stage` of `stages` over `micro` microbatches and `chunks` model chunks a device (1
+** unless interleaved): out[0 .. 2 x micro x chunks) in the order the schedule runs them. GPipe:
+** every forward, then every backward in reverse (the last forward's first). 1F1B
+** (PipeDream-flush, Megatron-LM's default): stages - stage - 1 forwards to warm up, then one
+** forward and one backward in turn, then the backwards left. Interleaved (Megatron-LM's
+** forward_backward_pipelining_with_interleaving; micro a multiple of stages): the forwards in
+** groups of `stages` microbatches through chunk 0, 1, ..., the backwards likewise through the
+** chunks in reverse, 2 (stages - stage - 1) + (chunks - 1) stages forwards to warm up, then in
+** turn. Each microbatch's passes of a chunk come in microbatch order (GPipe's backwards in
+** reverse), so a stage's sends arrive in the order its next stage runs them. */
+void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, int chunks, cg_pipe_op *out);
+/* The most bytes of activations a device holds at once running `order` (n passes): each chunk's
+** forwards not yet matched by their backward, times saved[chunk], summed over its chunks. */
+double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const double *saved);
 
 /* ---- dump.c ---- */
 

@@ -61,6 +61,17 @@ static void need(cg_program *p, const cg_graph *g, const size_t *kernel_of, int 
   }
 }
 
+/* The layer an op belongs to: its own, or for an optimizer's update its variable's (the layer
+** whose variables run from its first_var to the next layer's). */
+static int layer_of(const cg_graph *g, const cg_op *op) {
+  if (op->layer >= 0 || op->var < 0) return op->layer;
+  for (int l = 0; l < g->nlayers; l++) {
+    int end = l + 1 < g->nlayers ? g->first_var[l + 1] : g->nvars;
+    if (g->first_var[l] <= op->var && op->var < end) return l;
+  }
+  return -1;
+}
+
 static cg_program *lower(cg_graph *g, int n) {
   cg_program *p = base_xcalloc(1, sizeof *p);
   p->graph = g;
@@ -91,7 +102,8 @@ static cg_program *lower(cg_graph *g, int n) {
       continue;
     }
     kernel_of[i] = *nk;
-    ks[(*nk)++] = (cg_kernel){.flops = op->flops, .bytes = op->bytes, .matmul = op->matmul};
+    ks[(*nk)++] = (cg_kernel){.flops = op->flops, .bytes = op->bytes, .matmul = op->matmul, .layer = layer_of(g, op),
+                              .phase = op->phase};
   }
   /* A mark counts the step kernels whose root was traced before it (fusions stay inside a
   ** backward layer: fusion.c's condition 2). */

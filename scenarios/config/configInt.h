@@ -154,6 +154,15 @@ int cfg_expect_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *p
 /* keys_distribution.c: strategy.distribution's table and its checks against the strategy. */
 extern const key_spec CFG_DISTRIBUTION_KEYS[];
 int cfg_distribution_checks(cfg_ctx *c);
+/* keys_pipeline.c: strategy.distribution.pipeline's keys, and the checks of a pipeline axis
+** against the rest of the distribution (called by cfg_distribution_checks). */
+extern const key_spec CFG_PIPELINE_KEYS[];
+int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist);
+/* keys_distribution.c: strategy.distribution.preset is pipeline (the mesh's second axis the stages). */
+int scenario_pipeline_preset(const scenario *s);
+/* keys_model.c: a list of 1..max ints in k's range into out[] (*n of them). */
+int cfg_int_list(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, int max, int *out,
+                 int *n, const char *expected);
 
 int cfg_sweep_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
 

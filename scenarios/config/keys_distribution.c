@@ -11,8 +11,8 @@
 
 /* Indexed by scenario.dist_preset; past the first, compile/'s recipe names. */
 static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "zero2", "fsdp",
-                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", NULL};
-enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP };
+                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "pipeline", NULL};
+enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_PIPELINE };
 
 /* mesh: {data: 16, model: 8}, DeviceMesh's axis_names and shape in order. */
 static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
@@ -77,7 +77,9 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
   {.key = "preset", .type = V_ENUM, .names = PRESETS, .st = S_INT, OFF(scenario, dist_preset),
    .doc = "the sharding recipe: data_parallel, zero1, zero2, fsdp (ZeRO-3) over every device of the mesh (its "
           "axes flattened); tensor_parallel (Megatron), sequence_parallel, fsdp_tp over its second (model) axis, "
-          "the batch over its first; layout_map (the default): the one the layout map describes"},
+          "the batch over its first; pipeline: pipeline stages over its second axis (as an axis named pipeline "
+          "lays them out), each stage data parallel over the first; layout_map (the default): the one the "
+          "layout map describes"},
   {.key = "mesh", .type = V_FN, .fn = mesh_fn,
    .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":"
              "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
@@ -86,6 +88,9 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
    .schema = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,"
              "\"items\":{\"type\":[\"string\",\"null\"]}},\"description\":\"keras.distribution.LayoutMap: a "
              "variable-path regular expression (matched whole) to each dimension's mesh axis or null\"}"},
+  {.key = "pipeline", .type = V_MAP, .sub = CFG_PIPELINE_KEYS,
+   .doc = "pipeline parallelism over the mesh's last axis, named pipeline: microbatches, schedule and the "
+          "layers of each stage"},
   END};
 
 static int axis_named(const scenario *s, const char *name) {
@@ -141,10 +146,15 @@ int cfg_distribution_checks(cfg_ctx *c) {
     return cfg_fail(c, d, "strategy.distribution", "%s schedules its own collectives beside the compute: drop "
                     "strategy.%s", PRESETS[s->dist_preset],
                     s->comm_bytes_per_pack > 0 ? "communication.bytes_per_pack" : "xla_combine_threshold");
-  return 0;
+  return cfg_pipeline_checks(c, d);
 }
 
-const char *scenario_sharding_recipe(const scenario *s) { return s->dist ? PRESETS[s->dist_preset] : NULL; }
+/* A pipeline's stages are each data parallel over the first axis: compile/'s recipe for them. */
+const char *scenario_sharding_recipe(const scenario *s) {
+  return !s->dist ? NULL : s->dist_preset == P_PIPELINE ? PRESETS[P_DATA] : PRESETS[s->dist_preset];
+}
+
+int scenario_pipeline_preset(const scenario *s) { return s->dist && s->dist_preset == P_PIPELINE; }
 
 /* The batch-only presets (data_parallel, zero1, zero2, fsdp) run over every device of the mesh,
 ** its axes flattened, as keras.distribution.DataParallel's one-axis mesh does: so a plan can

@@ -24,8 +24,8 @@ static const char *const INITS[] = {"glorot_uniform", NULL};
 static const char *const POLICIES[] = {"float32", "mixed_bfloat16", "mixed_float16", NULL};
 
 /* A list of 1..max positive ints into out[] (*n of them); k gives their range. */
-static int int_list(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, int max, int *out,
-                    int *n, const char *expected) {
+int cfg_int_list(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, int max, int *out,
+                 int *n, const char *expected) {
   char sub[256], fb[80];
   if (v->kind != YT_SEQ || v->n < 1 || v->n > max)
     return cfg_fail(c, v, path, "expected %s, found %s", expected,
@@ -55,7 +55,7 @@ static int elements_at_most(cfg_ctx *c, const key_spec *k, const yt_node *v, con
 int cfg_example_shape(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, md_shape *shape,
                       int *elements) {
   double n;
-  if (int_list(c, k, v, path, MD_MAX_SHAPE_RANK, shape->dim, &shape->rank,
+  if (cfg_int_list(c, k, v, path, MD_MAX_SHAPE_RANK, shape->dim, &shape->rank,
                "one example's shape as a list of 1 to 4 sizes, such as [32, 32, 3]"))
     return -1;
   if (elements_at_most(c, k, v, path, shape, &n)) return -1;
@@ -150,7 +150,7 @@ static int logical_device_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, co
 static int pair_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   int *pair = (int *)((char *)base + k->off), n = 0;
   if (v->kind == YT_SEQ) {
-    if (int_list(c, k, v, path, 2, pair, &n, "an integer or [height, width]")) return -1;
+    if (cfg_int_list(c, k, v, path, 2, pair, &n, "an integer or [height, width]")) return -1;
     if (n == 2) return 0;
     return cfg_fail(c, v, path, "expected an integer or [height, width], found a list of 1");
   }
@@ -163,7 +163,7 @@ static int pair_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *
 /* reshape.target_shape: one example's output, -1 once for a size inferred from the input. */
 static int target_shape_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   md_shape *shape = &((md_layer_spec *)base)->target_shape;
-  if (int_list(c, k, v, path, MD_MAX_SHAPE_RANK, shape->dim, &shape->rank,
+  if (cfg_int_list(c, k, v, path, MD_MAX_SHAPE_RANK, shape->dim, &shape->rank,
                "one example's output shape as a list of 1 to 4 sizes, one of them -1 at most"))
     return -1;
   for (int i = 0, inferred = 0; i < shape->rank; i++) {

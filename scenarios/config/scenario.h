@@ -20,6 +20,7 @@
 #define SCN_MAX_LAYERS 1024
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
 #define SCN_MAX_LAYOUTS 32   /* strategy.distribution.layout_map entries */
+#define SCN_MAX_STAGES 256   /* strategy.distribution.pipeline.layers_per_stage entries */
 
 /* One strategy.distribution.layout_map entry: keras.distribution.LayoutMap's key (a regular
 ** expression a variable's path must match whole, re.fullmatch) and its TensorLayout's axes. */
@@ -231,6 +232,17 @@ typedef struct scenario {
   int    mesh_line, mesh_col;   /* where strategy.distribution.mesh was written */
   int    nlayouts;              /* layout_map entries */
   scn_layout layouts[SCN_MAX_LAYOUTS]; /* them, as written */
+  /* strategy.distribution's pipeline parallelism (keys_pipeline.c): stages over the mesh's
+  ** `pipeline` axis, its last */
+  int    pipe_stages;           /* the pipeline axis's length (0: no pipeline) */
+  int    pipe_micro;            /* pipeline.microbatches per step of a pipeline (default: stages) */
+  int    pipe_schedule;         /* pipeline.schedule: 0 gpipe, 1 1f1b (default), 2 interleaved
+                                ** (compile.h's cg_pipe_schedule) */
+  int    pipe_chunks;           /* pipeline.virtual_stages: model chunks a device (interleaved; 0: 1) */
+  int    pipe_nsplit;           /* pipeline.layers_per_stage entries (0: balanced by compiled cost) */
+  int    pipe_split[SCN_MAX_STAGES]; /* them: each stage's layers, in order */
+  int    pipe_line, pipe_col;   /* where strategy.distribution.pipeline was written (else the mesh) */
+  int    pipe_split_line, pipe_split_col; /* where layers_per_stage was written */
   int    split_variables;       /* strategy.split_to_logical_devices: 1 megatron, 0 none (default) */
   int    steps_per_run;         /* strategy.steps_per_run (tpu_v1, default 1) */
   int    num_cores;             /* strategy.num_cores (tpu_v1; 0: every core of the slice) */
@@ -371,6 +383,13 @@ enum { SCN_AXIS_SLICE = 4 };
 const char *scenario_sharding_recipe(const scenario *s);
 /* The mesh's model axis length (1 with one axis). */
 int scenario_model_axis(const scenario *s);
+/* The pipeline's stages (the mesh's `pipeline` axis; 1 without one) and microbatches. */
+int scenario_pipeline_stages(const scenario *s);
+int scenario_pipeline_microbatches(const scenario *s);
+/* Model chunks a device holds (pipeline.virtual_stages: 1 but interleaved): the model's stages
+** are stages x chunks. */
+int scenario_pipeline_chunks(const scenario *s);
+const char *scenario_pipeline_schedule(const scenario *s);  /* "gpipe", "1f1b" or "interleaved" */
 /* strategy.kind as the scenario writes it ("tpu_v1", ...). */
 const char *scenario_strategy_name(scn_strategy_kind kind);
 /* Whether a layer kind reads the integer ids of model.input (embedding,

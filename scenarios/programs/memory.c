@@ -61,7 +61,20 @@ static core_need mesh_need(const trainer *t, int r, int slice) {
   return n;
 }
 
-static core_need need_on_core(const trainer *t, int r, int c, int slice) {
+/* A pipeline stage's device (pipeline.h): its layers' variables, slots and gradients, and the
+** activations its schedule keeps in flight. The layout is the trainer's, remade when the batch
+** size changes (a plan's search). */
+static core_need pipe_need(trainer *t, int r, int slice) {
+  pipe_layout *l = &t->pipe_layout;
+  pipe_layout_update(l, t->in.s, t->programs, ds_replica_roofline(t->strategy, 0), slice);
+  pipe_memory m = pipe_stage_memory(l, r % l->stages);
+  core_need n = {m.weights, m.slots, m.grads, m.acts, ds_replica_workspace(t->strategy, r), 0};
+  n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
+  return n;
+}
+
+static core_need need_on_core(trainer *t, int r, int c, int slice) {
+  if (pipe_active(t->in.s)) return pipe_need(t, r, slice);
   if (mesh_active(t->in.s, t->nreplicas)) return mesh_need(t, r, slice);
   const md_optimizer *o = t->replicas[0].opt;
   double params = 4.0 * (double)t->nparams, slots = 0.0;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "scenarios/programs/pipeline.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/cond.h"
 
@@ -348,5 +349,5 @@ int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *e
     }
   }
   for (int i = 0; i < compiled; i++) regfree(&re[i]);
-  return rc;
+  return rc == TR_EXIT_OK ? pipe_check(s, m, err) : rc;
 }

@@ -340,6 +340,7 @@ static void point_dir(const plan *p, const char *dir, int i, char *buf, size_t l
 /* A measure before its point ran: none of its figures (NAN: an empty cell). */
 static void no_figures(plan_measure *m) {
   m->step_s = m->compute_s = m->comm_s = m->idle_s = m->input_s = m->host_s = m->compile_s = m->checkpoint_bytes = NAN;
+  m->bubble = NAN;
 }
 
 /* Runs point i as `podsim run -o DIR/points/NNN` would and measures it. */
@@ -375,6 +376,7 @@ static void measure(const plan *p, int i, const char *dir, plan_measure *m) {
   if (sum.failed && sum.error.capacity_bytes) m->hbm_capacity = sum.error.capacity_bytes;
   m->run_hash = sum.run_hash;
   m->mfu = mfu_of_scenario(&s);
+  if (sum.pipeline_stages > 1) m->bubble = sum.pipeline_bubble_fraction;
   char metrics[SCN_PATH_MAX + 80];
   median_step(outputs_path(metrics, sizeof metrics, out, "metrics.csv"), m);
   /* The plan has read all it needs of the point (its run_hash was over the files as written). */
@@ -790,8 +792,12 @@ static void table_build(const plan *p, plan_table *t) {
     real_text(cell[c++], 48, "%.4g", r->time_s / 3600.0);
     real_text(cell[c++], 48, "%.4g", r->chip_hours);
     real_text(cell[c++], 48, "%.4g", r->cost_usd);
-    snprintf(cell[c++], 48, "%.24s%s%s", r->m.error, i == p->recommended ? "recommended" : "",
-             i == p->reference ? (i == p->recommended ? ", reference" : "reference") : "");
+    char bubble[32] = "";
+    int tenths = isfinite(r->m.bubble) ? (int)lround(1000 * r->m.bubble) : -1;  /* of a percent, 0..1000 */
+    if (tenths >= 0) snprintf(bubble, sizeof bubble, "bubble %d.%d%%", tenths / 10, tenths % 10);
+    base_format(cell[c++], 48, "%.24s%s%s%s%.13s", r->m.error, i == p->recommended ? "recommended" : "",
+             i == p->reference ? (i == p->recommended ? ", reference" : "reference") : "",
+             bubble[0] && (i == p->recommended || i == p->reference) ? ", " : "", bubble);
     for (int j = 0; j < t->ncols; j++) t->cells[i * t->ncols + j] = cell[j];
   }
 }

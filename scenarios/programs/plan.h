@@ -40,6 +40,8 @@ typedef struct plan_measure {
   double checkpoint_bytes;/* variables + optimizer slots, one copy */
   uint64_t run_hash;      /* the point's run_hash */
   mfu_model mfu;          /* its model's tokens per example and FLOPs per token, and the peak */
+  double bubble;          /* a pipeline's measured bubble (summary.json pipeline_bubble_fraction);
+                          ** NaN: no pipeline */
 } plan_measure;
 
 /* The fault model of a point, as the goodput formula reads it. */

@@ -159,8 +159,8 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
                   m->split_comm;
   /* A mesh's collectives show as the waits they cost inside the passes; the wait at the step's
   ** end is the slowest replica's, idle. */
-  sim_time exposed = t->mesh ? mesh_waited(t->mesh, 0) : 0;
-  if (t->mesh) comm = 0;
+  sim_time exposed = t->mesh ? mesh_waited(t->mesh, 0) : t->pipe ? pipe_waited(t->pipe, 0) : 0;
+  if (t->mesh || t->pipe) comm = 0;
   step_record *rec = train_rows_add(&t->rows, t->in.s, step, m->start, now, loss, examples);
   rec->compile_ps = m->compiled - m->launched;
   rec->input_ps = m->fed - m->compiled;
@@ -459,7 +459,8 @@ static void replica_main(sim_actor *self, void *arg) {
       if (whole_pass(t, rep, self, cpu) != SIM_OK) return;
     }
     rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
-    if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 0, cpu, mesh_kernels, rep)
+    if ((t->pipe ? pipe_pass(t->pipe, self, r, cpu)
+         : t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 0, cpu, mesh_kernels, rep)
          : t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK)
       return;
     rep->phase = REP_WORKING;
@@ -468,7 +469,8 @@ static void replica_main(sim_actor *self, void *arg) {
     marks->split_comm = train__split_comm_ps(t, n);
     if (marks->split_comm > 0 && sim_sleep(self, marks->split_comm) != SIM_OK) return;
 
-    if (t->mesh ? mesh_sync(t->mesh, self, r) != SIM_OK
+    if (t->pipe ? pipe_sync(t->pipe, self, r) != SIM_OK
+        : t->mesh ? mesh_sync(t->mesh, self, r) != SIM_OK
         : t->ovl ? ovl_wait(t->ovl, self, r) != SIM_OK
                  : ds_all_reduce_sum(t->strategy, self, r, rep->flat, t->emb ? emb_dense_floats(t->emb) : t->nparams) != SIM_OK)
       return;
@@ -488,7 +490,8 @@ static void replica_main(sim_actor *self, void *arg) {
     marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
     if (apply) md_optimizer_apply_except(rep->opt, rep->model, rep->grads, emb_own_update(t->emb), NULL);
     rep->phase = REP_APPLY;
-    if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
+    if ((t->pipe ? pipe_apply(t->pipe, self, r, cpu, apply)
+         : t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
                  : sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
       return;
     rep->phase = REP_WORKING;
@@ -532,6 +535,7 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   t->restore_ps = restore;
   t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
   if (t->mesh) mesh_reset(t->mesh);
+  if (t->pipe) pipe_reset(t->pipe);
   char name[48];
   for (int r = 0; r < t->nreplicas; r++) {
     t->replicas[r].stopped = 0;
@@ -648,13 +652,20 @@ void train__make_embed(trainer *t, const md_model *m, int max_slice) {
                    s->numerics_full, t->nreplicas, max_slice);
 }
 
-/* strategy.distribution's recipe other than data parallelism runs the mesh's collectives. */
+/* strategy.distribution's recipe other than data parallelism runs the mesh's collectives, a
+** pipeline axis the pipeline's stages. */
 static void make_mesh(trainer *t) {
-  if (!mesh_active(t->in.s, t->nreplicas)) return;
+  int pipe = pipe_active(t->in.s);
+  if (!pipe && !mesh_active(t->in.s, t->nreplicas)) return;
   float **bufs = base_xcalloc((size_t)t->nreplicas, sizeof *bufs);
   for (int r = 0; r < t->nreplicas; r++) bufs[r] = t->replicas[r].flat;
-  t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s),
-                     t->in.s->numerics_full ? bufs : NULL, t->nparams, t->traced ? t->track : NULL);
+  float *const *values = t->in.s->numerics_full ? bufs : NULL;
+  if (pipe)
+    t->pipe = pipe_new(t->engine, t->strategy, t->in.s, t->nreplicas, t->programs, inp_plan_max_count(t->plan),
+                       values, t->nparams, t->traced ? t->track : NULL);
+  else
+    t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s), values, t->nparams,
+                       t->traced ? t->track : NULL);
   free(bufs);
 }
 
@@ -724,6 +735,8 @@ void train__free(trainer *t) {
   ovl_free(t->ovl);
   emb_free(t->emb);  /* its waiters are the replica actors, gone with the engine's run */
   mesh_free(t->mesh);
+  pipe_free(t->pipe);
+  pipe_layout_free(&t->pipe_layout);
   free(t->pack_layer);
   free(t->track);
   sim_snapshot_free(t->snap[0]);
@@ -1004,6 +1017,13 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->slices = s->tpu_slices;
   sum->all_reduce_packs = t->ovl ? t->npacks : 0;
   sum->sharding = scenario_sharding_recipe(s);
+  if (t->pipe) {
+    sum->pipeline_stages = scenario_pipeline_stages(s);
+    sum->pipeline_microbatches = scenario_pipeline_microbatches(s);
+    sum->pipeline_schedule = scenario_pipeline_schedule(s);
+    sum->pipeline_bubble_fraction = pipe_bubble_fraction(t->pipe);
+    sum->pipeline_p2p_bytes = pipe_p2p_bytes_per_step(t->pipe);
+  }
   if (s->dist && s->mesh_axes == 0) base_format(sum->mesh, sizeof sum->mesh, "batch=%d", t->nreplicas);
   for (int a = 0; s->dist && a < s->mesh_axes; a++)
     base_format(sum->mesh + strlen(sum->mesh), sizeof sum->mesh - strlen(sum->mesh), "%s%s=%d", a ? "," : "",
@@ -1118,10 +1138,10 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   t.cb_step = -1;
   make_replicas(&t, first);
   make_packs(&t);
-  make_mesh(&t);
   train__make_embed(&t, first, inp_plan_max_count(t.plan));  /* before the step's program: its tables'
                                                                ** gradients are slices with emb_ */
   t.programs = train__programs_new(&t);
+  make_mesh(&t);  /* after the program: a pipeline's stages are split by its kernels' costs */
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
   memset(sum, 0, sizeof *sum);
@@ -1133,7 +1153,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     /* Fast-forward needs steps that repeat: no values (numerics off), no loop of several
     ** steps (tpu_v1), and no callbacks (their counters and epochs make steps differ). */
     t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.mesh == NULL &&
-           accum_steps(s) == 1 && t.cb == NULL;
+           t.pipe == NULL && accum_steps(s) == 1 && t.cb == NULL;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;

@@ -15,6 +15,7 @@
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/mesh.h"
 #include "scenarios/programs/overlap.h"
+#include "scenarios/programs/pipeline.h"
 #include "scenarios/programs/recovery.h"
 #include "scenarios/programs/slice.h"
 #include "scenarios/programs/train.h"
@@ -106,6 +107,8 @@ struct trainer {
                           ** gradient all-reduce */
   emb_run *emb;           /* the embedding tables' rows moved apart from the all-reduce (embed.h),
                           ** NULL: every variable all-reduced dense */
+  pipe_run *pipe;         /* strategy.distribution's pipeline stages (pipeline.h); NULL: none */
+  pipe_layout pipe_layout;/* the stages memory.c sizes the devices by (remade per batch size) */
   int npacks;             /* with ovl: its packs */
   int *pack_layer;        /* with ovl: per pack, the layer whose backward completes it */
   int nreplicas;          /* num_replicas_in_sync */

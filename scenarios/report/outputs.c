@@ -511,6 +511,13 @@ int outputs_write_summary(const char *path, const run_summary *s) {
     json_object_set_new(o, "sharding", json_string(s->sharding));
     json_object_set_new(o, "mesh", json_string(s->mesh));
   }
+  if (s->pipeline_stages > 1) {
+    json_object_set_new(o, "pipeline_stages", json_integer(s->pipeline_stages));
+    json_object_set_new(o, "pipeline_microbatches", json_integer(s->pipeline_microbatches));
+    json_object_set_new(o, "pipeline_schedule", json_string(s->pipeline_schedule));
+    json_object_set_new(o, "pipeline_bubble_fraction", json_real(s->pipeline_bubble_fraction));
+    json_object_set_new(o, "pipeline_p2p_bytes_per_step", json_real(s->pipeline_p2p_bytes));
+  }
   if (s->all_reduce_packs > 0) {
     json_object_set_new(o, "all_reduce_packs", json_integer(s->all_reduce_packs));
     json_object_set_new(o, "comm_hidden_s", json_real(s->means.comm_hidden_s));

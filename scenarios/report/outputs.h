@@ -128,6 +128,12 @@ typedef struct run_summary {
   long   stopped_epoch;   /* with stopped_by: the epoch (0-based) it stopped in */
   int    restored_best;   /* early_stopping's restore_best_weights set the final weights */
   long   best_epoch;      /* then the epoch (0-based) whose weights final_weights.csv holds */
+  int    pipeline_stages; /* strategy.distribution's pipeline: its stages (0: no pipeline; the
+                             four below are written only with one) */
+  int    pipeline_microbatches; /* its microbatches a step */
+  const char *pipeline_schedule; /* gpipe or 1f1b */
+  double pipeline_bubble_fraction; /* measured: the stages' idle share of each pipeline's span */
+  double pipeline_p2p_bytes; /* a pipeline's point-to-point bytes a step (activations and gradients) */
 } run_summary;
 
 /* Accumulates the run hash over file contents in a fixed order. */

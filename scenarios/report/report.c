@@ -527,6 +527,10 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
     if (sum->all_reduce_packs > 0)
       fprintf(f, "  overlap       all-reduce in %d packs: %s a step hidden under the backward, %s exposed\n",
               sum->all_reduce_packs, human_time(a, sizeof a, m->comm_hidden_s), human_time(b, sizeof b, m->comm_s));
+    if (sum->pipeline_stages > 1)
+      fprintf(f, "  pipeline      %d stages, %d microbatches (%s): bubble %.1f%% of each stage's time, %s sent stage "
+              "to stage a step\n", sum->pipeline_stages, sum->pipeline_microbatches, sum->pipeline_schedule,
+              100 * sum->pipeline_bubble_fraction, outputs_bytes(a, sizeof a, sum->pipeline_p2p_bytes));
     if (sum->has_tokens)
       fprintf(f, "  tokens        %.6g tokens/s at the mean step, MFU %.1f%% (PaLM's model FLOPs over the peak)\n",
               sum->tokens_per_s, 100 * sum->mfu);

@@ -105,6 +105,16 @@ static void mesh_recipes_reproduce_r1(void **state) {
   for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) check_strategy(NAMES[i], "r1", NULL);
 }
 
+/* Pipeline parallelism reproduces the single-device run r1 under both schedules: the golden MLP's
+** two layers as two stages on {data: 2, pipeline: 2} over 4 GPUs, each pipeline's 16 examples in
+** 4 microbatches (scenarios/programs/pipeline.h: the stages move where the math runs; the
+** gradients' sum is the strategy's over every replica, in a fixed order). */
+static void pipeline_schedules_reproduce_r1(void **state) {
+  (void)state;
+  check_strategy("pipe_gpipe_gpus", "r1", NULL);
+  check_strategy("pipe_1f1b_gpus", "r1", NULL);
+}
+
 /* The golden transformer block under sequence parallelism on {data: 1, model: 2}
 ** (tests/data/train/strategies/mesh_attention_sp.yaml: attention split by its heads, the MLP a
 ** column/row pair, the layer norm on half the sequence) is its single-device run r1. */
@@ -390,6 +400,7 @@ int main(void) {
     cmocka_unit_test(layer_goldens_from_scenarios),
     cmocka_unit_test(mixed_precision_within_derived_tolerance),
     cmocka_unit_test(mesh_recipes_reproduce_r1),
+    cmocka_unit_test(pipeline_schedules_reproduce_r1),
     cmocka_unit_test(mesh_attention_reproduces_r1),
     cmocka_unit_test(graph_golden_from_scenarios),
     cmocka_unit_test(dlrm_golden_from_scenarios),

@@ -69,11 +69,13 @@ static void fsdp_collectives_run_beside_compute(void **state) {
 /* scenarios/examples/plan_recipes.yaml (GPT-3 XL, Adam, mixed_bfloat16, a v4-16's 8 chips of
 ** 32 GiB): replicated it needs 5.3 + 10.6 + 5.3 GB before activations, and the step's liveness
 ** peak with 2 examples a chip brings it to 31.5 GB: it fits 2, not 3 (the plan's largest batch);
-** ZeRO-1 (slots / 8), FSDP (weights, slots and gradients / 8) and FSDP x TP fit 3. */
+** ZeRO-1 (slots / 8), FSDP (weights, slots and gradients / 8) and FSDP x TP fit 3; so do 2
+** pipeline stages (each holds half the blocks' weights, slots and gradients: the plan's largest
+** batch is 6, not 7). */
 static void recipes_decide_what_fits(void **state) {
   (void)state;
   static const struct { const char *preset; int fits; } CASES[] = {
-    {"data_parallel", 0}, {"zero1", 1}, {"fsdp", 1}, {"fsdp_tp", 1}};
+    {"data_parallel", 0}, {"zero1", 1}, {"fsdp", 1}, {"fsdp_tp", 1}, {"pipeline", 1}};
   for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
     static scenario s;
     scn_error err;
@@ -86,6 +88,10 @@ static void recipes_decide_what_fits(void **state) {
     assert_int_equal(train_memory_replicas(m), 8);
     assert_int_equal(train_memory_fits(m, 3), CASES[i].fits);
     assert_int_equal(train_memory_fits(m, 2), 1);
+    if (!strcmp(CASES[i].preset, "pipeline")) {
+      assert_int_equal(train_memory_fits(m, 6), 1);
+      assert_int_equal(train_memory_fits(m, 7), 0);
+    }
     train_memory_free(m);
   }
 }
