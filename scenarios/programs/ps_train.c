@@ -48,6 +48,41 @@
 **   (5) a record is kept unless a restore rolled its update back (it came after the restored
 **       checkpoint) or it is a stray: a closure of an abandoned chief attempt applied after the
 **       restart, whose step the new attempt schedules again. Goodput counts kept records only.
+**
+** Fast-forward (issue 27; sim/snapshot.c holds the engine's half and its proof, train.c the sync
+** program's). With numerics off a closure is a function of the simulated state alone, so once the
+** whole state equals an earlier one shifted by their distance P, the run repeats that period
+** until something it did not contain happens. Workers interleave, so the period is found, not
+** assumed: each applied closure arms sim_engine_on_quiet, its first quiet point snapshots the
+** state into a ring (ps_ff.h), and the newest is compared with each earlier one, nearest first.
+**   (6) only runs whose closures can repeat try: numerics off, every batch of global_batch rows
+**       (inp_worker_batches_full: repeat before batch), and no table whose ids come from the
+**       data (an id CSV routes each lookup to its shards by value); a traced run skips only once
+**       its trace is full (before, each closure stores a span);
+**   (7) the words (ff_words) hold what must not change, absolute: the chief waiting in a join,
+**       the job's counts (duplicated, lost, checkpoints, closures scheduled, retries), the
+**       lifecycle's and the evaluator's state, each worker's coordinator state, RAM held and
+**       time down; and what moves, relative: each running closure's step to the latest begun,
+**       its attempts, its read and applied versions to the components' versions, its start,
+**       compute start and iteration to now and to optimizer.iterations. The counters (records,
+**       the latest step begun, each worker's completions, every version and iterations) must
+**       move by the same amounts each period: the period's own deltas are what k periods add;
+**   (8) k periods may be skipped (ff_bound) while the chief joins (its queue only shrinks),
+**       each period begins as many closures as it records (M), the queue's head holds k M
+**       never-attempted closures (ds_coordinator_fresh_head: a re-queued closure sits behind
+**       them), none of their steps meets an at_step fault, and sim_snapshot_periods proves the
+**       engine's half: every event older than the period (a fault, a recovery, an async write,
+**       a poll) is due after the landing;
+**   (9) the skip (ff_skip) moves the engine (sim_engine_skip), appends the period's M rows k
+**       times (steps + jM, ends + jP), completes the k M closures at the queue's head
+**       (ds_coordinator_skip), gives each running closure step + kM and its versions + the
+**       updates of the skipped time, moves the versions and iterations (ds_ps_skip_counters),
+**       the workers' marks and the lifecycle's idle mark. Per-worker iterators have nothing to
+**       move: under (6) a batch's rows are never read, only counted (every batch is full), so
+**       no closure takes an element from them, with or without fast-forward.
+**   Outputs and run_hash are the step-by-step run's bytes (training.fast_forward: false;
+**   tests/scenarios/test_fastforward.c). A chief blocked in schedule (more than 256Ki closures
+**   left in its segment: DS_COORDINATOR_QUEUE_MAX) does not skip: its queue refills.
 */
 #include "scenarios/programs/ps_train.h"
 
@@ -148,6 +183,8 @@ struct ps_trainer {
   sim_fault_plan *plan;   /* their plan */
   ps_eval *eval;          /* the side-car evaluator, NULL without (scenarios/programs/ps_eval.h) */
   sim_time ended;         /* the chief's last join or save returned: summary.json's sim_time_s */
+  int rows_counted;       /* a batch's rows are never read, only counted, and every batch is full
+                          ** (invariant 6): closures take no element from their iterators */
   int traced;             /* a trace is written or drawn: the closures' spans are stored */
   int joining;            /* the chief waits in a join: everything of its segment is scheduled */
   long taken_max;         /* the latest step whose closure's first attempt began */
@@ -329,11 +366,12 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
 
   ds_closure_on_kill(ctx, release_closure, w);
   md_tensor *next[1] = {NULL};
-  if (ds_closure_get_next(ctx, 0, next) != 0) return -1;
   /* The element is the batch's row indices: its rows are copied out at once (host work, no
-  ** simulated time), so nothing of it is held when the closure is killed. */
-  const int64_t *rows = md_tensor_i64(next[0]);
-  int n = (int)next[0]->size;
+  ** simulated time), so nothing of it is held when the closure is killed. When nothing reads
+  ** them (rows_counted) the batch is its size alone, and the iterator is not pulled. */
+  if (!t->rows_counted && ds_closure_get_next(ctx, 0, next) != 0) return -1;
+  const int64_t *rows = next[0] ? md_tensor_i64(next[0]) : NULL;
+  int n = next[0] ? (int)next[0]->size : s->global_batch;
   md_batch b = { n, NULL, NULL, NULL, NULL };
   if (s->numerics_full) {
     md_dataset_gather_rows(t->in.data, rows, n, w->x, w->ids, w->labels, w->targets);
@@ -638,7 +676,7 @@ static void ff_versions(const ps_trainer *t, int64_t *out, int sign) {
       out[k] += sign * ds_ps_component_version(t->strategy, t->vars[v], c);
 }
 
-/* The words of the program's state (invariant 6): what must not change in a period, absolute;
+/* The words of the program's state (invariant 7): what must not change in a period, absolute;
 ** what moves with time or with the counters, relative to now and to them. */
 static void ff_words(const ps_trainer *t, sim_snapshot *snap) {
   sim_time now = sim_now(t->engine);
@@ -675,7 +713,7 @@ static void ff_words(const ps_trainer *t, sim_snapshot *snap) {
   free(versions);
 }
 
-/* psff_bound_fn: how many periods may be skipped (invariant 7) when a period recorded M rows and
+/* psff_bound_fn: how many periods may be skipped (invariant 8) when a period recorded M rows and
 ** began M closures: the chief joins, every closure begun in the skipped time is a fresh one of
 ** the queue's head, and none of their steps meets an at_step fault. */
 static long ff_bound(void *ctx, const int64_t *delta) {
@@ -692,7 +730,8 @@ static long ff_bound(void *ctx, const int64_t *delta) {
 
 /* Moves the program k periods on from the snapshot just taken (invariant 8): the period's rows
 ** again, a period apart; the closures begun in the skipped time leave the queue completed and
-** the ones running take the steps their workers run after it; every counter and mark moves. */
+** the ones running take the steps their workers run after it; every counter and mark moves
+** (invariant 9). */
 static void ff_skip(ps_trainer *t, const sim_snapshot *a, const int64_t *delta, long k) {
   sim_time period = sim_snapshot_time(psff_newest(t->ff)) - sim_snapshot_time(a);
   long m = (long)delta[FF_ROWS];
@@ -737,12 +776,12 @@ static void ff_skip(ps_trainer *t, const sim_snapshot *a, const int64_t *delta, 
   psff_reset(t->ff);
 }
 
-/* Whether the run's closures can repeat exactly (invariant 5): numerics off, every batch of
-** global_batch rows, and no table whose rows' ids route its lookups (an id dataset's). */
-static int ff_possible(const ps_trainer *t) {
+/* Whether nothing reads a batch's rows (invariant 6): numerics off, every batch of global_batch
+** rows, and no table whose rows' ids route its lookups (an id dataset's). Then the closures'
+** work is a function of the simulated state alone and may repeat exactly. */
+static int rows_counted(const ps_trainer *t) {
   const scenario *s = t->in.s;
-  return s->fast_forward && !s->numerics_full && inp_worker_batches_full(s) &&
-         !(t->workers[0].grads->ntables > 0 && t->in.data->is_ids);
+  return !s->numerics_full && inp_worker_batches_full(s) && !(t->workers[0].grads->ntables > 0 && t->in.data->is_ids);
 }
 
 /* sim_engine_on_quiet's callback, armed by each record: a snapshot while the chief joins, and a
@@ -1048,7 +1087,8 @@ int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summa
   train_rows_init(&t.rows, t.in.steps, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
-    if (ff_possible(&t))
+    t.rows_counted = rows_counted(&t);
+    if (s->fast_forward && t.rows_counted)
       t.ff = psff_new(4 * t.nworkers + 8, FF_WORKERS + t.nworkers + ds_ps_counters(t.strategy, NULL));
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);
