@@ -187,7 +187,7 @@ struct ps_trainer {
                           ** (invariant 6): closures take no element from their iterators */
   int traced;             /* a trace is written or drawn: the closures' spans are stored */
   int joining;            /* the chief waits in a join: everything of its segment is scheduled */
-  long taken_max;         /* the latest step whose closure's first attempt began */
+  long taken_max;         /* the step of the closure whose first attempt began last */
   psff *ff;               /* fast-forward's snapshots, NULL when the run cannot skip */
   size_t fresh;           /* at a snapshot: never-attempted closures at the queue's head */
   long skipped;           /* closures fast-forward skipped */
@@ -362,7 +362,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   /* A fault with at_step N strikes as a worker starts the closure of step N: the chief enqueues
   ** every closure at once, so its schedule call would say nothing about when step N runs. */
   if (cl->runs == 1 && t->plan) sim_fault_plan_step(t->plan, cl->step);
-  if (cl->runs == 1 && cl->step > t->taken_max) t->taken_max = cl->step;
+  if (cl->runs == 1) t->taken_max = cl->step;  /* the FIFO's order: a restart starts lower */
 
   ds_closure_on_kill(ctx, release_closure, w);
   md_tensor *next[1] = {NULL};
