@@ -66,7 +66,7 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},
   {.key = "gradient_accumulation_steps", .type = V_INT, .st = S_INT, OFF(scenario, grad_accum), .lo = 1, .hi = 65536,
    .doc = "micro-batches per step (Keras 3's optimizer gradient_accumulation_steps): each replica runs its share of the global batch as this many forward and backward passes, sums their gradients, all-reduces once and applies once"},
-  {.key = "fast_forward", .doc = "skip steps proven to repeat the last one exactly (same outputs, less wall time)", .type = V_BOOL, .st = S_INT, OFF(scenario, fast_forward)},
+  {.key = "fast_forward", .doc = "skip steps (parameter_server: closures) proven to repeat an earlier period exactly (same outputs, less wall time)", .type = V_BOOL, .st = S_INT, OFF(scenario, fast_forward)},
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
   {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS},

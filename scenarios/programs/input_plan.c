@@ -127,6 +127,8 @@ ds_dataset *inp_worker_dataset(const train_input *in, ds_status *st) {
   return shuffle_repeat_batch(in->s, source(in, st), in->s->global_batch, st);
 }
 
+int inp_worker_batches_full(const scenario *s) { return endless(s); }
+
 /* distribute_datasets_from_function's dataset_fn: one input worker's shard of the rows. */
 static ds_dataset *dataset_fn(const ds_input_context *ctx, void *user, ds_status *st) {
   const inp_plan *p = user;

@@ -58,5 +58,8 @@ long inp_plan_checkpoint_examples(const inp_plan *p);
 ** create_per_worker_dataset(dataset_fn) builds it with TF's InputContext(1, 0, 1) for that
 ** strategy. Elements are int64 vectors of row indices (a batch of dataset.global_batch). */
 ds_dataset *inp_worker_dataset(const train_input *in, ds_status *st);
+/* Whether every batch inp_worker_dataset gives has global_batch rows, however many are taken:
+** it repeats before it batches (no epoch ends a batch short, none ends the data). */
+int inp_worker_batches_full(const scenario *s);
 
 #endif

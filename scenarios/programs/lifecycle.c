@@ -128,3 +128,12 @@ int lc_failed(const lc_job *j, run_error *e) {
   if (j->state == LC_FAILED && e) *e = j->error;
   return j->state == LC_FAILED;
 }
+
+void lc_snapshot(const lc_job *j, sim_snapshot *snap) {
+  sim_time now = sim_now(j->engine);
+  uint64_t words[] = { j->state, (uint64_t)j->restarts, (uint64_t)j->idle_losses, (uint64_t)(j->idle_since - now),
+                       (uint64_t)j->down_since, (uint64_t)j->downtime, (uint64_t)j->stalled };
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++) sim_snapshot_word(snap, words[i]);
+}
+
+void lc_skip(lc_job *j, sim_time dt) { j->idle_since += dt; }

@@ -89,4 +89,9 @@ sim_time  lc_downtime(const lc_job *j, sim_time end);
 /* 1 with e filled when the job failed for good. */
 int       lc_failed(const lc_job *j, run_error *e);
 
+/* Fast-forward (ps_train.c): the job's state as snapshot words (its state, restarts and
+** losses; its idle mark relative to now), and that mark moved dt on with a skip. */
+void      lc_snapshot(const lc_job *j, sim_snapshot *snap);
+void      lc_skip(lc_job *j, sim_time dt);
+
 #endif

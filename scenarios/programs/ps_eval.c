@@ -343,3 +343,12 @@ void ps_eval_attach_outputs(const ps_eval *ev, train_outputs *o) {
   o->write_extra = write_rows;
   o->extra = ev;
 }
+
+void ps_eval_snapshot(const ps_eval *ev, sim_snapshot *snap) {
+  if (ev == NULL) return;
+  sim_time now = sim_now(ev->engine);
+  uint64_t words[] = { (uint64_t)ev->seq, (uint64_t)ev->taken, ev->actor != NULL, (uint64_t)ev->down,
+                       (uint64_t)ev->done, ev->phase != NULL, ev->phase ? (uint64_t)(ev->phase_start - now) : 0,
+                       (uint64_t)ev->nrows, (uint64_t)ev->failed_restores };
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++) sim_snapshot_word(snap, words[i]);
+}

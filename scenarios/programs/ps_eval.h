@@ -34,4 +34,9 @@ void ps_eval_summarise(const ps_eval *ev, run_summary *sum);
 /* Adds evaluations.csv to the run's outputs (and so to its run_hash). */
 void ps_eval_attach_outputs(const ps_eval *ev, train_outputs *o);
 
+/* Fast-forward (ps_train.c): the evaluator's state as snapshot words (nothing without one):
+** its checkpoints seen and taken, its process and phase, its phase's start relative to now. Its
+** polls are events, the engine's to compare. */
+void ps_eval_snapshot(const ps_eval *ev, sim_snapshot *snap);
+
 #endif

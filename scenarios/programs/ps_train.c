@@ -48,6 +48,41 @@
 **   (5) a record is kept unless a restore rolled its update back (it came after the restored
 **       checkpoint) or it is a stray: a closure of an abandoned chief attempt applied after the
 **       restart, whose step the new attempt schedules again. Goodput counts kept records only.
+**
+** Fast-forward (issue 27; sim/snapshot.c holds the engine's half and its proof, train.c the sync
+** program's). With numerics off a closure is a function of the simulated state alone, so once the
+** whole state equals an earlier one shifted by their distance P, the run repeats that period
+** until something it did not contain happens. Workers interleave, so the period is found, not
+** assumed: each applied closure arms sim_engine_on_quiet, its first quiet point snapshots the
+** state into a ring (ps_ff.h), and the newest is compared with each earlier one, nearest first.
+**   (6) only runs whose closures can repeat try: numerics off, every batch of global_batch rows
+**       (inp_worker_batches_full: repeat before batch), and no table whose ids come from the
+**       data (an id CSV routes each lookup to its shards by value); a traced run skips only once
+**       its trace is full (before, each closure stores a span);
+**   (7) the words (ff_words) hold what must not change, absolute: the chief waiting in a join,
+**       the job's counts (duplicated, lost, checkpoints, closures scheduled, retries), the
+**       lifecycle's and the evaluator's state, each worker's coordinator state, RAM held and
+**       time down; and what moves, relative: each running closure's step to the latest begun,
+**       its attempts, its read and applied versions to the components' versions, its start,
+**       compute start and iteration to now and to optimizer.iterations. The counters (records,
+**       the latest step begun, each worker's completions, every version and iterations) must
+**       move by the same amounts each period: the period's own deltas are what k periods add;
+**   (8) k periods may be skipped (ff_bound) while the chief joins (its queue only shrinks),
+**       each period begins as many closures as it records (M), the queue's head holds k M
+**       never-attempted closures (ds_coordinator_fresh_head: a re-queued closure sits behind
+**       them), none of their steps meets an at_step fault, and sim_snapshot_periods proves the
+**       engine's half: every event older than the period (a fault, a recovery, an async write,
+**       a poll) is due after the landing;
+**   (9) the skip (ff_skip) moves the engine (sim_engine_skip), appends the period's M rows k
+**       times (steps + jM, ends + jP), completes the k M closures at the queue's head
+**       (ds_coordinator_skip), gives each running closure step + kM and its versions + the
+**       updates of the skipped time, moves the versions and iterations (ds_ps_skip_counters),
+**       the workers' marks and the lifecycle's idle mark. Per-worker iterators have nothing to
+**       move: under (6) a batch's rows are never read, only counted (every batch is full), so
+**       no closure takes an element from them, with or without fast-forward.
+**   Outputs and run_hash are the step-by-step run's bytes (training.fast_forward: false;
+**   tests/scenarios/test_fastforward.c). A chief blocked in schedule (more than 256Ki closures
+**   left in its segment: DS_COORDINATOR_QUEUE_MAX) does not skip: its queue refills.
 */
 #include "scenarios/programs/ps_train.h"
 
@@ -62,6 +97,7 @@
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/lifecycle.h"
 #include "scenarios/programs/ps_eval.h"
+#include "scenarios/programs/ps_ff.h"
 #include "scenarios/report/report.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/fault.h"
@@ -98,6 +134,10 @@ typedef struct ps_worker {
   uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
   sim_time down_since;    /* its VM went down at this time; -1 while up */
   sim_time down_ps;       /* its time down, summed over the spans that ended */
+  struct ps_closure *cl;  /* the closure it runs while its RAM is reserved, else NULL */
+  sim_time start;         /* that closure's start (here, not on its stack: a fast-forward moves it) */
+  sim_time computing;     /* its compute's start (idem), -1 before */
+  int64_t iteration;      /* optimizer.iterations + 1 as its read returned it (idem), -1 before */
 } ps_worker;
 
 /* One scheduled closure (a training step), across its attempts (invariant 2). */
@@ -143,7 +183,17 @@ struct ps_trainer {
   sim_fault_plan *plan;   /* their plan */
   ps_eval *eval;          /* the side-car evaluator, NULL without (scenarios/programs/ps_eval.h) */
   sim_time ended;         /* the chief's last join or save returned: summary.json's sim_time_s */
+  int rows_counted;       /* a batch's rows are never read, only counted, and every batch is full
+                          ** (invariant 6): closures take no element from their iterators */
+  int traced;             /* a trace is written or drawn: the closures' spans are stored */
+  int joining;            /* the chief waits in a join: everything of its segment is scheduled */
+  long taken_max;         /* the step of the closure whose first attempt began last */
+  psff *ff;               /* fast-forward's snapshots, NULL when the run cannot skip */
+  size_t fresh;           /* at a snapshot: never-attempted closures at the queue's head */
+  long skipped;           /* closures fast-forward skipped */
 };
+
+static void ff_quiet(sim_engine *e, void *arg);
 
 /* ---- the training step ------------------------------------------------------------------ */
 
@@ -234,10 +284,10 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
   lc_progress(t->life);
+  if (t->ff) sim_engine_on_quiet(t->engine, ff_quiet, t);
 }
 
 static void job_failed(ps_trainer *t, const char *kind, const char *device, const char *msg);
-
 /* ---- worker RAM ------------------------------------------------------------------------------ */
 
 /* Bytes of variable i one closure reads from the ps and pushes back, float32: the whole variable
@@ -286,6 +336,7 @@ static int reserve_ram(ps_trainer *t, ps_worker *w, int n) {
 static void release_ram(ps_worker *w) {
   sim_mempool_release(ds_ps_task_memory(w->t->strategy, DS_PS_WORKER, w->index), w->held);
   w->held = 0;
+  w->cl = NULL;
 }
 
 /* A closure's on-kill: its RAM, and what its worker's cut-short read or push held. */
@@ -302,7 +353,8 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   ps_worker *w = &t->workers[ds_closure_worker(ctx)];
   sim_actor *self = ds_closure_actor(ctx);
   ps_closure *cl = t->closures[(long)md_tensor_get(ds_value_component(ds_closure_value(ctx, 1), 0), 0)];
-  sim_time start = sim_now(t->engine);
+  w->start = sim_now(t->engine);
+  w->computing = w->iteration = -1;  /* not yet: the snapshot words tell */
   ds_status st = {0};
   *result = NULL;
   if (cl->runs++ > 0 && !cl->duplicated)
@@ -310,14 +362,16 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   /* A fault with at_step N strikes as a worker starts the closure of step N: the chief enqueues
   ** every closure at once, so its schedule call would say nothing about when step N runs. */
   if (cl->runs == 1 && t->plan) sim_fault_plan_step(t->plan, cl->step);
+  if (cl->runs == 1) t->taken_max = cl->step;  /* the FIFO's order: a restart starts lower */
 
   ds_closure_on_kill(ctx, release_closure, w);
   md_tensor *next[1] = {NULL};
-  if (ds_closure_get_next(ctx, 0, next) != 0) return -1;
   /* The element is the batch's row indices: its rows are copied out at once (host work, no
-  ** simulated time), so nothing of it is held when the closure is killed. */
-  const int64_t *rows = md_tensor_i64(next[0]);
-  int n = (int)next[0]->size;
+  ** simulated time), so nothing of it is held when the closure is killed. When nothing reads
+  ** them (rows_counted) the batch is its size alone, and the iterator is not pulled. */
+  if (!t->rows_counted && ds_closure_get_next(ctx, 0, next) != 0) return -1;
+  const int64_t *rows = next[0] ? md_tensor_i64(next[0]) : NULL;
+  int n = next[0] ? (int)next[0]->size : s->global_batch;
   md_batch b = { n, NULL, NULL, NULL, NULL };
   if (s->numerics_full) {
     md_dataset_gather_rows(t->in.data, rows, n, w->x, w->ids, w->labels, w->targets);
@@ -327,9 +381,9 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   md_tensor_free(next[0]);
   if (reserve_ram(t, w, n) != 0)
     return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
+  w->cl = cl;
 
-  int64_t step;
-  if (read_variables(t, w, self, cl, &step, &st) != 0) {
+  if (read_variables(t, w, self, cl, &w->iteration, &st) != 0) {
     release_ram(w);
     return ds_closure_fail_ps(ctx, failed_ps(t));
   }
@@ -341,9 +395,9 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
                                    w->ops.n);
-  sim_time computing = sim_now(t->engine);
+  w->computing = sim_now(t->engine);
   if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
-  sim_time compute = sim_now(t->engine) - computing;
+  sim_time compute = sim_now(t->engine) - w->computing;
 
   /* A table pushes its IndexedSlices (the batch's ids, one gradient row per id), the ps
   ** deduplicating them as Keras does; every other variable its dense gradient. */
@@ -358,15 +412,17 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     if (w->grads->g[i]) memcpy(md_tensor_f32(w->grad[i]), w->grads->g[i], w->grad[i]->size * sizeof(float));
     w->push[i] = (ds_ps_grad){ .dense = w->grad[i] };
   }
-  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, step, cl->applied_at, &st);
+  int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, w->iteration, cl->applied_at, &st);
   release_ram(w);
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->done = 1;
   t->duplicated += cl->duplicated;
-  record(t, cl, w->index, start, compute, loss, n);
-  char span[48];
-  snprintf(span, sizeof span, "step %ld", cl->step);
-  sim_trace_span(t->engine, w->track, span, "step", start, sim_now(t->engine));
+  record(t, cl, w->index, w->start, compute, loss, n);
+  if (t->traced) {  /* nothing reads a trace that is neither written nor drawn */
+    char span[48];
+    snprintf(span, sizeof span, "step %ld", cl->step);
+    sim_trace_span(t->engine, w->track, span, "step", w->start, sim_now(t->engine));
+  }
   return 0;
 }
 
@@ -452,6 +508,15 @@ static void chief_raised(ps_trainer *t, const ds_status *st) {
   job_failed(t, ds_error_kind_name(st->kind), ds_ps_task_device(t->strategy, DS_PS_COORDINATOR, 0), st->message);
 }
 
+/* coordinator.join(), marked while it waits: the chief's segment is all scheduled, so its queue
+** only shrinks, what a fast-forward needs. A kill of the chief clears the mark (stop_chief). */
+static int join(ps_trainer *t, ds_status *st) {
+  t->joining = 1;
+  int rc = ds_coordinator_join(t->coord, st);
+  t->joining = 0;
+  return rc;
+}
+
 static void chief_main(sim_actor *self, void *arg) {
   ps_trainer *t = arg;
   const scenario *s = t->in.s;
@@ -460,11 +525,11 @@ static void chief_main(sim_actor *self, void *arg) {
   for (long step = t->next_step; rc == 0 && step < t->in.steps; step++) {
     rc = schedule_step(t, step, &st);
     if (rc == 0 && s->ckpt_every > 0 && (step + 1) % s->ckpt_every == 0 && step + 1 < t->in.steps) {
-      rc = ds_coordinator_join(t->coord, &st);
+      rc = join(t, &st);
       if (rc == 0) rc = save_checkpoint(t, self, step + 1, &st);
     }
   }
-  if (rc == 0) rc = ds_coordinator_join(t->coord, &st);
+  if (rc == 0) rc = join(t, &st);
   /* The evaluator ends with the final model: the chief saves it for the evaluator's sake. */
   if (rc == 0 && t->eval) rc = save_checkpoint(t, self, t->in.steps, &st);
   if (rc != 0) {
@@ -516,6 +581,7 @@ static void restart_job(void *arg) {
 /* lifecycle.h's stop: the coordinator process is gone. */
 static void stop_chief(void *arg) {
   ps_trainer *t = arg;
+  t->joining = 0;
   sim_actor_kill(t->chief);
 }
 
@@ -587,6 +653,152 @@ static void task_down(void *ctx, const sim_fault *f, int in_job) {
   } else if (kind == FAULTS_EVALUATOR) {
     ps_eval_down(t->eval, f);  /* its loss never stops training */
   }
+}
+
+/* ---- fast-forward --------------------------------------------------------------------------- */
+
+/* The counters a period moves (ps_ff.h): records, the latest step begun, each worker's closures
+** completed, then the ps tasks' versions and iterations (ds_ps_counters). */
+enum { FF_ROWS, FF_TAKEN, FF_WORKERS };
+
+static void ff_counters(const ps_trainer *t, int64_t *c) {
+  c[FF_ROWS] = t->rows.n;
+  c[FF_TAKEN] = t->taken_max;
+  for (int w = 0; w < t->nworkers; w++) c[FF_WORKERS + w] = (int64_t)ds_coordinator_worker_closures_run(t->coord, w);
+  ds_ps_counters(t->strategy, c + FF_WORKERS + t->nworkers);
+}
+
+/* Adds sign times each component's version to out, a closure's components in order (the vars'
+** components, shards in order). */
+static void ff_versions(const ps_trainer *t, int64_t *out, int sign) {
+  for (int v = 0, k = 0; v < t->nvars; v++)
+    for (int c = 0; c < ds_ps_num_components(t->strategy, t->vars[v]); c++, k++)
+      out[k] += sign * ds_ps_component_version(t->strategy, t->vars[v], c);
+}
+
+/* The words of the program's state (invariant 7): what must not change in a period, absolute;
+** what moves with time or with the counters, relative to now and to them. */
+static void ff_words(const ps_trainer *t, sim_snapshot *snap) {
+  sim_time now = sim_now(t->engine);
+  ds_coordinator_stats cs = ds_coordinator_get_stats(t->coord);
+  uint64_t job[] = { (uint64_t)t->joining, (uint64_t)t->finished, (uint64_t)t->duplicated,
+                     (uint64_t)t->lost_updates, (uint64_t)t->checkpoints, (uint64_t)t->nclosures,
+                     (uint64_t)t->ckpt_updates, cs.retried, cs.transient_retries,
+                     (uint64_t)ds_coordinator_in_flight(t->coord) };
+  for (size_t i = 0; i < sizeof job / sizeof *job; i++) sim_snapshot_word(snap, job[i]);
+  lc_snapshot(t->life, snap);
+  ps_eval_snapshot(t->eval, snap);
+  int64_t iterations = ds_ps_optimizer_iterations(t->strategy);
+  int64_t *versions = base_xcalloc((size_t)t->ncomps, sizeof *versions);
+  ff_versions(t, versions, 1);
+  for (int i = 0; i < t->nworkers; i++) {
+    const ps_worker *w = &t->workers[i];
+    uint64_t words[] = { ds_coordinator_worker_state(t->coord, i), w->held, (uint64_t)w->down_since,
+                         (uint64_t)w->down_ps, w->cl != NULL };
+    for (size_t j = 0; j < sizeof words / sizeof *words; j++) sim_snapshot_word(snap, words[j]);
+    const ps_closure *cl = w->cl;
+    if (cl == NULL) continue;  /* its marks are the last closure's, overwritten before read */
+    sim_snapshot_word(snap, (uint64_t)(w->start - now));
+    sim_snapshot_word(snap, w->computing < 0 ? UINT64_MAX : (uint64_t)(w->computing - now));
+    sim_snapshot_word(snap, w->iteration < 0 ? UINT64_MAX : (uint64_t)(w->iteration - iterations));
+    sim_snapshot_word(snap, (uint64_t)(cl->step - t->taken_max));
+    sim_snapshot_word(snap, (uint64_t)cl->runs);
+    sim_snapshot_word(snap, (uint64_t)cl->duplicated);
+    sim_snapshot_word(snap, (uint64_t)cl->job_attempt);
+    for (int k = 0; k < t->ncomps; k++) {
+      sim_snapshot_word(snap, (uint64_t)(cl->read_version[k] - versions[k]));
+      sim_snapshot_word(snap, cl->applied_at[k] < 0 ? UINT64_MAX : (uint64_t)(cl->applied_at[k] - versions[k]));
+    }
+  }
+  free(versions);
+}
+
+/* psff_bound_fn: how many periods may be skipped (invariant 8) when a period recorded M rows and
+** began M closures: the chief joins, every closure begun in the skipped time is a fresh one of
+** the queue's head, and none of their steps meets an at_step fault. */
+static long ff_bound(void *ctx, const int64_t *delta) {
+  const ps_trainer *t = ctx;
+  int64_t m = delta[FF_ROWS];
+  if (!t->joining || m <= 0 || delta[FF_TAKEN] != m) return 0;
+  long k = (long)(t->fresh / (size_t)m);
+  if (t->plan) {
+    long next = sim_fault_plan_next_step(t->plan, t->taken_max + 1);
+    if ((next - (t->taken_max + 1)) / m < k) k = (long)((next - (t->taken_max + 1)) / m);
+  }
+  return k;
+}
+
+/* Moves the program k periods on from the snapshot just taken (invariant 8): the period's rows
+** again, a period apart; the closures begun in the skipped time leave the queue completed and
+** the ones running take the steps their workers run after it; every counter and mark moves
+** (invariant 9). */
+static void ff_skip(ps_trainer *t, const sim_snapshot *a, const int64_t *delta, long k) {
+  sim_time period = sim_snapshot_time(psff_newest(t->ff)) - sim_snapshot_time(a);
+  long m = (long)delta[FF_ROWS];
+  sim_engine_skip(t->engine, a, psff_newest(t->ff), k);
+  long base = t->rows.n - m;
+  for (long j = 1; j <= k; j++)
+    for (long i = 0; i < m; i++) {
+      step_record *rec = train_rows_next(&t->rows);
+      *rec = t->rows.at[base + i];
+      rec->step += j * m;
+      rec->end_ps += j * period;
+      t->rows.kept[t->rows.n - 1] = t->rows.kept[base + i];
+    }
+  uint64_t *done = base_xcalloc((size_t)t->nworkers, sizeof *done);
+  for (int i = 0; i < t->nworkers; i++) {
+    ps_worker *w = &t->workers[i];
+    done[i] = (uint64_t)(k * delta[FF_WORKERS + i]);
+    if (w->cl == NULL) continue;
+    w->cl->step += k * m;
+    w->start += k * period;
+    if (w->computing >= 0) w->computing += k * period;
+    if (w->iteration >= 0) w->iteration += k * delta[FF_WORKERS + t->nworkers + ds_ps_counters(t->strategy, NULL) - 1];
+  }
+  ds_coordinator_skip(t->coord, (size_t)(k * m), done);
+  free(done);
+  /* The running closures read (and had applied) the versions their steps' closures see: as many
+  ** updates later as the components received in the skipped time. */
+  int64_t *moved = base_xcalloc((size_t)t->ncomps, sizeof *moved);
+  ff_versions(t, moved, -1);
+  ds_ps_skip_counters(t->strategy, delta + FF_WORKERS + t->nworkers, k);
+  ff_versions(t, moved, 1);
+  for (int i = 0; i < t->nworkers; i++)
+    for (int c = 0; t->workers[i].cl && c < t->ncomps; c++) {
+      ps_closure *cl = t->workers[i].cl;
+      cl->read_version[c] += moved[c];
+      if (cl->applied_at[c] >= 0) cl->applied_at[c] += moved[c];
+    }
+  free(moved);
+  lc_skip(t->life, k * period);
+  t->taken_max += k * m;
+  t->skipped += k * m;
+  psff_reset(t->ff);
+}
+
+/* Whether nothing reads a batch's rows (invariant 6): numerics off, every batch of global_batch
+** rows, and no table whose rows' ids route its lookups (an id dataset's). Then the closures'
+** work is a function of the simulated state alone and may repeat exactly. */
+static int rows_counted(const ps_trainer *t) {
+  const scenario *s = t->in.s;
+  return !s->numerics_full && inp_worker_batches_full(s) && !(t->workers[0].grads->ntables > 0 && t->in.data->is_ids);
+}
+
+/* sim_engine_on_quiet's callback, armed by each record: a snapshot while the chief joins, and a
+** skip when it repeats an earlier one. */
+static void ff_quiet(sim_engine *e, void *arg) {
+  ps_trainer *t = arg;
+  if (!t->joining || !job_going(t)) return;
+  int64_t *counters;
+  sim_snapshot *b = psff_push(t->ff, &counters);
+  sim_snapshot_take(e, b);
+  ff_words(t, b);
+  ff_counters(t, counters);
+  t->fresh = ds_coordinator_fresh_head(t->coord);
+  const sim_snapshot *a;
+  const int64_t *delta;
+  long k = psff_find(t->ff, ff_bound, t, &a, &delta);
+  if (k > 0) ff_skip(t, a, delta, k);
 }
 
 /* ---- set-up ------------------------------------------------------------------------------- */
@@ -707,6 +919,7 @@ static void free_trainer(ps_trainer *t) {
   train_rows_free(&t->rows);
   ds_ps_snapshot_free(t->ckpt);
   ps_eval_free(t->eval);
+  psff_free(t->ff);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
   lc_free(t->life);
@@ -817,6 +1030,7 @@ static void summarise(ps_trainer *t, run_summary *sum) {
     sum->memory_capacity_bytes = d->capacity_bytes;
   }
   sum->events = sim_events_processed(t->engine);
+  sum->fast_forwarded = t->skipped;
   if (lc_failed(t->life, &sum->error)) {
     sum->failed = 1;
   }
@@ -867,11 +1081,15 @@ int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summa
     free_trainer(&t);
     return rc;
   }
-  t.engine = train_engine_new(s->trace || report_needs_trace(s->plots));
+  t.traced = s->trace || report_needs_trace(s->plots);
+  t.engine = train_engine_new(t.traced);
   t.life = lc_new(s, t.engine, s->has_restart && s->ckpt_every > 0, &CHIEF, &t);
   train_rows_init(&t.rows, t.in.steps, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
+    t.rows_counted = rows_counted(&t);
+    if (s->fast_forward && t.rows_counted)
+      t.ff = psff_new(4 * t.nworkers + 8, FF_WORKERS + t.nworkers + ds_ps_counters(t.strategy, NULL));
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);
     spawn_chief(&t);

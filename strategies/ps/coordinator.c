@@ -706,3 +706,19 @@ uint64_t ds_coordinator_worker_closures_run(const ds_coordinator *c, int w) {
 ds_worker_state ds_coordinator_worker_state(const ds_coordinator *c, int w) {
   return w >= 0 && w < c->nworkers ? c->workers[w].state : DS_WORKER_DEAD;
 }
+
+size_t ds_coordinator_fresh_head(const ds_coordinator *c) {
+  size_t n = 0;
+  for (const ds_closure *cl = c->queue.head; cl != NULL && cl->attempts == 0; cl = cl->next) n++;
+  return n;
+}
+
+void ds_coordinator_skip(ds_coordinator *c, size_t n, const uint64_t *done) {
+  for (size_t i = 0; i < n; i++) {
+    ds_closure *cl = fifo_pop(&c->queue);
+    assert(cl != NULL && cl->attempts == 0 && cl->out == NULL);
+    ds__closure_free(cl);
+  }
+  c->stats.completed += n;
+  for (int w = 0; w < c->nworkers; w++) c->workers[w].closures_run += done[w];
+}

@@ -175,4 +175,11 @@ ds_worker_state ds_coordinator_worker_state(const ds_coordinator *c, int w);
 size_t          ds_coordinator_queued(const ds_coordinator *c);
 int             ds_coordinator_in_flight(const ds_coordinator *c);
 
+/* Fast-forward (scenarios/programs/ps_train.c): the length of the run of never-attempted
+** function closures at the FIFO's head, and their completion without running them: the first n
+** leave the FIFO as completed closures (their values, if held, get none: a fast-forwarded
+** program schedules with out = NULL), done[w] of them counted as worker w's. */
+size_t ds_coordinator_fresh_head(const ds_coordinator *c);
+void   ds_coordinator_skip(ds_coordinator *c, size_t n, const uint64_t *done);
+
 #endif

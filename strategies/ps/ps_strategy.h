@@ -229,4 +229,14 @@ md_tensor      *ds_ps_snapshot_value(const ds_strategy *s, const ds_ps_snapshot 
 void ds_ps_set_failed(ds_strategy *s, int ps, int failed);
 int  ds_ps_failed(const ds_strategy *s, int ps);
 
+/* ---- fast-forward (ps_skip.c) ----------------------------------------------------------- */
+
+/* The update counters a fast-forward moves (scenarios/programs/ps_train.c): out[i] (i below the
+** return value, and out large enough when NULL is not passed) gets registry component i's version,
+** the last entry optimizer.iterations. Returns the count (components + 1). */
+int  ds_ps_counters(const ds_strategy *s, int64_t *out);
+/* Adds k * delta[i] to each counter of ds_ps_counters: what k repeats of a period whose updates
+** moved them by delta would leave (the values, with numerics off, are shapes alone). */
+void ds_ps_skip_counters(ds_strategy *s, const int64_t *delta, int64_t k);
+
 #endif

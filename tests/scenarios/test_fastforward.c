@@ -16,7 +16,7 @@
 #include "scenarios/programs/train.h"
 
 static const char *const FILES[] = {"metrics.csv", "summary.json", "final_weights.csv", "variables.csv",
-                                    "trace.json"};
+                                    "trace.json", "evaluations.csv"};
 enum { NFILES = sizeof FILES / sizeof *FILES, MAX_SETS = 8 };
 
 typedef struct ffrun {
@@ -206,6 +206,45 @@ static void non_periodic_runs_skip_nothing(void **state) {
   assert_int_equal(same_both_ways("tests/data/faults/tpu.yaml", values, 2, NULL), 0);
 }
 
+/* Parameter-server runs (ps_train.c, "Fast-forward"): four workers in lockstep skip all but a
+** few rounds of closures (400 steps: two rounds to find the period of four closures, the rest
+** skipped up to the last round the queue still holds); with one worker the period is one closure. */
+static void ps_steady_closures_skip(void **state) {
+  (void)state;
+  assert_true(same_both_ways("tests/data/ps/ff/steady.yaml", NULL, 0, NULL) > 350);
+  const char *one[] = {"cluster.workers.count=1"};
+  assert_true(same_both_ways("tests/data/ps/ff/steady.yaml", one, 1, NULL) > 350);
+}
+
+/* tests/data/ps/ff/faults.yaml: two sharded tables, random and fixed worker preemptions (a
+** re-queued closure applied twice, staleness columns that vary), a lost ps with a restart from
+** the last async checkpoint, an at_step fault and an evaluator polling the checkpoints: the same
+** bytes (evaluations.csv among them), and still most of the 3000 closures (and the 575 a restore
+** rolls back) skipped between them; with a trace and its chart nothing is skipped (every
+** closure stores a span) and the bytes are the same. */
+static void ps_faults_checkpoints_evaluator_match(void **state) {
+  (void)state;
+  run_summary sum;
+  assert_true(same_both_ways("tests/data/ps/ff/faults.yaml", NULL, 0, &sum) > 2000);
+  assert_int_equal(sum.restarts, 1);
+  assert_true(sum.lost_updates > 0 && sum.duplicated_updates > 0 && sum.evaluations >= 3);
+  const char *traced[] = {"outputs.trace=true", "outputs.plots=[faults]", "training.steps=600"};
+  assert_int_equal(same_both_ways("tests/data/ps/ff/faults.yaml", traced, 3, NULL), 0);
+}
+
+/* The shipped parameter-server examples with numerics off: ps_spot_vms (workers preempted every
+** 20 ms on average, a 2 ms evaluator poll, checkpoints every 500 steps) skips between them;
+** ps_embedding reads a CSV of ids, whose rows route each lookup to its shards, so nothing repeats
+** and nothing is skipped; a dataset that ends a batch short at each epoch (no repeat) neither. */
+static void ps_examples_match(void **state) {
+  (void)state;
+  const char *sets[] = {"numerics=off", "outputs.trace=false", "outputs.plots=[]"};
+  assert_true(same_both_ways("scenarios/examples/ps_spot_vms.yaml", sets, 3, NULL) > 0);
+  assert_int_equal(same_both_ways("scenarios/examples/ps_embedding.yaml", sets, 3, NULL), 0);
+  const char *partial[] = {"dataset.synthetic.rows=4000", "dataset.repeat=false"};
+  assert_int_equal(same_both_ways("tests/data/ps/ff/steady.yaml", partial, 2, NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(every_example_matches_step_by_step),
@@ -216,6 +255,9 @@ int main(void) {
     cmocka_unit_test(sync_checkpoints_match),
     cmocka_unit_test(repeating_inputs_match),
     cmocka_unit_test(non_periodic_runs_skip_nothing),
+    cmocka_unit_test(ps_steady_closures_skip),
+    cmocka_unit_test(ps_faults_checkpoints_evaluator_match),
+    cmocka_unit_test(ps_examples_match),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -706,6 +706,39 @@ static void test_queue_bound_blocks_schedule(void **state) {
   fixture_free(f);
 }
 
+/* Fast-forward's two calls (scenarios/programs/ps_train.c). Two 1 GFLOP/s workers, six closures
+** of 1 GFLOP (1 s each). At 0.5 s closures 0 and 1 run and 2..5 were never attempted: the fresh
+** head is 4. Skipping 2 completes 2 and 3 unrun, one per worker: the head is 2, completed 2. At
+** 1 s the workers end 0 and 1 and take 4 and 5, which end at 2 s, when join returns: 2 and 3
+** never ran, completed is 6, each worker has 1 skipped + 2 run = 3. A re-queued closure ends the
+** fresh head: of three more at 2 s, the workers take two and one waits; worker 0 killed at 2.5 s
+** puts its closure behind the waiting one, so the head is 1 (fresh) then an attempted one. */
+static void test_fresh_head_and_skip(void **state) {
+  (void)state;
+  fixture *f = fixture_new(2, EQUAL, 0);
+  schedule_n(f, 6, NULL);
+  sim_run_until(f->e, S(0.5));
+  assert_int_equal(ds_coordinator_fresh_head(f->c), 4);
+  const uint64_t done[2] = { 1, 1 };
+  ds_coordinator_skip(f->c, 2, done);
+  assert_int_equal(ds_coordinator_fresh_head(f->c), 2);
+  assert_int_equal(ds_coordinator_get_stats(f->c).completed, 2);
+  ds_status st;
+  assert_int_equal(ds_coordinator_join(f->c, &st), 0);
+  assert_int_equal(sim_now(f->e), S(2));
+  const int runs[6] = { 1, 1, 0, 0, 1, 1 };
+  for (int i = 0; i < 6; i++) assert_int_equal(f->log.completions[i], runs[i]);
+  assert_int_equal(ds_coordinator_get_stats(f->c).completed, 6);
+  assert_int_equal(ds_coordinator_worker_closures_run(f->c, 0), 3);
+  assert_int_equal(ds_coordinator_worker_closures_run(f->c, 1), 3);
+  fault kill = { f->c, 0 };
+  schedule_n(f, 3, NULL);
+  sim_schedule(f->e, S(2.5), kill_worker, &kill);
+  sim_run_until(f->e, S(2.75));
+  assert_int_equal(ds_coordinator_fresh_head(f->c), 1);
+  fixture_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fifo_pull_order),
@@ -722,6 +755,7 @@ int main(void) {
     cmocka_unit_test(test_ps_failure_surfaces),
     cmocka_unit_test(test_transient_counters),
     cmocka_unit_test(test_queue_bound_blocks_schedule),
+    cmocka_unit_test(test_fresh_head_and_skip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

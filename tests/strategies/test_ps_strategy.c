@@ -927,6 +927,37 @@ static void shapes_alone_hold_no_values(void **state) {
   sim_engine_free(e);
 }
 
+/* Fast-forward's counters (ps_skip.c): a variable in two shards and the optimizer's iterations
+** are three registry components, plus iterations' value: four counters, all 0 at the start.
+** Two periods of a period that moved them by 3, 5, 8 and 8 leave versions 6 and 10 on the
+** shards, 16 on iterations' component and 16 as optimizer.iterations. */
+static void skip_moves_versions_and_iterations(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  md_tensor *init;
+  ds_variable *v;
+  ds_strategy *s = two_shards(e, 4, 2, "emb", &init, &v);
+  md_optimizer_spec sgd;
+  md_optimizer_spec_defaults(&sgd, MD_OPT_SGD);
+  ds_status st;
+  assert_int_equal(ds_ps_set_optimizer(s, &sgd, &st), 0);
+  int64_t c[4];
+  assert_int_equal(ds_ps_counters(s, NULL), 4);
+  assert_int_equal(ds_ps_counters(s, c), 4);
+  for (int i = 0; i < 4; i++) assert_int_equal(c[i], 0);
+  const int64_t delta[4] = { 3, 5, 8, 8 };
+  ds_ps_skip_counters(s, delta, 2);
+  assert_int_equal(ds_ps_component_version(s, v, 0), 6);
+  assert_int_equal(ds_ps_component_version(s, v, 1), 10);
+  assert_int_equal(ds_ps_optimizer_iterations(s), 16);
+  ds_ps_counters(s, c);
+  assert_int_equal(c[2], 16);
+  md_tensor_free(init);
+  ds_variable_free(v);
+  ds_strategy_free(s);
+  sim_engine_free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tf_config_and_tasks), cmocka_unit_test(cluster_value_errors),
@@ -937,6 +968,7 @@ int main(void) {
     cmocka_unit_test(lookup_moves_rows_only), cmocka_unit_test(slices_push_moves_rows_only),
     cmocka_unit_test(arrival_order_and_versions), cmocka_unit_test(closure_reads_share_one_latency),
     cmocka_unit_test(adam_step_from_the_read),
+    cmocka_unit_test(skip_moves_versions_and_iterations),
     cmocka_unit_test(killed_push_applies_nothing), cmocka_unit_test(failed_ps_is_unavailable),
     cmocka_unit_test(shapes_alone_hold_no_values),
   };
