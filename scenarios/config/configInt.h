@@ -135,6 +135,9 @@ int cfg_accumulation_checks(cfg_ctx *c);
 extern const key_spec CFG_CALLBACKS[];
 int cfg_callbacks_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
 int cfg_callbacks_checks(cfg_ctx *c);
+/* training.validation_*: refused with parameter_server, strategy.distribution, and (a split) files
+** or a graph (keys_training.c). */
+int cfg_validation_checks(cfg_ctx *c);
 /* keys_workload.c */
 extern const key_spec CFG_WORKLOAD_KEYS[];
 /* prices.c: sets scenario.price_per_hour from the price table, once the cluster is known. */

@@ -627,7 +627,8 @@ static int cross_checks(cfg_ctx *c) {
       !torus_fabric)
     return cfg_fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
                 "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
-  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0))
+  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0 ||
+                cfg_validation_checks(c) != 0))
     return -1;
   if (workload) {
     s->has_workload = 1;
@@ -790,6 +791,7 @@ static void set_defaults(scenario *s) {
   s->tpu_efficiency = 0;
   s->steps_per_run = 1;
   s->steps_per_execution = 1;
+  s->validation_freq = 1;
   s->host_round_trip_s = MACHINE_TPU_HOST_ROUND_TRIP_S;
   s->da_num_replicas = 1;
   for (int a = 0; a < 4; a++) s->da_stride[a] = 1;

@@ -20,6 +20,7 @@
 #define SCN_MAX_LAYERS 1024
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
 #define SCN_MAX_LAYOUTS 32   /* strategy.distribution.layout_map entries */
+#define SCN_MAX_VALIDATION_AT 64 /* training.validation_freq list entries */
 
 /* One strategy.distribution.layout_map entry: keras.distribution.LayoutMap's key (a regular
 ** expression a variable's path must match whole, re.fullmatch) and its TensorLayout's axes. */
@@ -294,6 +295,14 @@ typedef struct scenario {
   scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
   int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
+  double validation_split;      /* training.validation_split: the last fraction of the rows held out
+                                  for validation, in (0, 1) (0: none) */
+  char   validation_csv[SCN_PATH_MAX]; /* training.validation_data.csv: validation rows ("" none) */
+  long   validation_steps;      /* training.validation_steps: batches per evaluation (0: one pass) */
+  int    validation_batch_size; /* training.validation_batch_size (0: dataset.global_batch) */
+  int    validation_freq;       /* training.validation_freq as an int: every N epochs (default 1) */
+  int    nvalidation_at;        /* training.validation_freq as a list: its epochs (0: the int) */
+  long   validation_at[SCN_MAX_VALIDATION_AT]; /* those epochs, 1-based as Keras counts them */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
   int    steps_per_execution;   /* training.steps_per_execution: steps per tf.function launch (default 1) */
   int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */
