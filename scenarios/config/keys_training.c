@@ -6,6 +6,7 @@
 #include <string.h>
 
 static const char *const REDUCTIONS[] = {"sum", "per_replica_mean", "global_batch", NULL};
+const char *const CFG_MODES[] = {"fit", "evaluate", "predict", NULL};
 
 static const key_spec CHECKPOINT_KEYS[] = {
   {.key = "every_steps", .type = V_INT, .st = S_LONG, OFF(scenario, ckpt_every), .lo = 1, .hi = 1e12, .required = 1},
@@ -119,7 +120,7 @@ const key_spec CFG_TRAINING_KEYS[] = {
 
 /* Validation runs at epochs' ends: it needs epochs and one source of rows; the rest needs it. */
 static int validation_post(cfg_ctx *c, const yt_node *map, const char *path) {
-  static const char *const NEEDING[] = {"validation_steps", "validation_batch_size", "validation_freq"};
+  static const char *const NEEDING[] = {"validation_steps", "validation_batch_size", "validation_freq", "callbacks"};
   char sub[256];
   const yt_node *split = yt_get(map, "validation_split"), *data = yt_get(map, "validation_data");
   if (split && data) {
@@ -140,10 +141,26 @@ static int validation_post(cfg_ctx *c, const yt_node *map, const char *path) {
   return 0;
 }
 
+/* mode evaluate or predict: one pass over the dataset, or `steps` batches; no epochs, no
+** validation (there is no fit to validate). */
+static int evaluate_post(cfg_ctx *c, const yt_node *map, const char *path, const char *mode) {
+  static const char *const FIT_ONLY[] = {"epochs", "validation_split", "validation_data", "validation_steps",
+                                         "validation_batch_size", "validation_freq", "callbacks"};
+  char sub[256];
+  for (size_t i = 0; i < sizeof FIT_ONLY / sizeof *FIT_ONLY; i++) {
+    const yt_node *k = yt_get_key(map, FIT_ONLY[i]);
+    cfg_join(sub, sizeof sub, path, FIT_ONLY[i]);
+    if (k) return cfg_fail(c, k, sub, "goes with mode fit; mode %s runs one pass over the dataset (or steps batches)", mode);
+  }
+  return 0;
+}
+
 int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
   char sub[256];
   (void)base;
   c->s->has_restart = yt_get(map, "restart") != NULL;
+  const yt_node *mode = yt_get(c->root, "mode");
+  if (mode && mode->kind == YT_SCALAR && strcmp(mode->text, "fit") != 0) return evaluate_post(c, map, path, mode->text);
   if (yt_get(map, "steps") && yt_get(map, "epochs")) {
     const yt_node *k = cfg_later_key(map, "steps", "epochs");
     cfg_join(sub, sizeof sub, path, k->text);
@@ -177,6 +194,14 @@ int cfg_validation_checks(cfg_ctx *c) {
                 *data = yt_path(c->root, "training.validation_data");
   const yt_node *key = split ? split : data;
   const char *path = split ? "training.validation_split" : "training.validation_data";
+  if (s->mode != SCN_MODE_FIT) {
+    key = yt_get(c->root, "mode");
+    path = "mode";
+    if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER || s->dist || s->nfaults > 0)
+      return cfg_fail(c, key, path, "%s runs data-parallel replicas of a sync strategy without faults: not with %s",
+                      CFG_MODES[s->mode], s->nfaults > 0 ? "faults" : s->dist ? "strategy.distribution" : "parameter_server");
+    return 0;
+  }
   if (!key) return 0;
   if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
     return cfg_fail(c, key, path, "validation runs in the sync program: parameter_server's evaluation is "

@@ -42,6 +42,8 @@ const key_spec CFG_ROOT_KEYS[] = {
   {.key = "seed", .doc = "every random draw derives from it", .type = V_INT, .st = S_U64, OFF(scenario, seed), .lo = 0, .hi = 9.2e18},
   {.key = "numerics", .doc = "full: real float32 math; off: shapes and costs only", .type = V_ENUM, .names = NUMERICS, .st = S_INT,
    OFF(scenario, numerics_full)},
+  {.key = "mode", .type = V_ENUM, .names = CFG_MODES, .st = S_INT, OFF(scenario, mode),
+   .doc = "fit trains (Model.fit); evaluate runs the loss and compiled metrics over the dataset from the initial weights (Model.evaluate); predict writes the model's outputs per example (Model.predict); the last two one pass or training.steps batches, through the strategy"},
   {.key = "cluster", .doc = "the machines: a TPU slice, or CPU/GPU worker VMs on a fabric, ps tasks, chief, evaluator", .type = V_MAP, .sub = CFG_CLUSTER_KEYS},
   {.key = "strategy", .doc = "the tf.distribute strategy and its options", .type = V_MAP, .sub = CFG_STRATEGY_KEYS},
   {.key = "model", .doc = "a Keras model: input and layers (or a Keras model config), loss, initial weights, dtype policy (a training run; then optimizer, dataset and training are required)", .type = V_MAP, .sub = CFG_MODEL_KEYS, .post = cfg_model_post},

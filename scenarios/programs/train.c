@@ -502,6 +502,11 @@ static void replica_main(sim_actor *self, void *arg) {
       break;
     }
   }
+  /* Modes evaluate and predict: no step; the test (or predict) function, compiled first, over the
+  ** dataset (validate.h). */
+  if (s->mode != SCN_MODE_FIT &&
+      ((t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) || val_evaluate(t->val, t, rep, self, 0) != SIM_OK))
+    return;
   if (r == 0) rec_finished(t->rec);
 }
 
@@ -919,21 +924,30 @@ static int write_ops(trainer *t, const char *dir, scn_error *err) {
   return TR_EXIT_OK;
 }
 
-/* history.csv (validate.h). */
+/* history.csv and predictions.csv (validate.h). */
 static int write_history(const void *prog, const char *path) {
   const trainer *t = prog;
   return val_write_history(t->val, t, path);
+}
+
+static int write_predictions(const void *prog, const char *path) {
+  return val_write_predictions(((const trainer *)prog)->val, path);
 }
 
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
   int saves = t->in.s->cb.checkpoint;  /* checkpoints.csv: ModelCheckpoint's saves */
+  char figures[1024];
+  val_summarise(t->val, t, sum, figures, sizeof figures);
   /* history.csv: in run_hash with validation, whose val_ columns only it holds; without, its
-  ** columns are metrics.csv's, and it stays outside (the hashes of runs before it unchanged). */
-  train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, "",
+  ** columns are metrics.csv's, and it stays outside (the hashes of runs before it unchanged). Mode
+  ** predict: predictions.csv in its place; evaluate: neither (its figures are hashed). */
+  int predict = t->in.s->mode == SCN_MODE_PREDICT, history = t->val && t->in.s->mode == SCN_MODE_FIT;
+  train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, figures,
                       events, nevents, saves ? "checkpoints.csv" : NULL, saves ? cb_write_checkpoints : NULL,
-                      t->cb, t->val ? "history.csv" : NULL, t->val ? write_history : NULL, t };
+                      t->cb, predict ? "predictions.csv" : history ? "history.csv" : NULL,
+                      predict ? write_predictions : write_history, t };
   int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
   char msg[512];
   if (rc == TR_EXIT_OK && cb_write_tensorboard(t->cb, dir, msg, sizeof msg) != 0)
@@ -1102,6 +1116,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     train__free(&t);
     return TR_EXIT_INPUT;
   }
+  if (s->mode != SCN_MODE_FIT) t.in.steps = 0;  /* the plan sized the programs and memory; no step runs */
   train_rows_init(&t.rows, t.in.steps, 0);
   t.per_epoch = s->epochs > 0 ? t.in.steps / s->epochs : t.in.steps;
   t.cb = cb_new(s, t.in.steps, t.per_epoch);

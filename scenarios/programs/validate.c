@@ -38,6 +38,10 @@ struct val_run {
   unsigned char *done;    /* [epoch]: evaluated after it */
   double *loss;           /* [epoch]: val_loss */
   float *metric;          /* [epoch * nmetrics + k]: val_<metric k> */
+  long examples;          /* examples one evaluation reads */
+  int outputs;            /* the model's outputs per example */
+  float *pred;            /* mode predict: [row - offset][outputs], each replica's forward */
+  unsigned char *seen;    /* mode predict: [row - offset], predicted (steps may stop short) */
 };
 
 /* train_error for validation_data's CSV, under its own key rather than dataset.csv's. */
@@ -72,9 +76,13 @@ static int load_csv(train_input *in, const md_model *m, val_run *v, scn_error *e
 int val_load(train_input *in, const md_model *m, val_run **out, scn_error *err) {
   const scenario *s = in->s;
   *out = NULL;
-  if (s->validation_split <= 0 && s->validation_csv[0] == '\0') return TR_EXIT_OK;
+  if (s->mode == SCN_MODE_FIT && s->validation_split <= 0 && s->validation_csv[0] == '\0') return TR_EXIT_OK;
   val_run *v = base_xcalloc(1, sizeof *v);
-  if (s->validation_csv[0] != '\0') {
+  v->outputs = md_model_num_classes(m);
+  if (s->mode != SCN_MODE_FIT) {  /* evaluate or predict: the dataset's rows */
+    v->data = in->data;
+    v->rows = in->data->rows;
+  } else if (s->validation_csv[0] != '\0') {
     if (load_csv(in, m, v, err) != TR_EXIT_OK) {
       free(v);
       return TR_EXIT_INPUT;
@@ -93,7 +101,11 @@ int val_load(train_input *in, const md_model *m, val_run **out, scn_error *err) 
     v->offset = split;
     v->rows = rows - split;
   }
-  v->epochs = s->epochs;
+  v->epochs = s->mode == SCN_MODE_FIT ? s->epochs : 1;  /* a mode's one evaluation is "epoch 0" */
+  if (s->mode == SCN_MODE_PREDICT && s->numerics_full) {
+    v->pred = base_xcalloc(v->rows * (size_t)v->outputs + 1, sizeof *v->pred);
+    v->seen = base_xcalloc(v->rows + 1, 1);
+  }
   v->done = base_xcalloc((size_t)v->epochs, 1);
   v->loss = base_xcalloc((size_t)v->epochs, sizeof *v->loss);
   v->metric = base_xcalloc((size_t)v->epochs * (size_t)(s->nmetrics + 1), sizeof *v->metric);
@@ -103,14 +115,16 @@ int val_load(train_input *in, const md_model *m, val_run **out, scn_error *err) 
 
 /* The validation dataset as an input program: the validation rows, batched by
 ** validation_batch_size, one pass (or validation_steps batches) without shuffle, distributed by
-** the strategy as the training dataset is. Its batches are kept (invariant 1). */
+** the strategy as the training dataset is. Its batches are kept (invariant 1). Mode evaluate or
+** predict: the dataset by its global_batch, one pass or training.steps batches. */
 int val_plan(val_run *v, trainer *t, scn_error *err) {
   const scenario *s = t->in.s;
   scenario *copy = base_xcalloc(1, sizeof *copy);
   *copy = *s;
+  long steps = s->mode != SCN_MODE_FIT ? s->steps : s->validation_steps;
   copy->global_batch = s->validation_batch_size > 0 ? s->validation_batch_size : s->global_batch;
   copy->epochs = 0;
-  copy->steps = s->validation_steps > 0 ? s->validation_steps : 10000000L;
+  copy->steps = steps > 0 ? steps : 10000000L;
   copy->repeat = 0;
   copy->shuffle_buffer = 0;
   copy->nfiles = 0;
@@ -141,6 +155,7 @@ int val_plan(val_run *v, trainer *t, scn_error *err) {
       for (int k = 0; rows && k < n; k++) v->row[at + (size_t)k] = rows[k] + (int64_t)v->offset;
       if (rows) at += (size_t)n;
       if (n > v->max_count) v->max_count = n;
+      v->examples += n;
     }
   inp_plan_free(p);
   free(copy);
@@ -170,6 +185,8 @@ void val_free(val_run *v) {
   free(v->done);
   free(v->loss);
   free(v->metric);
+  free(v->pred);
+  free(v->seen);
   free(v);
 }
 
@@ -196,6 +213,15 @@ static void update_state(val_run *v, trainer *t, replica *rep, size_t i, float *
   int32_t *ids = v->ids + r * per * width, *labels = v->labels + r * per * md_dataset_labels_per_row(v->data);
   md_dataset_gather_rows(v->data, v->row + v->first[i], n, x, ids, labels, targets);
   md_batch b = { n, v->data->is_ids ? NULL : x, v->data->is_ids ? ids : NULL, labels, targets };
+  if (v->pred) {  /* predict: the outputs, by row, as predict() concatenates its batches */
+    const float *out = md_model_forward(rep->model, rep->ws, &b, NULL);
+    for (int k = 0; k < n; k++) {
+      size_t at = (size_t)(v->row[v->first[i] + (size_t)k] - (int64_t)v->offset);
+      memcpy(v->pred + at * (size_t)v->outputs, out + (size_t)k * (size_t)v->outputs, (size_t)v->outputs * sizeof *out);
+      v->seen[at] = 1;
+    }
+    return;
+  }
   state[0] += (float)md_model_loss(rep->model, rep->ws, &b, NULL);
   state[1] += (float)n;
   int outputs = md_model_num_classes(rep->model);
@@ -235,10 +261,10 @@ int val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long ste
   }
   if (r != 0) return SIM_OK;
   v->done[epoch] = 1;
-  v->loss[epoch] = !s->numerics_full ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
+  v->loss[epoch] = !s->numerics_full || s->mode == SCN_MODE_PREDICT ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
   const float *at = state + 2;
   for (int k = 0; k < s->nmetrics; at += md_metric_state_size(t->metric_kinds[k]), k++)
-    v->metric[epoch * s->nmetrics + k] = !s->numerics_full ? NAN : md_metric_result(t->metric_kinds[k], at);
+    v->metric[epoch * s->nmetrics + k] = !s->numerics_full || s->mode == SCN_MODE_PREDICT ? NAN : md_metric_result(t->metric_kinds[k], at);
   return SIM_OK;
 }
 
@@ -284,5 +310,39 @@ int val_write_history(const val_run *v, const trainer *t, const char *path) {
     fputc('\n', f);
   }
   free(kept);
+  return base_fclose(f);
+}
+
+void val_summarise(const val_run *v, const trainer *t, run_summary *sum, char *figures, size_t len) {
+  const scenario *s = t->in.s;
+  figures[0] = '\0';
+  if (v == NULL || s->mode != SCN_MODE_EVALUATE) return;
+  sum->nevaluate = 1 + s->nmetrics;
+  sum->evaluate_examples = v->examples;
+  snprintf(sum->evaluate_names[0], sizeof sum->evaluate_names[0], "loss");
+  sum->evaluate_values[0] = v->done[0] ? v->loss[0] : NAN;
+  for (int k = 0; k < s->nmetrics; k++) {
+    snprintf(sum->evaluate_names[1 + k], sizeof sum->evaluate_names[0], "%s", md_metric_name(s->metrics[k]));
+    sum->evaluate_values[1 + k] = v->done[0] ? v->metric[k] : NAN;
+  }
+  /* run_hash covers the results as printed to read back as the same double. */
+  size_t at = 0;
+  for (int k = 0; k < sum->nevaluate && at < len; k++)
+    at += (size_t)snprintf(figures + at, len - at, "%seval_%s=%.17g", k ? " " : "", sum->evaluate_names[k],
+                           sum->evaluate_values[k]);
+}
+
+int val_write_predictions(const val_run *v, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  fputs("row", f);
+  for (int j = 0; j < v->outputs; j++) fprintf(f, ",output_%d", j);
+  fputc('\n', f);
+  for (size_t r = 0; v->pred && r < v->rows; r++) {
+    if (!v->seen[r]) continue;
+    fprintf(f, "%zu", r);
+    for (int j = 0; j < v->outputs; j++) fprintf(f, ",%.9g", (double)v->pred[r * (size_t)v->outputs + (size_t)j]);
+    fputc('\n', f);
+  }
   return base_fclose(f);
 }

@@ -14,6 +14,10 @@
 ** batches on a TF2 TPU, then one all-reduce of the state (TF reads SyncOnRead SUM variables as
 ** their sum over the replicas). The validation input pipeline is not charged: its batches are
 ** taken as ready. val_loss = total / count, val_<metric> the metric's result of the summed state.
+**
+** Modes evaluate and predict (scenario `mode`) are the same evaluation once, before any step,
+** over the whole dataset from the initial weights: Model.evaluate's loss and metrics, or
+** Model.predict's outputs, each replica writing its shard's rows.
 */
 #ifndef PODSIM_VALIDATE_H
 #define PODSIM_VALIDATE_H
@@ -38,5 +42,12 @@ int  val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long st
 /* history.csv into dir from the run's rows (t->rows) and the evaluations: a row per epoch that
 ** ended. 0, or -1 with errno. */
 int  val_write_history(const val_run *v, const trainer *t, const char *path);
+/* Mode evaluate: summary.json's `evaluate` figures into sum, and the text run_hash covers into
+** figures (len bytes; "" in other modes). */
+void val_summarise(const val_run *v, const trainer *t, run_summary *sum, char *figures, size_t len);
+/* Mode predict: predictions.csv, `row,output_0,...`, a row per example predicted, in the dataset's
+** row order, each output to read back as the same float32 (header only with numerics off). 0, or
+** -1 with errno. */
+int  val_write_predictions(const val_run *v, const char *path);
 
 #endif

@@ -87,3 +87,27 @@ def test_validation_freq_list(both):
     rows = history(podsim.run(scenario, out=tmp / "freq")["out"])
     assert [row["val_loss"] == "" for row in rows] == [True, False, True]
     np.testing.assert_allclose(rows[1]["val_loss"], tf_out["history_val_loss"][1], rtol=1e-5)
+
+
+def test_evaluate_matches_keras(both):
+    """mode: evaluate from the initial weights over the 320 rows (10 batches of 32, 16 a replica):
+    summary.json's evaluate {loss, accuracy, auc} is Keras's model.evaluate under the strategy."""
+    scenario, tf_out, tmp = both
+    scenario = dict(scenario, mode="evaluate", training={"metrics": ["accuracy", "auc"]})
+    r = podsim.run(scenario, out=tmp / "evaluate")
+    got = r["summary"]["evaluate"]
+    assert got["examples"] == ROWS and r["summary"]["steps_completed"] == 0
+    np.testing.assert_allclose([got["loss"], got["accuracy"], got["auc"]], tf_out["evaluated"], rtol=1e-5)
+    # evaluation takes simulated time: 10 forward passes and an all-reduce on each replica
+    assert r["summary"]["sim_time_s"] > 0
+
+
+def test_predict_matches_keras(both):
+    """mode: predict: predictions.csv holds a row per example in the dataset's order, each replica
+    having predicted its half of every batch: Keras's model.predict within float32 rounding."""
+    scenario, tf_out, tmp = both
+    scenario = dict(scenario, mode="predict", training={})
+    r = podsim.run(scenario, out=tmp / "predict")
+    rows = podsim.read_csv(os.path.join(r["out"], "predictions.csv"))
+    assert [row["row"] for row in rows] == list(range(ROWS))
+    np.testing.assert_allclose([[row["output_0"]] for row in rows], tf_out["predicted"], rtol=1e-5, atol=1e-7)
