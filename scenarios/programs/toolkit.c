@@ -395,7 +395,7 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
 
   char msg[512] = "";
   report_run charts = { s, o->engine, o->records, o->nrecords, sum->devices, sum->ndevices, o->events,
-                        o->nevents, sum->goodput };
+                        o->nevents, sum->goodput, o->val_x, o->val_y, o->nval };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
   if (s->tensorboard && tboard_write_run(dir, o->records, o->nrecords, &cols, msg, sizeof msg) != 0)

@@ -947,7 +947,11 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, figures,
                       events, nevents, saves ? "checkpoints.csv" : NULL, saves ? cb_write_checkpoints : NULL,
                       t->cb, predict ? "predictions.csv" : history ? "history.csv" : NULL,
-                      predict ? write_predictions : write_history, t };
+                      predict ? write_predictions : write_history, t, NULL, NULL, 0 };
+  double val_x[1024], val_y[1024];  /* the chart's val_loss points: at most its first 1024 epochs' */
+  o.nval = val_points(t->val, t, val_x, val_y, 1024);
+  o.val_x = val_x;
+  o.val_y = val_y;
   int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
   char msg[512];
   if (rc == TR_EXIT_OK && cb_write_tensorboard(t->cb, dir, msg, sizeof msg) != 0)

@@ -268,6 +268,17 @@ int val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long ste
   return SIM_OK;
 }
 
+size_t val_points(const val_run *v, const trainer *t, double *x, double *y, size_t max) {
+  size_t n = 0;
+  long per = per_epoch(t);
+  for (long e = 0; v && t->in.s->mode == SCN_MODE_FIT && e < v->epochs && n < max; e++)
+    if (v->done[e] && isfinite(v->loss[e])) {
+      x[n] = (double)((e + 1) * per - 1);
+      y[n++] = v->loss[e];
+    }
+  return n;
+}
+
 /* A value as history.csv prints it: to read back as the same double, "nan" for no value. */
 static void put(FILE *f, double x) {
   if (isnan(x)) fputs(",nan", f);

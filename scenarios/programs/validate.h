@@ -42,6 +42,9 @@ int  val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long st
 /* history.csv into dir from the run's rows (t->rows) and the evaluations: a row per epoch that
 ** ended. 0, or -1 with errno. */
 int  val_write_history(const val_run *v, const trainer *t, const char *path);
+/* The loss chart's val_loss line: at most max points (x the step that ended each evaluated
+** epoch, y its val_loss), none with numerics off or without validation. */
+size_t val_points(const val_run *v, const trainer *t, double *x, double *y, size_t max);
 /* Mode evaluate: summary.json's `evaluate` figures into sum, and the text run_hash covers into
 ** figures (len bytes; "" in other modes). */
 void val_summarise(const val_run *v, const trainer *t, run_summary *sum, char *figures, size_t len);

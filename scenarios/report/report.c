@@ -92,11 +92,12 @@ static void step_points_free(step_points *p) {
 
 static int loss(const report_run *run, const char *path, char *msg, size_t msglen) {
   step_points p = step_points_of(run);
-  pl_series line = { "loss", p.x, p.y, p.n, PL_MARK_NONE };
+  pl_series lines[2] = { { "loss", p.x, p.y, p.n, PL_MARK_NONE },
+                         { "val_loss", run->val_x, run->val_y, run->nval, PL_MARK_NONE } };
   char title[256];
   snprintf(title, sizeof title, "Training loss \xe2\x80\x94 %s", run->s->name);
   int rc = pl_line_chart(path, plot_format(run->s->format), title, p.xlabel, "loss (mean per example)",
-                         &line, 1, msg, msglen);
+                         lines, run->nval > 0 ? 2 : 1, msg, msglen);
   step_points_free(&p);
   return rc;
 }
