@@ -550,6 +550,13 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
     fprintf(f, "  evaluator     %ld evaluations (%ld restores failed), last loss %s\n", sum->evaluations,
             sum->failed_restores, sum->evaluations > 0 ? loss_text(a, sizeof a, sum->final_eval_loss, s->numerics_full)
                                                        : "n/a (no evaluation)");
+  if (sum->nevaluate > 0) {  /* mode evaluate: Model.evaluate's figures */
+    fprintf(f, "  evaluate      %ld examples:", sum->evaluate_examples);
+    for (int k = 0; k < sum->nevaluate; k++)
+      fprintf(f, "%s %s %s", k ? "," : "", sum->evaluate_names[k],
+              loss_text(a, sizeof a, sum->evaluate_values[k], s->numerics_full));
+    fputc('\n', f);
+  }
   if (sum->eval_failed)
     fprintf(f, "  evaluator     %s on %s: %s\n", sum->eval_error.kind, sum->eval_error.device, sum->eval_error.message);
   if (sum->failed) fprintf(f, "  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);
