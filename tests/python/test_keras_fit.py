@@ -6,9 +6,10 @@ fit(validation_split=0.2, shuffle=False) trains on the first 256 of 320 rows in 
 (16 a replica) and validates on the last 64 after each epoch: history.csv's loss, accuracy, auc,
 val_loss, val_accuracy and val_auc per epoch equal Keras's History within float32 reordering
 (rtol 1e-5; the accuracies and AUC are ratios of counts, equal unless a prediction sits on a
-threshold). Ports the intent of keras/src/trainers/trainer_test.py's validation cases
-(test_fit_with_val_split, test_validation_freq): the epoch logs hold val_ keys only where
-validation ran.
+threshold). Ports keras/src/trainers/trainer_test.py's test_fit_with_val_split (History has loss
+and val_loss after fit(validation_split=0.2)), with values, under a strategy; and Keras's
+_should_eval (keras/src/trainers/trainer.py) for a list validation_freq: the epoch logs hold
+val_ values only where validation ran.
 """
 import os
 import subprocess

@@ -4,7 +4,8 @@
 ** of 3 epochs over two replicas. The evaluation's numbers are checked against the training
 ** step's own forward (tests/data/train/validation_check.yaml: one step over the 96 validation
 ** rows from the run's final weights, whose metrics.csv row 0 is their mean loss and accuracy
-** before its update), and its simulated time against the step timeline.
+** before its update), and its simulated time against the step timeline; mode evaluate against
+** Keras's own batch-size invariance.
 */
 #include "tests/testutil.h"
 
@@ -135,11 +136,36 @@ static void test_evaluation_takes_time(void **state) {
   run_free(&every);
 }
 
+/* Ports keras/src/trainers/trainer_test.py's test_evaluate_with_different_batch_size_same_loss:
+** mode evaluate over the 384 rows in batches of 80 (4 and a last of 64) and of 96 (4 whole) gives
+** the same loss, the mean per-example loss whatever the batching (Keras's loss tracker weights each
+** batch's mean by its size); float32 sums in another order, 1e-6 relative. No step runs. */
+static void test_evaluate_batch_size_same_loss(void **state) {
+  (void)state;
+  run a, b;
+  /* 5 batches: the whole pass of 80s; of 96s a pass is 4, where the evaluation stops */
+  const char *by80[] = {"mode=evaluate", "training.steps=5", "dataset.global_batch=80"},
+             *by96[] = {"mode=evaluate", "training.steps=5"};
+  run_file(&a, "tests/data/train/validation_check.yaml", by80, 3);
+  run_file(&b, "tests/data/train/validation_check.yaml", by96, 2);
+  assert_int_equal(a.sum.evaluate_examples, 384);
+  assert_int_equal(b.sum.evaluate_examples, 384);
+  assert_int_equal(a.sum.steps_completed, 0);
+  assert_string_equal(a.sum.evaluate_names[0], "loss");
+  assert_string_equal(a.sum.evaluate_names[1], "accuracy");
+  assert_true(a.sum.evaluate_values[0] > 0.5);  /* an untrained 3-class model: near ln 3 */
+  assert_float_equal(a.sum.evaluate_values[0], b.sum.evaluate_values[0], 1e-6 * b.sum.evaluate_values[0]);
+  assert_float_equal(a.sum.evaluate_values[1], b.sum.evaluate_values[1], 1e-7);
+  run_free(&b);
+  run_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_val_loss_is_the_final_weights_loss),
       cmocka_unit_test(test_replicas_sum_their_state),
       cmocka_unit_test(test_evaluation_takes_time),
+      cmocka_unit_test(test_evaluate_batch_size_same_loss),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
