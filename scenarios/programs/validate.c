@@ -47,9 +47,10 @@ struct val_run {
 /* train_error for validation_data's CSV, under its own key rather than dataset.csv's. */
 static int rekey(scn_error *err) {
   const char *what = strstr(err->msg, ": dataset.csv: ");
-  char msg[sizeof err->msg];
+  char msg[sizeof err->msg], file[sizeof err->file];  /* train_error rewrites err: copies first */
   snprintf(msg, sizeof msg, "%s", what ? what + strlen(": dataset.csv: ") : err->msg);
-  return train_error(err, err->file, err->line, err->col, "training.validation_data.csv", "%s", msg);
+  snprintf(file, sizeof file, "%s", err->file);
+  return train_error(err, file, err->line, err->col, "training.validation_data.csv", "%s", msg);
 }
 
 /* validation_data: the CSV read as the dataset's, by a copy of the scenario that names it. */
