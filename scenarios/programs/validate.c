@@ -143,8 +143,7 @@ int val_plan(val_run *v, trainer *t, scn_error *err) {
   size_t slots = (size_t)v->steps * (size_t)v->nreplicas;
   v->count = base_xcalloc(slots + 1, sizeof *v->count);
   v->first = base_xcalloc(slots + 1, sizeof *v->first);
-  v->row = base_xcalloc(s->numerics_full ? (size_t)v->steps * (size_t)copy->global_batch + 1 : 1, sizeof *v->row);
-  size_t at = 0;
+  size_t at = 0, cap = 0;  /* rows kept, room for them (auto-shard OFF reads more than G a batch) */
   for (long b = 0; b < v->steps; b++)
     for (int r = 0; r < v->nreplicas; r++) {
       size_t i = (size_t)b * (size_t)v->nreplicas + (size_t)r;
@@ -153,6 +152,10 @@ int val_plan(val_run *v, trainer *t, scn_error *err) {
       if (rows == NULL) n = inp_plan_count(p, b, r);
       v->count[i] = n;
       v->first[i] = at;
+      while (rows && at + (size_t)n > cap) {
+        cap = cap ? 2 * cap : (size_t)copy->global_batch + 1;
+        v->row = base_xrealloc(v->row, cap * sizeof *v->row);
+      }
       for (int k = 0; rows && k < n; k++) v->row[at + (size_t)k] = rows[k] + (int64_t)v->offset;
       if (rows) at += (size_t)n;
       if (n > v->max_count) v->max_count = n;
