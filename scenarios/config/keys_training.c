@@ -120,7 +120,7 @@ const key_spec CFG_TRAINING_KEYS[] = {
 
 /* Validation runs at epochs' ends: it needs epochs and one source of rows; the rest needs it. */
 static int validation_post(cfg_ctx *c, const yt_node *map, const char *path) {
-  static const char *const NEEDING[] = {"validation_steps", "validation_batch_size", "validation_freq", "callbacks"};
+  static const char *const NEEDING[] = {"validation_steps", "validation_batch_size", "validation_freq"};
   char sub[256];
   const yt_node *split = yt_get(map, "validation_split"), *data = yt_get(map, "validation_data");
   if (split && data) {
