@@ -138,7 +138,7 @@ int cfg_callbacks_checks(cfg_ctx *c);
 /* training.validation_* and mode evaluate or predict: refused with parameter_server and
 ** strategy.distribution (and the modes with faults; a split with files or a graph) (keys_training.c). */
 int cfg_validation_checks(cfg_ctx *c);
-/* mode's names, scn_mode order (keys_training.c). */
+/* mode's names, scn_run_mode order (keys_training.c). */
 extern const char *const CFG_MODES[];
 /* keys_workload.c */
 extern const key_spec CFG_WORKLOAD_KEYS[];

@@ -194,7 +194,7 @@ int cfg_validation_checks(cfg_ctx *c) {
                 *data = yt_path(c->root, "training.validation_data");
   const yt_node *key = split ? split : data;
   const char *path = split ? "training.validation_split" : "training.validation_data";
-  if (s->mode != SCN_MODE_FIT) {
+  if (s->mode != SCN_RUN_FIT) {
     key = yt_get(c->root, "mode");
     path = "mode";
     if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER || s->dist || s->nfaults > 0)

@@ -53,7 +53,7 @@ typedef enum { SCN_STRATEGY_DEFAULT = 0, SCN_STRATEGY_ONE_DEVICE, SCN_STRATEGY_M
                SCN_STRATEGY_MULTI_WORKER_MIRRORED, SCN_STRATEGY_TPU, SCN_STRATEGY_TPU_V1,
                SCN_STRATEGY_PARAMETER_SERVER, SCN_STRATEGY_GNN_RUNNER_TPU } scn_strategy_kind;
 /* mode: what a model scenario runs, as Keras's Model.fit, evaluate and predict. */
-typedef enum { SCN_MODE_FIT = 0, SCN_MODE_EVALUATE, SCN_MODE_PREDICT } scn_mode;
+typedef enum { SCN_RUN_FIT = 0, SCN_RUN_EVALUATE, SCN_RUN_PREDICT } scn_run_mode;
 typedef enum { SCN_LOSS_SUM = 0, SCN_LOSS_PER_REPLICA_MEAN, SCN_LOSS_GLOBAL_BATCH } scn_loss_reduction;
 typedef enum { SCN_FABRIC_STAR = 0, SCN_FABRIC_RING, SCN_FABRIC_TORUS2D, SCN_FABRIC_TORUS3D,
                SCN_FABRIC_FAT_TREE } scn_fabric_topology;
@@ -297,7 +297,7 @@ typedef struct scenario {
   scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
   int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
-  scn_mode mode;                /* mode (default fit) */
+  scn_run_mode mode;                /* mode (default fit) */
   double validation_split;      /* training.validation_split: the last fraction of the rows held out
                                   for validation, in (0, 1) (0: none) */
   char   validation_csv[SCN_PATH_MAX]; /* training.validation_data.csv: validation rows ("" none) */

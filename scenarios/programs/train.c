@@ -504,7 +504,7 @@ static void replica_main(sim_actor *self, void *arg) {
   }
   /* Modes evaluate and predict: no step; the test (or predict) function, compiled first, over the
   ** dataset (validate.h). */
-  if (s->mode != SCN_MODE_FIT &&
+  if (s->mode != SCN_RUN_FIT &&
       ((t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) || val_evaluate(t->val, t, rep, self, 0) != SIM_OK))
     return;
   if (r == 0) rec_finished(t->rec);
@@ -943,7 +943,7 @@ static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_erro
   /* history.csv: in run_hash with validation, whose val_ columns only it holds; without, its
   ** columns are metrics.csv's, and it stays outside (the hashes of runs before it unchanged). Mode
   ** predict: predictions.csv in its place; evaluate: neither (its figures are hashed). */
-  int predict = t->in.s->mode == SCN_MODE_PREDICT, history = t->val && t->in.s->mode == SCN_MODE_FIT;
+  int predict = t->in.s->mode == SCN_RUN_PREDICT, history = t->val && t->in.s->mode == SCN_RUN_FIT;
   train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, figures,
                       events, nevents, saves ? "checkpoints.csv" : NULL, saves ? cb_write_checkpoints : NULL,
                       t->cb, predict ? "predictions.csv" : history ? "history.csv" : NULL,
@@ -1120,7 +1120,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     train__free(&t);
     return TR_EXIT_INPUT;
   }
-  if (s->mode != SCN_MODE_FIT) t.in.steps = 0;  /* the plan sized the programs and memory; no step runs */
+  if (s->mode != SCN_RUN_FIT) t.in.steps = 0;  /* the plan sized the programs and memory; no step runs */
   train_rows_init(&t.rows, t.in.steps, 0);
   t.per_epoch = s->epochs > 0 ? t.in.steps / s->epochs : t.in.steps;
   t.cb = cb_new(s, t.in.steps, t.per_epoch);

@@ -77,10 +77,10 @@ static int load_csv(train_input *in, const md_model *m, val_run *v, scn_error *e
 int val_load(train_input *in, const md_model *m, val_run **out, scn_error *err) {
   const scenario *s = in->s;
   *out = NULL;
-  if (s->mode == SCN_MODE_FIT && s->validation_split <= 0 && s->validation_csv[0] == '\0') return TR_EXIT_OK;
+  if (s->mode == SCN_RUN_FIT && s->validation_split <= 0 && s->validation_csv[0] == '\0') return TR_EXIT_OK;
   val_run *v = base_xcalloc(1, sizeof *v);
   v->outputs = md_model_num_classes(m);
-  if (s->mode != SCN_MODE_FIT) {  /* evaluate or predict: the dataset's rows */
+  if (s->mode != SCN_RUN_FIT) {  /* evaluate or predict: the dataset's rows */
     v->data = in->data;
     v->rows = in->data->rows;
   } else if (s->validation_csv[0] != '\0') {
@@ -102,8 +102,8 @@ int val_load(train_input *in, const md_model *m, val_run **out, scn_error *err) 
     v->offset = split;
     v->rows = rows - split;
   }
-  v->epochs = s->mode == SCN_MODE_FIT ? s->epochs : 1;  /* a mode's one evaluation is "epoch 0" */
-  if (s->mode == SCN_MODE_PREDICT && s->numerics_full) {
+  v->epochs = s->mode == SCN_RUN_FIT ? s->epochs : 1;  /* a mode's one evaluation is "epoch 0" */
+  if (s->mode == SCN_RUN_PREDICT && s->numerics_full) {
     v->pred = base_xcalloc(v->rows * (size_t)v->outputs + 1, sizeof *v->pred);
     v->seen = base_xcalloc(v->rows + 1, 1);
   }
@@ -122,7 +122,7 @@ int val_plan(val_run *v, trainer *t, scn_error *err) {
   const scenario *s = t->in.s;
   scenario *copy = base_xcalloc(1, sizeof *copy);
   *copy = *s;
-  long steps = s->mode != SCN_MODE_FIT ? s->steps : s->validation_steps;
+  long steps = s->mode != SCN_RUN_FIT ? s->steps : s->validation_steps;
   copy->global_batch = s->validation_batch_size > 0 ? s->validation_batch_size : s->global_batch;
   copy->epochs = 0;
   copy->steps = steps > 0 ? steps : 10000000L;
@@ -265,17 +265,17 @@ int val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long ste
   }
   if (r != 0) return SIM_OK;
   v->done[epoch] = 1;
-  v->loss[epoch] = !s->numerics_full || s->mode == SCN_MODE_PREDICT ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
+  v->loss[epoch] = !s->numerics_full || s->mode == SCN_RUN_PREDICT ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
   const float *at = state + 2;
   for (int k = 0; k < s->nmetrics; at += md_metric_state_size(t->metric_kinds[k]), k++)
-    v->metric[epoch * s->nmetrics + k] = !s->numerics_full || s->mode == SCN_MODE_PREDICT ? NAN : md_metric_result(t->metric_kinds[k], at);
+    v->metric[epoch * s->nmetrics + k] = !s->numerics_full || s->mode == SCN_RUN_PREDICT ? NAN : md_metric_result(t->metric_kinds[k], at);
   return SIM_OK;
 }
 
 size_t val_points(const val_run *v, const trainer *t, double *x, double *y, size_t max) {
   size_t n = 0;
   long per = per_epoch(t);
-  for (long e = 0; v && t->in.s->mode == SCN_MODE_FIT && e < v->epochs && n < max; e++)
+  for (long e = 0; v && t->in.s->mode == SCN_RUN_FIT && e < v->epochs && n < max; e++)
     if (v->done[e] && isfinite(v->loss[e])) {
       x[n] = (double)((e + 1) * per - 1);
       y[n++] = v->loss[e];
@@ -331,7 +331,7 @@ int val_write_history(const val_run *v, const trainer *t, const char *path) {
 void val_summarise(const val_run *v, const trainer *t, run_summary *sum, char *figures, size_t len) {
   const scenario *s = t->in.s;
   figures[0] = '\0';
-  if (v == NULL || s->mode != SCN_MODE_EVALUATE) return;
+  if (v == NULL || s->mode != SCN_RUN_EVALUATE) return;
   sum->nevaluate = 1 + s->nmetrics;
   sum->evaluate_examples = v->examples;
   snprintf(sum->evaluate_names[0], sizeof sum->evaluate_names[0], "loss");
