@@ -29,6 +29,8 @@ unset PODSIM_HOST_MEMORY
 
 expect_error tests/data/inputs/bad_number.yaml \
   'tests/data/inputs/bad_number.csv:3:6: dataset.csv: "x2.0" is not a finite number'
+expect_error tests/data/inputs/bad_validation_data.yaml \
+  'tests/data/inputs/bad_number.csv:3:6: training.validation_data.csv: "x2.0" is not a finite number'
 expect_error tests/data/inputs/bad_id.yaml \
   'tests/data/inputs/bad_id.csv:4:1: dataset: row 3, column c0: expected an id of model input c0, an integer in [0, 5), found 5'
 expect_error tests/data/inputs/init_wrong_shape.yaml \
@@ -458,6 +460,15 @@ echo text > "$tmp/afile"
 err=$("$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/afile" --quiet 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "$tmp/afile: outputs.dir: exists and is not a directory: Not a directory" ] && [ "$(cat "$tmp/afile")" = text ] \
   && ok || bad "outputs.dir a file: exit $rc, '$err'"
+# Keras's History and the modes (issue 28): epochs without validation write history.csv (its two
+# epochs' rows, no val_ column); mode predict writes predictions.csv, a row per example of the one
+# pass (384 rows of the golden data, 100 batches asked for, 4 in the pass), and runs no step.
+"$podsim" run tests/data/train/epochs.yaml -o "$tmp/hist" --quiet >/dev/null
+"$podsim" run tests/data/train/validation_check.yaml --set mode=predict --set training.steps=100 -o "$tmp/pred" --quiet >/dev/null
+[ "$(head -1 "$tmp/hist/history.csv")" = "epoch,loss" ] && [ "$(wc -l < "$tmp/hist/history.csv")" -eq 3 ] \
+  && [ "$(head -1 "$tmp/pred/predictions.csv")" = "row,output_0,output_1,output_2" ] \
+  && [ "$(wc -l < "$tmp/pred/predictions.csv")" -eq 385 ] && [ "$(wc -l < "$tmp/pred/metrics.csv")" -eq 1 ] \
+  && ok || bad "history.csv or predictions.csv: $(head -1 "$tmp/hist/history.csv"), $(wc -l < "$tmp/pred/predictions.csv") prediction lines"
 # The compiled step (compile/): XLA's fusion changes what the step's kernels cost, never the
 # math (final_weights.csv byte for byte; compute_s smaller); outputs.ops writes ops.csv with an op
 # a row and step.hlo.txt; fusion needs XLA (jit_compile or a TPU), else exit 2 at the key.

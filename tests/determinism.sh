@@ -14,13 +14,13 @@ for scn in scenarios/examples/quickstart.yaml tests/golden/mlp_momentum/r4/scena
            scenarios/examples/gnn_runner_tpu.yaml tests/golden/graphsage/r8/scenario.yaml \
            tests/data/compile/fused_tpu.yaml tests/data/train/strategies/mesh_fsdp_tp_v4.yaml \
            tests/data/train/strategies/mesh_sp_gpus.yaml tests/data/train/mesh_fsdp_wide.yaml \
-           scenarios/examples/keras_fit_tpu.yaml; do
+           scenarios/examples/keras_fit_tpu.yaml tests/data/train/validation.yaml; do
   ha=$("$a" run "$here/$scn" -o "$tmp/a" --quiet | sed -n 's/^run_hash //p')
   hb=$("$b" run "$here/$scn" -o "$tmp/b" --quiet | sed -n 's/^run_hash //p')
   same=1
   [ -n "$ha" ] && [ "$ha" = "$hb" ] || same=0
-  for f in metrics.csv final_weights.csv variables.csv trace.json evaluations.csv ops.csv step.hlo.txt; do
-    [ -e "$tmp/a/$f" ] || [ -e "$tmp/b/$f" ] || continue  # evaluations.csv: runs with an evaluator; ops: outputs.ops
+  for f in metrics.csv final_weights.csv variables.csv trace.json evaluations.csv ops.csv step.hlo.txt history.csv; do
+    [ -e "$tmp/a/$f" ] || [ -e "$tmp/b/$f" ] || continue  # evaluations.csv: runs with an evaluator; ops: outputs.ops; history.csv: epochs
     cmp -s "$tmp/a/$f" "$tmp/b/$f" || { echo "  $f differs"; same=0; }
   done
   if [ $same = 1 ]; then echo "same run_hash $ha: $scn"; passed=$((passed+1));

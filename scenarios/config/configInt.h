@@ -135,6 +135,11 @@ int cfg_accumulation_checks(cfg_ctx *c);
 extern const key_spec CFG_CALLBACKS[];
 int cfg_callbacks_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base);
 int cfg_callbacks_checks(cfg_ctx *c);
+/* training.validation_* and mode evaluate or predict: refused with parameter_server and
+** strategy.distribution (and the modes with faults; a split with files or a graph) (keys_training.c). */
+int cfg_validation_checks(cfg_ctx *c);
+/* mode's names, scn_run_mode order (keys_training.c). */
+extern const char *const CFG_MODES[];
 /* keys_workload.c */
 extern const key_spec CFG_WORKLOAD_KEYS[];
 /* prices.c: sets scenario.price_per_hour from the price table, once the cluster is known. */

@@ -148,7 +148,7 @@ static const yt_node *monitor_node(const cfg_ctx *c, const char *callback, char 
 }
 
 /* A monitor against the epoch's logs: loss, or a compiled metric (Keras's auto mode: up for
-** every accuracy); the val_* values need validation, which podsim's fit does not run yet. */
+** every accuracy); the val_* values need validation, and callbacks do not read them yet. */
 static int resolve_monitor(cfg_ctx *c, scn_monitor *m, const char *callback) {
   scenario *s = c->s;
   char path[128];
@@ -160,9 +160,14 @@ static int resolve_monitor(cfg_ctx *c, scn_monitor *m, const char *callback) {
     base_format(names + strlen(names), sizeof names - strlen(names), ", %s", md_metric_name(s->metrics[k]));
     if (!strcmp(m->name, md_metric_name(s->metrics[k]))) m->metric = k;
   }
-  if (m->metric == -2 && !strncmp(m->name, "val_", 4))
+  int validates = s->validation_split > 0 || s->validation_csv[0] != '\0';
+  if (m->metric == -2 && !strncmp(m->name, "val_", 4) && !validates)
     return cfg_fail(c, at, path, "%s needs validation (validation_data or validation_split), which this fit "
                     "does not run: monitor one of %s", m->name, names);
+  /* podsim's epoch-end callbacks decide at the epoch's last step, before its evaluation runs. */
+  if (m->metric == -2 && !strncmp(m->name, "val_", 4))
+    return cfg_fail(c, at, path, "%s: callbacks do not read validation's logs yet (issue 28; history.csv has "
+                    "them): monitor one of %s", m->name, names);
   if (m->metric == -2)
     return cfg_fail(c, at, path, "expected a value of the epoch's logs (%s), found %s", names, m->name);
   return 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 static const char *const REDUCTIONS[] = {"sum", "per_replica_mean", "global_batch", NULL};
+const char *const CFG_MODES[] = {"fit", "evaluate", "predict", NULL};
 
 static const key_spec CHECKPOINT_KEYS[] = {
   {.key = "every_steps", .type = V_INT, .st = S_LONG, OFF(scenario, ckpt_every), .lo = 1, .hi = 1e12, .required = 1},
@@ -54,6 +55,36 @@ static int metrics_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const cha
   return 0;
 }
 
+/* validation_freq: an int (every N epochs) or a list of epochs, as Keras's _should_eval reads it. */
+static int validation_freq_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  static const key_spec EPOCH = {.key = "validation_freq", .type = V_INT, .lo = 1, .hi = 1e6};
+  char sub[256];
+  long long n;
+  scenario *s = c->s;
+  (void)k; (void)base;
+  if (v->kind == YT_SCALAR) {
+    if (cfg_get_int(c, &EPOCH, v, path, &n)) return -1;
+    s->validation_freq = (int)n;
+    return 0;
+  }
+  if (cfg_get_seq(c, v, path, "an int (every N epochs) or a list of epochs such as [1, 5, 10]")) return -1;
+  if (v->n == 0 || v->n > SCN_MAX_VALIDATION_AT)
+    return cfg_fail(c, v, path, "expected 1 to %d epochs, found %d", SCN_MAX_VALIDATION_AT, v->n);
+  for (int i = 0; i < v->n; i++) {
+    base_format(sub, sizeof sub, "%s[%d]", path, i);
+    if (cfg_get_int(c, &EPOCH, v->items[i], sub, &n)) return -1;
+    s->validation_at[s->nvalidation_at++] = (long)n;
+  }
+  return 0;
+}
+
+/* validation_data: the held-out rows as a CSV with the dataset's columns, as Keras's
+** validation_data=(x_val, y_val) arrays. */
+static const key_spec VALIDATION_DATA_KEYS[] = {
+  {.key = "csv", .type = V_PATH, .st = S_CHARS, OFF(scenario, validation_csv), .len = SCN_PATH_MAX, .required = 1,
+   .doc = "a CSV of validation rows with the same columns as the dataset's"},
+  END};
+
 const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, steps), .lo = 1, .hi = 1e7},
   {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e6},
@@ -62,7 +93,18 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "steps_per_execution", .type = V_INT, .st = S_INT, OFF(scenario, steps_per_execution), .lo = 1, .hi = 1e9,
    .doc = "Keras compile's steps_per_execution: steps run by one tf.function launch (one host round trip on a TPU)"},
   {.key = "metrics", .type = V_FN, .fn = metrics_fn,
-   .schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"accuracy\",\"sparse_categorical_accuracy\",\"categorical_accuracy\",\"binary_accuracy\",\"top_k_categorical_accuracy\",\"sparse_top_k_categorical_accuracy\"]},\"description\":\"Keras compiled metrics, each a metrics.csv column (docs/scenario-format.md)\"}"},
+   .schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"accuracy\",\"sparse_categorical_accuracy\",\"categorical_accuracy\",\"binary_accuracy\",\"top_k_categorical_accuracy\",\"sparse_top_k_categorical_accuracy\",\"mean_squared_error\",\"mean_absolute_error\",\"binary_crossentropy\",\"categorical_crossentropy\",\"sparse_categorical_crossentropy\",\"auc\"]},\"description\":\"Keras compiled metrics, each a metrics.csv column (docs/scenario-format.md)\"}"},
+  {.key = "validation_split", .type = V_NUM, .st = S_DOUBLE, OFF(scenario, validation_split), .lo = 0, .hi = 1,
+   .lo_open = 1, .hi_open = 1,
+   .doc = "Keras fit's validation_split: the last fraction of the dataset's rows (before any shuffle) is held out and evaluated after each epoch (validation_freq)"},
+  {.key = "validation_data", .type = V_MAP, .sub = VALIDATION_DATA_KEYS,
+   .doc = "Keras fit's validation_data: rows evaluated after each epoch (validation_freq)"},
+  {.key = "validation_steps", .type = V_INT, .st = S_LONG, OFF(scenario, validation_steps), .lo = 1, .hi = 1e7,
+   .doc = "batches per evaluation (default: one pass over the validation rows)"},
+  {.key = "validation_batch_size", .type = V_INT, .st = S_INT, OFF(scenario, validation_batch_size), .lo = 1, .hi = 1e9,
+   .doc = "global batch of the evaluation (default dataset.global_batch)"},
+  {.key = "validation_freq", .type = V_FN, .fn = validation_freq_fn,
+   .schema = "{\"oneOf\":[{\"type\":\"integer\",\"minimum\":1},{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":1}}],\"description\":\"evaluate every N epochs, or after the listed (1-based) epochs, as Keras fit's validation_freq\"}"},
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},
   {.key = "gradient_accumulation_steps", .type = V_INT, .st = S_INT, OFF(scenario, grad_accum), .lo = 1, .hi = 65536,
    .doc = "micro-batches per step (Keras 3's optimizer gradient_accumulation_steps): each replica runs its share of the global batch as this many forward and backward passes, sums their gradients, all-reduces once and applies once"},
@@ -76,10 +118,49 @@ const key_spec CFG_TRAINING_KEYS[] = {
              "{NAME: {ARGS}} or NAME (docs/scenario-format.md, Callbacks)\"}"},
   END};
 
+/* Validation runs at epochs' ends: it needs epochs and one source of rows; the rest needs it. */
+static int validation_post(cfg_ctx *c, const yt_node *map, const char *path) {
+  static const char *const NEEDING[] = {"validation_steps", "validation_batch_size", "validation_freq"};
+  char sub[256];
+  const yt_node *split = yt_get(map, "validation_split"), *data = yt_get(map, "validation_data");
+  if (split && data) {
+    const yt_node *k = cfg_later_key(map, "validation_split", "validation_data");
+    cfg_join(sub, sizeof sub, path, k->text);
+    return cfg_fail(c, k, sub, "give either validation_split or validation_data, not both");
+  }
+  const yt_node *source = split ? split : data;
+  if (source && !yt_get(map, "epochs")) {
+    cfg_join(sub, sizeof sub, path, split ? "validation_split" : "validation_data");
+    return cfg_fail(c, source, sub, "validation runs after each epoch: give training.epochs, not steps");
+  }
+  for (size_t i = 0; !source && i < sizeof NEEDING / sizeof *NEEDING; i++) {
+    const yt_node *k = yt_get(map, NEEDING[i]);
+    cfg_join(sub, sizeof sub, path, NEEDING[i]);
+    if (k) return cfg_fail(c, k, sub, "has no effect without validation_split or validation_data");
+  }
+  return 0;
+}
+
+/* mode evaluate or predict: one pass over the dataset, or `steps` batches; no epochs, no
+** validation (there is no fit to validate). */
+static int evaluate_post(cfg_ctx *c, const yt_node *map, const char *path, const char *mode) {
+  static const char *const FIT_ONLY[] = {"epochs", "validation_split", "validation_data", "validation_steps",
+                                         "validation_batch_size", "validation_freq", "callbacks"};
+  char sub[256];
+  for (size_t i = 0; i < sizeof FIT_ONLY / sizeof *FIT_ONLY; i++) {
+    const yt_node *k = yt_get_key(map, FIT_ONLY[i]);
+    cfg_join(sub, sizeof sub, path, FIT_ONLY[i]);
+    if (k) return cfg_fail(c, k, sub, "goes with mode fit; mode %s runs one pass over the dataset (or steps batches)", mode);
+  }
+  return 0;
+}
+
 int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
   char sub[256];
   (void)base;
   c->s->has_restart = yt_get(map, "restart") != NULL;
+  const yt_node *mode = yt_get(c->root, "mode");
+  if (mode && mode->kind == YT_SCALAR && strcmp(mode->text, "fit") != 0) return evaluate_post(c, map, path, mode->text);
   if (yt_get(map, "steps") && yt_get(map, "epochs")) {
     const yt_node *k = cfg_later_key(map, "steps", "epochs");
     cfg_join(sub, sizeof sub, path, k->text);
@@ -89,7 +170,7 @@ int cfg_training_post(cfg_ctx *c, const yt_node *map, const char *path, void *ba
     cfg_join(sub, sizeof sub, path, "steps");
     return cfg_fail(c, map, sub, "missing required key \"steps\" (or \"epochs\")");
   }
-  return 0;
+  return validation_post(c, map, path);
 }
 
 int cfg_accumulation_checks(cfg_ctx *c) {
@@ -104,5 +185,32 @@ int cfg_accumulation_checks(cfg_ctx *c) {
                     "(%d), so every micro-batch is global_batch / N examples, found %d", s->global_batch,
                     s->grad_accum);
   s->optimizer.accumulation_steps = s->grad_accum;
+  return 0;
+}
+
+int cfg_validation_checks(cfg_ctx *c) {
+  const scenario *s = c->s;
+  const yt_node *split = yt_path(c->root, "training.validation_split"),
+                *data = yt_path(c->root, "training.validation_data");
+  const yt_node *key = split ? split : data;
+  const char *path = split ? "training.validation_split" : "training.validation_data";
+  if (s->mode != SCN_RUN_FIT) {
+    key = yt_get(c->root, "mode");
+    path = "mode";
+    if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER || s->dist || s->nfaults > 0)
+      return cfg_fail(c, key, path, "%s runs data-parallel replicas of a sync strategy without faults: not with %s",
+                      CFG_MODES[s->mode], s->nfaults > 0 ? "faults" : s->dist ? "strategy.distribution" : "parameter_server");
+    return 0;
+  }
+  if (!key) return 0;
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
+    return cfg_fail(c, key, path, "validation runs in the sync program: parameter_server's evaluation is "
+                    "cluster.evaluator's (a sidecar evaluator)");
+  if (s->dist)
+    return cfg_fail(c, key, path, "validation runs data-parallel replicas' forward passes: not with "
+                    "strategy.distribution's sharded layouts");
+  if (split && (s->nfiles > 0 || s->graph_nodes_csv[0] != '\0'))
+    return cfg_fail(c, key, path, "splits one table's rows (dataset.csv or dataset.synthetic): give "
+                    "validation_data for dataset.%s", s->nfiles > 0 ? "files" : "graph");
   return 0;
 }

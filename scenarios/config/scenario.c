@@ -42,6 +42,8 @@ const key_spec CFG_ROOT_KEYS[] = {
   {.key = "seed", .doc = "every random draw derives from it", .type = V_INT, .st = S_U64, OFF(scenario, seed), .lo = 0, .hi = 9.2e18},
   {.key = "numerics", .doc = "full: real float32 math; off: shapes and costs only", .type = V_ENUM, .names = NUMERICS, .st = S_INT,
    OFF(scenario, numerics_full)},
+  {.key = "mode", .type = V_ENUM, .names = CFG_MODES, .st = S_INT, OFF(scenario, mode),
+   .doc = "fit trains (Model.fit); evaluate runs the loss and compiled metrics over the dataset from the initial weights (Model.evaluate); predict writes the model's outputs per example (Model.predict); the last two one pass or training.steps batches, through the strategy"},
   {.key = "cluster", .doc = "the machines: a TPU slice, or CPU/GPU worker VMs on a fabric, ps tasks, chief, evaluator", .type = V_MAP, .sub = CFG_CLUSTER_KEYS},
   {.key = "strategy", .doc = "the tf.distribute strategy and its options", .type = V_MAP, .sub = CFG_STRATEGY_KEYS},
   {.key = "model", .doc = "a Keras model: input and layers (or a Keras model config), loss, initial weights, dtype policy (a training run; then optimizer, dataset and training are required)", .type = V_MAP, .sub = CFG_MODEL_KEYS, .post = cfg_model_post},
@@ -659,7 +661,8 @@ static int cross_checks(cfg_ctx *c) {
       !torus_fabric)
     return cfg_fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
                 "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
-  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0))
+  if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0 ||
+                cfg_validation_checks(c) != 0))
     return -1;
   if (workload) {
     s->has_workload = 1;
@@ -822,6 +825,7 @@ static void set_defaults(scenario *s) {
   s->tpu_efficiency = 0;
   s->steps_per_run = 1;
   s->steps_per_execution = 1;
+  s->validation_freq = 1;
   s->host_round_trip_s = MACHINE_TPU_HOST_ROUND_TRIP_S;
   s->da_num_replicas = 1;
   for (int a = 0; a < 4; a++) s->da_stride[a] = 1;

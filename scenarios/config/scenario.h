@@ -21,6 +21,7 @@
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
 #define SCN_MAX_LAYOUTS 32   /* strategy.distribution.layout_map entries */
 #define SCN_MAX_STAGES 256   /* strategy.distribution.pipeline.layers_per_stage entries */
+#define SCN_MAX_VALIDATION_AT 64 /* training.validation_freq list entries */
 
 /* One strategy.distribution.layout_map entry: keras.distribution.LayoutMap's key (a regular
 ** expression a variable's path must match whole, re.fullmatch) and its TensorLayout's axes. */
@@ -52,6 +53,8 @@ typedef struct scn_error {
 typedef enum { SCN_STRATEGY_DEFAULT = 0, SCN_STRATEGY_ONE_DEVICE, SCN_STRATEGY_MIRRORED,
                SCN_STRATEGY_MULTI_WORKER_MIRRORED, SCN_STRATEGY_TPU, SCN_STRATEGY_TPU_V1,
                SCN_STRATEGY_PARAMETER_SERVER, SCN_STRATEGY_GNN_RUNNER_TPU } scn_strategy_kind;
+/* mode: what a model scenario runs, as Keras's Model.fit, evaluate and predict. */
+typedef enum { SCN_RUN_FIT = 0, SCN_RUN_EVALUATE, SCN_RUN_PREDICT } scn_run_mode;
 typedef enum { SCN_LOSS_SUM = 0, SCN_LOSS_PER_REPLICA_MEAN, SCN_LOSS_GLOBAL_BATCH } scn_loss_reduction;
 typedef enum { SCN_FABRIC_STAR = 0, SCN_FABRIC_RING, SCN_FABRIC_TORUS2D, SCN_FABRIC_TORUS3D,
                SCN_FABRIC_FAT_TREE } scn_fabric_topology;
@@ -311,6 +314,15 @@ typedef struct scenario {
   scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
   int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */
+  scn_run_mode mode;                /* mode (default fit) */
+  double validation_split;      /* training.validation_split: the last fraction of the rows held out
+                                  for validation, in (0, 1) (0: none) */
+  char   validation_csv[SCN_PATH_MAX]; /* training.validation_data.csv: validation rows ("" none) */
+  long   validation_steps;      /* training.validation_steps: batches per evaluation (0: one pass) */
+  int    validation_batch_size; /* training.validation_batch_size (0: dataset.global_batch) */
+  int    validation_freq;       /* training.validation_freq as an int: every N epochs (default 1) */
+  int    nvalidation_at;        /* training.validation_freq as a list: its epochs (0: the int) */
+  long   validation_at[SCN_MAX_VALIDATION_AT]; /* those epochs, 1-based as Keras counts them */
   int    jit_compile;           /* training.jit_compile (default false; a TPU always compiles) */
   int    steps_per_execution;   /* training.steps_per_execution: steps per tf.function launch (default 1) */
   int    fast_forward;          /* training.fast_forward (default true): skip proven-periodic steps */

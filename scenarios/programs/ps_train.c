@@ -1043,7 +1043,7 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
   size_t nevents = 0;
   const report_fault *events = flog_events(lc_log(t->life), t->ended, &nevents);
   train_outputs o = { t->engine, t->rows.at, t->rows.n, 0, 1, write_weights, each_copy, NULL, t, figures,
-                      events, nevents, NULL, NULL, NULL };
+                      events, nevents, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
   ps_eval_attach_outputs(t->eval, &o);
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }

@@ -373,9 +373,12 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
     }
     if (!bad) bad = run_hasher_add_file(&h, path) != 0;
   }
-  if (!bad && o->extra_file) {
-    outputs_path(path, sizeof path, dir, o->extra_file);
-    bad = o->write_extra(o->extra, path) != 0 || run_hasher_add_file(&h, path) != 0;
+  const struct { const char *file; int (*write)(const void *, const char *); const void *arg; } more[] = {
+    {o->extra_file, o->write_extra, o->extra}, {o->more_file, o->write_more, o->more}};
+  for (size_t i = 0; !bad && i < sizeof more / sizeof *more; i++) {
+    if (more[i].file == NULL) continue;
+    outputs_path(path, sizeof path, dir, more[i].file);
+    bad = more[i].write(more[i].arg, path) != 0 || run_hasher_add_file(&h, path) != 0;
   }
   if (bad) {
     run_hasher_finish(&h);
@@ -392,7 +395,7 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
 
   char msg[512] = "";
   report_run charts = { s, o->engine, o->records, o->nrecords, sum->devices, sum->ndevices, o->events,
-                        o->nevents, sum->goodput };
+                        o->nevents, sum->goodput, o->val_x, o->val_y, o->nval };
   if (report_write_plots(&charts, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "outputs.plots", "%s", msg);
   if (s->tensorboard && tboard_write_run(dir, o->records, o->nrecords, &cols, msg, sizeof msg) != 0)

@@ -71,6 +71,7 @@
 #include "scenarios/programs/embed.h"
 #include "scenarios/programs/mfu.h"
 #include "scenarios/programs/ps_train.h"
+#include "scenarios/programs/validate.h"
 
 static ds_pipeline_spec input_spec(const trainer *t);
 static void checkpoint_on_read(void *ctx, long step, md_model *snapshot);
@@ -137,16 +138,18 @@ static void replica_all_reduce(void *ctx, float *buf, size_t n) {
   rep->sync_ps += sim_now(t->engine) - before;
 }
 
-/* The compiled metrics after `step`, SyncOnRead SUM read: every replica's totals and counts
-** summed, then total / count (0 when nothing was counted, Keras's divide_no_nan). */
+/* The compiled metrics after `step`, SyncOnRead SUM read: every replica's state variables summed,
+** then the metric's result (a mean's total / count, 0 when nothing was counted: Keras's
+** divide_no_nan); NaN with numerics off. */
 static void metric_values(const trainer *t, long step, float *out) {
-  for (int k = 0; k < t->in.s->nmetrics; k++) {
-    float total = 0.0f, count = 0.0f;
-    for (int r = 0; r < t->nreplicas; r++) {
-      total += t->replicas[r].metric_kept[step & 1][0][k];
-      count += t->replicas[r].metric_kept[step & 1][1][k];
+  const float *kept = t->replicas[0].metric_kept[step & 1];  /* NULL with numerics off */
+  for (int k = 0, at = 0; k < t->in.s->nmetrics; at += (int)md_metric_state_size(t->metric_kinds[k]), k++) {
+    float state[MD_METRIC_STATE_MAX];
+    for (size_t i = 0; kept && i < md_metric_state_size(t->metric_kinds[k]); i++) {
+      state[i] = 0.0f;
+      for (int r = 0; r < t->nreplicas; r++) state[i] += t->replicas[r].metric_kept[step & 1][at + (int)i];
     }
-    out[k] = !t->in.s->numerics_full ? NAN : count > 0.0f ? total / count : 0.0f;
+    out[k] = kept == NULL ? NAN : md_metric_result(t->metric_kinds[k], state);
   }
 }
 
@@ -175,27 +178,28 @@ static void record_step(trainer *t, long step, const step_marks *m, int examples
   metric_values(t, step, rec->metrics);
 }
 
+/* The epoch (0-based) `step` belongs to; 0 without training.epochs. */
+long train__epoch_of(const trainer *t, long step) {
+  return t->per_epoch > 0 ? step / t->per_epoch : 0;
+}
+
 /* training.metrics' update_state on the replica's step: the predictions of its forward (before
-** the update) against its batch's labels. Each epoch's metrics start from zero (fit's
-** reset_metrics at the epoch's start), and so do a restarted job's, as a new process's Keras
-** metrics do (BackupAndRestore keeps no metric state). */
+** the update) against its batch's labels. The state starts again from zero at each epoch, as
+** Keras's fit resets the metrics there, and after a restart, as a new process's Keras metrics do
+** (BackupAndRestore keeps no metric state). */
 static void update_metrics(trainer *t, replica *rep, long step, const md_batch *b) {
   const scenario *s = t->in.s;
-  if (rec_restarts(t->rec) != rep->metric_attempt || step / t->per_epoch != rep->metric_epoch) {
-    memset(rep->metric_total, 0, sizeof rep->metric_total);
-    memset(rep->metric_count, 0, sizeof rep->metric_count);
+  long epoch = train__epoch_of(t, step);
+  if (rec_restarts(t->rec) != rep->metric_attempt || epoch != rep->metric_epoch) {
+    memset(rep->metric_state, 0, t->metric_floats * sizeof *rep->metric_state);
     rep->metric_attempt = rec_restarts(t->rec);
-    rep->metric_epoch = step / t->per_epoch;
+    rep->metric_epoch = epoch;
   }
   int outputs = md_model_num_classes(rep->model);
-  int sparse = s->loss == MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
-  for (int k = 0; k < s->nmetrics; k++) {
+  for (int k = 0, at = 0; k < s->nmetrics; at += (int)md_metric_state_size(t->metric_kinds[k]), k++)
     if (b->n > 0)
-      md_metric_update(md_metric_resolve(s->metrics[k], outputs, sparse), md_model_last_output(rep->model, rep->ws),
-                       outputs, b, &rep->metric_total[k], &rep->metric_count[k]);
-    rep->metric_kept[step & 1][0][k] = rep->metric_total[k];
-    rep->metric_kept[step & 1][1][k] = rep->metric_count[k];
-  }
+      md_metric_update(t->metric_kinds[k], md_model_last_output(rep->model, rep->ws), outputs, b, rep->metric_state + at);
+  memcpy(rep->metric_kept[step & 1], rep->metric_state, t->metric_floats * sizeof *rep->metric_state);
 }
 
 /* Kernels [from, to) of the compiled step as work on the replica's device: each bound by its
@@ -203,16 +207,16 @@ static void update_metrics(trainer *t, replica *rep, long step, const md_batch *
 ** which run it at once: core 0 is charged its share. Without SPMD the kernels run one after
 ** another on the core of their layer, so the time is the whole work's (model parallelism without
 ** pipelining saves memory, not time). */
-static double kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
+double train__kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
   double work = cg_kernels_work(ds_replica_roofline(t->strategy, rep->index), k, from, to);
   return t->spmd ? work / t->cores : work;
 }
 
-/* mesh_pass's work: the replica's kernels (kernel_work), or none for an update the loss scale
+/* mesh_pass's work: the replica's kernels (train__kernel_work), or none for an update the loss scale
 ** skips. */
 static double mesh_kernels(void *ctx, const cg_kernel *k, size_t from, size_t to) {
   const replica *rep = ctx;
-  return kernel_work(rep->t, rep, k, from, to);
+  return train__kernel_work(rep->t, rep, k, from, to);
 }
 
 static double mesh_skipped(void *ctx, const cg_kernel *k, size_t from, size_t to) {
@@ -231,7 +235,7 @@ static int packed_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) 
   for (int j = 0; j <= t->npacks; j++) {
     size_t to = j < t->npacks ? cg_program_mark(rep->program, t->pack_layer[j]) : n;
     rep->pack_at = j;
-    if (to > from && sim_exec(self, cpu, kernel_work(t, rep, k, from, to)) != SIM_OK) return SIM_FAILED;
+    if (to > from && sim_exec(self, cpu, train__kernel_work(t, rep, k, from, to)) != SIM_OK) return SIM_FAILED;
     if (to > from) from = to;
     if (j < t->npacks) ovl_ready(t->ovl, j);
   }
@@ -242,7 +246,7 @@ static int packed_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) 
 static int whole_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
   size_t n;
   const cg_kernel *k = cg_program_step(rep->program, &n);
-  return sim_exec(self, cpu, kernel_work(t, rep, k, 0, n));
+  return sim_exec(self, cpu, train__kernel_work(t, rep, k, 0, n));
 }
 
 /* ---- fast-forward ------------------------------------------------------------------------ */
@@ -492,7 +496,7 @@ static void replica_main(sim_actor *self, void *arg) {
     rep->phase = REP_APPLY;
     if ((t->pipe ? pipe_apply(t->pipe, self, r, cpu, apply)
          : t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
-                 : sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
+                 : sim_exec(self, cpu, train__kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
       return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* likewise */
@@ -516,12 +520,20 @@ static void replica_main(sim_actor *self, void *arg) {
       return;
     }
     if (rec_step_end(t->rec, self, r, step, rep->model, rep->opt, &rep->loss_scale) != SIM_OK) return;
+    /* fit's evaluation at the end of a due epoch (validate.h), before the epoch's callbacks, as
+    ** Keras runs on_epoch_end after it, and the next epoch's first step. */
+    if (val_due(t->val, t, step) && val_evaluate(t->val, t, rep, self, step) != SIM_OK) return;
     if (r == 0 && cb_keep_best(t->cb, step)) keep_best(t, step);
     if (cb_stop(t->cb, step)) {  /* fit's loop ends: the input's producers would wait for good */
       if (r == 0) ds_pipeline_stop(t->input);
       break;
     }
   }
+  /* Modes evaluate and predict: no step; the test (or predict) function, compiled first, over the
+  ** dataset (validate.h). */
+  if (s->mode != SCN_RUN_FIT &&
+      ((t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) || val_evaluate(t->val, t, rep, self, 0) != SIM_OK))
+    return;
   if (r == 0) rec_finished(t->rec);
 }
 
@@ -680,6 +692,11 @@ static void make_replicas(trainer *t, md_model *first) {
   train__split_plan(t, first);
   for (int i = 0; i < md_model_num_vars(first); i++)
     if (!md_model_var_const(first, i)->trainable) t->on_read_floats += md_model_var_const(first, i)->size;
+  int sparse = s->loss == MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+  for (int k = 0; k < s->nmetrics; k++) {
+    t->metric_kinds[k] = md_metric_resolve(s->metrics[k], md_model_num_classes(first), sparse);
+    t->metric_floats += md_metric_state_size(t->metric_kinds[k]);
+  }
   for (int r = 0; r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
     rep->t = t;
@@ -709,6 +726,8 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->ids = base_xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->ids);
     rep->labels = base_xcalloc((size_t)max_slice * md_dataset_labels_per_row(t->in.data), sizeof *rep->labels);
     rep->targets = base_xcalloc((size_t)max_slice * (size_t)t->in.data->targets_width + 1, sizeof *rep->targets);
+    rep->metric_state = base_xcalloc(t->metric_floats + 1, sizeof *rep->metric_state);
+    for (int k = 0; k < 2; k++) rep->metric_kept[k] = base_xcalloc(t->metric_floats + 1, sizeof *rep->metric_kept[k]);
   }
 }
 
@@ -729,6 +748,9 @@ void train__free(trainer *t) {
     free(rep->ids);
     free(rep->labels);
     free(rep->targets);
+    free(rep->metric_state);
+    free(rep->metric_kept[0]);
+    free(rep->metric_kept[1]);
   }
   free(t->replicas);
   cg_cache_free(t->programs);
@@ -742,6 +764,7 @@ void train__free(trainer *t) {
   sim_snapshot_free(t->snap[0]);
   sim_snapshot_free(t->snap[1]);
   inp_plan_free(t->plan);
+  val_free(t->val);
   train_rows_free(&t->rows);
   free(t->actors);
   cb_free(t->cb);
@@ -957,17 +980,44 @@ static int write_ops(trainer *t, const char *dir, scn_error *err) {
   return TR_EXIT_OK;
 }
 
+/* history.csv and predictions.csv (validate.h). */
+static int write_history(const void *prog, const char *path) {
+  const trainer *t = prog;
+  return val_write_history(t->val, t, path);
+}
+
+static int write_predictions(const void *prog, const char *path) {
+  return val_write_predictions(((const trainer *)prog)->val, path);
+}
+
 static int write_outputs(trainer *t, const char *dir, run_summary *sum, scn_error *err) {
   size_t nevents = 0;
   const report_fault *events = t->rec ? rec_events(t->rec, sim_now(t->engine), &nevents) : NULL;
   int saves = t->in.s->cb.checkpoint;  /* checkpoints.csv: ModelCheckpoint's saves */
-  train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, "",
+  char figures[1024];
+  val_summarise(t->val, t, sum, figures, sizeof figures);
+  /* history.csv: in run_hash with validation, whose val_ columns only it holds; without, its
+  ** columns are metrics.csv's, and it stays outside (the hashes of runs before it unchanged). Mode
+  ** predict: predictions.csv in its place; evaluate: neither (its figures are hashed). */
+  int predict = t->in.s->mode == SCN_RUN_PREDICT, history = t->val && t->in.s->mode == SCN_RUN_FIT;
+  train_outputs o = { t->engine, t->rows.at, t->rows.n, 1, 0, final_weights, each_copy, each_variable, t, figures,
                       events, nevents, saves ? "checkpoints.csv" : NULL, saves ? cb_write_checkpoints : NULL,
-                      t->cb };
+                      t->cb, predict ? "predictions.csv" : history ? "history.csv" : NULL,
+                      predict ? write_predictions : write_history, t, NULL, NULL, 0 };
+  double val_x[1024], val_y[1024];  /* the chart's val_loss points: at most its first 1024 epochs' */
+  o.nval = val_points(t->val, t, val_x, val_y, 1024);
+  o.val_x = val_x;
+  o.val_y = val_y;
   int rc = train_write_outputs(t->in.s, &o, dir, sum, err);
   char msg[512];
   if (rc == TR_EXIT_OK && cb_write_tensorboard(t->cb, dir, msg, sizeof msg) != 0)
     return train_error(err, dir, 0, 0, "training.callbacks", "%s", msg);
+  if (rc == TR_EXIT_OK && t->val == NULL && t->in.s->epochs > 0) {
+    char path[SCN_PATH_MAX + 32];
+    outputs_path(path, sizeof path, dir, "history.csv");
+    if (write_history(t, path) != 0)
+      return train_error(err, dir, 0, 0, "outputs.dir", "cannot write %s: %s", path, strerror(errno));
+  }
   return rc == TR_EXIT_OK && t->in.s->outputs_ops ? write_ops(t, dir, err) : rc;
 }
 
@@ -1083,6 +1133,7 @@ static void summarise(trainer *t, run_summary *sum) {
 static int prepare(trainer *t, md_model **first, scn_error *err) {
   int rc = train_build_model(t->in.s, first, err);
   if (rc == TR_EXIT_OK) rc = train_load_data(&t->in, *first, err);
+  if (rc == TR_EXIT_OK) rc = val_load(&t->in, *first, &t->val, err);
   if (rc == TR_EXIT_OK) rc = train_count_steps(&t->in, err);
   if (rc == TR_EXIT_OK) rc = faults_load(t->in.s, &t->faults, err);
   return rc;
@@ -1132,6 +1183,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     train__free(&t);
     return TR_EXIT_INPUT;
   }
+  if (s->mode != SCN_RUN_FIT) t.in.steps = 0;  /* the plan sized the programs and memory; no step runs */
   train_rows_init(&t.rows, t.in.steps, 0);
   t.per_epoch = s->epochs > 0 ? t.in.steps / s->epochs : t.in.steps;
   t.cb = cb_new(s, t.in.steps, t.per_epoch);
@@ -1141,6 +1193,10 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
   train__make_embed(&t, first, inp_plan_max_count(t.plan));  /* before the step's program: its tables'
                                                                ** gradients are slices with emb_ */
   t.programs = train__programs_new(&t);
+  if (t.val && val_plan(t.val, &t, err) != TR_EXIT_OK) {
+    train__free(&t);
+    return TR_EXIT_INPUT;
+  }
   make_mesh(&t);  /* after the program: a pipeline's stages are split by its kernels' costs */
   t.actors = base_xcalloc((size_t)t.nreplicas, sizeof *t.actors);
 
@@ -1153,7 +1209,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     /* Fast-forward needs steps that repeat: no values (numerics off), no loop of several
     ** steps (tpu_v1), and no callbacks (their counters and epochs make steps differ). */
     t.ff = s->fast_forward && !s->numerics_full && t.v1 == NULL && t.launch_every == 1 && t.mesh == NULL &&
-           t.pipe == NULL && accum_steps(s) == 1 && t.cb == NULL;
+           t.pipe == NULL && accum_steps(s) == 1 && t.cb == NULL && t.val == NULL;
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;

@@ -98,6 +98,11 @@ typedef struct train_outputs {
   const char *extra_file;     /* one more file, hashed after trace.json (NULL: none) */
   int (*write_extra)(const void *ctx, const char *path); /* writes it: 0 or -1 */
   const void *extra;          /* its argument */
+  const char *more_file;      /* a second file, hashed after it (fit's history.csv; NULL: none) */
+  int (*write_more)(const void *ctx, const char *path); /* writes it: 0 or -1 */
+  const void *more;           /* its argument */
+  const double *val_x, *val_y; /* the loss chart's val_loss points (report_run's) */
+  size_t nval;                /* their count (0: none) */
 } train_outputs;
 /* Writes them into dir; sets sum->run_hash. TR_EXIT_OK, or TR_EXIT_INPUT with err filled. */
 int train_write_outputs(const scenario *s, const train_outputs *o, const char *dir, run_summary *sum,

@@ -60,13 +60,13 @@ typedef struct replica {
   int32_t *labels;        /* batch labels */
   float *targets;         /* batch targets (losses other than sparse_categorical_crossentropy) */
   double loss_sum[2];     /* per-example loss sum of this replica's slice, by step parity */
-  float metric_total[MD_METRIC_KIND_COUNT]; /* training.metrics' running totals on this replica's
-                          ** slices (TF's SyncOnRead SUM variables: each replica's own) */
-  float metric_count[MD_METRIC_KIND_COUNT]; /* and the examples they counted */
-  float metric_kept[2][2][MD_METRIC_KIND_COUNT]; /* [parity][total, count]: after each step, for
-                          ** replica 0's row (a replica may be one step ahead) */
-  int metric_attempt;     /* the job's restarts when the totals started (a restart resets them) */
-  long metric_epoch;      /* the epoch they count (Keras's reset_metrics at each epoch's start) */
+  float *metric_state;    /* training.metrics' state variables on this replica's slices, each
+                          ** metric's md_metric_state_size floats back to back (TF's SyncOnRead
+                          ** SUM variables: each replica's own); NULL with numerics off */
+  float *metric_kept[2];  /* the state after the last step of each parity, for replica 0's row (a
+                          ** replica may be one step ahead) */
+  long metric_epoch;      /* the epoch the state counts (Keras resets it at each epoch's start) */
+  int metric_attempt;     /* the job's restarts when the state started (a restart resets it) */
   float *on_read[2];      /* its non-trainable variables back to back after the forward of the
                           ** last step of each parity (a checkpoint reads their mean); NULL with
                           ** numerics off or none in the model */
@@ -121,6 +121,9 @@ struct trainer {
   size_t nparams;         /* floats in the flattened gradient */
   int cross_replica;      /* the model's train step reduces across replicas (md_model_cross_replica) */
   size_t on_read_floats;  /* floats of the non-trainable variables, back to back */
+  md_metric_kind metric_kinds[MD_METRIC_KIND_COUNT]; /* training.metrics resolved for the model */
+  size_t metric_floats;   /* floats of every compiled metric's state, back to back */
+  struct val_run *val;    /* fit's validation (validate.h), NULL without */
   train_rows rows;        /* metrics.csv's rows, one per completed step (redone ones included), and
                           ** the progress bar */
   int horizon_hit;        /* stopped: simulated time passed SIM_TIME_HORIZON */
@@ -144,6 +147,10 @@ void train__build_strategy(trainer *t);
 /* t->emb for model m's tables where the step moves them apart from the all-reduce (embed.h),
 ** each replica reading at most max_slice examples a step; else it stays NULL (train.c). */
 void train__make_embed(trainer *t, const md_model *m, int max_slice);
+/* Kernels [from, to) of the compiled step as work on the replica's device (train.c). */
+double train__kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to);
+/* The epoch (0-based) of `step`: 0 without training.epochs (train.c). */
+long train__epoch_of(const trainer *t, long step);
 /* Frees everything t holds, the strategy and engine last (train.c). */
 void train__free(trainer *t);
 /* Reserves what every replica holds before its first step on each of its devices, for a

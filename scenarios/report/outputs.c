@@ -556,6 +556,14 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "retried_closures", json_integer(s->retried_closures));
   json_object_set_new(o, "lost_updates", json_integer(s->lost_updates));
   json_object_set_new(o, "duplicated_updates", json_integer(s->duplicated_updates));
+  if (s->nevaluate > 0) {
+    json_t *ev = json_object();
+    for (int k = 0; k < s->nevaluate; k++)
+      json_object_set_new(ev, s->evaluate_names[k], isfinite(s->evaluate_values[k]) ? json_real(s->evaluate_values[k])
+                                                                                   : json_null());
+    json_object_set_new(ev, "examples", json_integer(s->evaluate_examples));
+    json_object_set_new(o, "evaluate", ev);
+  }
   if (s->has_evaluator) {
     json_object_set_new(o, "evaluations", json_integer(s->evaluations));
     json_object_set_new(o, "failed_restores", json_integer(s->failed_restores));

@@ -99,6 +99,10 @@ typedef struct run_summary {
   long   retried_closures;/* parameter_server: closures re-queued after a worker failure */
   long   lost_updates;    /* parameter_server: applied updates a checkpoint restore rolled back */
   long   duplicated_updates; /* parameter_server: steps part of whose update was applied twice */
+  int    nevaluate;       /* mode evaluate: the figures below (0: another mode) */
+  char   evaluate_names[1 + MD_METRIC_KIND_COUNT][48]; /* `loss`, then each compiled metric's name */
+  double evaluate_values[1 + MD_METRIC_KIND_COUNT]; /* their values over the evaluated examples */
+  long   evaluate_examples; /* the examples evaluated */
   int    has_evaluator;   /* parameter_server: a side-car evaluator ran (the three below) */
   long   evaluations;     /* its evaluations completed (rows of evaluations.csv) */
   long   failed_restores; /* its restores of a checkpoint deleted while it read it */

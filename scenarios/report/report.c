@@ -92,11 +92,12 @@ static void step_points_free(step_points *p) {
 
 static int loss(const report_run *run, const char *path, char *msg, size_t msglen) {
   step_points p = step_points_of(run);
-  pl_series line = { "loss", p.x, p.y, p.n, PL_MARK_NONE };
+  pl_series lines[2] = { { "loss", p.x, p.y, p.n, PL_MARK_NONE },
+                         { "val_loss", run->val_x, run->val_y, run->nval, PL_MARK_NONE } };
   char title[256];
   snprintf(title, sizeof title, "Training loss \xe2\x80\x94 %s", run->s->name);
   int rc = pl_line_chart(path, plot_format(run->s->format), title, p.xlabel, "loss (mean per example)",
-                         &line, 1, msg, msglen);
+                         lines, run->nval > 0 ? 2 : 1, msg, msglen);
   step_points_free(&p);
   return rc;
 }
@@ -553,6 +554,13 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
     fprintf(f, "  evaluator     %ld evaluations (%ld restores failed), last loss %s\n", sum->evaluations,
             sum->failed_restores, sum->evaluations > 0 ? loss_text(a, sizeof a, sum->final_eval_loss, s->numerics_full)
                                                        : "n/a (no evaluation)");
+  if (sum->nevaluate > 0) {  /* mode evaluate: Model.evaluate's figures */
+    fprintf(f, "  evaluate      %ld examples:", sum->evaluate_examples);
+    for (int k = 0; k < sum->nevaluate; k++)
+      fprintf(f, "%s %s %s", k ? "," : "", sum->evaluate_names[k],
+              loss_text(a, sizeof a, sum->evaluate_values[k], s->numerics_full));
+    fputc('\n', f);
+  }
   if (sum->eval_failed)
     fprintf(f, "  evaluator     %s on %s: %s\n", sum->eval_error.kind, sum->eval_error.device, sum->eval_error.message);
   if (sum->failed) fprintf(f, "  FAILED        %s on %s: %s\n", sum->error.kind, sum->error.device, sum->error.message);

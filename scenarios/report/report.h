@@ -33,6 +33,8 @@ typedef struct report_run {
   const report_fault *faults; /* faults and recoveries in time order (may be NULL) */
   size_t nfaults;             /* entries in faults */
   double goodput;             /* summary.json's goodput, for the faults chart's title */
+  const double *val_x, *val_y; /* fit's validation: val_loss (y) at each evaluated epoch's last step (x) */
+  size_t nval;                /* their points (0: none; the loss chart draws a second line with some) */
 } report_run;
 
 /* A chart of outputs.plots. Adding a chart is its draw function and its row in REPORT_CHARTS;

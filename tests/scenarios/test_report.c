@@ -113,7 +113,7 @@ static void faults_from_events(void **state) {
   sim_engine *e = sim_engine_new();
   report_fault f[3] = {{"preempted", "worker:3", 0, 0}, {"down", "worker:3", 0, 60}, {"restarting", "training", 60, 50}};
   char *dir = tu_temp_dir("podsim-report"), msg[256] = "";
-  report_run r = {&s, e, NULL, 0, NULL, 0, f, 3, 1.0};
+  report_run r = {&s, e, NULL, 0, NULL, 0, f, 3, 1.0, NULL, NULL, 0};
   assert_int_equal(report_write_plots(&r, dir, msg, sizeof msg), 0);
   assert_true(starts_with(dir, "faults.png", "\x89PNG", 4));
   r.nfaults = 0;
