@@ -104,6 +104,13 @@ typedef struct md_layer_spec {
   int key_dim;            /* multi_head_attention: per head, query and key */
   int value_dim;          /* multi_head_attention: per head (0: key_dim) */
   int use_causal_mask;    /* multi_head_attention: position i attends to positions <= i only */
+  int num_key_value_heads; /* multi_head_attention: key and value heads (0: num_heads), each shared
+                          ** by num_heads / num_key_value_heads query heads (grouped-query
+                          ** attention; 1: multi-query) */
+  float rope_max_wavelength; /* multi_head_attention: rotary position embeddings of q and k with
+                          ** this wavelength (Llama's 10000, Llama 3's 500000); 0: none */
+  int flash_attention;    /* multi_head_attention: 1 runs scores, softmax and context as one fused
+                          ** kernel that keeps no S x S scores (Keras 3's flash_attention) */
   int axis;               /* softmax, concatenate: as Keras counts it, batch 0 (0: -1, the last);
                           ** layer_ and batch_normalization: must name the last */
   int ninputs;            /* entries in inputs; 0: the previous layer's output (layer 0: the

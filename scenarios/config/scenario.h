@@ -16,8 +16,8 @@
 #include "sim/fault.h"
 #include "sim/roofline.h"
 
-/* model.layers: enough for the zoo's largest (gpt_175b: 675 layers). */
-#define SCN_MAX_LAYERS 1024
+/* model.layers: enough for the zoo's largest (llama3_405b: 126 blocks of 9, 1137 layers). */
+#define SCN_MAX_LAYERS 2048
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
 #define SCN_MAX_LAYOUTS 32   /* strategy.distribution.layout_map entries */
 
