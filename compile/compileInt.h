@@ -123,6 +123,7 @@ extern const cg_sharding_recipe cg_shard_fsdp;           /* shard_zero.c */
 extern const cg_sharding_recipe cg_shard_tensor_parallel;   /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_sequence_parallel; /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_fsdp_tp;        /* shard_tensor_parallel.c */
+extern const cg_sharding_recipe cg_shard_fsdp_sp;        /* shard_tensor_parallel.c */
 
 /* For recipes: an all-reduce over `replicas` of tensor t (a partial sum), whose whole result its
 ** readers read instead (sharding.c). */

@@ -168,8 +168,13 @@ typedef struct md_model_spec {
   int rematerialize;      /* 1: a train step keeps only each layer's output for the backward and
                           ** recomputes the rest layer by layer (tf.recompute_grad, XLA's remat):
                           ** its forward is charged twice, its activations held are the outputs and
-                          ** one layer's intermediates. The values, and so the bits, are the same */
+                          ** one layer's intermediates. The values, and so the bits, are the same.
+                          ** MD_REMAT_BLOCKS: only the outputs of the layers that cut the model
+                          ** (md_model_layer_cuts: a transformer block's output) are kept, and a
+                          ** block's layers are recomputed from its input before its backward */
 } md_model_spec;
+
+enum { MD_REMAT_BLOCKS = 2 };  /* md_model_spec.rematerialize: recompute whole blocks */
 
 typedef struct md_var {
   char name[64];          /* e.g. "dense_1/kernel" */
@@ -329,6 +334,9 @@ int    md_model_cross_replica(const md_model *m);
 ** its z when an activation makes the output a second array, and its saved floats (dropout's
 ** mask), in the compute dtype. */
 double md_model_layer_saved_bytes(const md_model *m, int l, int n);
+/* 1 when layer l cuts the model: no later layer reads a layer (or a model input) before it, so
+** its output alone carries everything before it forward (a transformer block's last add). */
+int md_model_layer_cuts(const md_model *m, int l);
 /* What layer l's gradient ops read of its forward, as TensorFlow's registered gradients do
 ** (ReluGrad reads the output, FusedBatchNormGrad the input, AddN's gradient nothing): a mask of
 ** MD_BACKWARD_READS_*. Buffer liveness keeps an activation until the last backward that reads it. */

@@ -305,6 +305,7 @@ typedef struct scenario {
   int    grad_accum;            /* training.gradient_accumulation_steps: micro-batches per step (0 or 1:
                                   none); also set as optimizer.accumulation_steps */
   int    rematerialize;         /* training.rematerialize (default false) */
+  int    remat_blocks;          /* training.rematerialize_blocks (default false; over rematerialize) */
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */
   double compile_base_s;        /* training.compile.base (default sim_compile_default's) */
   double compile_per_op_s;      /* training.compile.per_op (default sim_compile_default's) */
