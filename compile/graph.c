@@ -202,7 +202,8 @@ static void open_group(tracer *tr, int op, md_phase phase, int l) {
 static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
   cg_graph *g = tr->g;
   const md_op_info *info = &log->info[i];
-  cg_op proto = {.code = log->matmul[i].batch > 0 ? CG_OP_MATMUL : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
+  cg_op proto = {.code = info->custom_call ? CG_OP_OTHER : log->matmul[i].batch > 0 ? CG_OP_MATMUL
+                         : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
                  .phase = info->phase, .layer = info->layer, .var = info->var, .flops = log->flops[i],
                  .bytes = log->bytes[i], .matmul = log->matmul[i]};
   int op = cg__op_new(g, &proto);

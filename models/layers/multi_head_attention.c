@@ -317,7 +317,7 @@ static void fused_kernel(md_cost *cost, const md_layer *l, const mha_dims *m, do
                          double per_score, double bytes, double elem_bytes) {
   double cols = l->spec.use_causal_mask ? (m->s + 1) / 2.0 : m->s;  /* the tiles left of the diagonal */
   md_cost c = {.flops = 2.0 * heads * m->s * cols * depth + per_score * heads * m->s * cols, .bytes_moved = bytes,
-               .matmul = {heads, m->s, cols, depth, elem_bytes}};
+               .matmul = {heads, m->s, cols, depth, elem_bytes}, .custom_call = 1};
   md_cost_add(cost, &c);
 }
 

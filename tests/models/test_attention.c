@@ -91,11 +91,12 @@ static void attention_gradients_by_finite_differences(void **state) {
 /* What the forward keeps per example, in float32 (4 bytes): q S H K = 80, k and v S G K = 40
 ** each, c S H V = 80, 240 floats; unfused p too, H S S = 100 (340 floats, 1360 bytes); fused
 ** the rows' log-sum-exp, H S = 20 (260 floats, 1040 bytes). The fused kernel is one op where
-** the unfused are three (scores, softmax, context), forward; backward one for five. */
+** the unfused are three (scores, softmax, context), forward; backward one for five: a
+** custom-call in ops.csv and the HLO dump. */
 static void flash_keeps_no_scores(void **state) {
   (void)state;
   double saved[2];
-  size_t ops[2];
+  size_t ops[2], custom[2] = {0, 0};
   for (int flash = 0; flash <= 1; flash++) {
     md_layer_spec l = attention(flash);
     md_model_spec spec = {.input_shape = {.rank = 2, .dim = {S, D}}, .nlayers = 1, .layers = &l, .from_logits = 1,
@@ -112,6 +113,7 @@ static void flash_keeps_no_scores(void **state) {
     double loss;
     md_model_train_step(m, w, &b, 1.0f, g, &loss, &cost);
     ops[flash] = log.n;
+    for (size_t i = 0; i < log.n; i++) custom[flash] += (size_t)log.info[i].custom_call;
     md_op_log_free(&log);
     md_grads_free(g);
     md_workspace_free(w);
@@ -120,6 +122,8 @@ static void flash_keeps_no_scores(void **state) {
   assert_true(saved[0] == 1360);
   assert_true(saved[1] == 1040);
   assert_int_equal(ops[0] - ops[1], 2 + 4);
+  assert_int_equal(custom[0], 0);  /* the fused kernels are XLA's custom-calls, one a pass */
+  assert_int_equal(custom[1], 2);
 }
 
 /* A key-value head count that does not divide the heads, an odd key_dim with rope: refused. */
