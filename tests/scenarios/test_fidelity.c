@@ -492,6 +492,8 @@ static void dlrm_tpu_v4_training(void **state) {
   (void)state;
   static const fidelity_row ROW = {"dlrm_mlperf_v4_128", "examples/s", 88.30e6, -0.82, -0.78};
   check_training_row(&ROW);
+}
+
 /* MaxText's v5e table (AI-Hypercomputer/maxtext MaxText/configs/v5e/README.md): the 16B
 ** configuration (16b.sh: global_parameter_scale 16, 6 sequences of 2048 a chip, remat_policy
 ** full, flash attention, FSDP over the slice) on 1x v5e-256 runs at 120 TFLOP/s a chip, 61.10%
