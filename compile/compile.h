@@ -61,6 +61,11 @@ typedef struct cg_options {
                           ** batch is n x model_axis: the examples a model group shares) */
   int sparse_tables;      /* 1: the tables' gradients are IndexedSlices the strategy moves apart
                           ** (scenarios/programs/embed.h): cg_trace_train_step_sparse */
+  int group_examples;     /* the examples a model group holds (its data shard: the micro-batch
+                          ** over the data axis, rounded up), the trace's batch for any n: every
+                          ** device of the group runs the group's program, also where the
+                          ** per-replica counts round (a global batch smaller than the devices
+                          ** gives some replicas none); 0: n x model_axis */
 } cg_options;
 
 /* A kernel: one launch on the device, an op or a fusion of several. */

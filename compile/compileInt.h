@@ -22,7 +22,8 @@ typedef enum {
 } cg_shard;
 
 typedef enum {
-  CG_OP_OTHER = 0,        /* anything else the model logged: reductions, gathers, losses */
+  CG_OP_OTHER = 0,        /* anything else the model logged: reductions, gathers, losses, fused
+                          ** kernels written by hand (flash attention: a custom-call) */
   CG_OP_MATMUL,           /* a matrix product (convolutions as their im2col GEMMs too) */
   CG_OP_ELEMENTWISE,      /* one output element from the same element of each input */
   CG_OP_ALL_REDUCE,       /* the sharding pass's collective: sums a partial tensor over replicas */
@@ -123,6 +124,7 @@ extern const cg_sharding_recipe cg_shard_fsdp;           /* shard_zero.c */
 extern const cg_sharding_recipe cg_shard_tensor_parallel;   /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_sequence_parallel; /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_fsdp_tp;        /* shard_tensor_parallel.c */
+extern const cg_sharding_recipe cg_shard_fsdp_sp;        /* shard_tensor_parallel.c */
 
 /* For recipes: an all-reduce over `replicas` of tensor t (a partial sum), whose whole result its
 ** readers read instead (sharding.c). */

@@ -8,6 +8,8 @@
 **     outputs or a model input) and its variables, each next one the one before's output, and
 **     the last writes the layer's activation;
 **   - the loss reads the last activation and writes its gradient;
+**   - by blocks, a block's layers' forwards again write their activations afresh, which the
+**     backward reads in place of the forward's;
 **   - a layer's backward (and, with rematerialisation, its forward again first) reads the
 **     gradient of its output, its inputs' and its own activations and its variables, chains
 **     likewise, and writes its inputs' gradients and its variables' gradients;
@@ -85,7 +87,8 @@ typedef struct tracer {
   int sparse;             /* the tables' gradients are their IndexedSlices (trace's sparse) */
   int *saved;             /* per layer: what its forward keeps for its backward beyond its inputs
                           ** and output (md_model_layer_saved_bytes); -1: nothing, or remat */
-  int remat;              /* 1: the model recomputes each layer's forward before its backward */
+  int remat;              /* 1: the model recomputes each layer's forward before its backward;
+                          ** MD_REMAT_BLOCKS: each block's before the backward of its last */
   int inputs[MD_LAYER_MAX_INPUTS]; /* the model inputs' tensors (MD_MODEL_INPUT(k) is inputs[k]) */
   int group_phase;        /* the (phase, layer) of the chain being built; -1: none */
   int group_layer;        /* its layer */
@@ -125,9 +128,15 @@ static void close_group(tracer *tr) {
     cg__op_write(g, op, tr->saved[l]);
     break;
   }
-  case MD_PHASE_REMAT:
-    cg__op_write(g, op, cg__tensor_new(g, CG_TENSOR_TEMP, activation_bytes(tr, l), l, -1));
+  case MD_PHASE_REMAT: {
+    /* By blocks a layer inside one is made afresh for its backward and its readers': the
+    ** forward's copy dies with the forward (only the cutting layers' outputs are kept). */
+    int inside = tr->remat == MD_REMAT_BLOCKS && !md_model_layer_cuts(tr->m, l);
+    int t = cg__tensor_new(g, inside ? CG_TENSOR_ACTIVATION : CG_TENSOR_TEMP, activation_bytes(tr, l), l, -1);
+    cg__op_write(g, op, t);
+    if (inside) tr->activation[l] = t;
     break;
+  }
   case MD_PHASE_LOSS: {
     int t = cg__tensor_new(g, CG_TENSOR_GRADIENT, activation_bytes(tr, l), l, -1);
     cg__op_write(g, op, t);
@@ -193,7 +202,8 @@ static void open_group(tracer *tr, int op, md_phase phase, int l) {
 static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
   cg_graph *g = tr->g;
   const md_op_info *info = &log->info[i];
-  cg_op proto = {.code = log->matmul[i].batch > 0 ? CG_OP_MATMUL : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
+  cg_op proto = {.code = info->custom_call ? CG_OP_OTHER : log->matmul[i].batch > 0 ? CG_OP_MATMUL
+                         : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
                  .phase = info->phase, .layer = info->layer, .var = info->var, .flops = log->flops[i],
                  .bytes = log->bytes[i], .matmul = log->matmul[i]};
   int op = cg__op_new(g, &proto);

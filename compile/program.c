@@ -168,7 +168,7 @@ const cg_program *cg_cache_get(cg_cache *c, int n) {
   for (size_t i = 0; i < c->n; i++)
     if (c->programs[i]->n == n) return c->programs[i];
   /* a model group's devices share their data shard's examples (cg_options.model_axis) */
-  int examples = n * cg__model_axis(&c->options);
+  int examples = c->options.group_examples > 0 ? c->options.group_examples : n * cg__model_axis(&c->options);
   cg_graph *g = c->options.sparse_tables ? cg_trace_train_step_sparse(&c->spec, &c->opt, examples)
                                          : cg_trace_train_step(&c->spec, &c->opt, examples);
   cg_compile(g, &c->options);

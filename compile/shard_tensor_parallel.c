@@ -17,6 +17,10 @@
 **                      bytes are the same, the overlap a little less.
 **   fsdp_tp            tensor_parallel over the model axis, ZeRO-3 over the data axis on each
 **                      model shard (shard_zero.c), in place of the gradients' all-reduce.
+**   fsdp_sp            fsdp_tp with sequence parallelism: the residual stream's activations
+**                      1/m on each device of the model axis too, as large decoders are trained
+**                      (PaLM's 2-D layout shards them over its model axis; Megatron-LM's
+**                      --sequence-parallel with ZeRO-3).
 ** The trace is the model group's batch (cg_options.model_axis), so a replicated op's work is the
 ** examples each device of the group really runs.
 */
@@ -141,12 +145,17 @@ static void tensor_recipe(cg_graph *g, const cg_options *o, int sequence) {
 static void tensor_parallel(cg_graph *g, const cg_options *o) { tensor_recipe(g, o, 0); }
 static void sequence_parallel(cg_graph *g, const cg_options *o) { tensor_recipe(g, o, 1); }
 
-static void fsdp_tp(cg_graph *g, const cg_options *o) {
+/* ZeRO-3 over the data axis on each model shard, after tensor (sequence: and sequence) parallelism. */
+static void fsdp_model(cg_graph *g, const cg_options *o, int sequence) {
   if (o->replicas < 2) return;
-  split_model(g, o, 0);
+  split_model(g, o, sequence);
   cg__zero(g, 3, cg__data_axis(o));
 }
+
+static void fsdp_tp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 0); }
+static void fsdp_sp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 1); }
 
 const cg_sharding_recipe cg_shard_tensor_parallel = {"tensor_parallel", tensor_parallel};
 const cg_sharding_recipe cg_shard_sequence_parallel = {"sequence_parallel", sequence_parallel};
 const cg_sharding_recipe cg_shard_fsdp_tp = {"fsdp_tp", fsdp_tp};
+const cg_sharding_recipe cg_shard_fsdp_sp = {"fsdp_sp", fsdp_sp};

@@ -23,6 +23,7 @@ void md_cost_add(md_cost *into, const md_cost *c) {
   md_op_info info = log->at;
   info.elementwise = c->elementwise;
   info.out_bytes = c->out_bytes;
+  info.custom_call = c->custom_call;
   log->info[log->n] = info;
   log->flops[log->n] = c->flops;
   log->bytes[log->n] = c->bytes_moved;

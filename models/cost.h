@@ -25,6 +25,8 @@ typedef struct md_op_info {
                           ** a reduction (md_cost_elementwise reading no array: a bias's gradient)
                           ** is not */
   double out_bytes;       /* bytes of the one tensor it writes; 0: not known (several, or none) */
+  int custom_call;        /* 1: a hand-written fused kernel (flash attention), a custom-call in
+                          ** XLA's HLO: its matmul shape times it, no epilogue fuses into it */
 } md_op_info;
 
 typedef struct md_op_log {
@@ -44,6 +46,7 @@ typedef struct md_cost {
   sim_matmul matmul;      /* a matrix product's shape; batch 0 (the default): not one */
   int elementwise;        /* 1: an elementwise op (md_op_info) */
   double out_bytes;       /* bytes of the one tensor the op writes; 0: not known */
+  int custom_call;        /* 1: a fused kernel (md_op_info) */
   md_op_log *ops;         /* when set, each op added to this total is also logged here */
 } md_cost;
 

@@ -32,7 +32,10 @@
 **      float32 of the rounded output, as with Keras's advised float32 final activation.
 **   8. Rematerialisation changes costs and memory only: a train step charges each layer's
 **      forward a second time, just before its backward, and holds its outputs through the step
-**      (md_model_activation_bytes); the values computed are the first pass's.
+**      (md_model_activation_bytes); the values computed are the first pass's. By blocks
+**      (MD_REMAT_BLOCKS) it charges a block's layers' forwards again, in order, just before the
+**      backward of its last (the layer that cuts the model) and holds the cutting layers'
+**      outputs and one block's.
 **   9. Tensor parallelism (md_model_tensor_parallel) changes memory and costs only: values are
 **      computed once per replica, unsplit, as the partitioned program computes them (the same
 **      products summed in another order is not claimed: the replica's numerics are the unsplit
@@ -226,7 +229,17 @@ static void plan_backward(md_model *m) {
     }
     if (adds > m->nscratch) m->nscratch = adds;
   }
+  /* layer l cuts when the earliest thing any later layer reads is l or after it */
+  int earliest = m->nlayers;
+  for (int l = m->nlayers - 1; l >= 0; l--) {
+    m->layers[l].cuts = earliest >= l;
+    for (int k = 0; k < m->layers[l].ninputs; k++)
+      if (m->layers[l].input[k] < earliest) earliest = m->layers[l].input[k] < 0 ? -1 : m->layers[l].input[k];
+  }
 }
+
+int md_model_layer_cuts(const md_model *m, int l) { return m->layers[l].cuts; }
+
 
 md_model *md_model_new(const md_model_spec *spec, md_error *err) {
   if (spec->nlayers <= 0 || spec->layers == NULL) {
@@ -666,6 +679,18 @@ int md_model_cross_replica(const md_model *m) {
   return 0;
 }
 
+/* The forward of layer l again, for its backward (invariant 8): the same values as the first
+** pass, so only its ops are charged (no collective: the first pass's statistics are reused). */
+static void remat_layer(md_model *m, md_workspace *w, const md_batch *b, int l, md_cost *cost) {
+  const md_layer *ly = &m->layers[l];
+  md_layer_run again = layer_run(m, w, b, l, 1);
+  again.all_reduce = NULL;
+  md_op_log_at(cost, MD_PHASE_REMAT, l, -1);
+  ly->ops->cost(ly, &again, MD_PASS_FORWARD, cost);
+  md_activation_forward(ly->spec.activation, activation_rows(ly, b->n), ly->out_shape.dim[ly->out_shape.rank - 1],
+                        NULL, NULL, m->act_bytes, cost);
+}
+
 void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float scale,
                          md_grads *grads, double *loss_sum, md_cost *cost) {
   assert(grads->nvars == m->nvars);
@@ -689,16 +714,13 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
       continue;
     }
     md_layer_run r = layer_run(m, w, b, l, 1);
-    if (m->rematerialize) {
-      /* The layer's forward again, from its kept input, before its backward (invariant 8): the
-      ** same values as the first pass, so only its ops are charged (no collective: the first
-      ** pass's statistics are reused). */
-      md_layer_run again = r;
-      again.all_reduce = NULL;
-      md_op_log_at(cost, MD_PHASE_REMAT, l, -1);
-      ly->ops->cost(ly, &again, MD_PASS_FORWARD, cost);
-      md_activation_forward(ly->spec.activation, activation_rows(ly, b->n),
-                            ly->out_shape.dim[ly->out_shape.rank - 1], NULL, NULL, m->act_bytes, cost);
+    if (m->rematerialize == MD_REMAT_BLOCKS && ly->cuts) {  /* the block ending here, from its input */
+      int first = l;
+      while (first > 0 && !m->layers[first - 1].cuts) first--;
+      for (int j = first; j <= l; j++)
+        if (m->layers[j].live) remat_layer(m, w, b, j, cost);
+    } else if (m->rematerialize == 1) {
+      remat_layer(m, w, b, l, cost);
     }
     md_op_log_at(cost, MD_PHASE_BACKWARD, l, -1);
     /* Under act_logits the loss already differentiated with respect to z. */
@@ -858,13 +880,21 @@ int md_model_layer_backward_reads(const md_model *m, int l) {
 }
 
 double md_model_activation_bytes(const md_model *m, int n) {
-  double inputs = (double)n * (m->input_features + m->input_ids), elements = 0, transient = 0;
+  double inputs = (double)n * (m->input_features + m->input_ids), elements = 0, transient = 0, block = 0;
   for (int l = 0; l < m->nlayers; l++) {
     const md_layer *ly = &m->layers[l];
     double out = (double)n * ly->out;
     double intermediates = md_model_layer_saved_bytes(m, l, n) / m->act_bytes + out * (ly->readers > 1);
     if (!m->rematerialize) {
       elements += out + intermediates;
+      continue;
+    }
+    if (m->rematerialize == MD_REMAT_BLOCKS) {  /* a block's outputs and intermediates at once */
+      block += out + intermediates;
+      if (block > transient) transient = block;
+      if (!ly->cuts) continue;
+      block = 0;
+      elements += out;
       continue;
     }
     elements += out;

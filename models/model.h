@@ -104,6 +104,13 @@ typedef struct md_layer_spec {
   int key_dim;            /* multi_head_attention: per head, query and key */
   int value_dim;          /* multi_head_attention: per head (0: key_dim) */
   int use_causal_mask;    /* multi_head_attention: position i attends to positions <= i only */
+  int num_key_value_heads; /* multi_head_attention: key and value heads (0: num_heads), each shared
+                          ** by num_heads / num_key_value_heads query heads (grouped-query
+                          ** attention; 1: multi-query) */
+  float rope_max_wavelength; /* multi_head_attention: rotary position embeddings of q and k with
+                          ** this wavelength (Llama's 10000, Llama 3's 500000); 0: none */
+  int flash_attention;    /* multi_head_attention: 1 runs scores, softmax and context as one fused
+                          ** kernel that keeps no S x S scores (Keras 3's flash_attention) */
   int axis;               /* softmax, concatenate: as Keras counts it, batch 0 (0: -1, the last);
                           ** layer_ and batch_normalization: must name the last */
   int ninputs;            /* entries in inputs; 0: the previous layer's output (layer 0: the
@@ -161,8 +168,13 @@ typedef struct md_model_spec {
   int rematerialize;      /* 1: a train step keeps only each layer's output for the backward and
                           ** recomputes the rest layer by layer (tf.recompute_grad, XLA's remat):
                           ** its forward is charged twice, its activations held are the outputs and
-                          ** one layer's intermediates. The values, and so the bits, are the same */
+                          ** one layer's intermediates. The values, and so the bits, are the same.
+                          ** MD_REMAT_BLOCKS: only the outputs of the layers that cut the model
+                          ** (md_model_layer_cuts: a transformer block's output) are kept, and a
+                          ** block's layers are recomputed from its input before its backward */
 } md_model_spec;
+
+enum { MD_REMAT_BLOCKS = 2 };  /* md_model_spec.rematerialize: recompute whole blocks */
 
 typedef struct md_var {
   char name[64];          /* e.g. "dense_1/kernel" */
@@ -322,6 +334,9 @@ int    md_model_cross_replica(const md_model *m);
 ** its z when an activation makes the output a second array, and its saved floats (dropout's
 ** mask), in the compute dtype. */
 double md_model_layer_saved_bytes(const md_model *m, int l, int n);
+/* 1 when layer l cuts the model: no later layer reads a layer (or a model input) before it, so
+** its output alone carries everything before it forward (a transformer block's last add). */
+int md_model_layer_cuts(const md_model *m, int l);
 /* What layer l's gradient ops read of its forward, as TensorFlow's registered gradients do
 ** (ReluGrad reads the output, FusedBatchNormGrad the input, AddN's gradient nothing): a mask of
 ** MD_BACKWARD_READS_*. Buffer liveness keeps an activation until the last backward that reads it. */

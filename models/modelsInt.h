@@ -43,6 +43,7 @@ typedef struct md_layer {
                           ** (md_workspace_set_all_reduce; synchronized batch normalisation), so a
                           ** replica with no examples still runs them, on its 0 examples */
   int live;               /* 1: its output reaches the model's, so its backward runs */
+  int cuts;               /* md_model_layer_cuts: no later layer reads one before it */
   int readers;            /* live layers' inputs reading its output: above 1, its gradient is a
                           ** sum the backward holds from the last reader to the first */
   int dx_adds[MD_LAYER_MAX_INPUTS]; /* 1: input k's gradient goes to a scratch buffer and is added

@@ -26,8 +26,21 @@
 **     2017; williamleif/GraphSAGE supervised_train.py: K = 2, fan-outs 25 then 10, 128 units a
 **     transform, concat, 602 features, 41 classes), its subgraph padded to the fan-outs' most
 **     nodes and edges, the sizes TF-GNN's runner pads a TPU's batches to.
+**   llama: KerasHub's LlamaBackbone (Llama 2 / 3): a token Embedding, pre-normalised blocks of
+**     RMSNormalization (epsilon 1e-5), causal attention without biases with rotary embeddings
+**     and grouped-query key-value heads, a residual add, RMSNormalization and the SwiGLU MLP
+**     down(silu(gate(x)) * up(x)) without biases, a residual add; a final RMSNormalization and
+**     an untied language-model head, as Llama's.
+**   palm: PaLM (Chowdhery et al. 2022, section 2): parallel blocks x + attention(norm(x)) +
+**     mlp(norm(x)) over one layer norm, multi-query attention with heads 256 wide and rotary
+**     embeddings, a SwiGLU MLP, no biases. Two departures: the layer norms keep Keras's beta (2
+**     d_model variables a block, 0.0008% of 540B) and the language-model head is its own
+**     variable where PaLM shares the input embedding (vocab x d_model more variables: 4.7B on
+**     540B's 540.35B; the head's matmul is the same).
 ** Presets are the published sizes (GPT-3 paper table 2.1; BERT paper; Keras's ResNet50; MLPerf's
-** DLRM reference, its table rows after the 40M cap).
+** DLRM reference, its table rows after the 40M cap; the Llama 2 paper's table and its released
+** config.json files (Llama 2 7B/13B/70B; Llama 3.1 405B: 126 layers, 16384 wide, 128 heads, 8
+** key-value heads, ffn 53248, vocab 128256, rope theta 500000); PaLM's table 1).
 */
 #include <string.h>
 
@@ -54,6 +67,20 @@ static const struct preset {
   {"dlrm", {.family = MD_ZOO_DLRM, .vocab = 40000000, .embedding_dim = 128}},
   {"graphsage", {.family = MD_ZOO_GRAPHSAGE, .layers = 2, .units = 128, .node_features = 602, .classes = 41,
                  .graph_nodes = 1 + 25 + 25 * 10, .graph_edges = 25 + 25 * 10}},
+  {"llama2_7b", {.family = MD_ZOO_LLAMA, .layers = 32, .d_model = 4096, .heads = 32, .ffn = 11008, .seq_len = 4096,
+                 .vocab = 32000, .rope_wavelength = 10000}},
+  {"llama2_13b", {.family = MD_ZOO_LLAMA, .layers = 40, .d_model = 5120, .heads = 40, .ffn = 13824, .seq_len = 4096,
+                  .vocab = 32000, .rope_wavelength = 10000}},
+  {"llama2_70b", {.family = MD_ZOO_LLAMA, .layers = 80, .d_model = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672,
+                  .seq_len = 4096, .vocab = 32000, .rope_wavelength = 10000}},
+  {"llama3_405b", {.family = MD_ZOO_LLAMA, .layers = 126, .d_model = 16384, .heads = 128, .kv_heads = 8, .ffn = 53248,
+                   .seq_len = 8192, .vocab = 128256, .rope_wavelength = 500000}},
+  {"palm_8b", {.family = MD_ZOO_PALM, .layers = 32, .d_model = 4096, .heads = 16, .kv_heads = 1, .head_dim = 256,
+               .ffn = 16384, .seq_len = 2048, .vocab = 256000, .rope_wavelength = 10000}},
+  {"palm_62b", {.family = MD_ZOO_PALM, .layers = 64, .d_model = 8192, .heads = 32, .kv_heads = 1, .head_dim = 256,
+                .ffn = 32768, .seq_len = 2048, .vocab = 256000, .rope_wavelength = 10000}},
+  {"palm_540b", {.family = MD_ZOO_PALM, .layers = 118, .d_model = 18432, .heads = 48, .kv_heads = 1, .head_dim = 256,
+                 .ffn = 73728, .seq_len = 2048, .vocab = 256000, .rope_wavelength = 10000}},
 };
 enum { NPRESETS = (int)(sizeof PRESETS / sizeof PRESETS[0]) };
 
@@ -141,7 +168,9 @@ static void resnet50(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
 
 static md_layer_spec attention(const md_zoo_spec *z, int causal) {
   return (md_layer_spec){.kind = MD_LAYER_MULTI_HEAD_ATTENTION, .num_heads = z->heads,
-                         .key_dim = z->d_model / z->heads, .use_bias = 1, .use_causal_mask = causal};
+                         .key_dim = z->head_dim > 0 ? z->head_dim : z->d_model / z->heads, .use_bias = 1,
+                         .use_causal_mask = causal, .num_key_value_heads = z->kv_heads,
+                         .rope_max_wavelength = z->rope_wavelength, .flash_attention = z->flash_attention};
 }
 static md_layer_spec dense(int units, md_activation act) {
   return (md_layer_spec){.kind = MD_LAYER_DENSE, .units = units, .activation = act, .use_bias = 1};
@@ -195,6 +224,60 @@ static void gpt(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
   }
   layer(b, norm(1e-5f), "layer_norm");
   layer(b, dense(z->vocab, MD_ACT_NONE), "lm_head");
+}
+
+static md_layer_spec unbiased(md_layer_spec l) {
+  l.use_bias = 0;
+  return l;
+}
+
+/* The SwiGLU MLP reading x, named PREFIX_gate_dense, .._up_dense, .._multiply, .._down_dense
+** (KerasHub's feedforward_gate_dense, _intermediate_dense, _output_dense): its output. */
+static int swiglu(builder *b, const md_zoo_spec *z, int x, const char *prefix) {
+  char n[MD_LAYER_NAME_MAX];
+  int gate = layer_on(b, unbiased(dense(z->ffn, MD_ACT_SWISH)), base_format(n, sizeof n, "%s_gate_dense", prefix), x);
+  int up = layer_on(b, unbiased(dense(z->ffn, MD_ACT_NONE)), base_format(n, sizeof n, "%s_intermediate_dense", prefix), x);
+  const int in[2] = {gate, up};
+  append(b, (md_layer_spec){.kind = MD_LAYER_MULTIPLY}, base_format(n, sizeof n, "%s_multiply", prefix), 2, in);
+  return layer(b, unbiased(dense(z->d_model, MD_ACT_NONE)), base_format(n, sizeof n, "%s_output_dense", prefix));
+}
+
+/* The token table as a sequence, [seq_len, d_model]: the input of llama and palm. */
+static int token_embedding(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
+  spec->input_ids = z->seq_len;
+  spec->input_vocab = z->vocab;
+  return layer(b, (md_layer_spec){.kind = MD_LAYER_EMBEDDING, .vocab = z->vocab, .dim = z->d_model,
+                                  .combiner = MD_COMBINER_NONE}, "token_embedding");
+}
+
+static void llama(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
+  static const md_layer_spec RMS = {.kind = MD_LAYER_RMS_NORMALIZATION, .epsilon = 1e-5f};
+  char n[MD_LAYER_NAME_MAX], p[MD_LAYER_NAME_MAX];
+  int x = token_embedding(b, z, spec);
+  for (int i = 0; i < z->layers; i++) {
+    layer(b, RMS, base_format(n, sizeof n, "transformer_layer_%d_self_attention_layernorm", i));
+    int a = layer(b, unbiased(attention(z, 1)), base_format(n, sizeof n, "transformer_layer_%d_self_attention", i));
+    int x1 = add2(b, base_format(n, sizeof n, "transformer_layer_%d_self_attention_add", i), x, a);
+    layer(b, RMS, base_format(n, sizeof n, "transformer_layer_%d_feedforward_layernorm", i));
+    int f = swiglu(b, z, b->n - 1, base_format(p, sizeof p, "transformer_layer_%d_feedforward", i));
+    x = add2(b, base_format(n, sizeof n, "transformer_layer_%d_feedforward_add", i), x1, f);
+  }
+  layer(b, RMS, "sequence_output_layernorm");
+  layer(b, unbiased(dense(z->vocab, MD_ACT_NONE)), "lm_head");
+}
+
+static void palm(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
+  char n[MD_LAYER_NAME_MAX], p[MD_LAYER_NAME_MAX];
+  int x = token_embedding(b, z, spec);
+  for (int i = 0; i < z->layers; i++) {
+    int h = layer(b, norm(1e-6f), base_format(n, sizeof n, "transformer_layer_%d_layernorm", i));
+    int a = layer(b, unbiased(attention(z, 1)), base_format(n, sizeof n, "transformer_layer_%d_self_attention", i));
+    int f = swiglu(b, z, h, base_format(p, sizeof p, "transformer_layer_%d_feedforward", i));
+    const int in[3] = {x, a, f};
+    x = append(b, (md_layer_spec){.kind = MD_LAYER_ADD}, base_format(n, sizeof n, "transformer_layer_%d_add", i), 3, in);
+  }
+  layer(b, norm(1e-6f), "sequence_output_layernorm");
+  layer(b, unbiased(dense(z->vocab, MD_ACT_NONE)), "lm_head");
 }
 
 /* MLPerf's Criteo 1TB tables: rows of each of the 26 categorical features after the reference's
@@ -253,10 +336,13 @@ int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_
     return md_error_set(err, 0, 0, "resnet50 needs image_size >= 32 (five stride-2 stages) and classes >= 1");
   if (z->family == MD_ZOO_DLRM && (z->vocab < 1 || z->embedding_dim < 1))
     return md_error_set(err, 0, 0, "dlrm needs vocab (the most rows a table keeps) and embedding_dim >= 1");
-  if (z->family == MD_ZOO_BERT || z->family == MD_ZOO_GPT) {
+  if (z->family == MD_ZOO_BERT || z->family == MD_ZOO_GPT || z->family == MD_ZOO_LLAMA || z->family == MD_ZOO_PALM) {
     if (z->layers < 1 || z->d_model < 1 || z->heads < 1 || z->ffn < 1 || z->seq_len < 1 || z->vocab < 1)
       return md_error_set(err, 0, 0, "a transformer needs layers, d_model, heads, ffn, seq_len and vocab >= 1");
-    if (z->d_model % z->heads != 0)
+    if (z->kv_heads < 0 || (z->kv_heads > 0 && z->heads % z->kv_heads != 0))
+      return md_error_set(err, 0, 0, "kv_heads %d must divide heads %d (each key-value head serves a group of query "
+                          "heads)", z->kv_heads, z->heads);
+    if (z->head_dim == 0 && z->d_model % z->heads != 0)
       return md_error_set(err, 0, 0, "d_model %d is not a multiple of heads %d (each head is d_model / heads wide)",
                           z->d_model, z->heads);
     if (z->family == MD_ZOO_BERT && z->classes < 1) return md_error_set(err, 0, 0, "bert needs classes >= 1");
@@ -267,6 +353,8 @@ int md_zoo_build(const md_zoo_spec *z, md_layer_spec *layers, int max, md_model_
   else if (z->family == MD_ZOO_BERT) bert(&b, z, spec);
   else if (z->family == MD_ZOO_DLRM) dlrm(&b, z, inputs, spec);
   else if (z->family == MD_ZOO_GPT) gpt(&b, z, spec);
+  else if (z->family == MD_ZOO_LLAMA) llama(&b, z, spec);
+  else if (z->family == MD_ZOO_PALM) palm(&b, z, spec);
   else graphsage(&b, z, spec);
   if (b.n > max) return md_error_set(err, 0, 0, "the model has %d layers, more than the %d a model may have", b.n, max);
   spec->nlayers = b.n;

@@ -11,8 +11,8 @@
 
 /* Indexed by scenario.dist_preset; past the first, compile/'s recipe names. */
 static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "zero2", "fsdp",
-                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "pipeline", NULL};
-enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_PIPELINE };
+                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline", NULL};
+enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE };
 
 /* mesh: {data: 16, model: 8}, DeviceMesh's axis_names and shape in order. */
 static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
@@ -76,10 +76,10 @@ static int layout_map_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const 
 const key_spec CFG_DISTRIBUTION_KEYS[] = {
   {.key = "preset", .type = V_ENUM, .names = PRESETS, .st = S_INT, OFF(scenario, dist_preset),
    .doc = "the sharding recipe: data_parallel, zero1, zero2, fsdp (ZeRO-3) over every device of the mesh (its "
-          "axes flattened); tensor_parallel (Megatron), sequence_parallel, fsdp_tp over its second (model) axis, "
-          "the batch over its first; pipeline: pipeline stages over its second axis (as an axis named pipeline "
-          "lays them out), each stage data parallel over the first; layout_map (the default): the one the "
-          "layout map describes"},
+          "axes flattened); tensor_parallel (Megatron), sequence_parallel, fsdp_tp, fsdp_sp (fsdp_tp with "
+          "sequence parallelism) over its second (model) axis, the batch over its first; pipeline: pipeline "
+          "stages over its second axis (as an axis named pipeline lays them out), each stage data parallel over "
+          "the first; layout_map (the default): the one the layout map describes"},
   {.key = "mesh", .type = V_FN, .fn = mesh_fn,
    .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":"
              "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
@@ -137,7 +137,7 @@ int cfg_distribution_checks(cfg_ctx *c) {
   if (s->dist_preset == P_LAYOUT)
     s->dist_preset = uses[1] && model > 1 ? (uses[0] ? P_FSDP_TP : P_TP) : uses[0] ? P_FSDP : P_DATA;
   const yt_node *preset = yt_get(d, "preset");
-  int wants_model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset == P_FSDP_TP;
+  int wants_model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset >= P_FSDP_TP;
   if (wants_model && model < 2)
     return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's second "
                     "(model) axis: give strategy.distribution.mesh two axes such as {data: 2, model: 2}",
@@ -160,6 +160,6 @@ int scenario_pipeline_preset(const scenario *s) { return s->dist && s->dist_pres
 ** its axes flattened, as keras.distribution.DataParallel's one-axis mesh does: so a plan can
 ** sweep the preset on one mesh. */
 int scenario_model_axis(const scenario *s) {
-  int model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset == P_FSDP_TP;
+  int model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset >= P_FSDP_TP;
   return s->dist && model && s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
 }

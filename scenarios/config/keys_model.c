@@ -280,6 +280,12 @@ static const key_spec MULTI_HEAD_ATTENTION_KEYS[] = {
   LAYER_INT("key_dim", key_dim, 1, 1e5, .required = 1),
   LAYER_INT("value_dim", value_dim, 1, 1e5),
   {.key = "use_causal_mask", .type = V_BOOL, .st = S_INT, OFF(md_layer_spec, use_causal_mask)},
+  LAYER_INT("num_key_value_heads", num_key_value_heads, 1, 4096,
+            .doc = "key and value heads, dividing num_heads (grouped-query attention; 1: multi-query; default num_heads)"),
+  {.key = "rope_max_wavelength", .doc = "rotary position embeddings of query and key with this wavelength (Llama's 10000); default none",
+   .type = V_NUM, .st = S_FLOAT, OFF(md_layer_spec, rope_max_wavelength), .lo = 0, .lo_open = 1},
+  {.key = "flash_attention", .doc = "one fused kernel for scores, softmax and context that keeps no S x S scores (Keras 3's flash_attention)",
+   .type = V_BOOL, .st = S_INT, OFF(md_layer_spec, flash_attention)},
   USE_BIAS, LOGICAL_DEVICE, END};
 
 /* Every layer kind, by Keras's snake-case name (md_layer_kind_name), and its keys. */
@@ -451,22 +457,26 @@ static const key_spec ZOO_KEYS[] = {
   {.key = "preset", .type = V_STR, .required = 1},
   {.key = "image_size", .doc = "resnet50: input height and width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, image_size), .lo = 32, .hi = 4096},
   {.key = "classes", .doc = "resnet50, bert: the classifier's outputs", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, classes), .lo = 1, .hi = 1e6},
-  {.key = "layers", .doc = "bert, gpt: transformer blocks", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, layers), .lo = 1, .hi = 140},
-  {.key = "d_model", .doc = "bert, gpt: the model's width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, d_model), .lo = 1, .hi = 1e6},
-  {.key = "heads", .doc = "bert, gpt: attention heads (dividing d_model)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, heads), .lo = 1, .hi = 4096},
-  {.key = "ffn", .doc = "bert, gpt: the feed-forward width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, ffn), .lo = 1, .hi = 1e7},
-  {.key = "seq_len", .doc = "bert, gpt: tokens per example", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, seq_len), .lo = 1, .hi = 1e6},
-  {.key = "vocab", .doc = "bert, gpt: rows of the token table; dlrm: the most rows a table keeps (MLPerf's max-ind-range)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
+  {.key = "layers", .doc = "bert, gpt, llama, palm: transformer blocks", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, layers), .lo = 1, .hi = 200},
+  {.key = "d_model", .doc = "bert, gpt, llama, palm: the model's width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, d_model), .lo = 1, .hi = 1e6},
+  {.key = "heads", .doc = "bert, gpt, llama, palm: attention heads (dividing d_model)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, heads), .lo = 1, .hi = 4096},
+  {.key = "ffn", .doc = "bert, gpt, llama, palm: the feed-forward width", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, ffn), .lo = 1, .hi = 1e7},
+  {.key = "seq_len", .doc = "bert, gpt, llama, palm: tokens per example", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, seq_len), .lo = 1, .hi = 1e6},
+  {.key = "vocab", .doc = "bert, gpt, llama, palm: rows of the token table; dlrm: the most rows a table keeps (MLPerf's max-ind-range)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, vocab), .lo = 1, .hi = 2e9},
   {.key = "embedding_dim", .doc = "dlrm: every table's width and the bottom MLP's output", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, embedding_dim), .lo = 1, .hi = 1e5},
   {.key = "units", .doc = "graphsage: each transform's outputs", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, units), .lo = 1, .hi = 1e6},
   {.key = "node_features", .doc = "graphsage: floats per node", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, node_features), .lo = 1, .hi = 1e6},
   {.key = "nodes", .doc = "graphsage: nodes per padded subgraph", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, graph_nodes), .lo = 1, .hi = 1e6},
   {.key = "edges", .doc = "graphsage: edges per padded subgraph", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, graph_edges), .lo = 0, .hi = 1e7},
+  {.key = "kv_heads", .doc = "llama, palm: key-value heads dividing heads (grouped-query attention; 1: multi-query)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, kv_heads), .lo = 1, .hi = 4096},
+  {.key = "head_dim", .doc = "llama, palm: each head's width (default d_model / heads)", .type = V_INT, .st = S_INT, OFF(md_zoo_spec, head_dim), .lo = 1, .hi = 1e5},
+  {.key = "rope_wavelength", .doc = "llama, palm: the rotary embeddings' max wavelength", .type = V_NUM, .st = S_FLOAT, OFF(md_zoo_spec, rope_wavelength), .lo = 0, .lo_open = 1},
+  {.key = "flash_attention", .doc = "bert, gpt, llama, palm: attention as one fused kernel keeping no S x S scores (Keras 3's flash_attention)", .type = V_BOOL, .st = S_INT, OFF(md_zoo_spec, flash_attention)},
   END};
 
 static int zoo_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   scenario *s = c->s;
-  char names[256] = "", sub[256];
+  char names[512] = "", sub[256];
   (void)k; (void)base;
   const yt_node *preset = v->kind == YT_MAP ? yt_get(v, "preset") : v;
   const char *name = NULL;

@@ -106,6 +106,7 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "validation_freq", .type = V_FN, .fn = validation_freq_fn,
    .schema = "{\"oneOf\":[{\"type\":\"integer\",\"minimum\":1},{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":1}}],\"description\":\"evaluate every N epochs, or after the listed (1-based) epochs, as Keras fit's validation_freq\"}"},
   {.key = "rematerialize", .doc = "keep only each layer's output for the backward, recomputing the rest (tf.recompute_grad)", .type = V_BOOL, .st = S_INT, OFF(scenario, rematerialize)},
+  {.key = "rematerialize_blocks", .doc = "keep only each block's output (a layer no later layer reads past) and recompute the block before its backward (tf.recompute_grad around each transformer block; MaxText's remat_policy full)", .type = V_BOOL, .st = S_INT, OFF(scenario, remat_blocks)},
   {.key = "gradient_accumulation_steps", .type = V_INT, .st = S_INT, OFF(scenario, grad_accum), .lo = 1, .hi = 65536,
    .doc = "micro-batches per step (Keras 3's optimizer gradient_accumulation_steps): each replica runs its share of the global batch as this many forward and backward passes, sums their gradients, all-reduces once and applies once"},
   {.key = "fast_forward", .doc = "skip steps (parameter_server: closures) proven to repeat an earlier period exactly (same outputs, less wall time)", .type = V_BOOL, .st = S_INT, OFF(scenario, fast_forward)},

@@ -406,7 +406,7 @@ md_model_spec scenario_model_spec(const scenario *s, int shapes_only) {
                           .input_ids = s->input_ids, .input_vocab = s->input_vocab,
                           .nlayers = s->nlayers, .layers = s->layers, .loss = s->loss,
                           .from_logits = s->from_logits, .shapes_only = shapes_only,
-                          .dtype_policy = s->dtype_policy, .rematerialize = s->rematerialize };
+                          .dtype_policy = s->dtype_policy, .rematerialize = s->remat_blocks ? MD_REMAT_BLOCKS : s->rematerialize };
 }
 
 /* Builds the model on shapes alone, as the run will; when that fails, one layer more each time

@@ -16,8 +16,8 @@
 #include "sim/fault.h"
 #include "sim/roofline.h"
 
-/* model.layers: enough for the zoo's largest (gpt_175b: 675 layers). */
-#define SCN_MAX_LAYERS 1024
+/* model.layers: enough for the zoo's largest (llama3_405b: 126 blocks of 9, 1137 layers). */
+#define SCN_MAX_LAYERS 2048
 #define SCN_MAX_DEVICES 64   /* strategy.devices entries */
 #define SCN_MAX_LAYOUTS 32   /* strategy.distribution.layout_map entries */
 #define SCN_MAX_STAGES 256   /* strategy.distribution.pipeline.layers_per_stage entries */
@@ -329,6 +329,7 @@ typedef struct scenario {
   int    grad_accum;            /* training.gradient_accumulation_steps: micro-batches per step (0 or 1:
                                   none); also set as optimizer.accumulation_steps */
   int    rematerialize;         /* training.rematerialize (default false) */
+  int    remat_blocks;          /* training.rematerialize_blocks (default false; over rematerialize) */
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */
   double compile_base_s;        /* training.compile.base (default sim_compile_default's) */
   double compile_per_op_s;      /* training.compile.per_op (default sim_compile_default's) */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "scenarios/programs/accum.h"
 #include "scenarios/programs/pipeline.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/cond.h"
@@ -287,9 +288,13 @@ int mesh_active(const scenario *s, int nreplicas) {
   return recipe != NULL && strcmp(recipe, "data_parallel") != 0 && nreplicas >= 2;
 }
 
+/* keras.distribution splits the batch over the data axis alone: a model group's devices hold its
+** shard of each micro-batch, however the per-replica counts round. */
 cg_options mesh_compile_options(const scenario *s, int nreplicas) {
+  int model = scenario_model_axis(s) > 1 ? scenario_model_axis(s) : 1;
+  long data = nreplicas / model > 1 ? nreplicas / model : 1, micro = s->global_batch / accum_steps(s);
   return (cg_options){.replicas = nreplicas, .fusion = s->xla_fusion, .sharding = scenario_sharding_recipe(s),
-                      .model_axis = scenario_model_axis(s)};
+                      .model_axis = model, .group_examples = model > 1 ? (int)((micro + data - 1) / data) : 0};
 }
 
 /* ---- the layout against the cluster and the model --------------------------------------- */

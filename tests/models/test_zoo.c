@@ -8,7 +8,7 @@
 
 #include "models/zoo.h"
 
-enum { MAX_LAYERS = 1024 };
+enum { MAX_LAYERS = 2048 };
 
 typedef struct built {
   int layers;             /* layer count */
@@ -146,7 +146,8 @@ static void zoo_refuses_what_it_cannot_build(void **state) {
   assert_string_equal(md_zoo_preset_name(0), "resnet50");
   assert_string_equal(md_zoo_preset_name(7), "dlrm");
   assert_string_equal(md_zoo_preset_name(8), "graphsage");
-  assert_null(md_zoo_preset_name(9));
+  assert_string_equal(md_zoo_preset_name(9), "llama2_7b");
+  assert_null(md_zoo_preset_name(16));
   static md_layer_spec layers[MAX_LAYERS];
   md_model_spec spec;
   md_error err;
@@ -163,6 +164,79 @@ static void zoo_refuses_what_it_cannot_build(void **state) {
   assert_non_null(strstr(err.msg, "graphsage needs layers, units"));
 }
 
+/* Llama 2 (Touvron et al. 2023, its released config.json files) and Llama 3.1 405B (Meta's
+** model card; config.json: 126 layers, 16384, 128 heads, 8 key-value heads, ffn 53248, vocab
+** 128256): parameters as Hugging Face counts them, exactly. A block: q and o d x d, k and v
+** d x G hd, three SwiGLU kernels d x ffn, two RMS scales d; plus the token table and the untied
+** head V d each and the final scale d:
+**   7B:  32 (4 4096^2 + 3 4096 11008 + 2 4096) + 4096 + 2 32000 4096          =   6,738,415,616
+**   13B: 40 (4 5120^2 + 3 5120 13824 + 2 5120) + 5120 + 2 32000 5120          =  13,015,864,320
+**   70B: 80 (2 8192^2 + 2 8192 1024 + 3 8192 28672 + 2 8192) + 8192 + 2 32000 8192 = 68,976,648,192
+**   405B: 126 (2 16384^2 + 2 16384 1024 + 3 16384 53248 + 2 16384) + 16384 + 2 128256 16384
+**                                                                              = 405,853,388,800
+** (the papers' 6.74B, 13.02B, "70B" and "405B"). 9 layers a block: 2 norms, attention, 2 adds and
+** the SwiGLU's gate, up, multiply and down. Training FLOPs per token as PaLM's appendix B counts
+** them, 6 N (N without the token table) + 12 L S H hd, within 2%: rope's turns, the norms and
+** the softmax are the rest. */
+static void llama_matches_published_counts(void **state) {
+  (void)state;
+  static const struct { const char *name; double params, layers, d, vocab, seq; } L[] = {
+    {"llama2_7b", 6738415616.0, 32, 4096, 32000, 4096}, {"llama2_13b", 13015864320.0, 40, 5120, 32000, 4096},
+    {"llama2_70b", 68976648192.0, 80, 8192, 32000, 4096}, {"llama3_405b", 405853388800.0, 126, 16384, 128256, 8192},
+  };
+  for (size_t i = 0; i < sizeof L / sizeof L[0]; i++) {
+    built r = build(L[i].name);
+    print_message("%s: %.0f parameters, %d layers, %.5g training FLOPs per token\n", L[i].name, r.params, r.layers,
+                  r.train / L[i].seq);
+    assert_true(r.params == L[i].params);
+    assert_int_equal(r.layers, 9 * (int)L[i].layers + 3);
+    double formula = 6 * (r.params - L[i].vocab * L[i].d) + 12 * L[i].layers * L[i].seq * L[i].d;
+    assert_true(fabs(r.train / L[i].seq / formula - 1) < 0.02);
+  }
+}
+
+/* PaLM's table 1: 8B (32 layers, 4096, 16 heads), 62B (64, 8192, 32), 540B (118, 18432, 48),
+** heads 256 wide, multi-query, ffn 4 d SwiGLU, vocab 256k, shared input and output embeddings:
+** 8.63B, 62.50B, 540.35B. A block: q and o d x 256 H, k and v d x 256, three d x 4d kernels and a
+** layer norm's 2 d; podsim's untied head adds V d to the published count:
+**   540B: 118 (2 18432 12288 + 2 18432 256 + 3 18432 73728 + 2 18432) + 2 18432 + 256000 18432
+**         = 540,358,668,288 (+ 4,718,592,000 head) = 545,077,260,288
+**   62B: 62,496,194,560 + 2,097,152,000;  8B: 8,632,147,968 + 1,048,576,000
+** within 0.03% of the published: its two decimals (8.63 for 8,632M) and the layer norms' beta
+** podsim keeps (540B: 0.0016% over). 7 layers a block: the norm, attention, gate,
+** up, multiply, down and the parallel block's 3-way add. */
+static void palm_matches_published_counts(void **state) {
+  (void)state;
+  static const struct { const char *name; double published, exact, layers, d, heads; } P[] = {
+    {"palm_8b", 8.63e9, 8632147968.0, 32, 4096, 16}, {"palm_62b", 62.50e9, 62496194560.0, 64, 8192, 32},
+    {"palm_540b", 540.35e9, 540358668288.0, 118, 18432, 48},
+  };
+  for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+    built r = build(P[i].name);
+    double head = 256000 * P[i].d, tied = r.params - head;
+    print_message("%s: %.0f parameters with a tied head, %.5g training FLOPs per token\n", P[i].name, tied,
+                  r.train / 2048);
+    assert_true(tied == P[i].exact);
+    assert_true(fabs(tied / P[i].published - 1) < 3e-4);
+    assert_int_equal(r.layers, 7 * (int)P[i].layers + 3);
+    double formula = 6 * (r.params - head) + 12 * P[i].layers * 2048 * P[i].heads * 256;
+    assert_true(fabs(r.train / 2048 / formula - 1) < 0.02);
+  }
+}
+
+/* Sizes the llama and palm builders refuse: key-value heads that do not divide the heads. */
+static void zoo_refuses_ungrouped_kv_heads(void **state) {
+  (void)state;
+  md_zoo_spec z;
+  static md_layer_spec layers[MAX_LAYERS];
+  md_model_spec spec;
+  md_error err;
+  assert_int_equal(md_zoo_preset("llama2_70b", &z), 0);
+  z.kv_heads = 7;
+  assert_int_equal(md_zoo_build(&z, layers, MAX_LAYERS, NULL, &spec, &err), -1);
+  assert_non_null(strstr(err.msg, "kv_heads 7 must divide heads 64"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(resnet50_matches_keras),
@@ -171,6 +245,9 @@ int main(void) {
     cmocka_unit_test(dlrm_matches_mlperf_reference),
     cmocka_unit_test(graphsage_matches_its_count),
     cmocka_unit_test(zoo_refuses_what_it_cannot_build),
+    cmocka_unit_test(llama_matches_published_counts),
+    cmocka_unit_test(palm_matches_published_counts),
+    cmocka_unit_test(zoo_refuses_ungrouped_kv_heads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
