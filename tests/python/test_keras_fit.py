@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import podsim
+from two_gpus import TWO_GPUS
 
 try:
     import tensorflow as tf
@@ -54,13 +55,7 @@ def both(tmp_path_factory):
     tf_out = dict(np.load(tmp / "out.npz"))
     scenario = podsim.from_keras(model, global_batch=BATCH, optimizer=keras.optimizers.SGD(LR),
                                  loss=keras.losses.BinaryCrossentropy(), dataset={"csv": str(data), "label": "label"},
-                                 directory=tmp,
-                                 cluster={"workers": {"machine": {"cpus": 8, "flops": "100GFLOP/s", "ram": "16GiB",
-                                                                  "accelerators": {"count": 2, "peak": "10TFLOP/s",
-                                                                                   "hbm": "16GiB",
-                                                                                   "hbm_bandwidth": "1TB/s",
-                                                                                   "link": "32GB/s"}}}},
-                                 strategy={"kind": "mirrored", "devices": ["GPU:0", "GPU:1"]})
+                                 directory=tmp, **TWO_GPUS)
     scenario["training"] = {"epochs": EPOCHS, "validation_split": SPLIT, "metrics": ["accuracy", "auc"]}
     return scenario, tf_out, tmp
 

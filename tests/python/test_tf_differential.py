@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import podsim
+from two_gpus import TWO_GPUS
 
 try:
     import tensorflow as tf
@@ -42,6 +43,22 @@ def final_weights(path):
         name = row["variable"].replace("/depthwise_kernel", "/kernel")
         values.setdefault(name, {})[row["flat_index"]] = row["value"]
     return {name: np.array([v[i] for i in range(len(v))], dtype=np.float32) for name, v in values.items()}
+
+
+def tf_losses_of(step_loss, variables, opt, steps=STEPS):
+    """Trains `variables` by `opt` for `steps` steps in a GradientTape loop, step_loss(step) giving
+    the step's loss tensor; returns each step's loss before its update, as metrics.csv records it."""
+    losses = []
+    for step in range(steps):
+        with tf.GradientTape() as tape:
+            value = step_loss(step)
+        opt.apply_gradients(zip(tape.gradient(value, variables), variables))
+        losses.append(float(value))
+    return losses
+
+
+def batch_of(array, step, size=BATCH):
+    return array[step * size:(step + 1) * size]
 
 
 def dense_mlp():
@@ -214,14 +231,8 @@ def train_both(layers, optimizer, tmp_path):
                                  loss=loss, dataset={"csv": str(data)}, directory=tmp_path)
     r = podsim.run(scenario, out=tmp_path / "run")
 
-    opt = optimizer()
-    tf_losses = []
-    for step in range(STEPS):
-        xb, yb = x[step * BATCH:(step + 1) * BATCH], y[step * BATCH:(step + 1) * BATCH]
-        with tf.GradientTape() as tape:
-            value = loss(yb, model(xb, training=True))
-        opt.apply_gradients(zip(tape.gradient(value, model.trainable_variables), model.trainable_variables))
-        tf_losses.append(float(value))
+    tf_losses = tf_losses_of(lambda step: loss(batch_of(y, step), model(batch_of(x, step), training=True)),
+                             model.trainable_variables, optimizer())
     # metrics.csv's loss is each step's batch mean before its update, as TF's loop records it
     return ([m["loss"] for m in r["metrics"]], tf_losses, final_weights(f"{r['out']}/final_weights.csv"),
             {v.path.removeprefix("mlp/"): v.numpy().reshape(-1) for v in model.weights},
@@ -276,13 +287,7 @@ def test_mirrored_two_replicas_matches_tf(tmp_path):
     tf_out = np.load(tmp_path / "out.npz")
     scenario = podsim.from_keras(model, global_batch=BATCH, steps=STEPS, optimizer=keras.optimizers.SGD(LR),
                                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                                 dataset={"csv": str(data)}, directory=tmp_path,
-                                 cluster={"workers": {"machine": {"cpus": 8, "flops": "100GFLOP/s", "ram": "16GiB",
-                                                                  "accelerators": {"count": 2, "peak": "10TFLOP/s",
-                                                                                   "hbm": "16GiB",
-                                                                                   "hbm_bandwidth": "1TB/s",
-                                                                                   "link": "32GB/s"}}}},
-                                 strategy={"kind": "mirrored", "devices": ["GPU:0", "GPU:1"]})
+                                 dataset={"csv": str(data)}, directory=tmp_path, **TWO_GPUS)
     r = podsim.run(scenario, out=tmp_path / "run")
     assert r["summary"]["num_replicas_in_sync"] == 2
     np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_out["losses"], rtol=1e-5)
@@ -348,14 +353,8 @@ def test_token_and_position_embedding_matches_tf(tmp_path):
                 "training": {"steps": STEPS}}
     r = podsim.run(scenario, out=tmp_path / "run")
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opt = keras.optimizers.SGD(LR)
-    tf_losses = []
-    for step in range(STEPS):
-        xb, yb = x[step * BATCH:(step + 1) * BATCH], y[step * BATCH:(step + 1) * BATCH]
-        with tf.GradientTape() as tape:
-            value = loss(yb, model(xb, training=True))
-        opt.apply_gradients(zip(tape.gradient(value, model.trainable_variables), model.trainable_variables))
-        tf_losses.append(float(value))
+    tf_losses = tf_losses_of(lambda step: loss(batch_of(y, step), model(batch_of(x, step), training=True)),
+                             model.trainable_variables, keras.optimizers.SGD(LR))
     got, start = final_weights(f"{r['out']}/final_weights.csv"), final_weights(str(init))
     np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_losses, rtol=1e-5)
     assert sorted(got) == sorted(names)
@@ -426,14 +425,10 @@ def test_dot_interaction_matches_tf(tmp_path):
                 "training": {"steps": STEPS}}
     r = podsim.run(scenario, out=tmp_path / "run")
     loss = keras.losses.BinaryCrossentropy(from_logits=True)
-    opt = keras.optimizers.SGD(LR, momentum=0.9)
-    tf_losses = []
-    for step in range(STEPS):
-        b = slice(step * BATCH, (step + 1) * BATCH)
-        with tf.GradientTape() as tape:
-            value = loss(y[b], model([dense_x[b]] + [c[b] for c in ids], training=True))
-        opt.apply_gradients(zip(tape.gradient(value, model.trainable_variables), model.trainable_variables))
-        tf_losses.append(float(value))
+    tf_losses = tf_losses_of(
+        lambda step: loss(batch_of(y, step), model([batch_of(dense_x, step)] + [batch_of(c, step) for c in ids],
+                                                   training=True)),
+        model.trainable_variables, keras.optimizers.SGD(LR, momentum=0.9))
     np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_losses, rtol=1e-5)
     got, start = final_weights(f"{r['out']}/final_weights.csv"), final_weights(str(init))
     assert sorted(got) == sorted(variables)
@@ -481,15 +476,11 @@ def test_graph_sage_matches_tf(tmp_path):
                     + w["graph_sage_1/bias"])
         return h[:, 0, :] @ w["dense/kernel"] + w["dense/bias"]
 
-    opt = keras.optimizers.SGD(lr, momentum=0.9)
-    variables = list(w.values())
-    tf_losses = []
-    for step in range(steps):
+    def step_loss(step):
         b = [(step * batch + i) % len(rows) for i in range(batch)]
-        with tf.GradientTape() as tape:
-            value = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels[b], logits(b))) / batch
-        opt.apply_gradients(zip(tape.gradient(value, variables), variables))
-        tf_losses.append(float(value))
+        return tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels[b], logits(b))) / batch
+
+    tf_losses = tf_losses_of(step_loss, list(w.values()), keras.optimizers.SGD(lr, momentum=0.9), steps)
     scenario = os.path.join(golden, "r1", "scenario.yaml")
     r = podsim.run(scenario, out=tmp_path / "run")
     np.testing.assert_allclose([m["loss"] for m in r["metrics"]], tf_losses, rtol=1e-5)
