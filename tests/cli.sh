@@ -643,18 +643,25 @@ done
 # 1% with 200 or 100,000 rows a table (they grew with the vocabulary, 0.49 -> 18 ms: whole tables
 # moved), numerics full on the csv and off. Not to the bit: the partitioner's two shards split 200
 # and 100,000 rows at different ids, so the rows travel from different ps tasks.
-for numerics in full off; do
-  times=""
+# vocab_figures_agree FIELD ARGS...: summary.json's FIELD of 20 steps of tests/data/ps/forms/inputs.yaml
+# with 200 and with 100,000 rows a table, the run given ARGS (vocab_seen: both); true when they
+# agree within 1%.
+vocab_figures_agree() {
+  local field=$1 figures="" vocab; shift
   for vocab in 200 100000; do
     sed "s/vocab: 200/vocab: $vocab/g" tests/data/ps/forms/inputs.yaml > tests/data/ps/forms/.vocab_$vocab.yaml
-    "$podsim" run tests/data/ps/forms/.vocab_$vocab.yaml -o "$tmp/vocab$vocab" --quiet --set numerics=$numerics \
-      --set training.steps=20 >/dev/null 2>&1
-    times="$times $(grep -o '"sim_time_s": [0-9.e+-]*' "$tmp/vocab$vocab/summary.json")"
+    "$podsim" run tests/data/ps/forms/.vocab_$vocab.yaml -o "$tmp/vocab$vocab" --quiet --set training.steps=20 "$@" \
+      >/dev/null 2>&1
+    figures="$figures $(grep -o "\"$field\": [0-9.e+-]*" "$tmp/vocab$vocab/summary.json")"
     rm -f tests/data/ps/forms/.vocab_$vocab.yaml
   done
-  set -- $times
-  [ -n "$4" ] && python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(b / a - 1) > 0.01)' "$2" "$4" \
-    && ok || bad "model.inputs tables on ps, numerics $numerics: sim time grows with the vocabulary:$times"
+  vocab_seen=$figures
+  set -- $figures
+  [ -n "$4" ] && python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(b / a - 1) > 0.01)' "$2" "$4"
+}
+for numerics in full off; do
+  vocab_figures_agree sim_time_s --set numerics=$numerics \
+    && ok || bad "model.inputs tables on ps, numerics $numerics: sim time grows with the vocabulary:$vocab_seen"
 done
 
 # The same under the sync strategies that move IndexedSlices (MultiWorkerMirroredStrategy's
@@ -666,17 +673,8 @@ for sync in "cluster={workers: {count: 2, machine: n2-standard-8}}|strategy={kin
             "cluster={tpu: {type: v4-8}}|strategy={kind: tpu}|model.tpu_embedding=true"; do
   IFS='|' read -r -a sets <<< "$sync"
   args=(); for a in "${sets[@]}"; do args+=(--set "$a"); done
-  times=""
-  for vocab in 200 100000; do
-    sed "s/vocab: 200/vocab: $vocab/g" tests/data/ps/forms/inputs.yaml > tests/data/ps/forms/.sync_$vocab.yaml
-    "$podsim" run tests/data/ps/forms/.sync_$vocab.yaml -o "$tmp/sync$vocab" --quiet --set numerics=off \
-      --set training.steps=20 "${args[@]}" >/dev/null 2>&1
-    times="$times $(grep -o '"steady_examples_per_s": [0-9.e+-]*' "$tmp/sync$vocab/summary.json")"
-    rm -f tests/data/ps/forms/.sync_$vocab.yaml
-  done
-  set -- $times
-  [ -n "$4" ] && python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(b / a - 1) > 0.01)' "$2" "$4" \
-    && ok || bad "model.inputs tables under ${sets[1]}: the step slows with the vocabulary:$times"
+  vocab_figures_agree steady_examples_per_s --set numerics=off "${args[@]}" \
+    && ok || bad "model.inputs tables under ${sets[1]}: the step slows with the vocabulary:$vocab_seen"
 done
 
 # A fault the run never reaches is a warning on stderr and in summary.json (a ps run of 8 steps, a

@@ -57,6 +57,15 @@ def tf_losses_of(step_loss, variables, opt, steps=STEPS):
     return losses
 
 
+def write_weights(path, variables):
+    """podsim's weights CSV (variable,flat_index,value, 9 digits) of {podsim name: Keras variable}."""
+    with open(path, "w") as f:
+        f.write("variable,flat_index,value\n")
+        for name, var in variables.items():
+            for i, v in enumerate(var.numpy().reshape(-1)):
+                f.write(f"{name},{i},{float(v):.9g}\n")
+
+
 def batch_of(array, step, size=BATCH):
     return array[step * size:(step + 1) * size]
 
@@ -328,11 +337,7 @@ def test_token_and_position_embedding_matches_tf(tmp_path):
              "token_and_position_embedding/position_embedding/embeddings": position.embeddings,
              "dense/kernel": head.kernel, "dense/bias": head.bias}
     init = tmp_path / "init.csv"
-    with open(init, "w") as f:
-        f.write("variable,flat_index,value\n")
-        for name, var in names.items():
-            for i, v in enumerate(var.numpy().reshape(-1)):
-                f.write(f"{name},{i},{float(v):.9g}\n")
+    write_weights(init, names)
     rng = np.random.default_rng(5)
     x = rng.integers(0, vocab, size=(STEPS * BATCH, seq))
     y = rng.integers(0, 3, size=STEPS * BATCH)
@@ -391,11 +396,7 @@ def test_dot_interaction_matches_tf(tmp_path):
 
     init = tmp_path / "init.csv"
     variables = {f"{layer.name}/{w.name}": w for layer in bottom + tables + top for w in layer.weights}
-    with open(init, "w") as f:
-        f.write("variable,flat_index,value\n")
-        for name, var in variables.items():
-            for i, v in enumerate(var.numpy().reshape(-1)):
-                f.write(f"{name},{i},{float(v):.9g}\n")
+    write_weights(init, variables)
     rng = np.random.default_rng(5)
     n = STEPS * BATCH
     dense_x = rng.normal(size=(n, 4)).astype(np.float32)
