@@ -181,8 +181,8 @@ static void update_metrics(trainer *t, replica *rep, long step, const md_batch *
 ** which run it at once: core 0 is charged its share. Without SPMD the kernels run one after
 ** another on the core of their layer, so the time is the whole work's (model parallelism without
 ** pipelining saves memory, not time). */
-static double kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
-  double work = cg_kernels_work(ds_replica_roofline(t->strategy, rep->index), k, from, to);
+static double kernel_work(trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
+  double work = cg_work_memo_get(&t->work_memo, ds_replica_roofline(t->strategy, rep->index), k, from, to);
   return t->spmd ? work / t->cores : work;
 }
 

@@ -124,6 +124,7 @@ struct trainer {
   long snap_step[2];      /* replica 0's step at each (-1: none) */
   long snap_rows[2];      /* rows recorded by then */
   long skipped;           /* steps fast-forward skipped */
+  cg_work_memo work_memo; /* the replicas' kernel work, asked once per roofline (kernel_work) */
 };
 
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over
