@@ -469,7 +469,8 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
   if (t->mesh) mesh_reset(t->mesh);
   char name[48];
-  for (int r = 0; r < t->nreplicas; r++) {
+  /* A stop asked during set-up is honoured here too: 100,000 workers' stacks take seconds. */
+  for (int r = 0; r < t->nreplicas && !train_stop_request; r++) {
     t->replicas[r].stopped = 0;
     snprintf(name, sizeof name, "replica%d", r);
     t->actors[r] = sim_actor_spawn(t->engine, name, replica_main, &t->replicas[r]);
@@ -1032,7 +1033,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     spawn_attempt(&t, 0, 0);
     report_progress_start(&t.rows.progress, stderr, progress, t.in.steps, t.engine);
     train_engine_progress(t.engine, &t.rows.progress);
-    int ran = sim_run(t.engine);
+    int ran = train_stop_request ? 1 : sim_run(t.engine);  /* asked while it was set up: stop */
     report_progress_end(&t.rows.progress);
     if (ran == 1) {  /* stopped on request: the steps so far say where, nothing is written */
       sum->steps_completed = t.rows.n;
