@@ -223,6 +223,18 @@ static int whole_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
   return sim_exec(self, cpu, kernel_work(t, rep, k, 0, n));
 }
 
+/* The step's update of the mirrored variables (invariant 1), by the first replica past the
+** all-reduce: the others' reduced gradients are the same floats, so theirs would write the same
+** values into the storage they share. Numerics off there are no values: each replica's apply
+** counts its optimizer's FLOPs on shapes, as before. The rate is the one the update used. */
+static void apply_once(trainer *t, replica *rep, long step, int apply) {
+  if (t->in.s->numerics_full && t->applied_step == step && t->applied_attempt == rec_restarts(t->rec)) return;
+  t->step_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
+  if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
+  t->applied_step = step;
+  t->applied_attempt = rec_restarts(t->rec);
+}
+
 /* ---- fast-forward ------------------------------------------------------------------------ */
 
 /* Whether a replica is where a collective or its own code could hold state no snapshot shows
@@ -426,8 +438,8 @@ static void replica_main(sim_actor *self, void *arg) {
 
     size_t napply = 0;
     const cg_kernel *update = cg_program_apply(rep->program, &napply);
-    marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
-    if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
+    apply_once(t, rep, step, apply);
+    marks->learning_rate = t->step_rate;
     rep->phase = REP_APPLY;
     if ((t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
                  : sim_exec(self, cpu, kernel_work(t, rep, update, 0, apply ? napply : 0))) != SIM_OK)
@@ -589,8 +601,12 @@ static void make_replicas(trainer *t, md_model *first) {
     ** shapes, 112 MB more): the shared one's iterations counts every replica's applies, which
     ** only the values it has none of would read. */
     int shared = r > 0 && !s->numerics_full;
-    rep->model = r == 0 || shared ? first : md_model_clone(first);
-    rep->opt = shared ? t->replicas[0].opt : md_optimizer_new(&s->optimizer, rep->model);
+    /* Numerics on, the trainable variables are mirrored: every replica applies the same reduced
+    ** gradients with the same optimizer state to the same values, so one storage and one optimizer
+    ** serve them all, updated once a step (apply_once); a replica owns its non-trainable ones
+    ** (ON_READ), its gradients, activations and input. A 4096-replica model was 4096 copies. */
+    rep->model = r == 0 || shared ? first : md_model_clone_mirrored(first);
+    rep->opt = r > 0 ? t->replicas[0].opt : md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->dropout = train_dropout_rng(s, rep->ws);
     if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
@@ -614,10 +630,8 @@ static void make_replicas(trainer *t, md_model *first) {
 void train__free(trainer *t) {
   for (int r = 0; t->replicas && r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
-    if (r == 0 || rep->model != t->replicas[0].model) {  /* else replica 0's (numerics off) */
-      md_model_free(rep->model);
-      md_optimizer_free(rep->opt);
-    }
+    if (r == 0 || rep->model != t->replicas[0].model) md_model_free(rep->model);  /* else replica 0's (numerics off) */
+    if (r == 0) md_optimizer_free(rep->opt);  /* the others use replica 0's */
     md_workspace_free(rep->ws);
     if (rep->dropout) gsl_rng_free(rep->dropout);
     md_grads_free(rep->grads);
@@ -1030,6 +1044,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;
+    t.applied_step = -1;
     spawn_attempt(&t, 0, 0);
     report_progress_start(&t.rows.progress, stderr, progress, t.in.steps, t.engine);
     train_engine_progress(t.engine, &t.rows.progress);

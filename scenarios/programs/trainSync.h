@@ -125,6 +125,10 @@ struct trainer {
   long snap_rows[2];      /* rows recorded by then */
   long skipped;           /* steps fast-forward skipped */
   cg_work_memo work_memo; /* the replicas' kernel work, asked once per roofline (kernel_work) */
+  long applied_step;      /* numerics on: the last step whose update the shared variables got
+                          ** (apply_once; -1 none), in attempt applied_attempt */
+  int applied_attempt;    /* the restarts when it was applied: a restart redoes steps */
+  float step_rate;        /* the learning rate of the last update (metrics' learning_rate) */
 };
 
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over
