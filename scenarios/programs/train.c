@@ -225,10 +225,11 @@ static int whole_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
 
 /* The step's update of the mirrored variables (invariant 1), by the first replica past the
 ** all-reduce: the others' reduced gradients are the same floats, so theirs would write the same
-** values into the storage they share. Numerics off there are no values: each replica's apply
-** counts its optimizer's FLOPs on shapes, as before. The rate is the one the update used. */
+** values into the storage they share (numerics off there are no values, and the optimizer the
+** replicas share counts one update a step, as a replica's own would). The rate is the one the
+** update used. */
 static void apply_once(trainer *t, replica *rep, long step, int apply) {
-  if (t->in.s->numerics_full && t->applied_step == step && t->applied_attempt == rec_restarts(t->rec)) return;
+  if (t->applied_step == step && t->applied_attempt == rec_restarts(t->rec)) return;
   t->step_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
   if (apply) md_optimizer_apply(rep->opt, rep->model, rep->grads, NULL);
   t->applied_step = step;
@@ -597,9 +598,8 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->index = r;
     /* Numerics off: a model is shapes alone, which no step writes (md_model_train_step and the
     ** optimizer change values only), so the replicas share replica 0's: a pod's 4096 copies of
-    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). Its optimizer too (its slots'
-    ** shapes, 112 MB more): the shared one's iterations counts every replica's applies, which
-    ** only the values it has none of would read. */
+    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). Its optimizer and gradients too
+    ** (their shapes, 112 MB more). */
     int shared = r > 0 && !s->numerics_full;
     /* Numerics on, the trainable variables are mirrored: every replica applies the same reduced
     ** gradients with the same optimizer state to the same values, so one storage and one optimizer
@@ -611,7 +611,7 @@ static void make_replicas(trainer *t, md_model *first) {
     rep->dropout = train_dropout_rng(s, rep->ws);
     if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
     ls_init(&rep->loss_scale);
-    rep->grads = md_grads_new(rep->model);
+    rep->grads = shared ? t->replicas[0].grads : md_grads_new(rep->model);  /* shapes: nothing to own */
     for (int k = 0; k < 2 && s->numerics_full && t->on_read_floats > 0; k++)
       rep->on_read[k] = base_xcalloc(t->on_read_floats, sizeof *rep->on_read[k]);
     t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
@@ -634,7 +634,7 @@ void train__free(trainer *t) {
     if (r == 0) md_optimizer_free(rep->opt);  /* the others use replica 0's */
     md_workspace_free(rep->ws);
     if (rep->dropout) gsl_rng_free(rep->dropout);
-    md_grads_free(rep->grads);
+    if (r == 0 || rep->grads != t->replicas[0].grads) md_grads_free(rep->grads);
     free(rep->flat);
     free(rep->on_read[0]);
     free(rep->on_read[1]);
