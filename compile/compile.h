@@ -154,6 +154,22 @@ size_t cg_program_mark(const cg_program *p, int l);
 /* The work (FLOPs at r->rate: roofline.h) of kernels [from, to) of k, each bound on its own,
 ** summed in order. */
 double cg_kernels_work(const sim_roofline *r, const cg_kernel *k, size_t from, size_t to);
+
+/* cg_kernels_work's last answers (work_memo.c): replicas of one roofline share them. The kernels
+** must outlive the memo's use of them (a cg_cache's programs do); zero-initialise it. */
+enum { CG_WORK_MEMO_SLOTS = 8 };
+typedef struct cg_work_memo_slot {
+  const cg_kernel *kernels; /* the kernel array asked about */
+  size_t from, to;          /* the range summed */
+  sim_roofline roofline;    /* the device's roofline, compared by value */
+  double work;              /* cg_kernels_work's answer */
+} cg_work_memo_slot;
+typedef struct cg_work_memo {
+  cg_work_memo_slot slot[CG_WORK_MEMO_SLOTS]; /* the answers kept */
+  int used;                 /* slots filled */
+  int next;                 /* the slot the next miss overwrites (round robin) */
+} cg_work_memo;
+double cg_work_memo_get(cg_work_memo *m, const sim_roofline *r, const cg_kernel *k, size_t from, size_t to);
 const cg_graph *cg_program_graph(const cg_program *p);
 
 /* Programs per batch size, compiled on first use. */

@@ -298,24 +298,31 @@ md_model *md_model_new(const md_model_spec *spec, md_error *err) {
   return m;
 }
 
-md_model *md_model_clone(const md_model *src) {
+/* A copy of src; with `mirrors`, its trainable variables keep pointing at src's storage. */
+static md_model *clone_model(const md_model *src, const md_model *mirrors) {
   md_model *m = base_xrealloc(NULL, sizeof *m);
   *m = *src;
+  m->mirrors = mirrors;
   m->layers = base_xrealloc(NULL, sizeof(md_layer) * src->nlayers);
   memcpy(m->layers, src->layers, sizeof(md_layer) * src->nlayers);
   m->vars = base_xrealloc(NULL, sizeof(md_var) * src->vars_cap);
   for (int i = 0; i < src->nvars; i++) {
     m->vars[i] = src->vars[i];
-    if (src->shapes_only) continue;
+    if (src->shapes_only || (mirrors && src->vars[i].trainable)) continue;
     m->vars[i].data = base_xrealloc(NULL, sizeof(float) * src->vars[i].size);
     memcpy(m->vars[i].data, src->vars[i].data, sizeof(float) * src->vars[i].size);
   }
   return m;
 }
 
+md_model *md_model_clone(const md_model *src) { return clone_model(src, NULL); }
+
+md_model *md_model_clone_mirrored(const md_model *src) { return clone_model(src, src); }
+
 void md_model_free(md_model *m) {
   if (m == NULL) return;
-  for (int i = 0; i < m->nvars; i++) free(m->vars[i].data);
+  for (int i = 0; i < m->nvars; i++)
+    if (!(m->mirrors && m->vars[i].trainable)) free(m->vars[i].data);
   free(m->vars);
   free(m->layers);
   free(m);

@@ -218,6 +218,11 @@ int md_inputs_check_ids(const md_model_input *in, int n, const float *x, size_t 
 md_model *md_model_new(const md_model_spec *spec, md_error *err);
 /* An independent copy with the same variable values (a replica's mirrored copy). */
 md_model *md_model_clone(const md_model *m);
+/* A copy that shares m's trainable variables' storage (MirroredVariable values that every replica
+** updates alike: issue 31's pod-scale numerics) and owns a copy of the rest (non-trainable ones,
+** batch_normalization's statistics, are each replica's own). m must outlive it; nothing may write
+** the shared values through it but what would write the same into m. */
+md_model *md_model_clone_mirrored(const md_model *m);
 void      md_model_free(md_model *m);
 int       md_model_num_vars(const md_model *m);
 md_var   *md_model_var(md_model *m, int i);

@@ -351,6 +351,8 @@ struct md_model {
   double act_bytes;       /* bytes of an activation element under the spec's dtype_policy */
   md_dtype_policy policy; /* as md_model_spec's dtype_policy */
   int rematerialize;      /* as md_model_spec */
+  const md_model *mirrors; /* md_model_clone_mirrored: its trainable variables' data are this
+                          ** model's, which it does not free (NULL: it owns all of them) */
 };
 
 struct md_workspace {

@@ -381,6 +381,13 @@ struct sim_engine {
 
 /* ---- fast-forward (snapshot.c) ------------------------------------------------------- */
 
+/* An exec in flight at a snapshot by its action's address: the lookup behind ev_exec (the
+** address orders the lookup only; the answer, an exec's index, does not depend on it). */
+typedef struct sim__exec_key {
+  uintptr_t addr;            /* the exec's action */
+  uint32_t index;            /* 1 + its index in execs */
+} sim__exec_key;
+
 struct sim_snapshot {
   sim_time now;              /* when it was taken (a quiet point) */
   uint64_t next_seq;         /* the next event's sequence then: older events were pending */
@@ -397,6 +404,8 @@ struct sim_snapshot {
   size_t n_execs, cap_execs; /* entries, allocated */
   uint32_t *ev_exec;         /* per event: 1 + the index in execs of the exec it completes, or 0 */
   size_t cap_ev_exec;        /* entries allocated */
+  sim__exec_key *keys;       /* the execs by address, to find an event's exec in log time */
+  size_t cap_keys;           /* entries allocated */
 };
 
 /* Grows *arr (of elements of `elem` bytes) to hold at least `need`; aborts when out of memory.

@@ -52,6 +52,7 @@ void sim_snapshot_free(sim_snapshot *s) {
   free(s->done);
   free(s->execs);
   free(s->ev_exec);
+  free(s->keys);
   free(s);
 }
 
@@ -66,6 +67,11 @@ static uint64_t double_bits(double x) {
   uint64_t w;
   memcpy(&w, &x, sizeof w);
   return w;
+}
+
+static int by_addr(const void *x, const void *y) {
+  uintptr_t a = ((const sim__exec_key *)x)->addr, b = ((const sim__exec_key *)y)->addr;
+  return (a > b) - (a < b);
 }
 
 static int by_time_seq(const void *x, const void *y) {
@@ -125,11 +131,16 @@ void sim_snapshot_take(sim_engine *e, sim_snapshot *s) {
   sim_snapshot_word(s, e->n_open);
   sim_snapshot_word(s, e->trace.n_events); /* equal: the period stored nothing, only counted */
   sim_snapshot_word(s, e->trace.n_tracks);
+  /* Which exec each event completes: by a search of the execs sorted by address, as a scan of
+  ** them per event was quadratic (100,000 CPU workers' execs took minutes a snapshot; issue 31). */
   sim__grow(&s->ev_exec, &s->cap_ev_exec, s->n_ev + 1, sizeof *s->ev_exec);
+  sim__grow(&s->keys, &s->cap_keys, s->n_execs + 1, sizeof *s->keys);
+  for (size_t x = 0; x < s->n_execs; x++) s->keys[x] = (sim__exec_key){ (uintptr_t)s->execs[x], (uint32_t)x + 1 };
+  qsort(s->keys, s->n_execs, sizeof *s->keys, by_addr);
   for (size_t i = 0; i < s->n_ev; i++) {
-    s->ev_exec[i] = 0;
-    for (size_t x = 0; x < s->n_execs && s->ev_exec[i] == 0; x++)
-      if (s->ev[i].arg == s->execs[x]) s->ev_exec[i] = (uint32_t)x + 1;
+    sim__exec_key want = { (uintptr_t)s->ev[i].arg, 0 };
+    const sim__exec_key *k = s->n_execs ? bsearch(&want, s->keys, s->n_execs, sizeof *s->keys, by_addr) : NULL;
+    s->ev_exec[i] = k ? k->index : 0;
   }
 }
 

@@ -14,6 +14,12 @@ static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "z
                                       "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline", NULL};
 enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE };
 
+/* The presets that split layers over the mesh's second (model) axis; pipeline lays its stages
+** there, which keys_pipeline.c checks itself. */
+static int splits_model(int preset) {
+  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP;
+}
+
 /* mesh: {data: 16, model: 8}, DeviceMesh's axis_names and shape in order. */
 static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   static const key_spec len = {.key = "", .type = V_INT, .lo = 1, .hi = 1048576};
@@ -137,7 +143,7 @@ int cfg_distribution_checks(cfg_ctx *c) {
   if (s->dist_preset == P_LAYOUT)
     s->dist_preset = uses[1] && model > 1 ? (uses[0] ? P_FSDP_TP : P_TP) : uses[0] ? P_FSDP : P_DATA;
   const yt_node *preset = yt_get(d, "preset");
-  int wants_model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset >= P_FSDP_TP;
+  int wants_model = splits_model(s->dist_preset);
   if (wants_model && model < 2)
     return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's second "
                     "(model) axis: give strategy.distribution.mesh two axes such as {data: 2, model: 2}",
@@ -160,6 +166,5 @@ int scenario_pipeline_preset(const scenario *s) { return s->dist && s->dist_pres
 ** its axes flattened, as keras.distribution.DataParallel's one-axis mesh does: so a plan can
 ** sweep the preset on one mesh. */
 int scenario_model_axis(const scenario *s) {
-  int model = s->dist_preset == P_TP || s->dist_preset == P_SP || s->dist_preset >= P_FSDP_TP;
-  return s->dist && model && s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
+  return s->dist && splits_model(s->dist_preset) && s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
 }

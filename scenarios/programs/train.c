@@ -207,8 +207,8 @@ static void update_metrics(trainer *t, replica *rep, long step, const md_batch *
 ** which run it at once: core 0 is charged its share. Without SPMD the kernels run one after
 ** another on the core of their layer, so the time is the whole work's (model parallelism without
 ** pipelining saves memory, not time). */
-double train__kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
-  double work = cg_kernels_work(ds_replica_roofline(t->strategy, rep->index), k, from, to);
+double train__kernel_work(trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to) {
+  double work = cg_work_memo_get(&t->work_memo, ds_replica_roofline(t->strategy, rep->index), k, from, to);
   return t->spmd ? work / t->cores : work;
 }
 
@@ -247,6 +247,19 @@ static int whole_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
   size_t n;
   const cg_kernel *k = cg_program_step(rep->program, &n);
   return sim_exec(self, cpu, train__kernel_work(t, rep, k, 0, n));
+}
+
+/* The step's update of the mirrored variables (invariant 1), by the first replica past the
+** all-reduce: the others' reduced gradients are the same floats, so theirs would write the same
+** values into the storage they share (numerics off there are no values, and the optimizer the
+** replicas share counts one update a step, as a replica's own would). The rate is the one the
+** update used. Replicas that own their models (TPUEmbedding with numerics) each apply theirs. */
+static void apply_once(trainer *t, replica *rep, long step, int apply) {
+  if (!t->own_models && t->applied_step == step && t->applied_attempt == rec_restarts(t->rec)) return;
+  t->step_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
+  if (apply) md_optimizer_apply_except(rep->opt, rep->model, rep->grads, emb_own_update(t->emb), NULL);
+  t->applied_step = step;
+  t->applied_attempt = rec_restarts(t->rec);
 }
 
 /* ---- fast-forward ------------------------------------------------------------------------ */
@@ -491,8 +504,8 @@ static void replica_main(sim_actor *self, void *arg) {
 
     size_t napply = 0;
     const cg_kernel *update = cg_program_apply(rep->program, &napply);
-    marks->learning_rate = md_optimizer_learning_rate(&t->in.s->optimizer, md_optimizer_iterations(rep->opt) + 1);
-    if (apply) md_optimizer_apply_except(rep->opt, rep->model, rep->grads, emb_own_update(t->emb), NULL);
+    apply_once(t, rep, step, apply);
+    marks->learning_rate = t->step_rate;
     rep->phase = REP_APPLY;
     if ((t->pipe ? pipe_apply(t->pipe, self, r, cpu, apply)
          : t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 1, cpu, apply ? mesh_kernels : mesh_skipped, rep)
@@ -549,7 +562,8 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   if (t->mesh) mesh_reset(t->mesh);
   if (t->pipe) pipe_reset(t->pipe);
   char name[48];
-  for (int r = 0; r < t->nreplicas; r++) {
+  /* A stop asked during set-up is honoured here too: 100,000 workers' stacks take seconds. */
+  for (int r = 0; r < t->nreplicas && !train_stop_request; r++) {
     t->replicas[r].stopped = 0;
     snprintf(name, sizeof name, "replica%d", r);
     t->actors[r] = sim_actor_spawn(t->engine, name, replica_main, &t->replicas[r]);
@@ -697,23 +711,29 @@ static void make_replicas(trainer *t, md_model *first) {
     t->metric_kinds[k] = md_metric_resolve(s->metrics[k], md_model_num_classes(first), sparse);
     t->metric_floats += md_metric_state_size(t->metric_kinds[k]);
   }
+  t->own_models = s->numerics_full && s->tpu_embedding;
   for (int r = 0; r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
     rep->t = t;
     rep->index = r;
     /* Numerics off: a model is shapes alone, which no step writes (md_model_train_step and the
     ** optimizer change values only), so the replicas share replica 0's: a pod's 4096 copies of
-    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). Its optimizer too (its slots'
-    ** shapes, 112 MB more): the shared one's iterations counts every replica's applies, which
-    ** only the values it has none of would read. */
+    ** ResNet-50's layers were 1.26 GB of its 1.56 GB (issue 31). Its optimizer and gradients too
+    ** (their shapes, 112 MB more). */
     int shared = r > 0 && !s->numerics_full;
-    rep->model = r == 0 || shared ? first : md_model_clone(first);
-    rep->opt = shared ? t->replicas[0].opt : md_optimizer_new(&s->optimizer, rep->model);
+    /* Numerics on, the trainable variables are mirrored: every replica applies the same reduced
+    ** gradients with the same optimizer state to the same values, so one storage and one optimizer
+    ** serve them all, updated once a step (apply_once); a replica owns its non-trainable ones
+    ** (ON_READ), its gradients, activations and input. A 4096-replica model was 4096 copies.
+    ** TPUEmbedding's tables are not: each chip's owner rows are updated apart (embed.c), so those
+    ** runs keep a model a replica. */
+    rep->model = r == 0 || shared ? first : t->own_models ? md_model_clone(first) : md_model_clone_mirrored(first);
+    rep->opt = r > 0 && !t->own_models ? t->replicas[0].opt : md_optimizer_new(&s->optimizer, rep->model);
     rep->ws = md_workspace_new(rep->model);
     rep->dropout = train_dropout_rng(s, rep->ws);
     if (t->nreplicas > 1) md_workspace_set_all_reduce(rep->ws, replica_all_reduce, rep);
     ls_init(&rep->loss_scale);
-    rep->grads = md_grads_new(rep->model);
+    rep->grads = shared ? t->replicas[0].grads : md_grads_new(rep->model);  /* shapes: nothing to own */
     for (int k = 0; k < 2 && s->numerics_full && t->on_read_floats > 0; k++)
       rep->on_read[k] = base_xcalloc(t->on_read_floats, sizeof *rep->on_read[k]);
     t->track[r] = sim_trace_track(t->engine, ds_replica_device(t->strategy, r));
@@ -734,13 +754,11 @@ static void make_replicas(trainer *t, md_model *first) {
 void train__free(trainer *t) {
   for (int r = 0; t->replicas && r < t->nreplicas; r++) {
     replica *rep = &t->replicas[r];
-    if (r == 0 || rep->model != t->replicas[0].model) {  /* else replica 0's (numerics off) */
-      md_model_free(rep->model);
-      md_optimizer_free(rep->opt);
-    }
+    if (r == 0 || rep->model != t->replicas[0].model) md_model_free(rep->model);  /* else replica 0's (numerics off) */
+    if (r == 0 || rep->opt != t->replicas[0].opt) md_optimizer_free(rep->opt);  /* else replica 0's */
     md_workspace_free(rep->ws);
     if (rep->dropout) gsl_rng_free(rep->dropout);
-    md_grads_free(rep->grads);
+    if (r == 0 || rep->grads != t->replicas[0].grads) md_grads_free(rep->grads);
     free(rep->flat);
     free(rep->on_read[0]);
     free(rep->on_read[1]);
@@ -1213,10 +1231,11 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     t.snap[0] = sim_snapshot_new();
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;
+    t.applied_step = -1;
     spawn_attempt(&t, 0, 0);
     report_progress_start(&t.rows.progress, stderr, progress, t.in.steps, t.engine);
     train_engine_progress(t.engine, &t.rows.progress);
-    int ran = sim_run(t.engine);
+    int ran = train_stop_request ? 1 : sim_run(t.engine);  /* asked while it was set up: stop */
     report_progress_end(&t.rows.progress);
     if (ran == 1) {  /* stopped on request: the steps so far say where, nothing is written */
       sum->steps_completed = t.rows.n;

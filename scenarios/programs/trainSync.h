@@ -139,6 +139,13 @@ struct trainer {
   cb_fit *cb;             /* training.callbacks (callbacks.h), NULL without */
   long cb_step;           /* the last step handed to it by the running attempt (-1: none) */
   md_model *best;         /* EarlyStopping's best weights (restore_best_weights), NULL without */
+  cg_work_memo work_memo; /* the replicas' kernel work, asked once per roofline (kernel_work) */
+  long applied_step;      /* numerics on: the last step whose update the shared variables got
+                          ** (apply_once; -1 none), in attempt applied_attempt */
+  int applied_attempt;    /* the restarts when it was applied: a restart redoes steps */
+  float step_rate;        /* the learning rate of the last update (metrics' learning_rate) */
+  int own_models;         /* numerics on with TPUEmbedding: each replica its model and optimizer
+                          ** (the chips' tables differ), else one storage of the mirrored ones */
 };
 
 /* The scenario's strategy: on its TPU slice, over the first worker's listed devices, or over
@@ -148,7 +155,7 @@ void train__build_strategy(trainer *t);
 ** each replica reading at most max_slice examples a step; else it stays NULL (train.c). */
 void train__make_embed(trainer *t, const md_model *m, int max_slice);
 /* Kernels [from, to) of the compiled step as work on the replica's device (train.c). */
-double train__kernel_work(const trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to);
+double train__kernel_work(trainer *t, const replica *rep, const cg_kernel *k, size_t from, size_t to);
 /* The epoch (0-based) of `step`: 0 without training.epochs (train.c). */
 long train__epoch_of(const trainer *t, long step);
 /* Frees everything t holds, the strategy and engine last (train.c). */

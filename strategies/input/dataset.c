@@ -567,6 +567,12 @@ ds_dataset *ds__dataset_shard_data(ds_dataset *d, int64_t num_shards, int64_t in
   return shard;
 }
 
+int ds__dataset_replays(const ds_dataset *d) {
+  for (; d; d = d->input)
+    if (d->op == OP_SHUFFLE || d->op == OP_MAP) return 0;
+  return 1;
+}
+
 ds_dataset *ds__dataset_ref(ds_dataset *d) {
   d->refs++;
   return d;

@@ -32,12 +32,16 @@ struct ds_input_dataset {
   int optional;               /* get_next_as_optional: partial steps give empty batches */
   int unbuilt;                /* made by ParameterServerStrategy outside a function: its
                               ** workers build it only through create_per_worker_dataset */
+  ds_dataset *shared;         /* DATA sharding of a dataset that replays: the legacy-rebatched
+                              ** stream every worker's pipeline shards, which the iterator reads
+                              ** once for all (NULL: each pipeline reads its own) */
 };
 
 struct ds_input_iterator {
   ds_input_dataset *dd;       /* what it iterates */
   int owns_dataset;           /* TF1 iterators made their distributed dataset themselves */
   ds_dataset_iterator **its;  /* one per pipeline */
+  ds_dataset_iterator *shared; /* with dd->shared: its iterator, in place of the pipelines' */
 };
 
 ds_input_options ds_input_options_default(void) {
@@ -122,6 +126,7 @@ static ds_input_dataset *dataset_new(const ds_input_layout *l, int npipes) {
 void ds_input_dataset_free(ds_input_dataset *dd) {
   if (dd == NULL) return;
   for (int p = 0; p < dd->npipes; p++) ds_dataset_free(dd->pipes[p]);
+  if (dd->shared) ds_dataset_free(dd->shared);
   free(dd->pipes);
   free(dd->devices);
   free(dd);
@@ -156,7 +161,7 @@ static int advance(ds_dataset **p, ds_dataset *next) {
 /* Worker w's pipeline of experimental_distribute_dataset. */
 static ds_dataset *worker_pipeline(const ds_input_layout *l, ds_dataset *dataset,
                                    ds_auto_shard_policy policy, int64_t batch, int w,
-                                   ds_status *st) {
+                                   ds_auto_shard_policy *used, ds_status *st) {
   int nw = l->num_workers, n = l->num_replicas_in_sync;
   ds_dataset *p = ds__dataset_ref(dataset);
   if (nw == 1) policy = DS_AUTO_SHARD_OFF;
@@ -188,6 +193,7 @@ static ds_dataset *worker_pipeline(const ds_input_layout *l, ds_dataset *dataset
     if (advance(&p, ds_dataset_prefetch(p, n / nw, st))) return NULL;
   }
   if (policy == DS_AUTO_SHARD_DATA) advance(&p, ds__dataset_shard_data(p, nw, w));
+  *used = policy;
   return p;
 }
 
@@ -208,11 +214,17 @@ ds_input_dataset *ds_input_distribute_dataset(const ds_input_layout *layout, ds_
   }
   int64_t batch = ds_dataset_compute_batch_size(dataset);
   ds_input_dataset *dd = dataset_new(layout, layout->num_workers);
+  ds_auto_shard_policy used = policy;
   for (int w = 0; w < dd->npipes; w++)
-    if ((dd->pipes[w] = worker_pipeline(layout, dataset, policy, batch, w, st)) == NULL) {
+    if ((dd->pipes[w] = worker_pipeline(layout, dataset, policy, batch, w, &used, st)) == NULL) {
       ds_input_dataset_free(dd);
       return NULL;
     }
+  /* DATA sharding has every worker read the whole stream and keep its slices: W x G elements a
+  ** step, quadratic in a pod (1024 hosts of a v4-8192 made 34 million a step; issue 31). When
+  ** the stream replays, the workers' streams are one, so it is read once and dealt out. */
+  if (used == DS_AUTO_SHARD_DATA && dd->npipes > 1 && ds__dataset_replays(dataset))
+    dd->shared = ds_dataset_legacy_rebatch(dataset, layout->num_replicas_in_sync, st);
   return finish(dd, st);
 }
 
@@ -261,11 +273,37 @@ int ds_input_dataset_num_components(const ds_input_dataset *dd) {
 /* ---- iterators ---- */
 
 static void open_pipelines(ds_input_iterator *it) {
-  for (int p = 0; p < it->dd->npipes; p++) it->its[p] = ds_dataset_make_iterator(it->dd->pipes[p]);
+  if (it->dd->shared) it->shared = ds_dataset_make_iterator(it->dd->shared);
+  for (int p = 0; p < it->dd->npipes && !it->dd->shared; p++) it->its[p] = ds_dataset_make_iterator(it->dd->pipes[p]);
 }
 
 static void close_pipelines(ds_input_iterator *it) {
   for (int p = 0; p < it->dd->npipes; p++) ds_dataset_iterator_free(it->its[p]);
+  ds_dataset_iterator_free(it->shared);
+  it->shared = NULL;
+}
+
+/* One element for each of the n replicas into elems (nc per replica), as their pipelines would
+** hand them: with the shared stream, its k-th element of the step is element k / W of worker
+** k % W's shard, which that worker's replica k / W takes (R = n / W replicas a worker: element
+** t R + i of worker w's shard is element (t R + i) W + w of the stream). The stream is a legacy
+** rebatch, N elements an input batch, so a step's elements are all there or none are. Returns
+** how many replicas got one, or -1 on an error (st). */
+static int pull_elements(ds_input_iterator *it, int n, int nc, md_tensor **elems, ds_status *st) {
+  const ds_input_dataset *dd = it->dd;
+  int have = 0;
+  for (int k = 0; k < n; k++) {
+    int r = dd->shared ? (k % dd->npipes) * dd->per_pipe + k / dd->npipes : k;
+    ds_status one;
+    ds_status_clear(&one);
+    if (ds_dataset_get_next(dd->shared ? it->shared : it->its[r / dd->per_pipe], elems + r * nc, &one) == 0) {
+      have++;
+    } else if (one.kind != DS_OUT_OF_RANGE_ERROR) {
+      if (st) *st = one;
+      return -1;
+    }
+  }
+  return have;
 }
 
 ds_input_iterator *ds_input_iterator_new(ds_input_dataset *dd) {
@@ -298,17 +336,7 @@ static int next_step(ds_input_iterator *it, int allow_partial, ds_value **out, i
   const ds_input_dataset *dd = it->dd;
   int n = dd->layout.num_replicas_in_sync, nc = ds_input_dataset_num_components(dd);
   md_tensor **elems = base_xcalloc((size_t)(n * nc), sizeof *elems);
-  int have = 0, rc = 0;
-  for (int r = 0; r < n && rc == 0; r++) {
-    ds_status one;
-    ds_status_clear(&one);
-    if (ds_dataset_get_next(it->its[r / dd->per_pipe], elems + r * nc, &one) == 0) {
-      have++;
-    } else if (one.kind != DS_OUT_OF_RANGE_ERROR) {
-      if (st) *st = one;
-      rc = -1;
-    }
-  }
+  int have = pull_elements(it, n, nc, elems, st), rc = have < 0 ? -1 : 0;
   *has_value = rc == 0 && have > 0 && (have == n || allow_partial);
   for (int r = 0; r < n && *has_value; r++)
     for (int c = 0; c < nc && elems[r * nc] == NULL; c++) {

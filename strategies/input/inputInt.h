@@ -27,6 +27,9 @@ struct ds_dataset *ds__dataset_shard_files(struct ds_dataset *ds, int64_t num_sh
 ** InvalidArgumentError (a shard past the end is empty). */
 struct ds_dataset *ds__dataset_shard_data(struct ds_dataset *ds, int64_t num_shards,
                                           int64_t index);
+/* Whether every iterator of ds yields the same elements: no shuffle (each new iterator of a
+** shuffle draws the next seed stream) and no map (a user function may keep state). */
+int ds__dataset_replays(const struct ds_dataset *ds);
 /* Another reference to ds, for a pipeline that needs no transformation. */
 struct ds_dataset *ds__dataset_ref(struct ds_dataset *ds);
 /* An empty batch of a component: 0 rows, and 0 wherever the spec does not know a dim. */

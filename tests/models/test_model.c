@@ -37,6 +37,42 @@ static md_model *identity_model(int units, md_activation act, int from_logits) {
 }
 
 
+/* md_model_clone_mirrored (issue 31): a dense layer then batch_normalization has 6 variables,
+** dense/kernel, dense/bias, gamma, beta (trainable: mirrored, one storage) and moving_mean,
+** moving_variance (ON_READ: the replica's own). A write into a shared one shows in the source; into
+** its own does not; freeing the mirror leaves the source's values whole (ASan/valgrind see any
+** double free), and a plain clone of the source owns everything again. */
+static void test_clone_mirrored_shares_trainable_storage(void **state) {
+  (void)state;
+  md_layer_spec l[2] = {{.kind = MD_LAYER_DENSE, .units = 2, .use_bias = 1},
+                        {.kind = MD_LAYER_BATCH_NORMALIZATION}};
+  md_model *m = new_model(l, 2, 3, 1);
+  md_model *r = md_model_clone_mirrored(m);
+  assert_int_equal(md_model_num_vars(r), 6);
+  int shared = 0, own = 0;
+  for (int i = 0; i < md_model_num_vars(m); i++) {
+    const md_var *a = md_model_var_const(m, i), *b = md_model_var_const(r, i);
+    assert_true(a->trainable ? a->data == b->data : a->data != b->data);
+    assert_memory_equal(a->data, b->data, a->size * sizeof(float));
+    shared += a->trainable;
+    own += !a->trainable;
+  }
+  assert_int_equal(shared, 4);
+  assert_int_equal(own, 2);
+  md_model_var(r, 0)->data[0] = 42.0f;
+  assert_true(md_model_var(m, 0)->data[0] == 42.0f);
+  int mean = md_model_find_var(m, "batch_normalization/moving_mean");
+  assert_true(mean >= 0);
+  md_model_var(r, mean)->data[0] = 7.0f;
+  assert_true(md_model_var(m, mean)->data[0] == 0.0f);
+  md_model_free(r);
+  assert_true(md_model_var(m, 0)->data[0] == 42.0f);
+  md_model *c = md_model_clone(m);
+  assert_true(md_model_var(c, 0)->data != md_model_var(m, 0)->data);
+  md_model_free(c);
+  md_model_free(m);
+}
+
 /* x [2x3] = [[1,2,3],[4,5,6]], W [3x2] = [[1,0],[0,1],[1,-1]], b = [0.5,-0.5]:
 **   row 0: x W = [1+3, 2-3] = [4, -1]   + b = [4.5, -1.5]
 **   row 1: x W = [4+6, 5-6] = [10, -1]  + b = [10.5, -1.5]
@@ -511,6 +547,7 @@ int main(void) {
       cmocka_unit_test(test_shapes_only_costs),
       cmocka_unit_test(test_embedding_slices),
       cmocka_unit_test(test_embedding_slices_only),
+      cmocka_unit_test(test_clone_mirrored_shares_trainable_storage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

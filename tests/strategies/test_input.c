@@ -186,6 +186,52 @@ static void data_sharding_keeps_every_wth_slice(void **state) {
   ds_input_dataset_free(dd);
 }
 
+/* DATA sharding of a stream that replays is read once and dealt out (issue 31): the same
+** elements as every worker reading its own. 4 workers x 2 replicas, range(40).batch(10): each
+** batch is cut into N = 8 legacy slices of ceil(10/8) = 2 rows, [0 1] [2 3] [4 5] [6 7] [8 9]
+** and three empty ones; worker w keeps slices w and w + 4, its replica i the i-th: replica
+** 2w + i gets slice w + 4i, so step 1 is [0 1] [8 9] | [2 3] [] | [4 5] [] | [6 7] []. The
+** reference is the same program with shuffle(1) before the batch (an identity: a buffer of one
+** hands out what it took), which does not replay (each iterator draws a new seed stream), so
+** each worker's pipeline reads the stream itself. Four steps, then the end for both. */
+static void shared_data_stream_matches_per_worker_pipelines(void **state) {
+  (void)state;
+  ds_input_layout l = { .num_workers = 4, .num_replicas_in_sync = 8, .worker_index = -1 };
+  ds_dataset *r = ds_dataset_range(0, 40, 1, NULL), *one = ds_dataset_shuffle(r, 1, 7, 1, NULL);
+  ds_dataset *shared = ds_dataset_batch(r, 10, 0, NULL), *own = ds_dataset_batch(one, 10, 0, NULL);
+  ds_input_dataset *a = ds_input_distribute_dataset(&l, shared, NULL, NULL);
+  ds_input_dataset *b = ds_input_distribute_dataset(&l, own, NULL, NULL);
+  ds_input_iterator *ia = ds_input_iterator_new(a), *ib = ds_input_iterator_new(b);
+  expect_step(ia, 8, (size_t[]){ 2, 2, 2, 0, 2, 0, 2, 0 },
+              (const double *[]){ (double[]){ 0, 1 }, (double[]){ 8, 9 }, (double[]){ 2, 3 }, NULL,
+                                  (double[]){ 4, 5 }, NULL, (double[]){ 6, 7 }, NULL });
+  ds_input_iterator_free(ia);
+  ia = ds_input_iterator_new(a);  /* a new iterator starts the stream again */
+  for (int step = 0; step < 4; step++) {
+    ds_value *va[1], *vb[1];
+    assert_int_equal(ds_input_get_next(ia, va, NULL), 0);
+    assert_int_equal(ds_input_get_next(ib, vb, NULL), 0);
+    for (int k = 0; k < 8; k++) {
+      const md_tensor *x = ds_value_component(va[0], k), *y = ds_value_component(vb[0], k);
+      assert_int_equal(x->size, y->size);
+      for (size_t i = 0; i < x->size; i++) assert_true(md_tensor_get(x, i) == md_tensor_get(y, i));
+      if (step == 3 && k == 0) assert_true(md_tensor_get(x, 0) == 30);  /* the fourth batch's first row */
+    }
+    ds_value_free(va[0]);
+    ds_value_free(vb[0]);
+  }
+  expect_end(ia);
+  expect_end(ib);
+  ds_input_iterator_free(ia);
+  ds_input_iterator_free(ib);
+  ds_input_dataset_free(a);
+  ds_input_dataset_free(b);
+  ds_dataset_free(shared);
+  ds_dataset_free(own);
+  ds_dataset_free(one);
+  ds_dataset_free(r);
+}
+
 /* OFF: every worker reads everything, rebatched by its own rotation: range(4).batch(4) over
 ** 2x2 gives worker 0 sizes [1 1 1 1] = [0] [1], worker 1 [0] [1] too (rotation of equal sizes). */
 static void off_policy_reads_everything_everywhere(void **state) {
@@ -565,6 +611,7 @@ int main(void) {
     cmocka_unit_test(batch_sizes_for_workers),
     cmocka_unit_test(file_sharding_documented_example),
     cmocka_unit_test(data_sharding_keeps_every_wth_slice),
+    cmocka_unit_test(shared_data_stream_matches_per_worker_pipelines),
     cmocka_unit_test(off_policy_reads_everything_everywhere),
     cmocka_unit_test(last_partial_batch),
     cmocka_unit_test(short_batch_fills_early_replicas),
