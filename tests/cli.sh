@@ -173,7 +173,8 @@ err=$("$podsim" run scenarios/examples/tpu_preempted.yaml -o "$tmp/x1" --quiet \
 [ $rc -eq 0 ] && ok || bad "expect holding: exit $rc, expected 0"
 # Keras fit on a TPU with BackupAndRestore (keras_fit_tpu.yaml): the same run_hash twice; the
 # preempted fit ends with the weights of the fit the preemption never reaches, bit for bit, and
-# reports the 11 steps it redid; the TensorBoard callback wrote its event file under logs/train.
+# reports the 19 steps it redid; the TensorBoard callback wrote its event file under logs/train;
+# history.csv has a row per epoch with its validation (validation_split) loss.
 h1=$("$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf1" --quiet); rc1=$?
 h2=$("$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf2" --quiet); rc2=$?
 "$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf3" --quiet \
@@ -181,7 +182,9 @@ h2=$("$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf2" --quiet);
   >/dev/null 2>&1; rc3=$?
 [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && [ "$h1" = "$h2" ] \
   && cmp -s "$tmp/kf1/final_weights.csv" "$tmp/kf3/final_weights.csv" \
-  && grep -q '"lost_steps": 11' "$tmp/kf1/summary.json" && ls "$tmp"/kf1/logs/train/events.out.tfevents.* >/dev/null 2>&1 \
+  && grep -q '"lost_steps": 19' "$tmp/kf1/summary.json" && ls "$tmp"/kf1/logs/train/events.out.tfevents.* >/dev/null 2>&1 \
+  && [ "$(head -1 "$tmp/kf1/history.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy" ] \
+  && [ "$(awk -F, 'NR > 1 && $4 != ""' "$tmp/kf1/history.csv" | wc -l)" -eq 4 ] \
   && ok || bad "keras_fit_tpu: exit $rc1/$rc2/$rc3, hashes '$h1' '$h2', or weights differ from the unpreempted fit"
 # A callback that stops training ends it normally: exit 0, summary.json says which and when.
 "$podsim" run scenarios/examples/keras_fit_tpu.yaml -o "$tmp/kf4" --quiet --set training.epochs=30 \

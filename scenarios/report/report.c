@@ -90,15 +90,31 @@ static void step_points_free(step_points *p) {
   free(p->parts);
 }
 
+/* The points of a line with a break (a NaN point) wherever x goes back: a restart redoes steps
+** from its checkpoint, and joining its first redone step to the last one lost would draw a
+** segment across steps no attempt ran in that order. bx and by hold 2 n points. */
+static size_t with_restart_breaks(const double *x, const double *y, size_t n, double *bx, double *by) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && x[i] <= x[i - 1]) bx[m] = by[m] = NAN, m++;
+    bx[m] = x[i], by[m] = y[i], m++;
+  }
+  return m;
+}
+
 static int loss(const report_run *run, const char *path, char *msg, size_t msglen) {
   step_points p = step_points_of(run);
-  pl_series lines[2] = { { "loss", p.x, p.y, p.n, PL_MARK_NONE },
+  double *bx = base_xcalloc(2 * p.n + 1, sizeof *bx), *by = base_xcalloc(2 * p.n + 1, sizeof *by);
+  size_t m = with_restart_breaks(p.x, p.y, p.n, bx, by);
+  pl_series lines[2] = { { "loss", bx, by, m, PL_MARK_NONE },
                          { "val_loss", run->val_x, run->val_y, run->nval, PL_MARK_NONE } };
   char title[256];
   snprintf(title, sizeof title, "Training loss \xe2\x80\x94 %s", run->s->name);
   int rc = pl_line_chart(path, plot_format(run->s->format), title, p.xlabel, "loss (mean per example)",
                          lines, run->nval > 0 ? 2 : 1, msg, msglen);
   step_points_free(&p);
+  free(bx);
+  free(by);
   return rc;
 }
 
