@@ -35,7 +35,8 @@ typedef struct md_layer {
   int out;                /* elements of out_shape */
   int nvars;              /* entries of var */
   int var[MD_LAYER_MAX_VARS]; /* model variable indices, in the layer's order (kernel, bias; ...) */
-  int saved;              /* floats per example the forward keeps for the backward (dropout mask) */
+  int64_t saved;          /* floats per example the forward keeps for the backward (dropout mask;
+                          ** attention's probabilities exceed an int at Llama 3's 8192 x 8192) */
   int kept;               /* floats a train step's forward keeps for the backward whatever the
                           ** batch (synchronized batch normalisation's statistics: a few floats a
                           ** channel, left out of the activation bytes) */

@@ -65,9 +65,10 @@ typedef struct mha_saved {
 } mha_saved;
 
 /* Floats per example the forward keeps (invariant 2). */
-static int saved_floats(const mha_dims *m) {
-  int rows = m->flash ? m->s : m->s * m->s;
-  return m->s * (m->h * m->k + m->g * m->k + m->g * m->v + m->h * m->v) + m->h * rows;
+static int64_t saved_floats(const mha_dims *m) {
+  int64_t s = m->s, rows = m->flash ? s : s * s;
+  return s * ((int64_t)m->h * m->k + (int64_t)m->g * m->k + (int64_t)m->g * m->v + (int64_t)m->h * m->v) +
+         m->h * rows;
 }
 
 static mha_saved saved_of(const mha_dims *m, int n, float *base) {
