@@ -242,6 +242,10 @@ static void seg_range(const sim_collective *c, coll_seg s, int t, size_t *off, s
 static void apply(sim_collective *c, int from, int to, const coll_xfer *x) {
   float *dst = c->bufs[rank_of(c, to)], *src = c->bufs[rank_of(c, from)];
   if (dst == NULL || c->count == 0) return; /* nothing to move (and no originals) */
+  if (x->mode == COLL_COPY_ROUTED || x->mode == COLL_RELAY) {
+    if (x->mode == COLL_COPY_ROUTED) sim__coll_a2a_apply(c, to, x, dst);
+    return;
+  }
   if (x->mode == COLL_COPY_BLOCK) { /* all_to_all: block `to` of the sender's original */
     size_t n = c->count / (size_t)c->p;
     memcpy(dst + (size_t)from * n, c->originals + (size_t)from * c->count + (size_t)to * n,
@@ -967,7 +971,9 @@ static sim_time fast_pass(sim_collective *c, int plan) {
 ** end, or -1: declined, the general pass plans. */
 static sim_time fast_plan_uniform(sim_collective *c) {
   int p = c->p, lanes = c->lanes, nstages = c->nstages;
-  if (c->algo != SIM_ALGO_TORUS || c->cpus != NULL || c->wire != 1 || c->uniform_off) return -1;
+  if (c->algo != SIM_ALGO_TORUS || c->op == SIM_COLL_ALL_TO_ALL || c->cpus != NULL || c->wire != 1 ||
+      c->uniform_off)
+    return -1; /* the all-to-all's stages are not rings (collective_a2a.c) */
   for (int a = 0; a < c->ndims; a++)
     if (c->dims[a] > 1 && !c->wraps[a]) return -1;
   fast_plan_start(c);

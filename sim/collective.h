@@ -48,7 +48,14 @@
 **                        along the lane's first axis (in its ring's or line's order), then its
 **                        second, ... Relabelling the axes changes neither the choice nor the
 **                        time (to the picosecond when count is a multiple of p x 2D; otherwise
-**                        the longer chunks may sit on other ranks).
+**                        the longer chunks may sit on other ranks). all_to_all (collective_a2a.c):
+**                        every pair's data at once, as the TPU's ICI moves it: the same D lanes,
+**                        each a stage per axis in the rotated order; in a stage a rank sends every
+**                        member of its line along the axis, directly, the blocks bound for that
+**                        member's coordinate (peers by distance, 4 a round; on a ring of even m
+**                        the block m/2 away goes half each way, relayed by the neighbour on that
+**                        side). Each link carries the bytes of the direct all-to-all's
+**                        dimension-ordered routes: B m / (8 W) a stage on a ring of m.
 **   tree                 all_reduce (binary tree reduce to rank 0, then broadcast), broadcast from
 **                        any root. Heap order (children of v: 2v+1, 2v+2, relative to the root);
 **                        whole buffers per step, not pipelined.

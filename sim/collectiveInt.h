@@ -40,6 +40,11 @@ typedef enum {
                                 the receiver's block `sender` */
   COLL_COPY_ORIGINAL,        /* ppermute: the sender's original segment lands in the receiver's
                                 (the receiver's own send may still read what it overwrites) */
+  COLL_COPY_ROUTED,          /* torus all_to_all: the receiver's segment gets, from the
+                                originals, what its positions hold after the stage
+                                (collective_a2a.c) */
+  COLL_RELAY,                /* torus all_to_all: in transit, passed on in a later round; nothing
+                                lands in the receiver's buffer */
 } coll_mode;
 
 /* Floats of the run's chunk split: chunks first + i stride + j stride2 (i < n, j < n2), and
@@ -232,5 +237,13 @@ void sim__coll_plan(const sim_collective *c, int v, int round, coll_plan *out);
 /* Torus: per rank r, the floats of lane l's send number `send` (its place in the plan's sends)
 ** summed over the rounds of the lane's stage s, into out[r]; scratch holds p entries. */
 void sim__coll_stage_sends(const sim_collective *c, int l, int s, int send, size_t *scratch, size_t *out);
+
+/* collective_a2a.c: the torus all_to_all. */
+/* Lanes and stages of the run (c->op all_to_all, c->algo torus); returns its rounds. */
+int  sim__coll_a2a_prepare(sim_collective *c);
+/* What virtual rank v moves in `round` of it. */
+void sim__coll_a2a_plan(const sim_collective *c, int v, int round, coll_plan *pl);
+/* Applies x (a COLL_COPY_ROUTED receive of virtual rank to) to to's buffer dst. */
+void sim__coll_a2a_apply(const sim_collective *c, int to, const coll_xfer *x, float *dst);
 
 #endif

@@ -455,8 +455,8 @@ int sim__coll_check(const sim_collective *c, sim_coll_op op, sim_algo algo, int 
   switch (algo) {
   case SIM_ALGO_RING:
   case SIM_ALGO_NCCL: ok = 1; break;
-  case SIM_ALGO_BIDI_RING:
-  case SIM_ALGO_TORUS: ok = op == SIM_COLL_ALL_REDUCE || scatter_gather; break;
+  case SIM_ALGO_BIDI_RING: ok = op == SIM_COLL_ALL_REDUCE || scatter_gather; break;
+  case SIM_ALGO_TORUS: ok = op == SIM_COLL_ALL_REDUCE || scatter_gather || op == SIM_COLL_ALL_TO_ALL; break;
   case SIM_ALGO_TREE: ok = op == SIM_COLL_ALL_REDUCE || op == SIM_COLL_BROADCAST; break;
   case SIM_ALGO_DOUBLE_TREE: ok = op == SIM_COLL_ALL_REDUCE; break;
   case SIM_ALGO_HALVING_DOUBLING:
@@ -500,7 +500,7 @@ void sim__coll_prepare(sim_collective *c) {
     c->rounds = c->op == SIM_COLL_BROADCAST ? 2 * p - 2 : phases * (p - 1);
     break;
   case SIM_ALGO_BIDI_RING: c->rounds = phases * (p - 1); break;
-  case SIM_ALGO_TORUS: c->rounds = torus_stages(c); break;
+  case SIM_ALGO_TORUS: c->rounds = c->op == SIM_COLL_ALL_TO_ALL ? sim__coll_a2a_prepare(c) : torus_stages(c); break;
   case SIM_ALGO_TREE:
   case SIM_ALGO_DOUBLE_TREE:
     c->nchunks = 1;
@@ -562,7 +562,10 @@ void sim__coll_plan(const sim_collective *c, int rank, int round, coll_plan *pl)
     bidi_step(pl, &ax, reduce, ar && !reduce ? round - (p - 1) : round);
     break;
   }
-  case SIM_ALGO_TORUS: torus_plan(c, rank, round, pl); break;
+  case SIM_ALGO_TORUS:
+    if (c->op == SIM_COLL_ALL_TO_ALL) sim__coll_a2a_plan(c, rank, round, pl);
+    else torus_plan(c, rank, round, pl);
+    break;
   case SIM_ALGO_TREE: {
     tree tr = {0, c->root, 0, chunks(0, 1, 1, 0)};
     tree_step(c, &tr, rank, round, ar, pl);

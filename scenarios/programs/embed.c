@@ -110,9 +110,9 @@ size_t emb_dense_floats(const emb_run *e) { return e->dense_floats; }
 ** largest one (a rank with fewer ids for an owner pads). */
 static size_t blocks_of(size_t count, int p) { return (count + (size_t)p - 1) / (size_t)p * (size_t)p; }
 
-/* One collective over the replicas on shapes alone (the values travel by the board). The
-** all-gather runs by the strategy's algorithm where it has one, else by the ring; the
-** all-to-all by the ring's pairwise exchange (NCCL's on GPUs). */
+/* One collective over the replicas on shapes alone (the values travel by the board), by the
+** strategy's algorithm where it has the op (the TPU's torus runs the all-to-all over every
+** axis at once; NCCL's on GPUs), else by the ring. */
 static int collective(emb_run *e, sim_actor *self, int r, sim_coll_op op, size_t count) {
   sim_collective *c = ds_collective(e->strategy);
   sim_algo algo = ds_all_reduce_algorithm(e->strategy);

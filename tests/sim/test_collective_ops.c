@@ -153,7 +153,8 @@ static int supported(sim_coll_op op, sim_algo algo, int p) {
   if (op == SIM_COLL_PPERMUTE) return 1;
   switch (algo) {
   case SIM_ALGO_RING: case SIM_ALGO_NCCL: return 1;
-  case SIM_ALGO_BIDI_RING: case SIM_ALGO_TORUS: return ar || sg;
+  case SIM_ALGO_BIDI_RING: return ar || sg;
+  case SIM_ALGO_TORUS: return ar || sg || op == SIM_COLL_ALL_TO_ALL;
   case SIM_ALGO_TREE: return ar || op == SIM_COLL_BROADCAST;
   case SIM_ALGO_DOUBLE_TREE: return ar;
   default: return ar || (sg && (p & (p - 1)) == 0);
@@ -1233,6 +1234,67 @@ static void test_memory_per_rank(void **state) {
   assert_true(sizeof(coll_rank) <= 80);
 }
 
+/* ---- the torus all-to-all (collective_a2a.c) ------------------------------------------------- */
+
+/* Runs an all_to_all by the torus algorithm on sh (count floats a rank, values when numerics) and
+** returns its duration; bytes[i] gets link i's bytes (t->links' order: [node][axis][+, -]). */
+static sim_time a2a_on(const shape *sh, size_t count, int numerics, double *bytes) {
+  sim_engine *e = sim_engine_new();
+  net *t = make_torus(e, sh);
+  float **bufs = numerics ? calloc((size_t)t->p, sizeof *bufs) : NULL;
+  for (int r = 0; numerics && r < t->p; r++) {
+    bufs[r] = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) bufs[r][i] = value(r, i);
+  }
+  sim_time d = run_on(e, t, SIM_COLL_ALL_TO_ALL, SIM_ALGO_TORUS, 0, bufs, count);
+  size_t b = count / (size_t)t->p;
+  for (int r = 0; numerics && r < t->p; r++) {
+    for (int q = 0; q < t->p; q++) /* block q of rank r: block r of rank q, exactly */
+      for (size_t i = 0; i < b; i++) assert_true(bufs[r][(size_t)q * b + i] == value(q, (size_t)r * b + i));
+    free(bufs[r]);
+  }
+  free(bufs);
+  for (size_t i = 0; i < (size_t)t->p * (size_t)t->nd * 2; i++) bytes[i] = sim_link_bytes(t->links[i]);
+  net_free(t);
+  sim_engine_free(e);
+  return d;
+}
+
+/* A 4x4 wrapped torus, count 64000 floats (n = 256,000 B a rank): two lanes, each a stage per
+** axis; a stage on a ring of 4 sends, in round 0, n/8 B (4 blocks of the lane's half) to x+1 and
+** to x-1 and n/16 B each way to the same neighbours for the member 2 away (the relays), then in
+** round 1 the relays' n/16 B on one hop more. Round 0's link x -> x+1 carries 3n/16 B, two flows
+** sharing it: 1 us + 48 us; round 1: 1 us + 16 us. Two stages: 4 us + n/2 ns = 132 us, the scaling
+** book's B n / (8 W) for an axis of 4 (n/2 at 1 B/ns) plus a link's latency per round. Every link
+** carries n/4 B a lane, n/2 = 128,000 B in all: the byte-hops of the direct all-to-all (each
+** axis an average of 1 hop at distance 0, 1, 2, 1: 16 ranks x n x 1 over its 32 links). The
+** same on the event path as in closed form, disturbed or not (test_closed_form_equals_events
+** runs every op on tori). */
+static void test_torus_all_to_all_time_and_bytes(void **state) {
+  (void)state;
+  const shape t44 = {2, {4, 4}, {1, 1}};
+  double bytes[64];
+  assert_close(a2a_on(&t44, 64000, 0, bytes), 4 + 128.0);
+  for (int i = 0; i < 64; i++) assert_true(bytes[i] == 128000.0);
+  /* The ring's pairwise exchange on the same torus: 15 rounds of one transfer a rank, routes of
+  ** up to 4 hops sharing links: far slower. */
+  assert_true(timed(make_torus, &t44, SIM_COLL_ALL_TO_ALL, SIM_ALGO_RING, 64000) > 2 * (4 + 128) * US);
+}
+
+/* An uneven split: count 112 on the 4x4 torus is blocks of 7 floats, lane shares of 4 and 3, the
+** relayed halves 2 + 2 and 2 + 1. A + link carries per lane 4 blocks x (share + 2 x first half) x 4
+** B: 16 x (8 + 7) = 240 B; a - link 16 x (8 + 5) = 208 B. The values land exactly (a2a_on checks
+** every block), on a torus with lines too (4x3, the 3 not wrapping; and 2x2x2). */
+static void test_torus_all_to_all_uneven(void **state) {
+  (void)state;
+  const shape t44 = {2, {4, 4}, {1, 1}}, t43 = {2, {4, 3}, {1, 0}}, t222 = {3, {2, 2, 2}, {1, 0, 1}};
+  double bytes[64];
+  a2a_on(&t44, 112, 1, bytes);
+  for (int i = 0; i < 64; i++) assert_true(bytes[i] == (i % 2 == 0 ? 240.0 : 208.0));
+  a2a_on(&t43, 12 * 5, 1, bytes);
+  a2a_on(&t222, 8 * 9, 1, bytes);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_numerics_all_pairs),     cmocka_unit_test(test_blocking_matches_start),
@@ -1248,6 +1310,7 @@ int main(void) {
       cmocka_unit_test(test_closed_form_events),     cmocka_unit_test(test_closed_form_ties),
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
       cmocka_unit_test(test_uniform_torus), cmocka_unit_test(test_uniform_torus_fixed_cost),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
+      cmocka_unit_test(test_torus_all_to_all_time_and_bytes), cmocka_unit_test(test_torus_all_to_all_uneven),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
