@@ -601,13 +601,18 @@ static int tpu_embedding_optimizer_fn(cfg_ctx *c, const key_spec *k, const yt_no
 }
 
 static const key_spec TPU_EMBEDDING_KEYS[] = {
-  {.key = "optimizer", .type = V_FN, .fn = tpu_embedding_optimizer_fn, .variants = CFG_OPTIMIZERS, .required = 1,
+  {.key = "optimizer", .type = V_FN, .fn = tpu_embedding_optimizer_fn, .variants = CFG_OPTIMIZERS,
    .schema = "{\"allOf\":[\"$variants\"],\"description\":\"the tables' optimizer (TPUEmbedding's optimizer "
              "argument: tf.tpu.experimental.embedding.SGD or Adagrad), applied on each row's owner to the rows a "
              "step touched; the scenario's optimizer trains the other variables\"}"},
+  {.key = "tables", .type = V_INT, .st = S_INT, OFF(scenario, tpu_embedding_tables), .lo = 1, .hi = 1e6,
+   .doc = "how many tables TPUEmbedding takes, the largest by rows (ties in layer order); the others stay "
+          "on every chip as TPUStrategy keeps a variable, their gradients all-reduced dense (Google's MLPerf "
+          "DLRM: num_tables_in_ec; default all)"},
   END};
 
-/* model.tpu_embedding: false, true (the tables take the scenario's optimizer) or {optimizer}. */
+/* model.tpu_embedding: false, true (the tables take the scenario's optimizer) or {optimizer, tables}
+** (without optimizer, the scenario's). */
 static int tpu_embedding_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   static const key_spec flag = {.key = "tpu_embedding", .type = V_BOOL, .st = S_INT, OFF(scenario, tpu_embedding)};
   (void)k;

@@ -280,6 +280,8 @@ typedef struct scenario {
   md_optimizer_spec tpu_embedding_optimizer; /* model.tpu_embedding.optimizer: the tables' own;
                                 ** without it (true) a copy of optimizer (scenario.c) */
   int    tpu_embedding_optimizer_given; /* model.tpu_embedding.optimizer was given */
+  int    tpu_embedding_tables;  /* model.tpu_embedding.tables: the largest this many tables go
+                                ** through TPUEmbedding, the rest stay replicated; 0 = all */
   char   init_file[SCN_PATH_MAX]; /* model.init.file resolved against dir, "" for glorot_uniform */
 
   md_optimizer_spec optimizer;  /* optimizer: (kind required) */

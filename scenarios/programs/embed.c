@@ -38,11 +38,35 @@ struct emb_run {
   unsigned char *touched; /* numerics, TPUEmbedding: per row of the widest table, scratch */
 };
 
+/* Marks in `chosen` (nvars entries) the tables emb_ takes: all, or the max_tables largest by rows,
+** ties in variable order (Google's MLPerf DLRM sorts its tables by vocabulary and puts the first
+** num_tables_in_ec in TPUEmbedding). Returns how many. */
+static int choose_tables(const md_model *m, int max_tables, unsigned char *chosen) {
+  int nvars = md_model_num_vars(m), n = 0;
+  for (int v = 0; v < nvars; v++) {
+    if (md_model_table_ids_per_example(m, v) == 0) continue;
+    int64_t rows = md_model_var_const(m, v)->shape[0];
+    int larger = 0; /* tables that go before v */
+    for (int u = 0; u < nvars; u++) {
+      if (u == v || md_model_table_ids_per_example(m, u) == 0) continue;
+      int64_t r = md_model_var_const(m, u)->shape[0];
+      larger += r > rows || (r == rows && u < v);
+    }
+    chosen[v] = max_tables == 0 || larger < max_tables;
+    n += chosen[v];
+  }
+  return n;
+}
+
 emb_run *emb_new(ds_strategy *s, const md_model *m, const md_optimizer_spec *opt, emb_mode mode, int numerics,
-                 int nreplicas, int max_slice) {
-  int nvars = md_model_num_vars(m), ntables = 0;
-  for (int v = 0; v < nvars; v++) ntables += md_model_table_ids_per_example(m, v) > 0;
-  if (ntables == 0 || nreplicas < 2 || ds_collective(s) == NULL) return NULL;
+                 int nreplicas, int max_slice, int max_tables) {
+  int nvars = md_model_num_vars(m);
+  unsigned char *chosen = base_xcalloc((size_t)nvars + 1, 1);
+  int ntables = choose_tables(m, max_tables, chosen);
+  if (ntables == 0 || nreplicas < 2 || ds_collective(s) == NULL) {
+    free(chosen);
+    return NULL;
+  }
   emb_run *e = base_xcalloc(1, sizeof *e);
   e->strategy = s;
   e->mode = mode;
@@ -51,15 +75,14 @@ emb_run *emb_new(ds_strategy *s, const md_model *m, const md_optimizer_spec *opt
   e->slots = md_optimizer_slots_per_var(opt);
   e->max_slice = max_slice;
   e->tables = base_xcalloc((size_t)ntables, sizeof *e->tables);
-  e->is_table = base_xcalloc((size_t)nvars, 1);
+  e->is_table = chosen;
   for (int v = 0; v < nvars; v++) {
     const md_var *var = md_model_var_const(m, v);
     int k = md_model_table_ids_per_example(m, v);
-    if (k == 0) {
+    if (!chosen[v]) {
       e->dense_floats += var->size;
       continue;
     }
-    e->is_table[v] = 1;
     e->tables[e->ntables++] = (emb_table){ v, var->shape[0], var->shape[1], k };
     e->ids_per_example += (size_t)k;
     e->floats_per_example += (size_t)k * (size_t)var->shape[1];

@@ -41,10 +41,12 @@ typedef enum { EMB_GATHER_BROADCAST, EMB_ALL_GATHER, EMB_TPU } emb_mode;
 
 /* The tables' exchange for model m's replicas under strategy s (nreplicas of them, each
 ** reading at most max_slice examples a step) the way `mode` says; opt the tables' optimizer
-** (its slots are updated with each row); numerics: the board holds values. NULL when m has no table or there is one replica (then the
-** dense path is the same thing). */
+** (its slots are updated with each row); numerics: the board holds values; max_tables: the
+** largest that many tables by rows are emb_'s (ties in variable order), the others the dense
+** path's, 0 all of them (model.tpu_embedding.tables). NULL when m has no table or there is one
+** replica (then the dense path is the same thing). */
 emb_run *emb_new(ds_strategy *s, const md_model *m, const md_optimizer_spec *opt, emb_mode mode, int numerics,
-                 int nreplicas, int max_slice);
+                 int nreplicas, int max_slice, int max_tables);
 void     emb_free(emb_run *e);
 /* 1 when variable v is a table whose gradient emb_ moves (train.c leaves it out of the
 ** all-reduce buffer). */

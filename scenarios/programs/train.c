@@ -675,7 +675,7 @@ void train__make_embed(trainer *t, const md_model *m, int max_slice) {
                                                                                       : EMB_ALL_GATHER;
   if (mode == EMB_ALL_GATHER && s->strategy != SCN_STRATEGY_MULTI_WORKER_MIRRORED) return;
   t->emb = emb_new(t->strategy, m, s->tpu_embedding ? &s->tpu_embedding_optimizer : &s->optimizer, mode,
-                   s->numerics_full, t->nreplicas, max_slice);
+                   s->numerics_full, t->nreplicas, max_slice, s->tpu_embedding ? s->tpu_embedding_tables : 0);
 }
 
 /* strategy.distribution's recipe other than data parallelism runs the mesh's collectives, a

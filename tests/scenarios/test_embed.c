@@ -164,12 +164,49 @@ static void tpu_embedding_is_refused_where_not_modelled(void **state) {
   assert_non_null(strstr(err.msg, "model.tpu_embedding.optimizer: TPUEmbedding's optimizers modelled are sgd and adagrad"));
 }
 
+/* model.tpu_embedding.tables: 1 puts the larger table (t0, 200 rows) through TPUEmbedding and keeps
+** t1 (50 rows) on every chip, its gradient all-reduced dense and applied by the scenario's
+** optimizer, as Google's MLPerf DLRM keeps its small tables (num_tables_in_ec). With the tables'
+** SGD at 1e-30, t0's 800 floats end where the all-frozen run leaves them while t1's touched rows move (a
+** run that kept t1 in TPUEmbedding freezes it too; one that took the smaller table freezes t1 and
+** moves t0); and with adagrad 0.1 for both the run trains to the one-device weights (a replicated
+** table whose gradient missed the all-reduce, or was applied twice, moves by whole gradients). */
+static void tables_limits_tpu_embedding_to_the_largest(void **state) {
+  (void)state;
+  static outcome one, split, frozen, still;
+  const char *one_device[] = {"cluster={workers: {count: 1, machine: n2-standard-8}}", "strategy={kind: one_device}",
+                              "model.tpu_embedding=false"};
+  const char *largest[] = {"model.tpu_embedding={tables: 1}"};
+  const char *freeze[] = {"model.tpu_embedding={optimizer: {kind: sgd, learning_rate: 1e-30}, tables: 1}"};
+  const char *nothing[] = {"model.tpu_embedding={optimizer: {kind: sgd, learning_rate: 1e-30}}",
+                           "optimizer={kind: sgd, learning_rate: 1e-30}"};
+  run_with(&one, one_device, 3);
+  run_with(&split, largest, 1);
+  assert_weights_close(&split, &one);
+  run_with(&frozen, freeze, 1);
+  run_with(&still, nothing, 2);
+  int t0 = 0, t1 = 0, t1_moved = 0;
+  for (int i = 0; i < frozen.nweights; i++) {
+    if (!strncmp(frozen.name[i], "t0", 2)) {
+      t0++;
+      assert_true(frozen.weight[i] == still.weight[i]);
+    } else if (!strncmp(frozen.name[i], "t1", 2)) {
+      t1++;
+      t1_moved += frozen.weight[i] != still.weight[i];
+    }
+  }
+  assert_int_equal(t0, 800);
+  assert_int_equal(t1, 200);
+  assert_int_equal(t1_moved, 37 * 4); /* the 37 ids of c1 in the 64 rows the 8 batches read */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(tpu_embedding_trains_to_the_one_device_weights),
     cmocka_unit_test(tables_take_their_own_optimizer),
     cmocka_unit_test(step_time_does_not_grow_with_the_vocabulary),
     cmocka_unit_test(tpu_embedding_is_refused_where_not_modelled),
+    cmocka_unit_test(tables_limits_tpu_embedding_to_the_largest),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
