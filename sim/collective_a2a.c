@@ -16,9 +16,9 @@
 ** torus's links carry data at once (collectiveInt.h: a rank's lanes start each stage together).
 **
 ** Inside a stage on an axis of m members the peers go out in order of distance, +1, -1, +2, -2,
-** ..., COLL_MAX_XFERS a round: a ring (the axis wraps, m > 2) has m - 1 of them (+m/2 once when
-** m is even), a line 2(m - 1) (a member skips those past its ends). The transfers of a round
-** share the axis's links as the fabric shares them (the route fn's ties: +m/2 goes +).
+** ..., COLL_MAX_XFERS a round: a ring (the axis wraps, m > 2) has m - 1 of them (the member m/2
+** away of an even ring in two relayed halves, below), a line 2(m - 1) (a member skips those past
+** its ends). The transfers of a round share the axis's links as the fabric shares them.
 **
 ** Where the data sits (rank r, block position j; A the axes done so far): position j holds what
 ** source s sends destination d, where s agrees with r off A and with j on A, d with r on A and
