@@ -72,7 +72,10 @@ static const key_spec EARLY_KEYS[] = {
   {.key = "start_from_epoch", .type = V_INT, .st = S_LONG, OFF(scenario, cb.early_start_from_epoch), .lo = 0, .hi = 1e9},
   {.key = "restore_best_weights", .type = V_BOOL, .st = S_INT, OFF(scenario, cb.early_restore_best)},
   END};
-static const key_spec NAN_KEYS[] = { END };
+static const key_spec NAN_KEYS[] = {
+  {.key = "raise_error", .type = V_BOOL, .st = S_INT, OFF(scenario, cb.nan_raise),
+   .doc = "raise RuntimeError at the NaN: the job fails (exit 3) without ending the epoch or the fit"},
+  END};
 static const key_spec TENSORBOARD_KEYS[] = {
   {.key = "update_freq", .type = V_FN, .fn = update_freq_fn, OFF(scenario, cb.tb_update_freq),
    .schema = "{\"oneOf\":[{\"enum\":[\"epoch\",\"batch\"]},{\"type\":\"integer\",\"minimum\":1}],\"description\":"
@@ -147,27 +150,29 @@ static const yt_node *monitor_node(const cfg_ctx *c, const char *callback, char 
   return at;
 }
 
-/* A monitor against the epoch's logs: loss, or a compiled metric (Keras's auto mode: up for
-** every accuracy); the val_* values need validation, and callbacks do not read them yet. */
+/* A monitor against the epoch's logs: loss, a compiled metric, or with validation their val_
+** forms (Keras's auto mode: down for a loss, up for every accuracy and AUC, val_ or not). */
 static int resolve_monitor(cfg_ctx *c, scn_monitor *m, const char *callback) {
   scenario *s = c->s;
   char path[128];
   const yt_node *at = monitor_node(c, callback, path, sizeof path);
-  char names[400] = "loss";
+  int validates = s->validation_split > 0 || s->validation_csv[0] != '\0';
+  const char *name = !strncmp(m->name, "val_", 4) ? m->name + 4 : m->name;
+  char names[600] = "loss";
   m->metric = -2;
-  if (!strcmp(m->name, "loss")) m->metric = -1;
+  if (!strcmp(name, "loss")) m->metric = -1;
   for (int k = 0; k < s->nmetrics; k++) {
     base_format(names + strlen(names), sizeof names - strlen(names), ", %s", md_metric_name(s->metrics[k]));
-    if (!strcmp(m->name, md_metric_name(s->metrics[k]))) m->metric = k;
+    if (!strcmp(name, md_metric_name(s->metrics[k]))) m->metric = k;
   }
-  int validates = s->validation_split > 0 || s->validation_csv[0] != '\0';
-  if (m->metric == -2 && !strncmp(m->name, "val_", 4) && !validates)
+  if (validates) {
+    base_format(names + strlen(names), sizeof names - strlen(names), ", val_loss");
+    for (int k = 0; k < s->nmetrics; k++)
+      base_format(names + strlen(names), sizeof names - strlen(names), ", val_%s", md_metric_name(s->metrics[k]));
+  }
+  if (m->metric != -2 && name != m->name && !validates)
     return cfg_fail(c, at, path, "%s needs validation (validation_data or validation_split), which this fit "
                     "does not run: monitor one of %s", m->name, names);
-  /* podsim's epoch-end callbacks decide at the epoch's last step, before its evaluation runs. */
-  if (m->metric == -2 && !strncmp(m->name, "val_", 4))
-    return cfg_fail(c, at, path, "%s: callbacks do not read validation's logs yet (issue 28; history.csv has "
-                    "them): monitor one of %s", m->name, names);
   if (m->metric == -2)
     return cfg_fail(c, at, path, "expected a value of the epoch's logs (%s), found %s", names, m->name);
   return 0;

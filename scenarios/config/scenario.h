@@ -120,6 +120,7 @@ typedef struct scn_callbacks {
   long   early_start_from_epoch;/* its start_from_epoch (default 0) */
   int    early_restore_best;    /* its restore_best_weights (default false) */
   int    terminate_on_nan;      /* terminate_on_nan given */
+  int    nan_raise;             /* its raise_error: a RuntimeError fails the job */
   int    tensorboard;           /* tensorboard given: Keras's tags under logs/train/ */
   long   tb_update_freq;        /* its update_freq in batches (batch: 1); 0: epoch (the default) */
 } scn_callbacks;

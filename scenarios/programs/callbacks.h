@@ -4,9 +4,11 @@
 ** keras/src/callbacks/ (Keras 3.15, the version tests/python's oracle has).
 **
 ** The program hands every step's results over once, at the step's all-reduce, when every
-** replica's loss and metric counts are known (cb_batch_end), and asks what follows at the step's
-** end: the saves it writes (cb_saves), whether it keeps the weights as the best so far
-** (cb_keep_best) and whether training stops (cb_stop). Decisions are made once per step and read
+** replica's loss and metric counts are known (cb_batch_end), and at an epoch's end, after the
+** epoch's evaluation, its validation logs (cb_epoch_end), as Keras's fit calls on_epoch_end with
+** epoch_logs that hold val_*; it asks what follows: the saves it writes at the step's end and at
+** the epoch's (cb_saves), whether it keeps the weights as the best so far (cb_keep_best) and
+** whether training stops (cb_stop). Decisions are made once per step and read
 ** by every replica alike, so the replicas stop at the same step.
 **
 ** As in Keras, batch-level callbacks run at each execution's end (steps_per_execution steps, or
@@ -26,8 +28,8 @@
 ** one, and a ModelCheckpoint save (nothing reads it back). */
 enum { CB_SAVE_BACKUP = 1, CB_SAVE_COPY = 2, CB_SAVE_MODEL = 4 };
 
-/* The logs Keras hands a callback: names and values (the loss, each compiled metric; validation's
-** val_* will join them). */
+/* The logs Keras hands a callback: names and values (the loss, each compiled metric, and at an
+** evaluated epoch's end validation's val_loss and val_<metric>). */
 #define CB_MAX_LOGS (2 + 2 * MD_METRIC_KIND_COUNT)
 typedef struct cb_logs {
   int n;                            /* entries */
@@ -57,11 +59,21 @@ void        cb_free(cb_fit *f);
 /* A new attempt (the first, or a restart) starts: new callback objects, which know nothing of
 ** where the job resumes. NULL: nothing. */
 void        cb_attempt(cb_fit *f);
-/* The step's results, once per step and attempt. */
+/* The step's results, once per step and attempt: the batch-level callbacks (on_train_batch_end at
+** an execution's end). */
 void        cb_batch_end(cb_fit *f, const cb_batch *b);
-/* The saves at the end of `step` (CB_SAVE_* bits); with CB_SAVE_BACKUP, *resume is the step a
-** restart from it starts at. */
-int         cb_saves(const cb_fit *f, long step, long *resume);
+/* TerminateOnNaN(raise_error=True) raised at `step`: 1 with Keras's RuntimeError message. */
+int         cb_raised(const cb_fit *f, long step, char *msg, size_t len);
+/* Whether `step`, the last handed to cb_batch_end, ends an epoch: its last step, the run's, or
+** one after which a callback stopped training (fit still evaluates and ends that epoch). */
+int         cb_epoch_due(const cb_fit *f, long step);
+/* on_epoch_end for the epoch `step` ends (cb_epoch_due), once, after the epoch's evaluation:
+** val holds validation's val_* logs (NULL or none when the epoch is not evaluated); iterations
+** is optimizer.iterations, the step of evaluate's on_test_end scalars; now the events' time. */
+void        cb_epoch_end(cb_fit *f, long step, const cb_logs *val, long iterations, sim_time now);
+/* The saves at the end of `step` (epoch_end 0) or of its epoch (1, after cb_epoch_end), CB_SAVE_*
+** bits; with CB_SAVE_BACKUP, *resume is the step a restart from it starts at. */
+int         cb_saves(const cb_fit *f, long step, int epoch_end, long *resume);
 /* EarlyStopping(restore_best_weights): the weights at the end of `step` become the best. */
 int         cb_keep_best(const cb_fit *f, long step);
 /* Training stops once `step` ends (a callback set stop_training). */
@@ -76,7 +88,8 @@ long        cb_best_epoch(const cb_fit *f);
 
 /* checkpoints.csv: a row per ModelCheckpoint save (epoch, batch, step, monitor, value). 0 or -1. */
 int         cb_write_checkpoints(const void *f, const char *path);
-/* The TensorBoard callback's train/ events under DIR/logs. 0, or -1 with msg. */
+/* The TensorBoard callback's events under DIR/logs: train/, and validation/ when epochs were
+** evaluated. 0, or -1 with msg. */
 int         cb_write_tensorboard(const cb_fit *f, const char *dir, char *msg, size_t len);
 
 #endif

@@ -8,7 +8,14 @@
 **   d = d.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)      # distribute: function
 **   d = d.shuffle(buffer, seed)          # dataset.shuffle; reshuffled every epoch
 **   d = d.repeat().batch(B)              # steps with repeat: an endless stream of full batches
-**   d = d.batch(B).repeat(E)             # epochs, or repeat false: each pass ends in a short batch
+**   d = d.batch(B)                       # epochs, or repeat false: a pass ends in a short batch
+**
+** and with training.epochs (Keras's fit) E passes, each a new iterator over the distributed
+** dataset, as Keras 3's EpochIterator makes one per epoch (keras/src/trainers/epoch_iterator.py,
+** iter(self._distributed_dataset) once the last one ran out): an epoch's last step is short and
+** the next epoch's first is whole, where a repeat(E) before the rebatch would run the pieces on
+** across the epochs' boundary (11 x 100 + 52 for 3 epochs of 384 rows). The shuffle still takes
+** the next stream at each pass (reshuffle_each_iteration).
 **
 ** with B = G for experimental_distribute_dataset and B = ctx.get_per_replica_batch_size(G)
 ** for distribute_datasets_from_function, whose dataset_fn is the lines above for one input
@@ -17,16 +24,18 @@
 ** The closed form counts what the library's iterator would hand each replica (input.c's
 ** worker_pipeline and dataset.c's rebatch rules), by rule:
 **   PASSTHROUGH  one replica: step s is input batch s.
-**   REBATCH      one input worker, or policy OFF: worker w cuts the stream of its T = E * rows
+**   REBATCH      policy OFF (the closed form has no files, so AUTO is DATA): worker w cuts the stream of its T = rows
 **                elements (endless with repeat) into pieces of its sizes S_w (ds_input_batch_
 **                sizes_for_worker, cycling), across batch boundaries; its replica i takes piece
 **                s * R + i. A piece starting at T exists only if it is empty.
-**   LEGACY       policy DATA (AUTO on a range) over W > 1 workers: input batch s of b rows is cut
-**                into N slices of ceil(b / N) and worker w keeps slices w, w + W, ...
+**   LEGACY       policy DATA (AUTO on a range), one worker too (input.c: TF's auto-shard rewrite
+**                runs on a lone pipeline): input batch s of b rows is cut into N slices of
+**                ceil(b / N) and worker w keeps slices w, w + W, ...
 **   FUNCTION     pipeline w reads rows / W (+1 for w < rows % W) rows in batches of G / N; its
 **                replica i takes batch s * R + i.
 ** A step exists while every replica has an element, or, with get_next_as_optional (Mirrored
-** strategies on a finite dataset), while any has; the others get empty batches.
+** strategies on a finite dataset), while any has; the others get empty batches. The rules count
+** one pass; step s of E passes is step s % P of the pass (P: the pass's steps).
 **
 ** Invariants:
 **   (1) the library path keeps the steps [held[0].step, next_step) contiguously;
@@ -61,7 +70,8 @@ struct inp_plan {
   int keep_rows;          /* the run reads example values */
   int library;            /* counts come from iterating the library */
   int wrap;               /* steps with repeat: an endless stream */
-  long epochs;            /* passes of a finite stream */
+  long epochs;            /* passes of a finite stream, each a new iterator */
+  long per_pass;          /* steps one pass yields (finite streams) */
   int optional;           /* get_next_as_optional: data-less replicas get empty batches */
   int max_count;          /* the largest per-replica batch */
   /* the library path */
@@ -109,8 +119,9 @@ static ds_dataset *source(const train_input *in, ds_status *st) {
   return d;
 }
 
-/* Shuffle, repeat and batch by `batch` after d (whose reference it takes). */
-static ds_dataset *shuffle_repeat_batch(const scenario *s, ds_dataset *d, int64_t batch,
+/* Shuffle, repeat and batch by `batch` after d (whose reference it takes); a finite stream
+** repeated `repeats` times. */
+static ds_dataset *shuffle_repeat_batch(const scenario *s, ds_dataset *d, int64_t batch, long repeats,
                                         ds_status *st) {
   if (d && s->shuffle_buffer > 0)
     d = then(d, ds_dataset_shuffle(d, s->shuffle_buffer, sim_rng_derive_seed(s->seed, "dataset.shuffle"),
@@ -120,11 +131,11 @@ static ds_dataset *shuffle_repeat_batch(const scenario *s, ds_dataset *d, int64_
     return then(d, ds_dataset_batch(d, batch, 0, st));
   }
   if (d) d = then(d, ds_dataset_batch(d, batch, 0, st));
-  return d ? then(d, ds_dataset_repeat(d, passes(s))) : NULL;
+  return d && repeats > 1 ? then(d, ds_dataset_repeat(d, repeats)) : d;
 }
 
 ds_dataset *inp_worker_dataset(const train_input *in, ds_status *st) {
-  return shuffle_repeat_batch(in->s, source(in, st), in->s->global_batch, st);
+  return shuffle_repeat_batch(in->s, source(in, st), in->s->global_batch, passes(in->s), st);
 }
 
 int inp_worker_batches_full(const scenario *s) { return endless(s); }
@@ -136,7 +147,7 @@ static ds_dataset *dataset_fn(const ds_input_context *ctx, void *user, ds_status
   if (batch < 0) return NULL;
   ds_dataset *d = source(p->in, st);
   if (d) d = then(d, ds_dataset_shard(d, ctx->num_input_pipelines, ctx->input_pipeline_id, st));
-  return shuffle_repeat_batch(p->in->s, d, batch, st);
+  return shuffle_repeat_batch(p->in->s, d, batch, 1, st);
 }
 
 static const ds_auto_shard_policy POLICIES[] = {
@@ -151,7 +162,7 @@ static ds_input_dataset *distribute(const inp_plan *p, ds_status *st) {
     return ds_distribute_datasets_from_function(p->strategy, dataset_fn, (void *)p, NULL, st);
   ds_dataset *d = source(p->in, st);
   if (d) d = then(d, ds_dataset_with_auto_shard_policy(d, POLICIES[s->auto_shard]));
-  d = shuffle_repeat_batch(s, d, s->global_batch, st);
+  d = shuffle_repeat_batch(s, d, s->global_batch, 1, st);
   if (d == NULL) return NULL;
   ds_input_dataset *dist = ds_experimental_distribute_dataset(p->strategy, d, NULL, st);
   ds_dataset_free(d);
@@ -168,9 +179,14 @@ static void drop_held(inp_plan *p, int keep_from) {
   p->nheld -= keep_from;
 }
 
-/* Reads step next_step from the iterator into the held steps: 0, or -1 at the end (st). */
+/* Reads step next_step from the iterator into the held steps: 0, or -1 at the end (st). The
+** pass that ends before the last one is followed by a new iterator's. */
 static int fetch(inp_plan *p, ds_status *st) {
   ds_value *v = NULL;
+  if (p->per_pass > 0 && p->next_step > 0 && p->next_step % p->per_pass == 0 && p->next_step < p->epochs * p->per_pass) {
+    ds_input_iterator_free(p->it);
+    p->it = ds_input_iterator_new(p->dist);
+  }
   if (ds_input_get_next(p->it, &v, st) != 0) return -1;
   assert(ds_value_num_components(v) == p->n);
   if (p->nheld == p->capheld) {
@@ -221,18 +237,18 @@ static const held_step *held(inp_plan *p, long step) {
 
 /* ---- the closed form ----------------------------------------------------------------------- */
 
-/* Rows of input batch s of the dataset-mode program, -1 past the end. */
+/* Rows of input batch s of a pass of the dataset-mode program, -1 past its end. */
 static int64_t input_batch(const inp_plan *p, long s) {
   int64_t g = p->in->s->global_batch, rows = (int64_t)p->in->data->rows;
   if (p->wrap) return g;
-  int64_t per_epoch = ceil_div(rows, g);
-  if (s >= p->epochs * per_epoch) return -1;
-  int64_t left = rows - (s % per_epoch) * g;
+  if (s >= ceil_div(rows, g)) return -1;
+  int64_t left = rows - s * g;
   return left < g ? left : g;
 }
 
-/* Replica r's count at step s by the plan's rule, -1 when it has no element. */
-static int64_t closed_form(const inp_plan *p, long s, int r) {
+/* Replica r's count at step s of a pass (of the stream when endless) by the plan's rule, -1
+** when it has no element. */
+static int64_t pass_form(const inp_plan *p, long s, int r) {
   int j = p->position[r], w = j / p->per_worker, i = j % p->per_worker;
   int64_t rows = (int64_t)p->in->data->rows, g = p->in->s->global_batch;
   switch (p->rule) {
@@ -247,32 +263,37 @@ static int64_t closed_form(const inp_plan *p, long s, int r) {
       int64_t k = (int64_t)s * p->per_worker + i, size = p->sizes[w * p->n + k % p->n];
       int64_t start = (k / p->n) * g + p->prefix[w * (p->n + 1) + k % p->n];
       if (p->wrap) return size;
-      int64_t total = p->epochs * rows;
-      if (start > total || (start == total && size > 0)) return -1;
-      return total - start < size ? total - start : size;
+      if (start > rows || (start == rows && size > 0)) return -1;
+      return rows - start < size ? rows - start : size;
     }
     case RULE_FUNCTION: {
       int64_t b = g / p->n, mine = rows / p->nw + (w < rows % p->nw);
       int64_t k = (int64_t)s * p->per_worker + i;
       if (mine == 0) return -1;  /* repeating an empty shard yields nothing */
       if (p->wrap) return b;
-      int64_t per_epoch = ceil_div(mine, b);
-      if (k >= p->epochs * per_epoch) return -1;
-      int64_t left = mine - (k % per_epoch) * b;
+      if (k >= ceil_div(mine, b)) return -1;
+      int64_t left = mine - k * b;
       return left < b ? left : b;
     }
   }
   return -1;
 }
 
-/* Steps at which replica r has an element: exists(s) only gets false as s grows. A step takes
-** at least one element from some replica's stream unless its pieces are empty, which the
-** rebatch sizes allow at most n - 1 times in a row: the search stays below n * (elements + 1). */
+/* Replica r's count at step s of the run: step s % P of a pass once the pass's P steps are
+** counted (inp_plan_new), -1 past the last pass. */
+static int64_t closed_form(const inp_plan *p, long s, int r) {
+  if (p->wrap || p->per_pass == 0) return pass_form(p, s, r);
+  return s < p->epochs * p->per_pass ? pass_form(p, s % p->per_pass, r) : -1;
+}
+
+/* Steps of a pass at which replica r has an element: exists(s) only gets false as s grows. A
+** step takes at least one element from some replica's stream unless its pieces are empty, which
+** the rebatch sizes allow at most n - 1 times in a row: the search stays below n * (rows + 1). */
 static long steps_with_data(const inp_plan *p, int r) {
-  long lo = 0, hi = (long)(p->epochs * (int64_t)p->in->data->rows + 1) * p->n + 2;
+  long lo = 0, hi = (long)((int64_t)p->in->data->rows + 1) * p->n + 2;
   while (lo < hi) {
     long mid = lo + (hi - lo) / 2;
-    if (closed_form(p, mid, r) >= 0) lo = mid + 1;
+    if (pass_form(p, mid, r) >= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -283,8 +304,7 @@ static void setup_closed_form(inp_plan *p, const ds_input_layout *layout) {
   int64_t g = s->global_batch;
   p->rule = s->distribute == SCN_DISTRIBUTE_FUNCTION ? RULE_FUNCTION
           : p->n == 1 ? RULE_PASSTHROUGH
-          : p->nw > 1 && (s->auto_shard == SCN_SHARD_AUTO || s->auto_shard == SCN_SHARD_DATA)
-              ? RULE_LEGACY : RULE_REBATCH;
+          : s->auto_shard == SCN_SHARD_AUTO || s->auto_shard == SCN_SHARD_DATA ? RULE_LEGACY : RULE_REBATCH;
   if (p->rule != RULE_REBATCH) return;
   p->sizes = base_xcalloc((size_t)(p->nw * p->n), sizeof *p->sizes);
   p->prefix = base_xcalloc((size_t)(p->nw * (p->n + 1)), sizeof *p->prefix);
@@ -297,7 +317,8 @@ static void setup_closed_form(inp_plan *p, const ds_input_layout *layout) {
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
-/* The steps a finite program yields: by iterating a throwaway copy, or from the closed form. */
+/* The steps one pass of a finite program yields: by iterating a throwaway copy, or from the
+** closed form. */
 static long count_steps(inp_plan *p) {
   if (p->library) {
     open_iterator(p);
@@ -355,7 +376,8 @@ inp_plan *inp_plan_new(train_input *in, const ds_strategy *s, int rows, scn_erro
   if (probe == NULL) return fail(p, err, key, &st);
   ds_input_dataset_free(probe);
   if (!p->wrap) {
-    long steps = count_steps(p);
+    p->per_pass = count_steps(p);
+    long steps = p->epochs * p->per_pass;
     if (sc->epochs > 0 || steps < in->steps) in->steps = steps;
   } else if (!p->library) {
     for (int r = 0; r < p->n; r++)

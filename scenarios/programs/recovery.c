@@ -162,15 +162,9 @@ static void write_done(sim_engine *e, void *arg) {
   commit(j);
 }
 
-int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
-                 const md_optimizer *o, const ls_state *ls) {
-  if (replica == 0) {
-    j->last_done = step;
-    lc_progress(j->life);
-  }
-  long resume = step + 1;
-  int saves = j->prog->saves ? j->prog->saves(j->ctx, step, &resume)
-              : j->s->ckpt_every > 0 && (step + 1) % j->s->ckpt_every == 0 ? CB_SAVE_BACKUP : 0;
+/* The saves `saves` (CB_SAVE_*) at the end of `step`; a backup resumes at `resume`. */
+static int save(rec_job *j, sim_actor *self, int replica, long step, int saves, long resume,
+                const md_model *m, const md_optimizer *o, const ls_state *ls) {
   sim_time other = (saves & CB_SAVE_MODEL ? j->write_ps : 0) + (saves & CB_SAVE_COPY ? 2 * j->write_ps : 0);
   if (other > 0) {
     int rc = sim_sleep(self, other);
@@ -201,6 +195,25 @@ int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_m
   j->write_done = sim_time_add(now, j->write_ps);
   j->write_event = sim_schedule(j->engine, j->write_done, write_done, j);
   return SIM_OK;
+}
+
+int rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
+                 const md_optimizer *o, const ls_state *ls) {
+  if (replica == 0) {
+    j->last_done = step;
+    lc_progress(j->life);
+  }
+  long resume = step + 1;
+  int saves = j->prog->saves ? j->prog->saves(j->ctx, step, 0, &resume)
+              : j->s->ckpt_every > 0 && (step + 1) % j->s->ckpt_every == 0 ? CB_SAVE_BACKUP : 0;
+  return save(j, self, replica, step, saves, resume, m, o, ls);
+}
+
+int rec_epoch_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
+                  const md_optimizer *o, const ls_state *ls) {
+  long resume = step + 1;
+  int saves = j->prog->saves ? j->prog->saves(j->ctx, step, 1, &resume) : 0;
+  return save(j, self, replica, step, saves, resume, m, o, ls);
 }
 
 /* ---- the rest ------------------------------------------------------------------------------ */
@@ -286,6 +299,10 @@ const report_fault *rec_events(rec_job *j, sim_time end, size_t *n) {
 int rec_restarts(const rec_job *j) { return lc_restarts(j->life); }
 
 int rec_failed(const rec_job *j, run_error *e) { return lc_failed(j->life, e); }
+
+void rec_fail(rec_job *j, const char *kind, const char *device, const char *message) {
+  lc_fail(j->life, kind, device, "%s", message);
+}
 
 void rec_kept_rows(const step_record *rows, long n, unsigned char *kept) {
   long next = -1;  /* the smallest step of the rows after i (-1: none yet) */

@@ -35,10 +35,11 @@ typedef struct rec_program {
   ** aggregation MEAN: batch normalisation's moving statistics) with what TF saves of them, their
   ** mean over the replicas as they were at the end of `step`; NULL: replica 0's stay. */
   void (*read_on_read)(void *ctx, long step, md_model *snapshot);
-  /* The saves at the end of `step` as callbacks.h's CB_SAVE_* bits (a backup sets *resume, the
-  ** step a restart from it starts at); NULL: training.checkpoint's, every every_steps steps,
-  ** resuming after the step. */
-  int (*saves)(void *ctx, long step, long *resume);
+  /* The saves at the end of `step` (epoch_end 0), or at the end of the epoch it ends, after the
+  ** epoch's evaluation (1), as callbacks.h's CB_SAVE_* bits (a backup sets *resume, the step a
+  ** restart from it starts at); NULL: training.checkpoint's, every every_steps steps, resuming
+  ** after the step. */
+  int (*saves)(void *ctx, long step, int epoch_end, long *resume);
 } rec_program;
 
 /* The job of scenario s on engine e; `model` and `opt` are replica 0's at the start (the state
@@ -64,6 +65,11 @@ void rec_step_begin(rec_job *j, long step);
 ** Returns SIM_OK, or what the interrupted wait returned. */
 int      rec_step_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
                       const md_optimizer *o, const ls_state *ls);
+/* Called by every replica at the end of the epoch `step` ends, after its evaluation and its
+** callbacks (fit's on_epoch_end): the program's epoch-end saves, blocking as rec_step_end's.
+** SIM_OK, or what the interrupted wait returned. */
+int      rec_epoch_end(rec_job *j, sim_actor *self, int replica, long step, const md_model *m,
+                       const md_optimizer *o, const ls_state *ls);
 /* Fast-forward (train.c): the last step s <= to such that steps from..s neither begin nor end
 ** anything here (the job is UP; no checkpoint is due at their end, no at_step fault strikes at
 ** their start), from - 1 when there is none; and the bookkeeping of `steps` such steps done. */
@@ -78,6 +84,8 @@ void     rec_restore(const rec_job *j, md_model *m, md_optimizer *o, ls_state *l
 int      rec_restarts(const rec_job *j);
 /* The job failed for good (a fault and no training.restart): fills kind, device and message. */
 int      rec_failed(const rec_job *j, run_error *e);
+/* The program failed the job for good (an exception the training loop raised). */
+void     rec_fail(rec_job *j, const char *kind, const char *device, const char *message);
 
 /* What the faults chart draws, in order of start: each fault as an instant ("preempted",
 ** "failed") on its target's row and the machine's time down ("machine down"); on the row

@@ -399,6 +399,20 @@ static void keep_best(trainer *t, long step) {
   checkpoint_on_read(t, step, t->best);
 }
 
+/* fit's end of the epoch `step` ends, before the next epoch's first step, as Keras runs it: the
+** evaluation when validation_freq asks for one (validate.h), then on_epoch_end with its val_ logs
+** (once, by the first replica past the evaluation's all-reduce, which gave every replica the same
+** sums) and the saves it asks for. SIM_OK or the actor's stop. */
+static int epoch_end(trainer *t, replica *rep, sim_actor *self, long step) {
+  int evaluated = val_due(t->val, t, step);
+  if (evaluated && val_evaluate(t->val, t, rep, self, step) != SIM_OK) return SIM_FAILED;
+  if (!cb_epoch_due(t->cb, step)) return SIM_OK;
+  cb_logs val = { 0 };
+  if (evaluated) val_logs(t->val, t, step, &val);
+  cb_epoch_end(t->cb, step, &val, step + 1, sim_now(t->engine));
+  return rec_epoch_end(t->rec, self, rep->index, step, rep->model, rep->opt, &rep->loss_scale);
+}
+
 static void replica_main(sim_actor *self, void *arg) {
   replica *rep = arg;
   trainer *t = rep->t;
@@ -533,9 +547,14 @@ static void replica_main(sim_actor *self, void *arg) {
       return;
     }
     if (rec_step_end(t->rec, self, r, step, rep->model, rep->opt, &rep->loss_scale) != SIM_OK) return;
-    /* fit's evaluation at the end of a due epoch (validate.h), before the epoch's callbacks, as
-    ** Keras runs on_epoch_end after it, and the next epoch's first step. */
-    if (val_due(t->val, t, step) && val_evaluate(t->val, t, rep, self, step) != SIM_OK) return;
+    char raised[200];
+    if (cb_raised(t->cb, step, raised, sizeof raised)) {  /* fit ends in the exception: no epoch end */
+      if (r != 0) return;
+      rec_fail(t->rec, "RuntimeError", ds_replica_device(t->strategy, 0), raised);
+      ds_pipeline_stop(t->input);
+      return;
+    }
+    if (epoch_end(t, rep, self, step) != SIM_OK) return;
     if (r == 0 && cb_keep_best(t->cb, step)) keep_best(t, step);
     if (cb_stop(t->cb, step)) {  /* fit's loop ends: the input's producers would wait for good */
       if (r == 0) ds_pipeline_stop(t->input);
@@ -589,9 +608,9 @@ static void attempt_start(void *ctx, long step, sim_time restore) {
   spawn_attempt(t, step, restore);
 }
 
-static int callback_saves(void *ctx, long step, long *resume) {
+static int callback_saves(void *ctx, long step, int epoch_end, long *resume) {
   const trainer *t = ctx;
-  return cb_saves(t->cb, step, resume);
+  return cb_saves(t->cb, step, epoch_end, resume);
 }
 
 static const rec_program ATTEMPTS = { attempt_stop, attempt_start, checkpoint_on_read, NULL };

@@ -42,6 +42,7 @@ struct val_run {
   int outputs;            /* the model's outputs per example */
   float *pred;            /* mode predict: [row - offset][outputs], each replica's forward */
   unsigned char *seen;    /* mode predict: [row - offset], predicted (steps may stop short) */
+  char (*names)[48];      /* [k]: val_<metric k>, the callbacks' log names */
 };
 
 /* train_error for validation_data's CSV, under its own key rather than dataset.csv's. */
@@ -110,6 +111,8 @@ int val_load(train_input *in, const md_model *m, val_run **out, scn_error *err) 
   v->done = base_xcalloc((size_t)v->epochs, 1);
   v->loss = base_xcalloc((size_t)v->epochs, sizeof *v->loss);
   v->metric = base_xcalloc((size_t)v->epochs * (size_t)(s->nmetrics + 1), sizeof *v->metric);
+  v->names = base_xcalloc((size_t)s->nmetrics + 1, sizeof *v->names);
+  for (int k = 0; k < s->nmetrics; k++) base_format(v->names[k], sizeof v->names[k], "val_%s", md_metric_name(s->metrics[k]));
   *out = v;
   return TR_EXIT_OK;
 }
@@ -177,6 +180,7 @@ int val_plan(val_run *v, trainer *t, scn_error *err) {
 
 void val_free(val_run *v) {
   if (v == NULL) return;
+  free(v->names);
   if (v->own) md_dataset_free(v->own);
   free(v->count);
   free(v->first);
@@ -200,7 +204,8 @@ static long per_epoch(const trainer *t) { return t->in.s->epochs > 0 ? t->in.ste
 int val_due(const val_run *v, const trainer *t, long step) {
   const scenario *s = t->in.s;
   long per = per_epoch(t);
-  if (v == NULL || per == 0 || (step + 1) % per != 0) return 0;
+  /* The epoch's last step, or the one after which a callback stopped training mid-epoch. */
+  if (v == NULL || per == 0 || ((step + 1) % per != 0 && !cb_stop(t->cb, step))) return 0;
   long epoch = (step + 1) / per;  /* 1-based, as _should_eval counts it */
   if (s->nvalidation_at == 0) return epoch % s->validation_freq == 0;
   for (int i = 0; i < s->nvalidation_at; i++)
@@ -263,13 +268,26 @@ int val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long ste
     sim_trace_span(t->engine, t->track[r], base_format(span, sizeof span, "evaluate epoch %ld", epoch),
                    "evaluate", begin, sim_now(t->engine));
   }
-  if (r != 0) return SIM_OK;
+  /* Every replica records what the all-reduce gave them all (invariant 2): the first past it
+  ** hands the logs to the epoch's callbacks. */
   v->done[epoch] = 1;
   v->loss[epoch] = !s->numerics_full || s->mode == SCN_RUN_PREDICT ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
   const float *at = state + 2;
   for (int k = 0; k < s->nmetrics; at += md_metric_state_size(t->metric_kinds[k]), k++)
     v->metric[epoch * s->nmetrics + k] = !s->numerics_full || s->mode == SCN_RUN_PREDICT ? NAN : md_metric_result(t->metric_kinds[k], at);
   return SIM_OK;
+}
+
+void val_logs(const val_run *v, const trainer *t, long step, cb_logs *out) {
+  const scenario *s = t->in.s;
+  long epoch = train__epoch_of(t, step);
+  out->n = 0;
+  out->names[out->n] = "val_loss";
+  out->values[out->n++] = v->loss[epoch];
+  for (int k = 0; k < s->nmetrics; k++) {
+    out->names[out->n] = v->names[k];
+    out->values[out->n++] = v->metric[epoch * s->nmetrics + k];
+  }
 }
 
 size_t val_points(const val_run *v, const trainer *t, double *x, double *y, size_t max) {

@@ -22,6 +22,7 @@
 #ifndef PODSIM_VALIDATE_H
 #define PODSIM_VALIDATE_H
 
+#include "scenarios/programs/callbacks.h"
 #include "scenarios/programs/trainSync.h"
 
 typedef struct val_run val_run;
@@ -39,6 +40,9 @@ int  val_due(const val_run *v, const trainer *t, long step);
 /* Replica rep's part of the evaluation after `step` (val_due): its forward passes, the
 ** all-reduce of the state, and on replica 0 the epoch's val_ logs. SIM_OK or the actor's stop. */
 int  val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long step);
+/* The val_ logs of the evaluation after `step` (val_due, val_evaluate): val_loss, then
+** val_<metric> in training.metrics' order, as fit adds them to the epoch's logs. */
+void val_logs(const val_run *v, const trainer *t, long step, cb_logs *out);
 /* history.csv into dir from the run's rows (t->rows) and the evaluations: a row per epoch that
 ** ended. 0, or -1 with errno. */
 int  val_write_history(const val_run *v, const trainer *t, const char *path);

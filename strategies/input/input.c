@@ -10,7 +10,10 @@
 ** ceil(b / N) rows per batch, because the sized rebatch gives every worker a different rotation
 ** and sharding its output would lose and repeat rows; TF rewrites it the same way. The legacy
 ** rebatch is also the fallback when the batch size cannot be inferred. A single worker is never
-** sharded. Each worker's replicas take its elements in turn (the multi-device iterator's round
+** sharded, but TF still runs the auto-shard rewrite on its one pipeline (auto_shard_dataset(d, 1,
+** 0, N)): under DATA, or AUTO on a source that is not files, its rebatch is the legacy one too.
+** TF 2.21 on MirroredStrategy over 4 devices, range(33).batch(10): 3,3,3,1 per batch and 1,1,1,0
+** last under AUTO and DATA; 3,3,2,2 and 3,0,0,0 under OFF and FILE, or AUTO over files. Each worker's replicas take its elements in turn (the multi-device iterator's round
 ** robin), so on one step replica r of worker w gets element t*R + r of that worker's stream.
 */
 #include "strategies/input/input.h"
@@ -164,7 +167,14 @@ static ds_dataset *worker_pipeline(const ds_input_layout *l, ds_dataset *dataset
                                    ds_auto_shard_policy *used, ds_status *st) {
   int nw = l->num_workers, n = l->num_replicas_in_sync;
   ds_dataset *p = ds__dataset_ref(dataset);
-  if (nw == 1) policy = DS_AUTO_SHARD_OFF;
+  if (nw == 1 && policy != DS_AUTO_SHARD_OFF) {  /* nothing to shard: the policy picks the rebatch */
+    ds_status tried;
+    ds_status_clear(&tried);
+    ds_dataset *files = policy == DS_AUTO_SHARD_AUTO ? ds__dataset_shard_files(p, 1, 0, &tried) : NULL;
+    int legacy = policy == DS_AUTO_SHARD_DATA || (policy == DS_AUTO_SHARD_AUTO && files == NULL);
+    ds_dataset_free(files);
+    policy = legacy ? DS_AUTO_SHARD_DATA : DS_AUTO_SHARD_OFF;
+  }
   if (policy == DS_AUTO_SHARD_AUTO || policy == DS_AUTO_SHARD_FILE) {
     ds_status tried;
     ds_status_clear(&tried);
@@ -192,7 +202,7 @@ static ds_dataset *worker_pipeline(const ds_input_layout *l, ds_dataset *dataset
     }
     if (advance(&p, ds_dataset_prefetch(p, n / nw, st))) return NULL;
   }
-  if (policy == DS_AUTO_SHARD_DATA) advance(&p, ds__dataset_shard_data(p, nw, w));
+  if (policy == DS_AUTO_SHARD_DATA && nw > 1) advance(&p, ds__dataset_shard_data(p, nw, w));
   *used = policy;
   return p;
 }

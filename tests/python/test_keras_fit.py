@@ -28,6 +28,7 @@ except ImportError as e:  # the suite fails without TensorFlow: it does not skip
 keras = tf.keras
 
 ROWS, BATCH, EPOCHS, LR, SPLIT = 320, 32, 3, 0.5, 0.2
+ES_EPOCHS, ES_MIN_DELTA = 12, 0.005
 COLUMNS = ["loss", "accuracy", "auc", "val_loss", "val_accuracy", "val_auc"]
 
 
@@ -47,11 +48,12 @@ def both(tmp_path_factory):
         f.write("f0,f1,f2,f3,label\n")
         for row, label in zip(x, y):
             f.write(",".join(f"{float(v):.9g}" for v in row) + f",{label:g}\n")
-    np.savez(tmp / "in.npz", x=x, y=y, epochs=EPOCHS, batch=BATCH, lr=LR, split=SPLIT,
+    np.savez(tmp / "in.npz", x=x, y=y, epochs=EPOCHS, batch=BATCH, lr=LR, split=SPLIT, es_epochs=ES_EPOCHS,
+             es_min_delta=ES_MIN_DELTA,
              **{f"w{i}": w for i, w in enumerate(model.get_weights())})
     here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run([sys.executable, os.path.join(here, "tf_fit.py"), str(tmp / "in.npz"), str(tmp / "out.npz")],
-                   check=True)
+    subprocess.run([sys.executable, os.path.join(here, "tf_fit.py"), str(tmp / "in.npz"), str(tmp / "out.npz"),
+                    str(tmp / "keras_logs")], check=True)
     tf_out = dict(np.load(tmp / "out.npz"))
     scenario = podsim.from_keras(model, global_batch=BATCH, optimizer=keras.optimizers.SGD(LR),
                                  loss=keras.losses.BinaryCrossentropy(), dataset={"csv": str(data), "label": "label"},
@@ -107,3 +109,50 @@ def test_predict_matches_keras(both):
     rows = podsim.read_csv(os.path.join(r["out"], "predictions.csv"))
     assert [row["row"] for row in rows] == list(range(ROWS))
     np.testing.assert_allclose([[row["output_0"]] for row in rows], tf_out["predicted"], rtol=1e-5, atol=1e-7)
+
+
+def scalars(logdir):
+    """{tag: [(step, value)]} of an event directory: podsim writes simple_value scalars, TF2's
+    tf.summary.scalar (Keras's writer) tensors with the scalars plugin; EventAccumulator keeps
+    them apart."""
+    from tensorboard.backend.event_processing import event_accumulator
+    acc = event_accumulator.EventAccumulator(str(logdir), size_guidance={event_accumulator.SCALARS: 0,
+                                                                         event_accumulator.TENSORS: 0})
+    acc.Reload()
+    out = {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+    for tag in acc.Tags()["tensors"]:
+        out[tag] = [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in acc.Tensors(tag)]
+    return out
+
+
+def test_early_stopping_on_val_loss_matches_keras(both):
+    """EarlyStopping(monitor="val_loss", min_delta, patience=1, restore_best_weights=True) reads
+    the epoch's logs after the evaluation, as Keras's fit calls on_epoch_end with val_ values
+    (keras/src/callbacks/early_stopping_test.py's test_early_stopping monitors val_loss): podsim
+    stops after the epoch Keras stops after, its History has as many epochs, and the weights fit
+    ends with are the best epoch's, Keras's within float32 reordering. The TensorBoard callback's
+    logs/validation holds Keras's tags (epoch_loss, epoch_accuracy, epoch_auc at each epoch's end,
+    evaluation_<name>_vs_iterations at each evaluation's, step optimizer.iterations)."""
+    scenario, tf_out, tmp = both
+    stopped = int(tf_out["es_stopped_epoch"])
+    assert 0 < stopped < ES_EPOCHS - 1  # the case can fail: Keras stopped early
+    training = dict(scenario["training"], epochs=ES_EPOCHS,
+                    callbacks=[{"early_stopping": {"monitor": "val_loss", "min_delta": ES_MIN_DELTA, "patience": 1,
+                                                   "restore_best_weights": True}}, "tensorboard"])
+    r = podsim.run(dict(scenario, training=training), out=tmp / "es")
+    summary = r["summary"]
+    assert summary["stopped_by"] == "early_stopping"
+    assert summary["stopped_epoch"] == stopped
+    assert summary["best_epoch"] == int(tf_out["es_best_epoch"])
+    rows = history(r["out"])
+    assert len(rows) == len(tf_out["es_history_val_loss"]) == stopped + 1
+    np.testing.assert_allclose([row["val_loss"] for row in rows], tf_out["es_history_val_loss"], rtol=1e-5)
+    weights = podsim.read_csv(os.path.join(r["out"], "final_weights.csv"))
+    got = np.array([row["value"] for row in weights], dtype=np.float32)
+    want = np.concatenate([tf_out[f"es_w{i}"].ravel() for i in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    ours, theirs = scalars(os.path.join(r["out"], "logs", "validation")), scalars(tmp / "keras_logs" / "validation")
+    assert sorted(ours) == sorted(theirs) and "epoch_loss" in theirs
+    for tag in theirs:
+        assert [step for step, _ in ours[tag]] == [step for step, _ in theirs[tag]], tag
+        np.testing.assert_allclose([v for _, v in ours[tag]], [v for _, v in theirs[tag]], rtol=1e-5, err_msg=tag)

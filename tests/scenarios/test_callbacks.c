@@ -38,6 +38,8 @@ static es_run early_stop_from(long start, long patience, double min_delta, int h
     /* An example of loss losses[e]: the epoch's tracker reads it back as float32. */
     cb_batch b = { e, losses[e], 1, NULL, 0.01, 1, 0 };
     cb_batch_end(f, &b);
+    assert_true(cb_epoch_due(f, e));
+    cb_epoch_end(f, e, NULL, e + 1, 0);
     r.epochs++;
     if (cb_keep_best(f, e)) r.kept[r.nkept++] = e;
     if (cb_stop(f, e)) {
@@ -140,14 +142,15 @@ static void slurp(const char *path, char *buf, size_t len) {
   fclose(f);
 }
 
-static void run_fit(fit *r, const char *const *sets, int nsets) {
+/* The fit of mwms.yaml with `sets`, which ends with exit status `rc`. */
+static void run_fit_ending(fit *r, const char *const *sets, int nsets, int rc) {
   static scenario s;
   scn_error err;
   memset(r, 0, sizeof *r);
   if (scenario_load(tu_src("tests/data/callbacks/mwms.yaml"), sets, nsets, &s, &err) != 0) fail_msg("%s", err.msg);
   char *dir = tu_temp_dir("podsim-callbacks"), path[256];
   r->rc = train_run(&s, dir, &r->sum, &err);
-  assert_int_equal(r->rc, TR_EXIT_OK);
+  assert_int_equal(r->rc, rc);
   snprintf(path, sizeof path, "%s/metrics.csv", dir);
   r->n = tu_read_column(path, 0, r->step, MAX_ROWS, NULL);
   snprintf(path, sizeof path, "%s/final_weights.csv", dir);
@@ -156,6 +159,8 @@ static void run_fit(fit *r, const char *const *sets, int nsets) {
   slurp(path, r->checkpoints, sizeof r->checkpoints);
   tu_remove_dir(dir);
 }
+
+static void run_fit(fit *r, const char *const *sets, int nsets) { run_fit_ending(r, sets, nsets, TR_EXIT_OK); }
 
 /* test_best_case_step: BackupAndRestore(save_freq=1), fit interrupted after 2 batches of epoch 0
 ** (here: worker 1 preempted as step 2 starts), then fit again for 5 epochs: Keras restores epoch 0
@@ -241,6 +246,23 @@ static void terminate_on_nan_stops_the_first_epoch(void **state) {
   assert_int_equal(r.n, 3);
 }
 
+/* TerminateOnNaN(raise_error=True) (keras/src/callbacks/terminate_on_nan.py, 3.15.1): the
+** same divergence raises RuntimeError at step 2's batch end: the job fails (exit 3) with Keras's
+** message, its three steps done, and no epoch end runs (no stopped_by). */
+static void terminate_on_nan_raises(void **state) {
+  (void)state;
+  const char *sets[] = {"training.callbacks=[{terminate_on_nan: {raise_error: true}}]",
+                        "model.loss={kind: mean_squared_error}", "optimizer.learning_rate=1e10", "training.epochs=20"};
+  static fit r;
+  run_fit_ending(&r, sets, 4, TR_EXIT_JOB_FAILED);
+  assert_true(r.sum.failed);
+  assert_string_equal(r.sum.error.kind, "RuntimeError");
+  assert_string_equal(r.sum.error.message, "NaN or Inf loss encountered at batch 2. Loss value: inf. "
+                                           "Terminating training immediately.");
+  assert_null(r.sum.stopped_by);
+  assert_int_equal(r.sum.steps_completed, 3);
+}
+
 /* EarlyStopping on a fit: accuracy (auto: max) is 1 from epoch 0 on, never beaten after it
 ** (greater, not equal), so with patience 2 epoch 2 stops training: 9 steps; restore_best_weights
 ** puts epoch 0's weights back: those of a 1-epoch fit. */
@@ -292,6 +314,7 @@ int main(void) {
     cmocka_unit_test(preempted_fit_is_bit_identical),
     cmocka_unit_test(double_checkpoint_costs_copies),
     cmocka_unit_test(terminate_on_nan_stops_the_first_epoch),
+    cmocka_unit_test(terminate_on_nan_raises),
     cmocka_unit_test(early_stopping_ends_the_fit),
     cmocka_unit_test(model_checkpoint_lists_its_saves),
   };

@@ -308,6 +308,48 @@ static void closed_form_agrees_with_the_library(void **state) {
   assert_true(cases > 800);
 }
 
+/* training.epochs is Keras's fit: each epoch a new iterator over the distributed dataset
+** (keras/src/trainers/epoch_iterator.py), so an epoch's last batch is short and the next epoch's
+** first is whole. 384 rows in batches of 100 over 4 replicas of one worker (AUTO on a range: the
+** legacy rebatch, ceil(b / 4) a replica): an epoch is 100, 100, 100, 84 (21 each), 12 steps for 3
+** epochs, and step 4 starts at row 0 again. TF 2.21's fit(x, y, batch_size=100, epochs=3) under
+** MirroredStrategy over 4 logical CPUs gives the replicas 25 x 12, 21 x 4 in each epoch. A
+** repeat(3) before the rebatch gave 11 x 100 + 52, its pieces running across the epochs. Counted
+** and iterated alike, and a restore at step 5 replays the second epoch's iterator. */
+static void each_epoch_is_a_new_iterator(void **state) {
+  (void)state;
+  static const int EPOCH[4] = {100, 100, 100, 84}, LAST[4] = {21, 21, 21, 21};
+  scenario s = base_scenario(384, 100, 0);
+  s.epochs = 3;
+  fixture a, b;
+  fixture_init(&a, 1, 4, &s);
+  fixture_init(&b, 1, 4, &s);
+  assert_true(plans_agree(&a.in, &b.in, a.st, "3 epochs of 384 rows"));
+  assert_int_equal(a.in.steps, 12);
+  scn_error err;
+  inp_plan *p = inp_plan_new(&b.in, b.st, 1, &err), *q = inp_plan_new(&b.in, b.st, 1, &err);
+  for (long step = 0; step < 12; step++) {
+    assert_int_equal(inp_plan_step_examples(p, step), EPOCH[step % 4]);
+    if (step % 4 == 3)
+      for (int r = 0; r < 4; r++) assert_int_equal(inp_plan_count(p, step, r), LAST[r]);
+  }
+  inp_plan_restore(p, 4);
+  int n;
+  const int64_t *rows = inp_plan_rows(p, 4, 0, &n);
+  assert_int_equal(n, 25);
+  for (int i = 0; i < 25; i++) assert_int_equal(rows[i], i);  /* the legacy rebatch's first slice */
+  inp_plan_restore(q, 5);
+  for (long step = 5; step < 12; step++)
+    for (int r = 0; r < 4; r++) {
+      const int64_t *want = inp_plan_rows(p, step, r, &n);
+      expect_rows(q, step, r, n, want);
+    }
+  inp_plan_free(p);
+  inp_plan_free(q);
+  fixture_free(&a);
+  fixture_free(&b);
+}
+
 /* The same on TPUStrategy over a v4-16 slice (8 replicas on 2 hosts), which does not hand out
 ** partial batches: the input ends at the first step some replica has no element for. */
 static void closed_form_agrees_on_a_tpu_slice(void **state) {
@@ -343,6 +385,7 @@ int main(void) {
     cmocka_unit_test(restore_replays_the_iterator),
     cmocka_unit_test(closed_form_agrees_with_the_library),
     cmocka_unit_test(closed_form_agrees_on_a_tpu_slice),
+    cmocka_unit_test(each_epoch_is_a_new_iterator),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
