@@ -69,7 +69,9 @@ struct mesh_run {
                           ** ends without counting */
 };
 
-static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n) {
+/* The line of mesh positions first, first + stride, ... (n of them); at[p]: the replica at
+** position p. */
+static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n, const int *at) {
   l->run = m;
   l->axis = axis;
   l->n = n;
@@ -77,7 +79,7 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   l->issued = base_xcalloc((size_t)n, sizeof *l->issued);
   int *ranks = base_xcalloc((size_t)n, sizeof *ranks);
   for (int i = 0; i < n; i++) {
-    int r = first + i * stride;
+    int r = at[first + i * stride];
     l->members[i] = r;
     ranks[i] = ds_replica_rank(m->strategy, r);
     m->line_of[2 * r + axis] = (int)(l - m->lines);
@@ -119,8 +121,16 @@ mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, floa
   m->lines = base_xcalloc((size_t)m->nlines, sizeof *m->lines);
   m->line_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->line_of);
   m->slot_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->slot_of);
-  for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data);
-  for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model);
+  /* The mesh over the replicas in their collective group's order, as jax's create_device_mesh
+  ** lays a mesh over a TPU slice's torus: ranks run over the grid (x fastest) where replica ids
+  ** run host by host (2x2 blocks of chips), so a model axis of X chips is one x ring of the torus
+  ** and a data line a plane of it, not blocks of hosts strewn over the slice; on GPUs the two
+  ** orders agree. */
+  int *at = base_xcalloc((size_t)nreplicas, sizeof *at);
+  for (int r = 0; r < nreplicas; r++) at[ds_replica_rank(s, r)] = r;
+  for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data, at);
+  for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model, at);
+  free(at);
   m->issued = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->issued);
   m->fresh = base_xcalloc((size_t)nreplicas, 1);
   memset(m->fresh, 1, (size_t)nreplicas);
