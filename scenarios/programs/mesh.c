@@ -69,6 +69,22 @@ struct mesh_run {
                           ** ends without counting */
 };
 
+/* A line whose members fill whole axes of the strategy's torus (a TPU slice's group) is a torus
+** of those axes: the model axis the first axes whose lengths multiply to `model`, a data line the
+** rest (PaLM's 12 x 256 on 12x16x16: an x ring, a 16x16 y-z plane), so its collectives run as XLA
+** runs them there, on every axis at once both ways round; else it keeps no shape (a ring over its
+** members' routes). */
+static void line_torus(mesh_line *l, const sim_collective *parent, int model) {
+  int dims[8], wraps[8], n = sim_collective_torus(parent, dims, wraps), j = 0;
+  for (int p = 1; j < n && p < model; j++) p *= dims[j];
+  int prod = 1;
+  for (int a = 0; a < j; a++) prod *= dims[a];
+  if (n == 0 || prod != model) return;
+  int from = l->axis ? 0 : j, to = l->axis ? j : n, size = 1;
+  for (int a = from; a < to; a++) size *= dims[a];
+  if (size == l->n && to > from) sim_collective_set_torus(l->group, to - from, dims + from, wraps + from);
+}
+
 /* The line of mesh positions first, first + stride, ... (n of them); at[p]: the replica at
 ** position p. */
 static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n, const int *at) {
@@ -91,6 +107,7 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   l->group = n == m->nreplicas ? ds_collective(m->strategy)
              : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
                         : NULL;
+  if (l->owned) line_torus(l, ds_collective(m->strategy), m->model);
   /* the strategy's algorithm where the line can run it (a torus needs its shape, which a
   ** sub-group has not): else a ring over the line's routes, which follow the links */
   l->algo = ds_all_reduce_algorithm(m->strategy);
