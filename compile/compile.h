@@ -191,6 +191,8 @@ typedef struct cg_layer_cost {
   double cut;             /* bytes crossing a stage boundary right after it: the activations of it
                           ** and earlier layers that later layers' forward reads (the gradients
                           ** sent back have the same bytes); 0 after the last layer */
+  int splits_block;       /* 1: an earlier layer's activation crosses that boundary too (a residual
+                          ** skipping over it: the boundary falls inside a transformer block) */
 } cg_layer_cost;
 /* Fills out[0..layers) from p's kernels and graph; r NULL: works 0. */
 void cg_pipeline_layer_costs(const cg_program *p, const sim_roofline *r, cg_layer_cost *out);
@@ -201,7 +203,9 @@ double cg_pipeline_saved(const cg_program *p, int first, int end);
 int  cg_program_layers(const cg_program *p);
 /* Contiguous stages balanced by their layers' forward + backward work: first[0..stages] the
 ** first layer of each stage (first[stages] = layers), minimising the costliest stage (ties: the
-** earliest cut). layers >= stages >= 1. */
+** earliest cut). Stages start only after a layer that does not split a block, as Megatron and
+** MaxText give each stage whole blocks, when the model has stages - 1 such places; else after
+** any layer. layers >= stages >= 1. */
 void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *first);
 
 /* A device's order of forward and backward microbatch passes. */

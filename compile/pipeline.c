@@ -7,6 +7,7 @@
 ** computed here but emerges from the run.
 */
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,10 @@ void cg_pipeline_layer_costs(const cg_program *p, const sim_roofline *r, cg_laye
       if (op->phase == MD_PHASE_FORWARD && op->layer > last) last = op->layer;
     }
     /* an activation read by a later layer's forward crosses every cut between the two */
-    for (int l = t->layer; t->kind == CG_TENSOR_ACTIVATION && l < last; l++) out[l].cut += t->bytes;
+    for (int l = t->layer; t->kind == CG_TENSOR_ACTIVATION && l < last; l++) {
+      out[l].cut += t->bytes;
+      if (l > t->layer) out[l].splits_block = 1;
+    }
   }
 }
 
@@ -80,6 +84,11 @@ void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *fi
   assert(stages >= 1 && layers >= stages);
   double *sum = base_xcalloc((size_t)layers + 1, sizeof *sum);
   for (int l = 0; l < layers; l++) sum[l + 1] = sum[l] + c[l].forward + c[l].backward;
+  /* may[j]: a stage may start at layer j (after a layer that splits no block, when there are enough) */
+  char *may = base_xcalloc((size_t)layers + 1, 1);
+  int whole = 0;
+  for (int j = 1; j < layers; j++) whole += may[j] = (char)!c[j - 1].splits_block;
+  for (int j = 1; j < layers && whole < stages - 1; j++) may[j] = 1;
   /* best[s x (layers + 1) + i]: the costliest stage's work when the first i layers form s + 1
   ** stages; cut[...]: where the last of them starts */
   size_t w = (size_t)layers + 1;
@@ -88,11 +97,11 @@ void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *fi
   for (int i = 1; i <= layers; i++) best[i] = sum[i];
   for (int s = 1; s < stages; s++)
     for (int i = s + 1; i <= layers; i++) {
-      double b = -1;
+      double b = INFINITY;  /* no stage may start where the layers allow it */
       for (int j = s; j < i; j++) {
         double prev = best[(size_t)(s - 1) * w + (size_t)j], last = sum[i] - sum[j];
         double cost = prev > last ? prev : last;
-        if (b < 0 || cost < b) b = cost, cut[(size_t)s * w + (size_t)i] = j;
+        if (may[j] && cost < b) b = cost, cut[(size_t)s * w + (size_t)i] = j;
       }
       best[(size_t)s * w + (size_t)i] = b;
     }
@@ -102,6 +111,7 @@ void cg_pipeline_balance(const cg_layer_cost *c, int layers, int stages, int *fi
     i = first[s];
   }
   free(sum);
+  free(may);
   free(best);
   free(cut);
 }

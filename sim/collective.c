@@ -143,6 +143,11 @@ void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, con
   grow_lanes(c, sim__coll_lanes(c, SIM_ALGO_TORUS));
 }
 
+int sim_collective_torus(const sim_collective *c, int *dims, int *wraps) {
+  for (int a = 0; a < c->ndims; a++) dims[a] = c->dims[a], wraps[a] = c->wraps[a];
+  return c->ndims;
+}
+
 void sim_collective_set_fixed_cost(sim_collective *c, sim_time cost) {
   assert(!c->running && c->arrived == 0 && cost >= 0);
   c->fixed_cost = cost;

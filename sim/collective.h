@@ -160,6 +160,9 @@ int sim_collective_axis_groups(sim_collective *parent, int axis, sim_collective 
 /* The torus shape for SIM_ALGO_TORUS: ndims (1..8) axis lengths whose product is the group size,
 ** and per axis whether it wraps around (wraps NULL = none does). The routes should follow it. */
 void sim_collective_set_torus(sim_collective *c, int ndims, const int *dims, const int *wraps);
+/* c's torus shape: its axes (0 when none was set), their lengths into dims and whether each wraps
+** into wraps (each of COLL_MAX_DIMS = 8 entries at most). */
+int sim_collective_torus(const sim_collective *c, int *dims, int *wraps);
 
 /* What every collective on the group costs once, whatever its size and algorithm, before its
 ** first round (default 0): on a TPU, XLA's set-up and synchronisation of a collective's DMAs

@@ -127,10 +127,13 @@ done
   && ok || bad "matmul with a collective: exit $rc, $(cat "$tmp/mm.err")"
 
 # Every shipped example runs (a few steps; all of it when it has expect checks, which are about
-# the whole run) and summary.json names the strategy kind it asks for.
+# the whole run) and summary.json names the strategy kind it asks for; one whose step takes
+# longer than a test may (a line "# cli.sh: check only", with its reason) is checked, and its
+# scaled twin under tests/data/fidelity/ runs in test_fidelity.
 for f in scenarios/examples/*.yaml; do
   kind=$(sed -n 's/^strategy: *{kind: *\([a-z_0-9]*\).*/\1/p; s/^  kind: *\([a-z_0-9]*\).*/\1/p' "$f" | head -1)
   grep -q '^workload:' "$f" && kind=""
+  grep -q '^# cli.sh: check only' "$f" && kind=""
   out="$tmp/ex-$(basename "$f" .yaml)"
   steps=(--set training.steps=3)
   grep -q '^expect:' "$f" && steps=()

@@ -57,7 +57,8 @@ struct mesh_run {
   int nlines;             /* how many */
   int *line_of;           /* per replica and axis: [2 r + axis] its line */
   int *slot_of;           /* per replica and axis: its index among that line's members */
-  long *steps[2];         /* per replica, per list (step, apply): passes begun */
+  long *issued;           /* per replica and axis: [2 r + axis] collectives it has taken a place for in its line */
+  char *fresh;            /* per replica: its next step-list pass begins a step (its waits counted anew) */
   sim_time *waited;       /* per replica: time waiting for collectives this step */
   sim_cond *cv;           /* every line's ends */
   sim_barrier *end;       /* the step's end */
@@ -68,7 +69,25 @@ struct mesh_run {
                           ** ends without counting */
 };
 
-static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n) {
+/* A line whose members fill whole axes of the strategy's torus (a TPU slice's group) is a torus
+** of those axes: the model axis the first axes whose lengths multiply to `model`, a data line the
+** rest (PaLM's 12 x 256 on 12x16x16: an x ring, a 16x16 y-z plane), so its collectives run as XLA
+** runs them there, on every axis at once both ways round; else it keeps no shape (a ring over its
+** members' routes). */
+static void line_torus(mesh_line *l, const sim_collective *parent, int model) {
+  int dims[8], wraps[8], n = sim_collective_torus(parent, dims, wraps), j = 0;
+  for (int p = 1; j < n && p < model; j++) p *= dims[j];
+  int prod = 1;
+  for (int a = 0; a < j; a++) prod *= dims[a];
+  if (n == 0 || prod != model) return;
+  int from = l->axis ? 0 : j, to = l->axis ? j : n, size = 1;
+  for (int a = from; a < to; a++) size *= dims[a];
+  if (size == l->n && to > from) sim_collective_set_torus(l->group, to - from, dims + from, wraps + from);
+}
+
+/* The line of mesh positions first, first + stride, ... (n of them); at[p]: the replica at
+** position p. */
+static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n, const int *at) {
   l->run = m;
   l->axis = axis;
   l->n = n;
@@ -76,7 +95,7 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   l->issued = base_xcalloc((size_t)n, sizeof *l->issued);
   int *ranks = base_xcalloc((size_t)n, sizeof *ranks);
   for (int i = 0; i < n; i++) {
-    int r = first + i * stride;
+    int r = at[first + i * stride];
     l->members[i] = r;
     ranks[i] = ds_replica_rank(m->strategy, r);
     m->line_of[2 * r + axis] = (int)(l - m->lines);
@@ -88,6 +107,7 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   l->group = n == m->nreplicas ? ds_collective(m->strategy)
              : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
                         : NULL;
+  if (l->owned) line_torus(l, ds_collective(m->strategy), m->model);
   /* the strategy's algorithm where the line can run it (a torus needs its shape, which a
   ** sub-group has not): else a ring over the line's routes, which follow the links */
   l->algo = ds_all_reduce_algorithm(m->strategy);
@@ -118,9 +138,19 @@ mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, floa
   m->lines = base_xcalloc((size_t)m->nlines, sizeof *m->lines);
   m->line_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->line_of);
   m->slot_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->slot_of);
-  for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data);
-  for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model);
-  for (int j = 0; j < 2; j++) m->steps[j] = base_xcalloc((size_t)nreplicas, sizeof *m->steps[j]);
+  /* The mesh over the replicas in their collective group's order, as jax's create_device_mesh
+  ** lays a mesh over a TPU slice's torus: ranks run over the grid (x fastest) where replica ids
+  ** run host by host (2x2 blocks of chips), so a model axis of X chips is one x ring of the torus
+  ** and a data line a plane of it, not blocks of hosts strewn over the slice; on GPUs the two
+  ** orders agree. */
+  int *at = base_xcalloc((size_t)nreplicas, sizeof *at);
+  for (int r = 0; r < nreplicas; r++) at[ds_replica_rank(s, r)] = r;
+  for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data, at);
+  for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model, at);
+  free(at);
+  m->issued = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->issued);
+  m->fresh = base_xcalloc((size_t)nreplicas, 1);
+  memset(m->fresh, 1, (size_t)nreplicas);
   m->waited = base_xcalloc((size_t)nreplicas, sizeof *m->waited);
   m->cv = sim_cond_new();
   m->end = sim_barrier_new(e, nreplicas);
@@ -137,7 +167,8 @@ void mesh_free(mesh_run *m) {
   free(m->lines);
   free(m->line_of);
   free(m->slot_of);
-  for (int j = 0; j < 2; j++) free(m->steps[j]);
+  free(m->issued);
+  free(m->fresh);
   free(m->waited);
   sim_cond_free(m->cv);
   sim_barrier_free(m->end);
@@ -154,7 +185,8 @@ void mesh_reset(mesh_run *m) {
     l->ready = 0;
   }
   m->attempt++;
-  for (int r = 0; r < m->nreplicas; r++) m->steps[0][r] = m->steps[1][r] = 0;
+  memset(m->issued, 0, 2 * (size_t)m->nreplicas * sizeof *m->issued);
+  memset(m->fresh, 1, (size_t)m->nreplicas);
 }
 
 static const sim_coll_op OPS[] = {SIM_COLL_ALL_REDUCE, SIM_COLL_ALL_GATHER, SIM_COLL_REDUCE_SCATTER};
@@ -216,36 +248,36 @@ static int await(mesh_run *m, sim_actor *self, int r, int axis, long at) {
   return SIM_OK;
 }
 
-int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, sim_cpu *cpu,
-              mesh_work_fn work, void *ctx) {
+/* Whether collective x runs in a pass: every one in a step's last (or only) pass; in an earlier
+** micro-batch's pass (gradient accumulation) those that move activations or gather weights, not
+** the gradients' reductions over the data axis, which run once, on the accumulated gradients. */
+static int runs(const cg_transfer *x, int apply, int reduce) {
+  return x->apply == apply && (reduce || x->model_axis || x->kind == CG_COLL_ALL_GATHER);
+}
+
+static int run_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, int reduce, sim_cpu *cpu,
+                    mesh_work_fn work, void *ctx) {
   size_t nk, nx;
   const cg_kernel *k = apply ? cg_program_apply(p, &nk) : cg_program_step(p, &nk);
   const cg_transfer *x = cg_program_collectives(p, &nx);
-  /* each axis's collectives: how many the program has (per pass of both lists), and where this
-  ** list's first one sits in the line's count */
-  long per_step[2] = {0, 0}, before[2] = {0, 0};
-  for (size_t i = 0; i < nx; i++) {
-    per_step[x[i].model_axis]++;
-    if (x[i].apply < apply) before[x[i].model_axis]++;
-  }
-  if (!apply) m->waited[r] = 0;
-  long pass = m->steps[apply][r]++;
-  long base[2] = {pass * per_step[0] + before[0], pass * per_step[1] + before[1]};
-  long *pos = base_xcalloc(nx + 1, sizeof *pos);  /* each collective's position in its line */
+  if (!apply && m->fresh[r]) m->waited[r] = 0;
+  m->fresh[r] = (char)apply;
+  /* each collective's position in its line: the lines run their members' collectives in the
+  ** order issued, and every member of a line runs the same passes */
+  long *pos = base_xcalloc(nx + 1, sizeof *pos);
+  for (size_t i = 0; i < nx; i++)
+    if (runs(&x[i], apply, reduce)) pos[i] = m->issued[2 * r + x[i].model_axis]++;
   /* per kernel place: whether something happens there, and the collectives awaited there (a
   ** list through next), so a pass is linear in its kernels and collectives */
   char *stop = base_xcalloc(nk + 1, 1);
   long *awaited = base_xcalloc(nk + 1, sizeof *awaited), *next = base_xcalloc(nx + 1, sizeof *next);
   for (size_t at = 0; at <= nk; at++) awaited[at] = -1;
-  long seen[2] = {0, 0};
   for (size_t i = nx; i-- > 0;)  /* backwards, so each place's list is in program order */
-    if (x[i].apply == apply) {
+    if (runs(&x[i], apply, reduce)) {
       next[i] = awaited[x[i].need];
       awaited[x[i].need] = (long)i;
       stop[x[i].issue] = stop[x[i].need] = 1;
     }
-  for (size_t i = 0; i < nx; i++)
-    if (x[i].apply == apply) pos[i] = base[x[i].model_axis] + seen[x[i].model_axis]++;
   size_t from = 0, issued = 0;
   int rc = SIM_OK;
   /* kernels in runs between places where a collective is issued or awaited */
@@ -256,7 +288,7 @@ int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int appl
     /* issued first: one awaited at the place it is issued (an activation's all-reduce that the
     ** next kernel reads) must have started */
     for (; issued < nx && rc == SIM_OK; issued++) {
-      if (x[issued].apply != apply) continue;
+      if (!runs(&x[issued], apply, reduce)) continue;
       if (x[issued].issue > at) break;
       issue(m, r, &x[issued]);
     }
@@ -267,6 +299,16 @@ int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int appl
   free(next);
   free(pos);
   return rc;
+}
+
+int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, sim_cpu *cpu, mesh_work_fn work,
+              void *ctx) {
+  return run_pass(m, self, r, p, apply, 1, cpu, work, ctx);
+}
+
+int mesh_micro_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, sim_cpu *cpu, mesh_work_fn work,
+                    void *ctx) {
+  return run_pass(m, self, r, p, 0, 0, cpu, work, ctx);
 }
 
 int mesh_sync(mesh_run *m, sim_actor *self, int r) {

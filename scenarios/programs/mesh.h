@@ -49,6 +49,12 @@ void      mesh_reset(mesh_run *m);
 ** places. SIM_OK, or SIM_FAILED when the replica was stopped. */
 int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, sim_cpu *cpu,
               mesh_work_fn work, void *ctx);
+/* Replica r's pass over one micro-batch before a step's last (training.gradient_accumulation_steps,
+** accum.h): its step kernels with the collectives that move activations or gather weights, as
+** each micro-batch's forward and backward needs them; the gradients' reductions over the data
+** axis wait for the last micro-batch's mesh_pass, which reduces the accumulated sum once. */
+int mesh_micro_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, sim_cpu *cpu, mesh_work_fn work,
+                    void *ctx);
 /* The step's end on replica r: every replica's gradients summed into bufs (when given). */
 int mesh_sync(mesh_run *m, sim_actor *self, int r);
 /* Whether the scenario's run on nreplicas replicas uses a mesh (a recipe other than data

@@ -487,7 +487,9 @@ static void replica_main(sim_actor *self, void *arg) {
     rep->phase = REP_COMPUTE;
     for (int k = 0; k + 1 < micro; k++) {
       rep->program = cg_cache_get(t->programs, accum_count(n, k, micro));
-      if (whole_pass(t, rep, self, cpu) != SIM_OK) return;
+      if ((t->mesh ? mesh_micro_pass(t->mesh, self, r, rep->program, cpu, mesh_kernels, rep)
+                   : whole_pass(t, rep, self, cpu)) != SIM_OK)
+        return;
     }
     rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
     if ((t->pipe ? pipe_pass(t->pipe, self, r, cpu)

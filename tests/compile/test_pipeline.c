@@ -5,6 +5,7 @@
 #include "tests/testutil.h"
 
 #include "compile/compile.h"
+#include "models/zoo.h"
 
 /* GPipe on stage 1 of 4, m = 3: F0 F1 F2, then B2 B1 B0; every microbatch in flight. */
 static void test_gpipe_order(void **state) {
@@ -96,6 +97,64 @@ static void test_balance(void **state) {
   for (int k = 0; k <= 6; k++) assert_int_equal(first[k], k);
 }
 
+/* Stages start only where no block is split: [2, 1, 1, 2] in 2 stages is best cut before layer
+** 2 (3, 3), but layer 1 splits a block (a residual crosses after it), so the cut goes before
+** layer 1 or 3 (4 either way: the earliest, 1). Asking 4 stages of the 4 layers leaves too few
+** whole places (2 of the 3 needed): any layer then ends a stage, one each. */
+static void test_balance_keeps_blocks_whole(void **state) {
+  (void)state;
+  cg_layer_cost c[4] = {{0}};
+  static const double A[4] = {2, 1, 1, 2};
+  for (int i = 0; i < 4; i++) c[i].backward = A[i];
+  c[1].splits_block = 1;
+  int first[5];
+  cg_pipeline_balance(c, 4, 2, first);
+  assert_int_equal(first[1], 1);
+  c[1].splits_block = 0;
+  cg_pipeline_balance(c, 4, 2, first);
+  assert_int_equal(first[1], 2);
+  c[1].splits_block = 1;
+  cg_pipeline_balance(c, 4, 4, first);
+  for (int k = 0; k <= 4; k++) assert_int_equal(first[k], k);
+}
+
+/* The llama zoo at 4 small blocks: token_embedding (layer 0), then each block's 9 layers (norm,
+** attention, add, norm, gate, up, multiply, output dense, add: 1 + 9 i .. 9 + 9 i), the output
+** norm (37) and lm_head (38). Inside a block the residual stream (the embedding's or the first
+** add's output) crosses each boundary beside the layer's own output, so layers 1, 2 and 4..8 split
+** the block; after an add (3: attention's residual, 9: the block's last) the residual stream
+** alone crosses (8192 B, against 16384-40960 B inside). Balanced over 2 stages, the second starts
+** right after such an add. */
+static void test_zoo_stages_hold_whole_blocks(void **state) {
+  (void)state;
+  md_zoo_spec z;
+  assert_int_equal(md_zoo_preset("llama2_7b", &z), 0);
+  z.layers = 4, z.d_model = 64, z.heads = 4, z.ffn = 128, z.seq_len = 16, z.vocab = 100;
+  static md_layer_spec layers[64];
+  md_model_spec spec;
+  md_error err = {0};
+  assert_int_equal(md_zoo_build(&z, layers, 64, NULL, &spec, &err), 39);
+  spec.from_logits = 1;
+  spec.shapes_only = 1;
+  md_optimizer_spec os;
+  md_optimizer_spec_defaults(&os, MD_OPT_ADAM);
+  cg_cache *c = cg_cache_new(&spec, &os, &(cg_options){.replicas = 1});
+  const cg_program *p = cg_cache_get(c, 2);
+  assert_int_equal(cg_program_layers(p), 39);
+  static cg_layer_cost l[39];
+  sim_roofline r = {.rate = 1e12, .mem_bw = 0};
+  cg_pipeline_layer_costs(p, &r, l);
+  assert_int_equal(l[0].splits_block, 0);
+  for (int k = 0; k <= 9; k++) assert_int_equal(l[k].splits_block, k != 0 && k != 3 && k != 9);
+  assert_true(l[3].cut == 8192 && l[9].cut == 8192 && l[6].cut == 40960);
+  int first[3];
+  cg_pipeline_balance(l, 39, 2, first);
+  print_message("llama, 4 blocks in 2 stages: the second starts at layer %d\n", first[1]);
+  assert_int_equal(l[first[1] - 1].splits_block, 0);
+  assert_true((first[1] - 1) % 9 == 0 || (first[1] - 1) % 9 == 3);
+  cg_cache_free(c);
+}
+
 /* 16 features -> dense 8 relu -> dense 4, SGD with momentum (1 slot), traced on 5 examples:
 **   layer 0: kernel 16 x 8 + bias 8 = 136 floats = 544 B, slots 544, gradients 544; its output
 **            (5 x 8 floats = 160 B) crosses the cut after it; its forward saves nothing beyond
@@ -136,6 +195,8 @@ int main(void) {
     cmocka_unit_test(test_interleaved_order),
     cmocka_unit_test(test_balance),
     cmocka_unit_test(test_layer_costs),
+    cmocka_unit_test(test_balance_keeps_blocks_whole),
+    cmocka_unit_test(test_zoo_stages_hold_whole_blocks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

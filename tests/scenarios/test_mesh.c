@@ -10,17 +10,15 @@
 
 #include "scenarios/programs/train.h"
 
-/* FSDP over 4 workers (tests/data/train/mesh_fsdp_wide.yaml: 1024 -> 3 x dense 2048 -> 10, Adam,
-** 128 examples a worker): each step gathers the 8 variables twice and scatters their gradients
-** once, 24 collectives a replica, one at a time; the wait metrics.csv counts as communication is
-** positive (the first layer's gathers have nothing to hide behind, the last scatters end after
-** the backward) and well below the collectives' busy time: the next layer's gathers run while
-** this one computes, the scatters while the backward goes on. */
-static void fsdp_collectives_run_beside_compute(void **state) {
-  (void)state;
+/* Runs tests/data/train/mesh_fsdp_wide.yaml (FSDP over 4 workers: 1024 -> 3 x dense 2048 -> 10,
+** Adam, 128 examples a worker, 4 steps) with the overrides given, into a temporary directory:
+** the collective spans on replica 0's host in trace.json (its collectives sit on lanes of their
+** own beside the step's), their busy time in microseconds, and metrics.csv's communication
+** summed over the steps, in microseconds. */
+static int fsdp_wide_collectives(const char **sets, int nsets, double *busy, double *exposed) {
   static scenario s;
   scn_error err;
-  if (scenario_load(tu_src("tests/data/train/mesh_fsdp_wide.yaml"), NULL, 0, &s, &err) != 0) fail_msg("%s", err.msg);
+  if (scenario_load(tu_src("tests/data/train/mesh_fsdp_wide.yaml"), sets, nsets, &s, &err) != 0) fail_msg("%s", err.msg);
   char *out = tu_temp_dir("podsim-mesh");
   run_summary sum;
   if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
@@ -30,11 +28,11 @@ static void fsdp_collectives_run_beside_compute(void **state) {
   json_t *root = json_load_file(path, 0, &jerr);
   assert_non_null(root);
   json_t *events = json_object_get(root, "traceEvents");
-  /* replica 0's host (one worker each here): the process of its first step span; its collectives
-  ** sit on lanes of their own beside the step's (they overlap it) */
+  /* replica 0's host (one worker each here): the process of its first step span */
   json_int_t pid = -1;
-  double busy = 0, last_end = 0;
+  double last_end = 0;
   int spans = 0;
+  *busy = 0;
   for (size_t i = 0; i < json_array_size(events); i++) {
     json_t *e = json_array_get(events, i);
     const char *cat = json_string_value(json_object_get(e, "cat"));
@@ -49,21 +47,45 @@ static void fsdp_collectives_run_beside_compute(void **state) {
     double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
     assert_true(ts >= last_end - 1e-9);  /* a line runs one collective at a time */
     last_end = ts + dur;
-    busy += dur;
+    *busy += dur;
     spans++;
   }
   json_decref(root);
-  assert_int_equal(spans, 4 * 24);
   static double comm[16];
   snprintf(path, sizeof path, "%s/metrics.csv", out);
   int n = tu_read_column(path, 6, comm, 16, NULL);
   assert_int_equal(n, 4);
-  double exposed = 0;
-  for (int i = 0; i < n; i++) exposed += comm[i] * 1e6;  /* seconds to the trace's microseconds */
+  *exposed = 0;
+  for (int i = 0; i < n; i++) *exposed += comm[i] * 1e6;  /* seconds to the trace's microseconds */
+  tu_remove_dir(out);
+  return spans;
+}
+
+/* FSDP over 4 workers: each step gathers the 8 variables twice and scatters their gradients
+** once, 24 collectives a replica, one at a time; the wait metrics.csv counts as communication is
+** positive (the first layer's gathers have nothing to hide behind, the last scatters end after
+** the backward) and well below the collectives' busy time: the next layer's gathers run while
+** this one computes, the scatters while the backward goes on. */
+static void fsdp_collectives_run_beside_compute(void **state) {
+  (void)state;
+  double busy, exposed;
+  assert_int_equal(fsdp_wide_collectives(NULL, 0, &busy, &exposed), 4 * 24);
   print_message("fsdp: collectives busy %.3f us, exposed %.3f us over 4 steps\n", busy, exposed);
   assert_true(exposed > 0);
   assert_true(exposed < 0.75 * busy);
-  tu_remove_dir(out);
+}
+
+/* The same with training.gradient_accumulation_steps 2: each micro-batch's forward and backward
+** gathers the 8 variables again (16 all-gathers a micro-batch, as each of Keras's micro-steps runs
+** the sharded program), and the gradients are reduce-scattered once, after the last: 2 x 16 + 8
+** = 40 collectives a step, 160 over the 4 steps (the micro-batch before the last ran none of its
+** gathers before, 24 a step). */
+static void fsdp_gathers_every_micro_batch(void **state) {
+  (void)state;
+  const char *sets[] = {"training.gradient_accumulation_steps=2"};
+  double busy, exposed;
+  assert_int_equal(fsdp_wide_collectives(sets, 1, &busy, &exposed), 4 * (2 * 16 + 8));
+  assert_true(exposed > 0);
 }
 
 /* scenarios/examples/plan_recipes.yaml (GPT-3 XL, Adam, mixed_bfloat16, a v4-16's 8 chips of
@@ -96,10 +118,37 @@ static void recipes_decide_what_fits(void **state) {
   }
 }
 
+/* A mesh over a TPU slice follows the torus (jax's create_device_mesh): PaLM 540B's recipe on a
+** v4-384 laid out 12x4x4 (tests/data/fidelity/palm_540b_v4_pod_8_blocks.yaml) with one block,
+** fsdp_sp over {data: 16, model: 12}. A model group is then one x ring of 12 chips and a data
+** line a 4x4 y-z plane, each a torus of its axes that runs its collectives both ways round on
+** every axis: 0.150 s of exposed communication a step. The same lines as rings over their
+** members' routes: 0.51 s; laid over the replica ids (hosts' 2x2 blocks one after another) a
+** model group was 3 hosts' 6x2 patch and a data line 16 chips strewn over the slice: 2.80 s. */
+static void tpu_mesh_follows_the_torus(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  const char *sets[] = {"model.zoo.layers=1"};
+  if (scenario_load(tu_src("tests/data/fidelity/palm_540b_v4_pod_8_blocks.yaml"), sets, 1, &s, &err) != 0)
+    fail_msg("%s", err.msg);
+  char *out = tu_temp_dir("podsim-mesh"), path[512];
+  run_summary sum;
+  if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+  static double comm[4];
+  snprintf(path, sizeof path, "%s/metrics.csv", out);
+  assert_int_equal(tu_read_column(path, 6, comm, 4, NULL), 2);
+  tu_remove_dir(out);
+  print_message("palm 1 block on 12x4x4: %.3f s of communication a step\n", comm[1]);
+  assert_true(comm[1] > 0.12 && comm[1] < 0.2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(fsdp_collectives_run_beside_compute),
     cmocka_unit_test(recipes_decide_what_fits),
+    cmocka_unit_test(fsdp_gathers_every_micro_batch),
+    cmocka_unit_test(tpu_mesh_follows_the_torus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
