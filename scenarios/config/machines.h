@@ -48,6 +48,11 @@ sim_opmodel machines_tpu_opmodel(const char *generation, int cores_per_device, d
 int  machines_lookup(const char *name, scn_machine *m);
 /* Writes "n1-standard-{1,2,...}, n2-standard-{...}, dgx-a100, dgx-h100" into BUF. */
 void machines_list(char *buf, size_t len);
+/* Sets a GPU system's NIC transport by NAME (machine.transport): its latency and, where the
+** transport has one (InfiniBand EDR/HDR/NDR, TCPX/TCPXO), its line rate; -1 when unknown. */
+int  machines_set_transport(scn_machine *m, const char *name);
+/* Writes the transports' names, comma-separated, into BUF. */
+void machines_list_transports(char *buf, size_t len);
 /* Fills the defaults of keys a custom machine's mapping left out (marked negative). */
 void machines_fill_defaults(scn_machine *m);
 /* The NIC egress the catalogue gives a VM of CPUS vCPUs (bytes/s): min(2 Gbps * cpus, 32 Gbps). */
