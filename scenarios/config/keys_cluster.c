@@ -20,6 +20,8 @@ static const key_spec ACCEL_KEYS[] = {
   {.key = "link_latency", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scn_machine, accel_link_latency_s), .hi = 1},
   {.key = "efficiency", .type = V_NUM, .st = S_DOUBLE, OFF(scn_machine, accel_efficiency), .lo = 0, .lo_open = 1, .hi = 1},
   {.key = "workspace", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scn_machine, accel_workspace_bytes)},
+  {.key = "per_op_model", .type = V_ENUM, .names = MACHINES_GPU_MODELS, .st = S_INT, OFF(scn_machine, accel_per_op_gpu),
+   .doc = "time ops by that catalogue GPU's per-op model at this accelerator's peak (docs/machine.md, \"Compute\"); none (default): the scalar roofline at efficiency"},
   END};
 static const key_spec MACHINE_KEYS[] = {
   {.key = "cpus", .type = V_INT, .st = S_INT, OFF(scn_machine, cpus), .lo = 1, .hi = 4096, .required = 1},
@@ -138,6 +140,13 @@ static int machine_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const cha
     m.ram_bytes = m.nic_bytes_per_s = m.mem_bytes_per_s = -1;
     m.accel_efficiency = m.accel_link_latency_s = m.accel_workspace_bytes = -1;
     if (cfg_walk_map(c, v, path, MACHINE_KEYS, &m)) return -1;
+    const yt_node *a = yt_get(v, "accelerators");
+    if (m.accel_per_op_gpu > 0 && m.accel_efficiency >= 0) {
+      char sub[256];
+      cfg_join(sub, sizeof sub, path, "accelerators.efficiency");
+      return cfg_fail(c, yt_get(a, "efficiency"), sub,
+                      "efficiency is the scalar roofline's and per_op_model names a per-op model: give one of the two");
+    }
     base_format(m.type, sizeof m.type, "custom");
     machines_fill_defaults(&m);
   } else if (v->kind == YT_SCALAR && !yt_is_null(v)) {

@@ -52,6 +52,13 @@ static const struct gpu {
   {"L4 24 GB", 58, 121e12, 60e12, 30.3e12, 24.0 * GIB, 300e9, 32e9, 32e9, 24e9, 0, 1},
 };
 
+/* The GPUs' names in a custom accelerator's per_op_model (keys_cluster.c): GPUS[i] is
+** MACHINES_GPU_MODELS[i + 1]; "none" is the scalar roofline. */
+const char *const MACHINES_GPU_MODELS[] = {"none", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "v100", "l4",
+                                           NULL};
+_Static_assert(sizeof GPUS / sizeof GPUS[0] + 2 == sizeof MACHINES_GPU_MODELS / sizeof MACHINES_GPU_MODELS[0],
+               "a name for every GPU of the catalogue");
+
 /* How a VM's GPUs reach other VMs: the NIC's line rate and the transport's own latency, as its
 ** NCCL net plugin reports it to NCCL's tuning model (graph latencyInter; docs/machine.md,
 ** "Transports"). 0 rate: the system's own (RoCE and EFA come at several rates). */
@@ -245,7 +252,16 @@ int machines_lookup(const char *name, scn_machine *m) {
   return -1;
 }
 
+/* A custom accelerator's per-op model from catalogue GPU g (GPUS[] index): that GPU's SMs, tiles,
+** efficiencies and rate ratios at the accelerator's own peak, so each SM runs peak / SMs. */
+static void custom_opmodel(scn_machine *m, int g) {
+  m->accel_op = gpu_opmodel(&GPUS[g]);
+  m->accel_op.peak = m->accel_peak_flops;
+  snprintf(m->accel_gpu, sizeof m->accel_gpu, "%s", GPUS[g].name);
+}
+
 void machines_fill_defaults(scn_machine *m) {
+  if (m->accel_per_op_gpu > 0) custom_opmodel(m, m->accel_per_op_gpu - 1);
   if (m->ram_bytes < 0) m->ram_bytes = 4.0 * GIB * m->cpus;
   if (m->nic_bytes_per_s < 0) m->nic_bytes_per_s = machines_default_nic(m->cpus);
   if (m->mem_bytes_per_s < 0) m->mem_bytes_per_s = MACHINE_MEM_BYTES_PER_VCPU * m->cpus;

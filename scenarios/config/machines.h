@@ -57,7 +57,11 @@ void machines_list(char *buf, size_t len);
 int  machines_set_transport(scn_machine *m, const char *name);
 /* Writes the transports' names, comma-separated, into BUF. */
 void machines_list_transports(char *buf, size_t len);
-/* Fills the defaults of keys a custom machine's mapping left out (marked negative). */
+/* The names a custom accelerator's per_op_model takes, NULL-terminated: "none" (the scalar
+** roofline), then the catalogue's GPUs ("a100-40gb", "h100-sxm", "v100", "l4", ...). */
+extern const char *const MACHINES_GPU_MODELS[];
+/* Fills the defaults of keys a custom machine's mapping left out (marked negative), and a custom
+** accelerator's per-op model when it names one (accel_per_op_gpu). */
 void machines_fill_defaults(scn_machine *m);
 /* The NIC egress the catalogue gives a VM of CPUS vCPUs (bytes/s): min(2 Gbps * cpus, 32 Gbps). */
 double machines_default_nic(int cpus);

@@ -94,6 +94,8 @@ typedef struct scn_machine {
   char   accel_gpu[24];          /* the catalogue GPU's name ("H100 SXM5 80 GB"); "": none */
   char   accel_transport[24];    /* how its GPU NICs reach other VMs ("infiniband-ndr", "efa") */
   double accel_net_latency_s;    /* that transport's own latency as its NCCL net plugin reports it */
+  int    accel_per_op_gpu;       /* custom accelerators' per_op_model: 1 + the catalogue GPU whose
+                                    per-op model they take at their own peak; 0: the scalar roofline */
 } scn_machine;
 
 /* A callback's `monitor` (training.callbacks): a key of the epoch's logs and its direction. */

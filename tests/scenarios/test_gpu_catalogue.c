@@ -103,11 +103,45 @@ static void transport_key_errors(void **state) {
   assert_non_null(strstr(err.msg, "n2-standard-8 has no GPUs; transport is for a GPU system"));
 }
 
+/* A custom accelerator names the catalogue GPU whose per-op model it takes: H100's 132 SMs, tiles
+** and efficiencies at its own peak, 494.5 TFLOP/s. A 4096^3 bf16 GEMM then takes the 256x128
+** tile: 16 x 32 = 512 tiles, ceil(512 / 132) = 4 waves of 2 x 256 x 128 x 4096 FLOPs at
+** 494.5e12 x 0.84 / 132 a SM, plus the 5.5 us launch: 346.7 us (its bytes, 3 x 4096^2 x 2, take
+** 42.9 us at 0.7 x 3350 GB/s). With efficiency as well it is two models: an error. */
+static void custom_accelerator_names_its_per_op_model(void **state) {
+  (void)state;
+  static scenario s;
+  scn_error err;
+  if (scenario_load(tu_src("tests/data/gpu_catalogue/custom_h100_like.yaml"), NULL, 0, &s, &err) != 0)
+    fail_msg("%s", err.msg);
+  scn_machine h;
+  assert_int_equal(machines_lookup("dgx-h100", &h), 0);
+  const sim_opmodel *op = &s.worker_machine.accel_op;
+  assert_int_equal(op->units, 132);
+  assert_true(op->peak == 494.5e12);
+  assert_true(op->efficiency == h.accel_op.efficiency && op->launch_s == h.accel_op.launch_s);
+  assert_true(op->f32_rate == 0.5 && op->vector_rate == h.accel_op.vector_rate);
+  assert_string_equal(s.worker_machine.accel_gpu, "H100 SXM5 80 GB");
+  char *out = tu_temp_dir("podsim-gpu-catalogue"), path[512];
+  workload_summary w;
+  if (workload_run(&s, out, &w, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+  double t[2];
+  snprintf(path, sizeof path, "%s/matmul.csv", out);
+  assert_true(tu_read_column(path, 4, t, 2, NULL) >= 1);
+  tu_remove_dir(out);
+  double want = 5.5e-6 + 4 * 2.0 * 256 * 128 * 4096 / (494.5e12 * 0.84 / 132);
+  if (fabs(t[0] - want) > 1e-12) fail_msg("GEMM %.12f s, want %.12f", t[0], want);
+  assert_int_not_equal(scenario_load(tu_src("tests/data/gpu_catalogue/custom_two_models.yaml"), NULL, 0, &s, &err), 0);
+  assert_non_null(strstr(err.msg, "custom_two_models.yaml:11:"));
+  assert_non_null(strstr(err.msg, "accelerators.efficiency: efficiency is the scalar roofline's"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(gpus_carry_their_datasheet_rates),
     cmocka_unit_test(efa_latency_reaches_nccl),
     cmocka_unit_test(transport_key_errors),
+    cmocka_unit_test(custom_accelerator_names_its_per_op_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
