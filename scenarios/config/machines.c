@@ -50,12 +50,14 @@ static const struct gpu {
   {"V100 SXM2 16 GB", 80, 125e12, 15.7e12, 15.7e12, 16.0 * GIB, 900e9, 16e9, 150e9, 130e9, 0, 0},
 #define GPU_L4 6
   {"L4 24 GB", 58, 121e12, 60e12, 30.3e12, 24.0 * GIB, 300e9, 32e9, 32e9, 24e9, 0, 1},
+#define GPU_V100_32 7
+  {"V100 SXM3 32 GB", 80, 125e12, 15.7e12, 15.7e12, 32.0 * GIB, 900e9, 16e9, 150e9, 130e9, 0, 0},
 };
 
 /* The GPUs' names in a custom accelerator's per_op_model (keys_cluster.c): GPUS[i] is
 ** MACHINES_GPU_MODELS[i + 1]; "none" is the scalar roofline. */
-const char *const MACHINES_GPU_MODELS[] = {"none", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "v100", "l4",
-                                           NULL};
+const char *const MACHINES_GPU_MODELS[] = {"none", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "v100-16gb", "l4",
+                                           "v100-32gb", NULL};
 _Static_assert(sizeof GPUS / sizeof GPUS[0] + 2 == sizeof MACHINES_GPU_MODELS / sizeof MACHINES_GPU_MODELS[0],
                "a name for every GPU of the catalogue");
 
@@ -117,6 +119,7 @@ static const struct gpu_system {
   {"a3-ultragpu-8g", GPU_H200, 8, 224, 2952.0 * GIB, NET_ROCE, 50e9, 1},
   /* Appended by the GPU catalogue (issue 25 item 5); docs/machine.md, "GPU catalogue". */
   {"dgx-1", GPU_V100, 8, 40, 512.0 * GIB, NET_IB_EDR, 12.5e9, 2},
+  {"dgx-2", GPU_V100_32, 16, 48, 1536.0 * GIB, NET_IB_EDR, 12.5e9, 2},
   {"dgx-b200", GPU_B200, 8, 112, 2048.0 * GIB, NET_IB_NDR, 50e9, 1},
   {"a4-highgpu-8g", GPU_B200, 8, 224, 3968.0 * GIB, NET_ROCE, 50e9, 1},
   {"g2-standard-4", GPU_L4, 1, 4, 16.0 * GIB, NET_GVNIC, 1.25e9, 1},

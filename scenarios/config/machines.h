@@ -18,7 +18,7 @@
 ** Their GPUs (108 and 132 SMs) and every TPU device time ops by the per-op model (machines.c,
 ** sim/roofline.h; docs/machine.md, "Compute").
 ** The GPU catalogue (docs/machine.md, "GPU catalogue" and "Transports") adds Compute Engine's
-** a2/a3/a4/g2 VMs, dgx-1 (V100), dgx-b200, AWS p4d/p4de/p5/p5e and Azure's ND A100 v4 / ND H100
+** a2/a3/a4/g2 VMs, dgx-1 and dgx-2 (V100), dgx-b200, AWS p4d/p4de/p5/p5e and Azure's ND A100 v4 / ND H100
 ** v5, each a GPU of machines.c's GPUS[] (its datasheet rates) with a host and NICs on a transport
 ** (InfiniBand, RoCE, EFA, TCPX/TCPXO, gVNIC: a line rate and NCCL's net plugin latency).
 */

@@ -38,6 +38,10 @@ static void gpus_carry_their_datasheet_rates(void **state) {
   assert_true(m.accel_hbm_bytes == 16 * GIB);
   assert_int_equal(m.accel_gpus_per_nic, 2); /* 4 x 100 Gb/s EDR for 8 GPUs */
   assert_true(m.accel_nic_bytes_per_s == 12.5e9);
+  assert_int_equal(machines_lookup("dgx-2", &m), 0);
+  assert_int_equal(m.accelerators, 16);
+  assert_true(m.accel_hbm_bytes == 32 * GIB);
+  assert_int_equal(m.accel_gpus_per_nic, 2); /* 8 x 100 Gb/s EDR for 16 GPUs */
   assert_int_equal(machines_lookup("g2-standard-96", &m), 0);
   assert_string_equal(m.accel_gpu, "L4 24 GB");
   assert_int_equal(m.accelerators, 8);
