@@ -20,6 +20,8 @@ static const key_spec ACCEL_KEYS[] = {
   {.key = "link_latency", .type = V_UNIT, .unit = UNIT_DURATION, .st = S_DOUBLE, OFF(scn_machine, accel_link_latency_s), .hi = 1},
   {.key = "efficiency", .type = V_NUM, .st = S_DOUBLE, OFF(scn_machine, accel_efficiency), .lo = 0, .lo_open = 1, .hi = 1},
   {.key = "workspace", .type = V_UNIT, .unit = UNIT_SIZE, .st = S_DOUBLE, OFF(scn_machine, accel_workspace_bytes)},
+  {.key = "per_op_model", .type = V_ENUM, .names = MACHINES_GPU_MODELS, .st = S_INT, OFF(scn_machine, accel_per_op_gpu),
+   .doc = "time ops by that catalogue GPU's per-op model at this accelerator's peak (docs/machine.md, \"Compute\"); none (default): the scalar roofline at efficiency"},
   END};
 static const key_spec MACHINE_KEYS[] = {
   {.key = "cpus", .type = V_INT, .st = S_INT, OFF(scn_machine, cpus), .lo = 1, .hi = 4096, .required = 1},
@@ -80,26 +82,41 @@ static int gpu_nic_rate(cfg_ctx *c, const yt_node *v, const char *path, scn_mach
   return 0;
 }
 
+/* A GPU system's transport: how its GPU NICs reach other VMs, a name of the catalogue's
+** (machines.c): its latency and, for InfiniBand and TCPX, its line rate; 0, or -1 with the error
+** reported. */
+static int gpu_transport(cfg_ctx *c, const yt_node *v, const char *path, scn_machine *m) {
+  char sub[256], fb[80], list[256];
+  cfg_join(sub, sizeof sub, path, "transport");
+  if (!(m->accel_nvlink_bytes_per_s > 0))
+    return cfg_fail(c, v, sub, "%s has no GPUs; transport is for a GPU system (dgx-a100, dgx-h100)", m->type);
+  machines_list_transports(list, sizeof list);
+  if (v->kind != YT_SCALAR || yt_is_null(v) || machines_set_transport(m, v->text))
+    return cfg_fail(c, v, sub, "expected a transport (%s), found %s", list, cfg_found(v, fb, sizeof fb));
+  return 0;
+}
+
 /* machine: {type: NAME} or, for a GPU system, {type: NAME, gpus: N, nics: M, efficiency: E}: the
 ** first N of its GPUs (CUDA_VISIBLE_DEVICES, as a benchmark on part of a node runs), M NICs where
 ** it has one per GPU (an HGX board with fewer: GPU k on NIC k / (8 / M)), and E, when given, the
 ** scalar roofline's fraction of peak instead of the per-op model (docs/machine.md, "Compute"). */
 static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_machine *m) {
   const yt_node *t = yt_get(v, "type"), *g = yt_get(v, "gpus"), *n = yt_get(v, "nics"), *e = yt_get(v, "efficiency"),
-                *r = yt_get(v, "nic_bandwidth");
+                *r = yt_get(v, "nic_bandwidth"), *tr = yt_get(v, "transport");
   char sub[256], fb[80];
   cfg_join(sub, sizeof sub, path, "type");
   if (t->kind != YT_SCALAR || yt_is_null(t))
     return cfg_fail(c, t, sub, "expected a catalogue machine type such as dgx-a100, found %s", cfg_found(t, fb, sizeof fb));
   for (int i = 0; i < v->n; i++)
     if (strcmp(v->keys[i]->text, "type") && strcmp(v->keys[i]->text, "gpus") && strcmp(v->keys[i]->text, "nics") &&
-        strcmp(v->keys[i]->text, "efficiency") && strcmp(v->keys[i]->text, "nic_bandwidth")) {
+        strcmp(v->keys[i]->text, "efficiency") && strcmp(v->keys[i]->text, "nic_bandwidth") &&
+        strcmp(v->keys[i]->text, "transport")) {
       cfg_join(sub, sizeof sub, path, v->keys[i]->text);
-      return cfg_fail(c, v->keys[i], sub, "a catalogue machine takes type and, on a GPU system, gpus, nics, nic_bandwidth and efficiency; found %s",
+      return cfg_fail(c, v->keys[i], sub, "a catalogue machine takes type and, on a GPU system, gpus, nics, transport, nic_bandwidth and efficiency; found %s",
                       v->keys[i]->text);
     }
   if (machines_lookup(t->text, m)) {
-    char list[512];
+    char list[1024];
     machines_list(list, sizeof list);
     return cfg_fail(c, t, sub, "unknown machine type \"%s\" (known: %s)", t->text, list);
   }
@@ -107,6 +124,7 @@ static int machine_type(cfg_ctx *c, const yt_node *v, const char *path, scn_mach
   if (g != NULL && gpu_count(c, g, path, m, "gpus", all, 0, &m->accelerators)) return -1;
   if (n != NULL && gpu_count(c, n, path, m, "nics", all, all, &nics)) return -1;
   m->accel_gpus_per_nic = nics > 0 ? all / nics : 1; /* a CPU machine has no GPUs to share a NIC */
+  if (tr != NULL && gpu_transport(c, tr, path, m)) return -1; /* before the rate: nic_bandwidth wins */
   if (r != NULL && gpu_nic_rate(c, r, path, m)) return -1;
   return e != NULL ? gpu_efficiency(c, e, path, m) : 0;
 }
@@ -122,11 +140,18 @@ static int machine_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const cha
     m.ram_bytes = m.nic_bytes_per_s = m.mem_bytes_per_s = -1;
     m.accel_efficiency = m.accel_link_latency_s = m.accel_workspace_bytes = -1;
     if (cfg_walk_map(c, v, path, MACHINE_KEYS, &m)) return -1;
+    const yt_node *a = yt_get(v, "accelerators");
+    if (m.accel_per_op_gpu > 0 && m.accel_efficiency >= 0) {
+      char sub[256];
+      cfg_join(sub, sizeof sub, path, "accelerators.efficiency");
+      return cfg_fail(c, yt_get(a, "efficiency"), sub,
+                      "efficiency is the scalar roofline's and per_op_model names a per-op model: give one of the two");
+    }
     base_format(m.type, sizeof m.type, "custom");
     machines_fill_defaults(&m);
   } else if (v->kind == YT_SCALAR && !yt_is_null(v)) {
     if (machines_lookup(v->text, &m)) {
-      char list[512];
+      char list[1024];
       machines_list(list, sizeof list);
       return cfg_fail(c, v, path, "unknown machine type \"%s\" (known: %s; or a mapping {cpus, flops, ram, nic, accelerators})",
                   v->text, list);
@@ -288,7 +313,7 @@ static int tf_config_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const c
   return rc;
 }
 
-#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100|a2-(high|ultra)gpu-[1248]g|a3-(high|mega|ultra)gpu-8g)$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100|a2-(high|ultra)gpu-[1248]g|a3-(high|mega|ultra)gpu-8g)$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":8,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"},\"nic_bandwidth\":{\"type\":\"string\",\"description\":\"each GPU NIC's rate, one way, e.g. 100Gb/s (default the catalogue's)\"},\"efficiency\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"a GPU system's fraction of peak for every op (the scalar roofline) instead of its per-op model\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system (dgx-a100, dgx-h100), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
+#define MACHINE_SCHEMA "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100|dgx-1|dgx-2|dgx-b200|a2-(high|ultra)gpu-[1248]g|a3-(high|mega|ultra)gpu-8g|a4-highgpu-8g|g2-standard-(4|8|12|16|24|32|48|96)|p4de?[.]24xlarge|p5e?[.]48xlarge|Standard_ND96(asr_v4|amsr_A100_v4|isr_H100_v5))$\",\"description\":\"a catalogue machine type (docs/scenario-format.md, Machine catalogue)\"},{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\",\"pattern\":\"^(n[12]-standard-[0-9]+|dgx-a100|dgx-h100|dgx-1|dgx-2|dgx-b200|a2-(high|ultra)gpu-[1248]g|a3-(high|mega|ultra)gpu-8g|a4-highgpu-8g|g2-standard-(4|8|12|16|24|32|48|96)|p4de?[.]24xlarge|p5e?[.]48xlarge|Standard_ND96(asr_v4|amsr_A100_v4|isr_H100_v5))$\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16,\"description\":\"a GPU system's first N GPUs\"},\"nics\":{\"enum\":[1,2,4,8],\"description\":\"the NICs its GPUs share (default one per GPU)\"},\"transport\":{\"enum\":[\"infiniband-edr\",\"infiniband-hdr\",\"infiniband-ndr\",\"roce\",\"efa\",\"gpudirect-tcpx\",\"gpudirect-tcpxo\",\"gvnic\"],\"description\":\"how its GPU NICs reach other VMs: the transport's latency and, for InfiniBand and TCPX, its line rate (default the catalogue's)\"},\"nic_bandwidth\":{\"type\":\"string\",\"description\":\"each GPU NIC's rate, one way, e.g. 100Gb/s (default the catalogue's)\"},\"efficiency\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"a GPU system's fraction of peak for every op (the scalar roofline) instead of its per-op model\"}},\"required\":[\"type\"],\"additionalProperties\":false,\"description\":\"a catalogue machine by name, e.g. {type: dgx-h100}, or part of a GPU system {type: dgx-a100, gpus: 2}\"},\"$map\"],\"description\":\"a Compute Engine machine type such as n2-standard-8 or a GPU system or GPU VM (dgx-a100, dgx-h100, a3-highgpu-8g, p5.48xlarge, ...), or a custom machine {cpus, flops, ram, nic, memory_bandwidth, accelerators}\"}"
 static const key_spec WORKER_KEYS[] = {
   {.key = "count", .type = V_INT, .st = S_INT, OFF(scenario, workers), .lo = 1, .hi = 100000},
   {.key = "machine", .type = V_FN, .fn = machine_fn, .map = MACHINE_KEYS, .schema = MACHINE_SCHEMA, .st = S_CHARS, OFF(scenario, worker_machine)},

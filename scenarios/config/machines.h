@@ -17,6 +17,10 @@
 **             2 x Xeon 8480C (112 cores), 2 TiB
 ** Their GPUs (108 and 132 SMs) and every TPU device time ops by the per-op model (machines.c,
 ** sim/roofline.h; docs/machine.md, "Compute").
+** The GPU catalogue (docs/machine.md, "GPU catalogue" and "Transports") adds Compute Engine's
+** a2/a3/a4/g2 VMs, dgx-1 and dgx-2 (V100), dgx-b200, AWS p4d/p4de/p5/p5e and Azure's ND A100 v4 / ND H100
+** v5, each a GPU of machines.c's GPUS[] (its datasheet rates) with a host and NICs on a transport
+** (InfiniBand, RoCE, EFA, TCPX/TCPXO, gVNIC: a line rate and NCCL's net plugin latency).
 */
 #ifndef PODSIM_MACHINES_H
 #define PODSIM_MACHINES_H
@@ -46,9 +50,18 @@ sim_opmodel machines_tpu_opmodel(const char *generation, int cores_per_device, d
 
 /* Fills *m for a catalogue NAME (CPU VMs and GPU systems); -1 when NAME is not in it. */
 int  machines_lookup(const char *name, scn_machine *m);
-/* Writes "n1-standard-{1,2,...}, n2-standard-{...}, dgx-a100, dgx-h100" into BUF. */
+/* Writes "n1-standard-{1,2,...}, n2-standard-{...}, dgx-a100, dgx-h100, ..." into BUF. */
 void machines_list(char *buf, size_t len);
-/* Fills the defaults of keys a custom machine's mapping left out (marked negative). */
+/* Sets a GPU system's NIC transport by NAME (machine.transport): its latency and, where the
+** transport has one (InfiniBand EDR/HDR/NDR, TCPX/TCPXO), its line rate; -1 when unknown. */
+int  machines_set_transport(scn_machine *m, const char *name);
+/* Writes the transports' names, comma-separated, into BUF. */
+void machines_list_transports(char *buf, size_t len);
+/* The names a custom accelerator's per_op_model takes, NULL-terminated: "none" (the scalar
+** roofline), then the catalogue's GPUs ("a100-40gb", "h100-sxm", "v100", "l4", ...). */
+extern const char *const MACHINES_GPU_MODELS[];
+/* Fills the defaults of keys a custom machine's mapping left out (marked negative), and a custom
+** accelerator's per-op model when it names one (accel_per_op_gpu). */
 void machines_fill_defaults(scn_machine *m);
 /* The NIC egress the catalogue gives a VM of CPUS vCPUs (bytes/s): min(2 Gbps * cpus, 32 Gbps). */
 double machines_default_nic(int cpus);

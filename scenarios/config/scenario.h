@@ -90,6 +90,12 @@ typedef struct scn_machine {
   int    accel_gpus_per_nic;     /* consecutive GPUs sharing a NIC: 1 (the default), or 8 / M for
                                     {type: dgx-a100, nics: M} */
   double accel_nvls_bytes_per_s; /* NCCL's NVLS busBw on its NVSwitches (dgx-h100); 0: none */
+  int    accel_pcie_only;        /* its GPUs reach each other over PCIe, no NVLink (L4): no LL128 */
+  char   accel_gpu[24];          /* the catalogue GPU's name ("H100 SXM5 80 GB"); "": none */
+  char   accel_transport[24];    /* how its GPU NICs reach other VMs ("infiniband-ndr", "efa") */
+  double accel_net_latency_s;    /* that transport's own latency as its NCCL net plugin reports it */
+  int    accel_per_op_gpu;       /* custom accelerators' per_op_model: 1 + the catalogue GPU whose
+                                    per-op model they take at their own peak; 0: the scalar roofline */
 } scn_machine;
 
 /* A callback's `monitor` (training.callbacks): a key of the epoch's logs and its direction. */

@@ -454,6 +454,12 @@ sim_algo train_workers_algorithm(const scenario *s, scn_allreduce a) {
   return a == SCN_ALLREDUCE_AUTO && gpu_system ? SIM_ALGO_NCCL : train_algorithm(a, 0);
 }
 
+void train_compute_model(const scn_machine *m, char *buf, size_t len) {
+  if (m->accelerators <= 0) base_format(buf, len, "%s", "");
+  else if (m->accel_op.units > 0) base_format(buf, len, "per-op model (%s)", m->accel_gpu);
+  else base_format(buf, len, "scalar roofline at %g of peak", m->accel_efficiency);
+}
+
 ds_machine train_machine(const scn_machine *m) {
   ds_machine d;
   d.flops_per_s = m->flops;
@@ -465,7 +471,8 @@ ds_machine train_machine(const scn_machine *m) {
                                m->accel_nccl_bytes_per_s, m->accel_nic_bytes_per_s,
                                m->accel_nccl_launch_s,
                                m->accel_gpus_per_nic > 0 ? m->accel_gpus_per_nic : 1,
-                               m->accel_nvls_bytes_per_s, m->accel_op };
+                               m->accel_nvls_bytes_per_s, m->accel_op, m->accel_net_latency_s,
+                               m->accel_pcie_only };
   d.ram_bytes = m->ram_bytes;
   d.nic_bytes_per_s = m->nic_bytes_per_s;
   return d;

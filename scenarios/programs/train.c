@@ -1105,6 +1105,7 @@ static void summarise(trainer *t, run_summary *sum) {
   sum->all_reduce = t->nreplicas > 1 ? sim_algo_name(ds_all_reduce_algorithm(t->strategy)) : "none";
   sum->slices = s->tpu_slices;
   sum->all_reduce_packs = t->ovl ? t->npacks : 0;
+  train_compute_model(&s->worker_machine, sum->compute_model, sizeof sum->compute_model);
   sum->sharding = scenario_sharding_recipe(s);
   if (t->pipe) {
     sum->pipeline_stages = scenario_pipeline_stages(s);

@@ -67,6 +67,9 @@ void  train_out_of_memory(run_error *e, const char *device, const sim_mempool *p
 int   train_write_weights(const md_model *m, const char *path);
 /* A scenario machine as the strategies see it, and the fabric's topology. */
 ds_machine      train_machine(const scn_machine *m);
+/* How machine m's accelerators time ops, for summary.json's compute_model: "per-op model (H100
+** SXM5 80 GB)" or "scalar roofline at 0.5 of peak"; "" without accelerators. */
+void            train_compute_model(const scn_machine *m, char *buf, size_t len);
 sim_fabric_kind train_fabric_kind(scn_fabric_topology t);
 
 /* A copy of a variable on its device: a row of variables.csv's per_replica listing. run_hash

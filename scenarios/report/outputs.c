@@ -507,6 +507,7 @@ int outputs_write_summary(const char *path, const run_summary *s) {
   json_object_set_new(o, "num_replicas_in_sync", json_integer(s->replicas));
   json_object_set_new(o, "all_reduce", json_string(s->all_reduce));
   if (s->slices > 1) json_object_set_new(o, "slices", json_integer(s->slices));
+  if (s->compute_model[0]) json_object_set_new(o, "compute_model", json_string(s->compute_model));
   if (s->sharding) {
     json_object_set_new(o, "sharding", json_string(s->sharding));
     json_object_set_new(o, "mesh", json_string(s->mesh));

@@ -76,6 +76,7 @@ typedef struct run_summary {
                              all-reduce after it; then not written) */
   const char *sharding;   /* strategy.distribution's recipe ("fsdp_tp"); NULL without (then not written) */
   char   mesh[80];        /* its mesh, "data=2,model=8" (the replicas along one axis without a mesh) */
+  char   compute_model[64]; /* how the workers' accelerators time ops (train_compute_model); "": none */
   double sim_time_s;      /* simulated end time */
   long   steps_completed; /* training steps applied */
   double final_loss;      /* loss of the last step */

@@ -39,6 +39,8 @@ typedef struct ds_accelerators {
   int gpus_per_nic;          /* consecutive GPUs sharing a NIC (1: a NIC each) */
   double nvls_bytes_per_s;   /* NCCL's NVLS busBw where the NVSwitches reduce (H100); 0: none */
   sim_opmodel op;            /* its per-op model (catalogue GPUs); units 0: peak x efficiency */
+  double net_latency_s;      /* its NICs' transport latency, as the NCCL net plugin reports it */
+  int pcie_only;             /* GPUs of a VM on PCIe, no NVLink: NCCL runs no LL128 */
 } ds_accelerators;
 
 typedef struct ds_machine {

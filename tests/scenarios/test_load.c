@@ -471,7 +471,7 @@ static const struct bad_case {
   {"input_shape_rank5", 3, 18, "model.input.shape", "expected one example's shape as a list of 1 to 4 sizes"},
   {"unknown_machine", 12, 32, "cluster.workers.machine", "unknown machine type \"n1-standard-3\""},
   {"machine_gpus_too_many", 12, 55, "cluster.workers.machine.gpus", "expected an integer from 1 to 8 (the GPUs of a dgx-a100), found 9"},
-  {"machine_type_extra_key", 12, 49, "cluster.workers.machine.cpus", "a catalogue machine takes type and, on a GPU system, gpus, nics, nic_bandwidth and efficiency"},
+  {"machine_type_extra_key", 12, 49, "cluster.workers.machine.cpus", "a catalogue machine takes type and, on a GPU system, gpus, nics, transport, nic_bandwidth and efficiency"},
   {"machine_nic_bandwidth_no_unit", 12, 64, "cluster.workers.machine.nic_bandwidth", "expected a bandwidth with a unit such as 100GB/s or 25Gbps, found 100"},
   {"machine_nics_not_dividing", 12, 55, "cluster.workers.machine.nics", "expected a divisor of 8 (the GPUs of a dgx-a100), found 3"},
   {"unknown_nested_key", 10, 23, "training.stpes", "unknown key \"stpes\""},
