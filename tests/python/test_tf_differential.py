@@ -170,6 +170,16 @@ def embedding_ids():
     return build
 
 
+def dropout_mlp():
+    """Dropout between two Dense layers, its seed left to Keras (drawn under set_random_seed):
+    from_keras writes the layer's SeedGenerator seed into the config, and podsim draws Keras 3's
+    masks from it (Philox stateless uniforms of seed [seed, step], u >= rate kept, scaled by
+    1 / (1 - rate)), so the losses and weights agree as for the other kinds. Rate 0.3: the
+    comparison is in float32 (TF's u >= float32(0.3)) and the scale 1 / 0.7 is rounded."""
+    return [keras.layers.Dense(8, activation="relu", name="d1"), keras.layers.Dropout(0.3, name="drop"),
+            keras.layers.Dense(3, name="d2")]
+
+
 def softmax_probs():
     """A Softmax layer and cross-entropy on probabilities (from_logits False)."""
     return [keras.layers.Dense(8, activation="relu", name="d1"), keras.layers.Dense(3, name="d2"),
@@ -204,6 +214,7 @@ CASES = {
                        "mha/query/kernel", "mha/value/bias", "mha/value/kernel"]),
     "embedding_sgd": (embedding_ids, lambda: keras.optimizers.SGD(LR),
                           ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel", "emb/embeddings"]),
+    "dropout_sgd": (dropout_mlp, lambda: keras.optimizers.SGD(LR), ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel"]),
     "softmax_sgd": (softmax_probs, lambda: keras.optimizers.SGD(LR), ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel"]),
 }
 
@@ -281,14 +292,20 @@ def test_mixed_bfloat16_matches_tf(tmp_path):
     assert np.max(np.abs(want["d1/kernel"] - init["d1/kernel"])) > bound * largest
 
 
-def test_mirrored_two_replicas_matches_tf(tmp_path):
+@pytest.mark.parametrize("layers", [dense_mlp, dropout_mlp], ids=["dense", "dropout"])
+def test_mirrored_two_replicas_matches_tf(layers, tmp_path):
     """Two replicas: tf.distribute.MirroredStrategy over two logical CPUs (tests/python/
     tf_mirrored.py, its own process) against podsim's mirrored strategy on two devices, the Dense
-    MLP with SGD. Each global batch of 32 splits 16 + 16, each replica's loss is scaled by the
-    global batch (tf.nn.compute_average_loss) and the gradients are summed: the same numbers as
-    one device but for the order of the sums, so the float32 tolerance holds."""
-    model, x, y, data = model_and_rows(dense_mlp, tmp_path)
-    np.savez(tmp_path / "in.npz", x=x, y=y, steps=STEPS, batch=BATCH, lr=LR,
+    MLP with SGD, and with a Dropout between its layers. Each global batch of 32 splits 16 + 16,
+    each replica's loss is scaled by the global batch (tf.nn.compute_average_loss) and the
+    gradients are summed: the same numbers as one device but for the order of the sums, so the
+    float32 tolerance holds. Under the strategy both replicas draw the Dropout's seed [seed, step]
+    from its one SeedGenerator state, so each applies the same mask to its own 16 rows: podsim's
+    replicas draw at the same step, and a per-replica stream would fail here."""
+    model, x, y, data = model_and_rows(layers, tmp_path)
+    drop = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    extra = {"dropout": [drop[0].rate, int(drop[0].seed_generator.state.numpy()[0])]} if drop else {}
+    np.savez(tmp_path / "in.npz", x=x, y=y, steps=STEPS, batch=BATCH, lr=LR, **extra,
              **{f"w{i}": w for i, w in enumerate(model.get_weights())})
     here = os.path.dirname(os.path.abspath(__file__))
     subprocess.run([sys.executable, os.path.join(here, "tf_mirrored.py"), str(tmp_path / "in.npz"),
