@@ -1,9 +1,9 @@
 """TensorFlow as the oracle: the same model, initial weights and batches trained by tf.keras and
 by podsim (numerics on) give the same losses and final weights.
 
-Small models of 4 to 32 inputs (or ids) and 3 logits over 24 of docs/layers.md's 25 layer kinds:
+Small models of 4 to 32 inputs (or ids) and 3 logits over all 25 of docs/layers.md's layer kinds:
 Dense, Embedding, Conv2D, DepthwiseConv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
-Flatten, Reshape, LayerNormalization, RMSNormalization, BatchNormalization, UnitNormalization,
+Flatten, Reshape, Dropout, LayerNormalization, RMSNormalization, BatchNormalization, UnitNormalization,
 Activation (relu, gelu, tanh, sigmoid, silu), Softmax, Add, Multiply, Concatenate and
 MultiHeadAttention, and in tests of their own the kinds Keras lacks, each written as its formula:
 KerasHub's TokenAndPositionEmbedding (its two tables), TF Recommenders' DotInteraction (in a
@@ -14,7 +14,8 @@ read in order (no shuffle): tf.keras's GradientTape loop over the same rows, its
 mean (Keras's default reduction, podsim's global_batch on one replica). podsim starts from the
 Keras model's own weights (from_keras writes them as model.init.file) and writes
 final_weights.csv; every value agrees within 1e-5 relative (plus 1e-7 absolute, for values that
-pass near zero). Not here: Dropout, whose masks TF and podsim draw from different generators.
+pass near zero). Dropout compares bit for bit because podsim draws Keras 3's own masks from the
+layer's seed (docs/layers.md, "Dropout's masks, as Keras draws them"), on one replica and two.
 """
 import os
 import subprocess
