@@ -44,6 +44,8 @@ typedef enum {
   KJ_ONE,           /* must be the integer 1 */
   KJ_CHANNELS_LAST, /* null or channels_last */
   KJ_SEQUENCE_AXES, /* null or [1]: attention over the positions of a [positions, features] example */
+  KJ_SEED,          /* Dropout's seed: an integer makes the layer seeded (Keras's masks), null not
+                    ** (Keras drew a seed the config does not hold: podsim's own stream) */
   KJ_IGNORED        /* anything: no bearing on what podsim computes */
 } kj_type;
 
@@ -92,7 +94,7 @@ static const kj_option GLOBAL_POOL_OPTS[] = {
 static const kj_option FLATTEN_OPTS[] = {CHECK("data_format", KJ_CHANNELS_LAST), ENDOPT};
 static const kj_option RESHAPE_OPTS[] = {OPT("target_shape", KJ_SHAPE, target_shape), ENDOPT};
 static const kj_option DROPOUT_OPTS[] = {
-  OPT("rate", KJ_FLOAT, rate), CHECK("noise_shape", KJ_NULL), CHECK("seed", KJ_IGNORED), ENDOPT};
+  OPT("rate", KJ_FLOAT, rate), CHECK("noise_shape", KJ_NULL), OPT("seed", KJ_SEED, seed), ENDOPT};
 static const kj_option LAYER_NORM_OPTS[] = {NORM, CHECK("rms_scaling", KJ_FALSE), ENDOPT};
 static const kj_option RMS_NORM_OPTS[] = {OPT("epsilon", KJ_FLOAT, epsilon), OPT("axis", KJ_AXIS, axis), ENDOPT};
 /* renorm_clipping and renorm_momentum are read by Keras only under renorm, which must be false:
@@ -314,6 +316,12 @@ static int read_option(kj_ctx *c, const kj_option *o, const json_t *v, md_layer_
   case KJ_VALUE_DIM: return json_is_null(v) || !int_value(v, 1, ints) ? 0 : unsupported(c, o->key, v);
   case KJ_INPUT_LENGTH: return json_is_null(v) || json_integer_value(v) == 1 ? 0 : unsupported(c, o->key, v);
   case KJ_NULL: return json_is_null(v) ? 0 : unsupported(c, o->key, v);
+  case KJ_SEED:
+    if (json_is_null(v)) return 0;
+    if (!json_is_integer(v)) return unsupported(c, o->key, v);
+    *(int64_t *)field = json_integer_value(v);
+    l->seeded = 1;
+    return 0;
   case KJ_TRUE: return json_is_true(v) ? 0 : unsupported(c, o->key, v);
   case KJ_FALSE: return json_is_false(v) || json_is_null(v) ? 0 : unsupported(c, o->key, v);
   case KJ_ZERO: return json_is_number(v) && json_number_value(v) == 0 ? 0 : unsupported(c, o->key, v);

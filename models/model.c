@@ -441,6 +441,8 @@ md_workspace *md_workspace_new(const md_model *m) {
 
 void md_workspace_set_rng(md_workspace *w, gsl_rng *rng) { w->rng = rng; }
 
+void md_workspace_set_dropout_draw(md_workspace *w, int64_t draw) { w->draw = draw; }
+
 void md_workspace_set_all_reduce(md_workspace *w, md_all_reduce_fn fn, void *ctx) {
   w->all_reduce = fn;
   w->all_reduce_ctx = ctx;
@@ -536,7 +538,7 @@ static md_layer_run layer_run(md_model *m, md_workspace *w, const md_batch *b, i
   int autocast = rounds(m) && !ly->ops->float32_variables;
   const float *x0 = rounds(m) && b->x != NULL ? w->x16 : b->x;
   md_layer_run r = {.n = b->n, .vars = autocast ? w->vars16 : m->vars, .state = training ? m->vars : NULL,
-                    .ids = b->ids, .z = w->z[l], .saved = w->saved[l], .training = training, .rng = w->rng,
+                    .ids = b->ids, .z = w->z[l], .saved = w->saved[l], .training = training, .rng = w->rng, .draw = w->draw,
                     .has_dx = ly->input[0] >= 0, .act_bytes = m->act_bytes, .kept = w->kept[l],
                     .shapes_only = m->shapes_only,
                     .all_reduce = training ? w->all_reduce : NULL, .all_reduce_ctx = w->all_reduce_ctx};
@@ -707,6 +709,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
     if (loss_sum != NULL) *loss_sum = 0;
     empty_replica_step(m, w, b, grads, cost);
     for (int l = 0; l <= m->nlayers; l++) mark(w, cost, l);
+    w->draw++;  /* Keras draws a seed for an empty batch too */
     return;
   }
   forward(m, w, b, 1, cost);
@@ -751,6 +754,7 @@ void md_model_train_step(md_model *m, md_workspace *w, const md_batch *b, float 
   if (loss_sum != NULL) *loss_sum = sum;
   md_cost kept = {.flops = 0, .bytes_moved = 0, .bytes_resident = md_model_activation_bytes(m, b->n)};
   md_cost_add(cost, &kept);
+  w->draw++;
 }
 
 double md_model_loss(md_model *m, md_workspace *w, const md_batch *b, md_cost *cost) {

@@ -94,6 +94,11 @@ typedef struct md_layer_spec {
   md_padding padding;     /* convolutions, poolings */
   int pool_size[2];       /* poolings (0: 2) */
   float rate;             /* dropout: the fraction dropped, in [0, 1) */
+  int seeded;             /* dropout: 1 draws its masks as Keras 3's TensorFlow backend does from a
+                          ** SeedGenerator of state [seed, seed_draws] (layers/dropout.c); 0 from
+                          ** the workspace's stream (md_workspace_set_rng) */
+  int64_t seed;           /* dropout, seeded: the SeedGenerator's seed (Dropout's `seed`) */
+  int64_t seed_draws;     /* dropout, seeded: the draws it made before the run (its state[1]) */
   md_shape target_shape;  /* reshape: one example's output, one dim may be -1 (inferred) */
   float epsilon;          /* layer_normalization, batch_normalization (0: Keras's 1e-3) */
   float momentum;         /* batch_normalization: of the moving statistics (0: Keras's 0.99) */
@@ -268,6 +273,11 @@ void          md_workspace_free(md_workspace *w);
 /* The stream a train step's dropout layers draw their masks from (one uniform per element, in
 ** layer order then row-major), owned by the caller; a model with dropout needs one to train. */
 void          md_workspace_set_rng(md_workspace *w, gsl_rng *rng);
+/* The SeedGenerator draw a seeded dropout layer's next train-step forward makes, beyond its
+** seed_draws: Keras draws one a training call, the same on every replica (a MirroredStrategy's
+** replicas read one seed state), so a program sets it to the number of training forwards before
+** the step. Each md_model_train_step then moves it on by one. */
+void          md_workspace_set_dropout_draw(md_workspace *w, int64_t draw);
 /* The sum over the replicas a train step's synchronized batch normalisations reduce their
 ** statistics with (the strategy's all-reduce, from the replica's own actor): fn(ctx, buf, n) adds
 ** every replica's n floats into buf, in place; buf is NULL in a shapes-only model (the collective

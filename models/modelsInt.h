@@ -77,6 +77,7 @@ typedef struct md_layer_run {
   float *saved;           /* n*saved floats written by forward, read by backward */
   int training;           /* 1 in a train step (dropout drops), 0 in evaluation */
   gsl_rng *rng;           /* the workspace's stream for dropout; NULL when none was set */
+  int64_t draw;           /* seeded dropout: the workspace's SeedGenerator draw (md_workspace_set_dropout_draw) */
   const float *dz;        /* backward: dL/dz, n*out floats */
   int has_dx;             /* backward: 1 when the input needs its gradient (not the model's) */
   float *dx;              /* backward: dL/dx, n*in floats, written when has_dx; dxs[0] */
@@ -364,6 +365,7 @@ struct md_workspace {
   float **saved;          /* saved[l]: cap*layers[l].saved floats, NULL when it saves none */
   float **kept;           /* kept[l]: layers[l].kept floats, NULL when it keeps none */
   gsl_rng *rng;           /* dropout's stream (md_workspace_set_rng), not owned; NULL: none */
+  int64_t draw;           /* seeded dropout's next SeedGenerator draw (md_workspace_set_dropout_draw) */
   md_all_reduce_fn all_reduce; /* the replicas' sum (md_workspace_set_all_reduce), NULL: none */
   void *all_reduce_ctx;   /* its argument */
   size_t *marks;          /* where a train step's op log stood after each backward layer

@@ -4,6 +4,15 @@
 ** 1 / (1 - rate) (inverted dropout, tf.nn.dropout's x * scale * keep_mask); the mask is saved
 ** for the backward. Evaluation, or rate 0: the identity, and no draws.
 **
+** A seeded layer (spec.seeded, Keras's Dropout(seed=...)) draws instead as Keras 3's TensorFlow
+** backend does, so that TF's masks are podsim's bit for bit: its SeedGenerator's state
+** [seed, seed_draws + draw] (draw: the workspace's, one a training call), each word taken modulo
+** 2^31 - 2 (keras/src/backend/tensorflow/random.py _cast_seed, int64 to int32), is the seed of
+** tf.nn.experimental.stateless_dropout: stateless_random_uniform over the input's shape on
+** Philox (base/philox.h, AUTO_SELECT's choice on CPU), kept when u >= rate in float32 (TF
+** compares with the rate converted to the input's dtype). Replicas drawing at the same draw get
+** the same mask over their own batches, as MirroredStrategy's replicas do (one seed state).
+**
 ** Invariants:
 **   1. One draw per element, examples then elements in row-major order, and none outside
 **      training: a step's masks depend only on the stream's state when it starts.
@@ -12,6 +21,7 @@
 */
 #include <assert.h>
 
+#include "base/philox.h"
 #include "models/modelsInt.h"
 
 static int dropout_shape(md_layer *l, md_error *err) {
@@ -26,18 +36,34 @@ static int dropping(const md_layer *l, const md_layer_run *r) { return r->traini
 
 static float dropout_scale(const md_layer *l) { return (float)(1.0 / (1.0 - (double)l->spec.rate)); }
 
+/* Keras's int64 seed word as the int32 its stateless ops take: floormod by 2^31 - 2. */
+static int64_t keras_seed_word(int64_t v) {
+  const int64_t m = 2147483646;
+  return ((v % m) + m) % m;
+}
+
+/* The mask of a seeded layer into saved: 1 where TF's uniform u >= rate, else 0. */
+static void keras_mask(const md_layer *l, const md_layer_run *r, size_t count) {
+  philox_state s;
+  philox_tf_stream(&s, keras_seed_word(l->spec.seed), keras_seed_word(l->spec.seed_draws + r->draw));
+  philox_tf_uniform(&s, r->saved, count);
+  for (size_t i = 0; i < count; i++) r->saved[i] = r->saved[i] >= l->spec.rate ? 1.0f : 0.0f;
+}
+
 static void dropout_forward(const md_layer *l, const md_layer_run *r) {
   if (!dropping(l, r)) {
     md_pass_through_forward(l, r);
     return;
   }
-  assert(r->rng != NULL);  /* md_workspace_set_rng: a model with dropout trains from a stream */
-  float scale = dropout_scale(l);
-  for (size_t i = 0; i < (size_t)r->n * l->in; i++) {
-    float keep = gsl_rng_uniform(r->rng) >= (double)l->spec.rate ? 1.0f : 0.0f;
-    r->saved[i] = keep;
-    r->z[i] = r->x[i] * scale * keep;
+  size_t count = (size_t)r->n * l->in;
+  if (l->spec.seeded) {
+    keras_mask(l, r, count);
+  } else {
+    assert(r->rng != NULL);  /* md_workspace_set_rng: a model with dropout trains from a stream */
+    for (size_t i = 0; i < count; i++) r->saved[i] = gsl_rng_uniform(r->rng) >= (double)l->spec.rate ? 1.0f : 0.0f;
   }
+  float scale = dropout_scale(l);
+  for (size_t i = 0; i < count; i++) r->z[i] = r->x[i] * scale * r->saved[i];
 }
 
 static void dropout_backward(const md_layer *l, const md_layer_run *r) {

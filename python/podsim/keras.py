@@ -8,8 +8,10 @@ so podsim starts from the same numbers.
 """
 import hashlib
 import os
+import json
 import re
 import tempfile
+import warnings
 
 # Keras optimizer classes podsim has, and the config keys it reads for each (the rest must be
 # at Keras's defaults or the optimizer is refused: podsim would compute something else).
@@ -140,6 +142,45 @@ def _features(model):
     return size
 
 
+def _layers_of(model):
+    """Every layer of the model by name, the layers of nested models too."""
+    found = {}
+    for layer in getattr(model, "layers", []):
+        found[layer.name] = layer
+        found.update(_layers_of(layer))
+    return found
+
+
+def _seeded_dropout(model, config):
+    """The config with each Dropout's `seed` set to its SeedGenerator's seed, state[0]: Keras
+    drew one (python random, seeded by keras.utils.set_random_seed) where the config says null,
+    and Dropout(seed=state[0]) draws the same masks from state [seed, 0], so podsim draws Keras's
+    masks (docs/layers.md, "Dropout"). A layer that has drawn already (state[1] > 0: trained)
+    has no config that starts there: it keeps its config's seed, with a warning that the masks
+    are not Keras's next ones."""
+    layers = _layers_of(model)
+
+    def walk(node):
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            layer = layers.get(node.get("config", {}).get("name")) if node.get("class_name") == "Dropout" else None
+            generator = getattr(layer, "seed_generator", None)
+            if generator is not None:
+                seed, draws = (int(v) for v in generator.state.numpy())
+                if draws == 0:
+                    node["config"]["seed"] = seed
+                else:
+                    warnings.warn(f"podsim.from_keras: Dropout {layer.name} has drawn {draws} seeds already; "
+                                  "podsim draws its masks from the config's seed, not from Keras's next draw")
+            for value in node.values():
+                walk(value)
+    tree = json.loads(config)
+    walk(tree)
+    return json.dumps(tree)
+
+
 def from_keras(model, global_batch=32, steps=10, optimizer=None, loss=None, name=None, directory=None,
                weights=True, dataset=None, **sections):
     """A scenario dict for a built Keras model: model: {keras: FILE (model.to_json())}, its loss
@@ -147,7 +188,7 @@ def from_keras(model, global_batch=32, steps=10, optimizer=None, loss=None, name
     the last layer's classes (or `dataset`), training.steps. The files go to `directory`
     (default: a temporary one, named after the config's hash so the same model reuses them);
     further keyword sections (cluster=..., strategy=..., outputs=...) are the scenario's."""
-    config = model.to_json()
+    config = _seeded_dropout(model, model.to_json())
     digest = hashlib.sha256(config.encode()).hexdigest()[:12]
     directory = os.path.abspath(directory or os.path.join(tempfile.gettempdir(), "podsim-keras"))
     os.makedirs(directory, exist_ok=True)

@@ -249,7 +249,26 @@ static const key_spec RESHAPE_KEYS[] = {
   LOGICAL_DEVICE, END};
 static const key_spec DROPOUT_KEYS[] = {
   {.key = "rate", .type = V_NUM, .st = S_FLOAT, OFF(md_layer_spec, rate), .lo = 0, .hi = 1, .hi_open = 1, .required = 1},
+  {.key = "seed", .type = V_INT, .st = S_LONG, OFF(md_layer_spec, seed), .lo = -9007199254740992.0,
+   .hi = 9007199254740992.0,
+   .doc = "draw the masks as Keras 3's TensorFlow backend does for Dropout(seed=...): its SeedGenerator's "
+          "seed, one seed drawn a training call, Philox stateless uniforms (TF's masks bit for bit)"},
+  {.key = "seed_draws", .type = V_INT, .st = S_LONG, OFF(md_layer_spec, seed_draws), .lo = 0,
+   .hi = 9007199254740992.0,
+   .doc = "with seed: the draws the layer's SeedGenerator made before the run (its state[1]; default 0)"},
   LOGICAL_DEVICE, END};
+
+/* A seed selects Keras's draws (md_layer_spec.seeded); seed_draws counts them, so needs a seed. */
+static int dropout_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
+  md_layer_spec *l = base;
+  char sub[256];
+  l->seeded = yt_get(map, "seed") != NULL;
+  if (!l->seeded && yt_get(map, "seed_draws")) {
+    cfg_join(sub, sizeof sub, path, "seed_draws");
+    return cfg_fail(c, yt_get_key(map, "seed_draws"), sub, "seed_draws counts a seed's draws: give seed too");
+  }
+  return 0;
+}
 static const key_spec LAYER_NORMALIZATION_KEYS[] = {EPSILON, LOGICAL_DEVICE, END};
 static const key_spec BATCH_NORMALIZATION_KEYS[] = {
   {.key = "momentum", .type = V_NUM, .st = S_FLOAT, OFF(md_layer_spec, momentum), .lo = 0, .hi = 1, .hi_open = 1},
@@ -299,7 +318,7 @@ static const key_spec LAYER_KINDS[] = {
   {.key = "global_average_pooling2d", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   {.key = "flatten", .type = V_MAP, .sub = SHAPE_ONLY_KEYS},
   {.key = "reshape", .type = V_MAP, .sub = RESHAPE_KEYS},
-  {.key = "dropout", .type = V_MAP, .sub = DROPOUT_KEYS},
+  {.key = "dropout", .type = V_MAP, .sub = DROPOUT_KEYS, .post = dropout_post},
   {.key = "layer_normalization", .type = V_MAP, .sub = LAYER_NORMALIZATION_KEYS},
   {.key = "rms_normalization", .type = V_MAP, .sub = LAYER_NORMALIZATION_KEYS},
   {.key = "batch_normalization", .type = V_MAP, .sub = BATCH_NORMALIZATION_KEYS},

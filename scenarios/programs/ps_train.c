@@ -391,7 +391,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   md_cost cost = {.ops = &w->ops};
   md_op_log_clear(&w->ops);
   /* The closure of step N draws the same masks on whichever worker runs it, however often. */
-  train_dropout_step(s, w->dropout, "closure", cl->step);
+  train_dropout_step(s, w->ws, w->dropout, "closure", cl->step);
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
                                    w->ops.n);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "models/graphdata.h"
+#include "scenarios/programs/accum.h"
 #include "models/weights.h"
 #include "scenarios/report/tboard.h"
 #include "sim/rng.h"
@@ -157,9 +158,10 @@ gsl_rng *train_dropout_rng(const scenario *s, md_workspace *ws) {
   return rng;
 }
 
-void train_dropout_step(const scenario *s, gsl_rng *rng, const char *owner, long step) {
+void train_dropout_step(const scenario *s, md_workspace *ws, gsl_rng *rng, const char *owner, long step) {
   char name[96];
   if (rng == NULL) return;
+  md_workspace_set_dropout_draw(ws, (int64_t)step * accum_steps(s));
   sim_rng_reseed(rng, s->seed, base_format(name, sizeof name, "dropout/%s/step %ld", owner, step));
 }
 

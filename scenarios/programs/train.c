@@ -454,7 +454,7 @@ static void replica_main(sim_actor *self, void *arg) {
                       rep->targets };
     }
     char owner[32];
-    train_dropout_step(s, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
+    train_dropout_step(s, rep->ws, rep->dropout, base_format(owner, sizeof owner, "replica %d", r), step);
     /* mixed_float16: the loss multiplied by the LossScaleOptimizer's scale (scale_loss). */
     float loss_scale = t->scaled ? rep->loss_scale.scale : 1.0f;
     rep->sync_ps = 0;

@@ -28,8 +28,10 @@ int   train_build_model(const scenario *s, md_model **out, scn_error *err);
 ** the model has no dropout or numerics are off. Free with gsl_rng_free. */
 gsl_rng *train_dropout_rng(const scenario *s, md_workspace *ws);
 /* Restarts rng for one step's masks: a stream per (owner, step), "dropout/replica 1/step 17",
-** so a resumed run and a re-run closure draw what an uninterrupted run drew. NULL does nothing. */
-void  train_dropout_step(const scenario *s, gsl_rng *rng, const char *owner, long step);
+** so a resumed run and a re-run closure draw what an uninterrupted run drew; and sets ws's
+** SeedGenerator draw for seeded dropout to the training calls Keras made before the step (one
+** per micro-batch: step * accum_steps), the same on every replica. NULL rng does nothing. */
+void  train_dropout_step(const scenario *s, md_workspace *ws, gsl_rng *rng, const char *owner, long step);
 /* The dataset: the CSV, or synthetic rows ("dataset.synthetic"); its width checked against m. */
 int   train_load_data(train_input *in, const md_model *m, scn_error *err);
 /* in->steps from training.steps, or epochs and dataset.repeat by docs/scenario-format.md's

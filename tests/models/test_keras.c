@@ -259,6 +259,41 @@ static char *read_text(const char *rel) {
   return text;
 }
 
+/* Dropout's seed: null (Keras drew one the config does not hold) leaves the layer on podsim's
+** stream; an integer makes it seeded, drawing Keras's masks from SeedGenerator(seed) (a seed
+** beyond int32 kept whole); anything else is refused at the layer's object (line 163, column 4:
+** the Dropout object of sequential.json). */
+#define DROPOUT_SEED "\"noise_shape\": null,\n     \"seed\": null"
+static void test_dropout_seed(void **state) {
+  (void)state;
+  const char *base = read_text("tests/golden/keras_json/sequential.json");
+  static const struct {
+    const char *seed;     /* the config's "seed" value */
+    int seeded;           /* the layer's spec.seeded */
+    int64_t value;        /* and its seed */
+  } cases[] = {{"null", 0, 0}, {"42", 1, 42}, {"12345678901", 1, 12345678901LL}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    static char text[16384];
+    const char *at = strstr(base, DROPOUT_SEED);  /* an initializer's seed comes first */
+    assert_non_null(at);
+    snprintf(text, sizeof text, "%.*s\"noise_shape\": null, \"seed\": %s%s", (int)(at - base), base, cases[c].seed,
+             at + strlen(DROPOUT_SEED));
+    md_keras_model k;
+    md_error err = {0};
+    if (md_keras_parse(text, strlen(text), &k, &err)) fail_msg("%d:%d: %s", err.line, err.col, err.msg);
+    int found = 0;
+    for (int l = 0; l < k.nlayers; l++) {
+      if (k.layers[l].kind != MD_LAYER_DROPOUT) continue;
+      found++;
+      assert_int_equal(k.layers[l].seeded, cases[c].seeded);
+      assert_int_equal(k.layers[l].seed, cases[c].value);
+    }
+    assert_int_equal(found, 1);
+    md_keras_free(&k);
+  }
+  expect_refused(base, DROPOUT_SEED, "\"noise_shape\": null, \"seed\": 1.5", 163, 4, "unsupported option seed: 1.5", 0);
+}
+
 static void test_keras315_exports(void **state) {
   (void)state;
   md_keras_model k;
@@ -361,6 +396,7 @@ static void test_many_layers(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sequential),
+      cmocka_unit_test(test_dropout_seed),
       cmocka_unit_test(test_functional),
       cmocka_unit_test(test_embedding),
       cmocka_unit_test(test_multi_input),

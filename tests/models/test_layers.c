@@ -307,6 +307,52 @@ static void test_dropout_keras_doc(void **state) {
   md_model_free(m);
 }
 
+/* A seeded Dropout(0.5, seed=7) draws Keras 3's masks: on ones of [4, 4] its train steps' outputs
+** are TF's, printed by tests/python's venv with
+**   tf.nn.experimental.stateless_dropout(tf.ones((4, 4)), 0.5, seed=tf.constant([7, c], tf.int32))
+** for c = 0 (a first training call) and c = 1 (the second): 2 kept (1 / 0.5), 0 dropped. The
+** workspace's draw moves on by one a train step, and a draw set by hand (a resumed run, or
+** seed_draws) starts there; replicas at the same draw draw the same mask. Unseeded, the layer
+** never reads the draw. */
+static void test_dropout_seeded_draws_tf_masks(void **state) {
+  (void)state;
+  static const float tf_mask[2][16] = {{2, 2, 0, 2, 0, 2, 0, 2, 2, 2, 2, 0, 2, 2, 0, 0},
+                                       {0, 2, 0, 2, 2, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 2}};
+  md_layer_spec l[2] = {{.kind = MD_LAYER_DROPOUT, .rate = 0.5f, .seeded = 1, .seed = 7},
+                        {.kind = MD_LAYER_DENSE, .units = 4}};
+  md_model *m = fd_model(l, 2, (md_shape){.rank = 1, .dim = {4}});
+  set_var(m, "dense/kernel", (const float[]){1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  md_workspace *w = md_workspace_new(m);
+  md_grads *g = md_grads_new(m);
+  float x[16];
+  for (int i = 0; i < 16; i++) x[i] = 1.0f;
+  const int32_t y[4] = {0, 1, 2, 3};
+  md_batch b = {4, x, NULL, y, NULL};
+  double loss;
+  for (int step = 0; step < 2; step++) {  /* the draw starts at 0 and moves on by one a step */
+    md_model_train_step(m, w, &b, 1.0f, g, &loss, NULL);
+    const float *out = md_model_last_output(m, w);
+    for (int i = 0; i < 16; i++) assert_true(out[i] == tf_mask[step][i]);
+  }
+  md_workspace_set_dropout_draw(w, 0);  /* the first step again */
+  md_model_train_step(m, w, &b, 1.0f, g, &loss, NULL);
+  for (int i = 0; i < 16; i++) assert_true(md_model_last_output(m, w)[i] == tf_mask[0][i]);
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+  /* seed_draws 1 with the draw at 0 is the second call's mask */
+  l[0].seed_draws = 1;
+  m = fd_model(l, 2, (md_shape){.rank = 1, .dim = {4}});
+  set_var(m, "dense/kernel", (const float[]){1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  w = md_workspace_new(m);
+  g = md_grads_new(m);
+  md_model_train_step(m, w, &b, 1.0f, g, &loss, NULL);
+  for (int i = 0; i < 16; i++) assert_true(md_model_last_output(m, w)[i] == tf_mask[1][i]);
+  md_grads_free(g);
+  md_workspace_free(w);
+  md_model_free(m);
+}
+
 /* Keras's LayerNormalization documentation: data [[0,10],[20,30],[40,50],[60,70],[80,90]],
 ** LayerNormalization(axis=1) -> [[-1, 1], ...] printed rounded: each row's mean is its middle,
 ** the deviations +-5, var 25, so +-5 / sqrt(25 + 1e-3) = +-0.99998000060 (gamma 1, beta 0). */
@@ -1094,6 +1140,7 @@ int main(void) {
       cmocka_unit_test(test_global_average_pooling2d),
       cmocka_unit_test(test_flatten_reshape_keras_doc),
       cmocka_unit_test(test_dropout_keras_doc),
+      cmocka_unit_test(test_dropout_seeded_draws_tf_masks),
       cmocka_unit_test(test_layer_normalization_keras_doc),
       cmocka_unit_test(test_activations_keras_doc),
       cmocka_unit_test(test_softmax_last_axis),

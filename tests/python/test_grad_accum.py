@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import podsim
-from test_tf_differential import final_weights, model_and_rows, dense_mlp, keras, tf
+from test_tf_differential import final_weights, model_and_rows, dense_mlp, dropout_mlp, keras, tf
 
 MICRO, STEPS = 4, 2   # model_and_rows gives 3 batches of 32 rows; 2 steps of 4 x 8 = 64 of them
 B = 8
@@ -31,11 +31,19 @@ def keras_accumulating(model, x, y, optimizer, loss):
     return np.array(losses).reshape(STEPS, MICRO).mean(axis=1)
 
 
-@pytest.mark.parametrize("make", [lambda: keras.optimizers.SGD(0.1, momentum=0.9, gradient_accumulation_steps=MICRO),
-                                  lambda: keras.optimizers.Adam(0.01, gradient_accumulation_steps=MICRO)],
-                         ids=["sgd_momentum", "adam"])
-def test_accumulation_matches_keras(make, tmp_path):
-    model, x, y, data = model_and_rows(dense_mlp, tmp_path)
+def sgd_momentum():
+    return keras.optimizers.SGD(0.1, momentum=0.9, gradient_accumulation_steps=MICRO)
+
+
+# dropout: each of Keras's micro-steps is a training call, one SeedGenerator draw, so podsim's
+# step N draws micro-batch k's mask at N * MICRO + k (docs/layers.md)
+@pytest.mark.parametrize("make, layers", [(sgd_momentum, dense_mlp),
+                                          (lambda: keras.optimizers.Adam(0.01, gradient_accumulation_steps=MICRO),
+                                           dense_mlp),
+                                          (sgd_momentum, dropout_mlp)],
+                         ids=["sgd_momentum", "adam", "sgd_momentum_dropout"])
+def test_accumulation_matches_keras(make, layers, tmp_path):
+    model, x, y, data = model_and_rows(layers, tmp_path)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     scenario = podsim.from_keras(model, global_batch=B, steps=MICRO * STEPS, optimizer=make(), loss=loss,
                                  dataset={"csv": str(data)}, directory=tmp_path)

@@ -119,3 +119,21 @@ def test_python_md_example_runs(tmp_path, monkeypatch):
     assert scope["r"]["summary"]["steps_completed"] == 20
     assert len(scope["p"]["sweep"]) == 4  # 2 slice types x 2 batches
     assert "recommend" in scope["p"]["text"].lower()
+
+
+def test_dropout_seed_is_the_seed_generators(tmp_path):
+    """from_keras writes each Dropout's SeedGenerator seed into the config it exports: the one
+    Keras drew where the layer's seed is None, the layer's own where given; once the layer has
+    drawn (a training call moves its state to [seed, 1]) no config starts at Keras's next draw,
+    so the seed stays the config's and from_keras warns."""
+    import json
+    model = mlp()
+    drawn = int(model.get_layer("drop").seed_generator.state.numpy()[0])
+    config = json.load(open(podsim.from_keras(model, directory=tmp_path)["model"]["keras"]))
+    drop = [layer for layer in config["config"]["layers"] if layer["class_name"] == "Dropout"]
+    assert [layer["config"]["seed"] for layer in drop] == [drawn]
+    assert model.get_layer("drop").get_config()["seed"] is None  # the model's own config is untouched
+    model(keras.ops.ones((2, 16)), training=True)  # one draw: state [drawn, 1]
+    with pytest.warns(UserWarning, match="Dropout drop has drawn 1 seeds already"):
+        config = json.load(open(podsim.from_keras(model, directory=tmp_path)["model"]["keras"]))
+    assert [layer["config"]["seed"] for layer in config["config"]["layers"] if layer["class_name"] == "Dropout"] == [None]

@@ -1,9 +1,9 @@
 """TensorFlow as the oracle: the same model, initial weights and batches trained by tf.keras and
 by podsim (numerics on) give the same losses and final weights.
 
-Small models of 4 to 32 inputs (or ids) and 3 logits over 24 of docs/layers.md's 25 layer kinds:
+Small models of 4 to 32 inputs (or ids) and 3 logits over all 25 of docs/layers.md's layer kinds:
 Dense, Embedding, Conv2D, DepthwiseConv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
-Flatten, Reshape, LayerNormalization, RMSNormalization, BatchNormalization, UnitNormalization,
+Flatten, Reshape, Dropout, LayerNormalization, RMSNormalization, BatchNormalization, UnitNormalization,
 Activation (relu, gelu, tanh, sigmoid, silu), Softmax, Add, Multiply, Concatenate and
 MultiHeadAttention, and in tests of their own the kinds Keras lacks, each written as its formula:
 KerasHub's TokenAndPositionEmbedding (its two tables), TF Recommenders' DotInteraction (in a
@@ -14,7 +14,8 @@ read in order (no shuffle): tf.keras's GradientTape loop over the same rows, its
 mean (Keras's default reduction, podsim's global_batch on one replica). podsim starts from the
 Keras model's own weights (from_keras writes them as model.init.file) and writes
 final_weights.csv; every value agrees within 1e-5 relative (plus 1e-7 absolute, for values that
-pass near zero). Not here: Dropout, whose masks TF and podsim draw from different generators.
+pass near zero). Dropout compares bit for bit because podsim draws Keras 3's own masks from the
+layer's seed (docs/layers.md, "Dropout's masks, as Keras draws them"), on one replica and two.
 """
 import os
 import subprocess
@@ -170,6 +171,16 @@ def embedding_ids():
     return build
 
 
+def dropout_mlp():
+    """Dropout between two Dense layers, its seed left to Keras (drawn under set_random_seed):
+    from_keras writes the layer's SeedGenerator seed into the config, and podsim draws Keras 3's
+    masks from it (Philox stateless uniforms of seed [seed, step], u >= rate kept, scaled by
+    1 / (1 - rate)), so the losses and weights agree as for the other kinds. Rate 0.3: the
+    comparison is in float32 (TF's u >= float32(0.3)) and the scale 1 / 0.7 is rounded."""
+    return [keras.layers.Dense(8, activation="relu", name="d1"), keras.layers.Dropout(0.3, name="drop"),
+            keras.layers.Dense(3, name="d2")]
+
+
 def softmax_probs():
     """A Softmax layer and cross-entropy on probabilities (from_logits False)."""
     return [keras.layers.Dense(8, activation="relu", name="d1"), keras.layers.Dense(3, name="d2"),
@@ -204,6 +215,7 @@ CASES = {
                        "mha/query/kernel", "mha/value/bias", "mha/value/kernel"]),
     "embedding_sgd": (embedding_ids, lambda: keras.optimizers.SGD(LR),
                           ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel", "emb/embeddings"]),
+    "dropout_sgd": (dropout_mlp, lambda: keras.optimizers.SGD(LR), ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel"]),
     "softmax_sgd": (softmax_probs, lambda: keras.optimizers.SGD(LR), ["d1/bias", "d1/kernel", "d2/bias", "d2/kernel"]),
 }
 
@@ -281,14 +293,20 @@ def test_mixed_bfloat16_matches_tf(tmp_path):
     assert np.max(np.abs(want["d1/kernel"] - init["d1/kernel"])) > bound * largest
 
 
-def test_mirrored_two_replicas_matches_tf(tmp_path):
+@pytest.mark.parametrize("layers", [dense_mlp, dropout_mlp], ids=["dense", "dropout"])
+def test_mirrored_two_replicas_matches_tf(layers, tmp_path):
     """Two replicas: tf.distribute.MirroredStrategy over two logical CPUs (tests/python/
     tf_mirrored.py, its own process) against podsim's mirrored strategy on two devices, the Dense
-    MLP with SGD. Each global batch of 32 splits 16 + 16, each replica's loss is scaled by the
-    global batch (tf.nn.compute_average_loss) and the gradients are summed: the same numbers as
-    one device but for the order of the sums, so the float32 tolerance holds."""
-    model, x, y, data = model_and_rows(dense_mlp, tmp_path)
-    np.savez(tmp_path / "in.npz", x=x, y=y, steps=STEPS, batch=BATCH, lr=LR,
+    MLP with SGD, and with a Dropout between its layers. Each global batch of 32 splits 16 + 16,
+    each replica's loss is scaled by the global batch (tf.nn.compute_average_loss) and the
+    gradients are summed: the same numbers as one device but for the order of the sums, so the
+    float32 tolerance holds. Under the strategy both replicas draw the Dropout's seed [seed, step]
+    from its one SeedGenerator state, so each applies the same mask to its own 16 rows: podsim's
+    replicas draw at the same step, and a per-replica stream would fail here."""
+    model, x, y, data = model_and_rows(layers, tmp_path)
+    drop = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    extra = {"dropout": [drop[0].rate, int(drop[0].seed_generator.state.numpy()[0])]} if drop else {}
+    np.savez(tmp_path / "in.npz", x=x, y=y, steps=STEPS, batch=BATCH, lr=LR, **extra,
              **{f"w{i}": w for i, w in enumerate(model.get_weights())})
     here = os.path.dirname(os.path.abspath(__file__))
     subprocess.run([sys.executable, os.path.join(here, "tf_mirrored.py"), str(tmp_path / "in.npz"),

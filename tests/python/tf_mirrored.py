@@ -2,7 +2,8 @@
 test_tf_differential.py, in a process of its own: logical devices must be set before TensorFlow
 starts its runtime, which the test's process has done. Reads an .npz (x, y, the initial weights
 w0, w1, ... in model.weights' order, steps, batch, lr), trains the Dense MLP test_tf_differential
-builds, writes the per-step losses and final weights to argv[2] (.npz)."""
+builds (with a Dropout(rate, seed) between its layers when the .npz has dropout = [rate, seed]),
+writes the per-step losses and final weights to argv[2] (.npz)."""
 import os
 import sys
 
@@ -18,8 +19,12 @@ steps, batch, lr = int(d["steps"]), int(d["batch"]), float(d["lr"])
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 assert strategy.num_replicas_in_sync == 2
 with strategy.scope():
-    model = keras.Sequential([keras.Input((4,), name="in"), keras.layers.Dense(8, activation="relu", name="d1"),
-                              keras.layers.Dense(3, name="d2")], name="mlp")
+    # the Dropout's SeedGenerator state is created under the strategy: every replica reads the one
+    # state, so each draws the same seed [seed, step] (and mask) over its own half of the batch
+    middle = ([keras.layers.Dropout(float(d["dropout"][0]), seed=int(d["dropout"][1]), name="drop")]
+              if "dropout" in d else [])
+    model = keras.Sequential([keras.Input((4,), name="in"), keras.layers.Dense(8, activation="relu", name="d1")]
+                             + middle + [keras.layers.Dense(3, name="d2")], name="mlp")
     model.set_weights([d[f"w{i}"] for i in range(len(model.weights))])
     opt = keras.optimizers.SGD(lr)
 per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")

@@ -153,12 +153,25 @@ static void test_layer_keys(void **state) {
   assert_true(S.layers[8].epsilon == 1e-5f);
   assert_int_equal(S.layers[9].axis, -1);
   assert_true(S.layers[11].rate == 0.25f);
+  assert_int_equal(S.layers[11].seeded, 0);  /* no seed: the run's own stream */
   assert_int_equal(S.layers[12].activation, MD_ACT_GELU);
   /* global_average_pooling2d takes no keys: [8, 8, 3] -> [3] */
   const char *gap[] = {"model.layers=[{global_average_pooling2d: {}}, {dense: {units: 5}}]",
                        "dataset.synthetic.features=192"};
   load_ok("tests/data/scenarios/good/layers.yaml", gap, 2);
   assert_int_equal(S.layers[0].kind, MD_LAYER_GLOBAL_AVERAGE_POOLING2D);
+}
+
+/* dropout.seed makes the layer draw Keras's masks (seeded), a seed beyond int32 kept whole (Keras's
+** SeedGenerator holds int64; the layer reduces it as Keras does), seed_draws its state[1]. */
+static void test_dropout_seed_keys(void **state) {
+  (void)state;
+  const char *sets[] = {"model.layers=[{flatten: {}}, {dropout: {rate: 0.5, seed: 12345678901, seed_draws: 4}}, "
+                        "{dense: {units: 5}}]", "dataset.synthetic.features=192"};
+  load_ok("tests/data/scenarios/good/layers.yaml", sets, 2);
+  assert_int_equal(S.layers[1].seeded, 1);
+  assert_int_equal(S.layers[1].seed, 12345678901LL);
+  assert_int_equal(S.layers[1].seed_draws, 4);
 }
 
 /* model.zoo: a preset by name, or {preset, ...sizes}: the zoo's layers fill the scenario as if
@@ -453,6 +466,7 @@ static const struct bad_case {
   {"reshape_two_inferred", 5, 39, "model.layers[0].reshape.target_shape", "expected -1 (an inferred size) at most once"},
   {"softmax_axis_batch", 7, 23, "model.layers[2].softmax.axis", "axis 0 is the batch"},
   {"dropout_rate_one", 6, 23, "model.layers[1].dropout.rate", "expected a number in [0, 1), found 1"},
+  {"dropout_seed_draws_without_seed", 6, 28, "model.layers[1].dropout.seed_draws", "give seed too"},
   {"input_unknown_name", 6, 30, "model.layers[1].add.inputs", "no layer is named conv2d_7"},
   {"input_forward_reference", 6, 30, "model.layers[1].add.inputs", "skip is layer 2, after this one: a layer reads only the layers before it"},
   {"add_shapes_differ", 7, 7, "model.layers[2]", "add sums inputs of one shape: input 1 is [6, 6, 2], input 0 [6, 6, 4]"},
@@ -574,6 +588,7 @@ int main(void) {
     cmocka_unit_test(test_machines),
     cmocka_unit_test(test_good_dense),
     cmocka_unit_test(test_layer_keys),
+    cmocka_unit_test(test_dropout_seed_keys),
     cmocka_unit_test(test_zoo_keys),
     cmocka_unit_test(test_good_custom_machine_and_ids),
     cmocka_unit_test(test_defaults),
