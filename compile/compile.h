@@ -53,6 +53,9 @@ typedef struct cg_cache cg_cache;        /* a scenario's programs, one per batch
 typedef struct cg_options {
   int replicas;           /* data-parallel replicas the batch is split over (sharding.c) */
   int fusion;             /* 1: run fusion.c's rules */
+  int operand_fusion;     /* 1: with fusion, elementwise producers also fuse into a product's
+                          ** operands (XLA's TPU backend; on GPUs a product is a cuBLAS or cuDNN
+                          ** call reading its operands from HBM) */
   const char *sharding;   /* the sharding recipe by name (sharding.c's registry); NULL: data_parallel */
   const char *memory;     /* the memory policy by name (liveness.c's registry); NULL: liveness */
   int model_axis;         /* devices along the mesh's model axis (tensor and sequence parallel
