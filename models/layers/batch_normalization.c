@@ -219,7 +219,10 @@ static void bn_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_c
     return;
   }
   md_cost_normalize(cost, r->act_bytes, count, 8, 1, MD_REDUCE_BATCH);
-  md_cost_elementwise(cost, 4.0, 2.0 * c, 2, 1);  /* float32 variables */
+  /* the moving statistics, float32 variables updated in place: 2 FLOPs an element, read and written */
+  md_cost moving = {.flops = 2.0 * 2.0 * c, .bytes_moved = 4.0 * 2.0 * c * 2.0, .elementwise = 1,
+                    .out_bytes = 4.0 * 2.0 * c, .in_place = 1};
+  md_cost_add(cost, &moving);
 }
 
 const md_layer_ops md_batch_normalization_ops = {
