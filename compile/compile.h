@@ -79,6 +79,7 @@ typedef struct cg_kernel {
   int layer;              /* the layer whose pass issued it (a fusion's root's; the loss's: the
                           ** output layer); -1: none (pipeline.c splits the step by it) */
   md_phase phase;         /* the part of the step that issued it (its root's) */
+  int op;                 /* the graph's op it was lowered from (a fusion's root): its name */
 } cg_kernel;
 
 /* ---- graph.c: tracing and the graph's totals ---- */
@@ -236,6 +237,11 @@ double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const d
 ** bytes, fusion, phase), and as CSV (name, opcode, fusion, layer, phase, FLOPs, bytes, seconds
 ** on roofline r, bound). r NULL: no time columns. Returns 0, or -1 on a write error. */
 int cg_dump_text(const cg_graph *g, FILE *out);
+/* The names of kernels k[0..n) of a program of g as XLA's profiles show them, into names[i]: a
+** fusion KIND_fusion.N (kind loop, input or output, N its root's place in the graph), an op alone
+** its dump name (LAYER.PHASE.N). */
+enum { CG_KERNEL_NAME_MAX = 96 };
+void cg_dump_kernel_names(const cg_graph *g, const cg_kernel *k, size_t n, char (*names)[CG_KERNEL_NAME_MAX]);
 int cg_dump_csv(const cg_graph *g, const sim_roofline *r, double time_scale, FILE *out);
 
 #endif

@@ -105,7 +105,7 @@ static cg_program *lower(cg_graph *g, int n) {
     }
     kernel_of[i] = *nk;
     ks[(*nk)++] = (cg_kernel){.flops = op->flops, .bytes = op->bytes - op->saved_bytes, .matmul = op->matmul, .layer = layer_of(g, op),
-                              .phase = op->phase};
+                              .phase = op->phase, .op = i};
   }
   /* A mark counts the step kernels whose root was traced before it (fusions stay inside a
   ** backward layer: fusion.c's condition 2). */
