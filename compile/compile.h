@@ -13,8 +13,9 @@
 **                a partial sum (the partitioner's collective insertion); the mesh recipes
 **                (ZeRO-1/2/3, Megatron's tensor and sequence parallelism, FSDP x TP) divide each
 **                device's tensors and add all-gathers and reduce-scatters over a mesh axis;
-**   fusion.c     XLA's fusion: rules (fuse_*.c) merge a producer and its consumer into one kernel
-**                that reads its inputs and writes its outputs once;
+**   fusion.c     XLA's fusion: rules (fuse_*.c: output, input, loop, operand) merge a producer and
+**                its consumer into one kernel that reads its inputs and writes its outputs once,
+**                a tensor others also read written once as one of its outputs (multi-output);
 **   schedule.c   the latency-hiding order: each reduction issued as soon as its operand is
 **                final, overlapping the rest of the pass, each weight gather a layer ahead;
 **   liveness.c   the step's peak device memory under a memory policy (mem_*.c): XLA's buffer
@@ -22,7 +23,8 @@
 ** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
 ** shard_*.c, mem_*.c) and its line in the registry of fusion.c, sharding.c or liveness.c.
 ** Lowering (program.c) turns the graph into the kernels sim/ executes (cg_program), and dump.c
-** writes it for people (an HLO-like text) and for tools (ops.csv). pipeline.c reads a lowered
+** writes it for people (an HLO-like text) and for tools (ops.csv, and the kernels' names as XLA's
+** profiles give them, for trace.json). pipeline.c reads a lowered
 ** step per layer for pipeline parallelism: each layer's work, variables and cut bytes, the
 ** stages balanced by them, and the GPipe and 1F1B orders of a stage's passes.
 **
