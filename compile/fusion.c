@@ -8,9 +8,11 @@
 ** Walking the ops in trace order, a compute op joins the fusion of the op producing one of its
 ** inputs when:
 **   1. both are in the same layer's pass, or both in the forward (a layer's output fuses into the
-**      next layer's first op: a bias or an activation written as a layer of its own); a
-**      backward pass's fusions stay inside its layer, so the gradient packs' marks stay where
-**      the layers end (program.c);
+**      next layer's first op: a bias or an activation written as a layer of its own), or both in
+**      the backward with the consumer's layer holding no trainable variable (a ReLU's or a
+**      dropout's gradient into the product or norm gradient before it); otherwise a backward
+**      pass's fusions stay inside its layer, so each gradient pack's mark stays where the layer
+**      that completes its gradients ends (program.c);
 **   2. every other input of the consumer exists before the fusion's root runs (it is hoisted
 **      to the root's place);
 **   3. a rule of RULES says so, the first that does naming the fusion's kind.
@@ -34,8 +36,19 @@ static const cg_fusion_rule *const RULES[] = {&cg_fuse_output, &cg_fuse_input, &
 
 static int root_of(const cg_graph *g, int op) { return g->ops[op].fusion >= 0 ? g->ops[op].fusion : op; }
 
-static int same_pass(const cg_op *p, const cg_op *c) {
+/* Whether layer l has a trainable variable (its backward completes gradients). */
+static int has_gradients(const cg_graph *g, int l) {
+  int end = l + 1 < g->nlayers ? g->first_var[l + 1] : g->nvars;
+  for (int v = g->first_var[l]; v < end; v++)
+    if (g->trainable[v]) return 1;
+  return 0;
+}
+
+/* Condition 1. */
+static int same_pass(const cg_graph *g, const cg_op *p, const cg_op *c) {
   if (p->phase == MD_PHASE_FORWARD && c->phase == MD_PHASE_FORWARD) return 1;
+  if (p->phase == MD_PHASE_BACKWARD && c->phase == MD_PHASE_BACKWARD && c->layer >= 0 && !has_gradients(g, c->layer))
+    return 1;
   return p->phase == c->phase && p->layer == c->layer;
 }
 
@@ -64,7 +77,7 @@ void cg__fuse(cg_graph *g) {
       if (t->producer < 0 || !cg__is_compute(&g->ops[t->producer])) continue;
       cg_op *p = &g->ops[t->producer];
       int root = root_of(g, t->producer);
-      if (!same_pass(p, c) || !hoistable(g, c, c->in[k], root)) continue;
+      if (!same_pass(g, p, c) || !hoistable(g, c, c->in[k], root)) continue;
       for (size_t r = 0; r < sizeof RULES / sizeof *RULES; r++) {
         if (!RULES[r]->fuses(g, &g->ops[root], p, c)) continue;
         g->ops[root].fusion = root;

@@ -98,7 +98,9 @@ static void test_batch_norm_relu(void **state) {
 
 /* Dense(16) -> Softmax -> Dense(4). The softmax (a row's max, sum and scaling) joins the
 ** product's epilogue: the product's output has no other reader (the softmax's backward reads the
-** softmax's output), so 1536 + 512 - 512 = 1536, the product's own bytes. */
+** softmax's output), so 1536 + 512 - 512 = 1536, the product's own bytes. In the backward the
+** softmax's gradient joins the epilogue of the product giving its input (Dense(4)'s dx): the
+** softmax layer has no variables, so no gradient pack waits on its mark; 2 by the output rule. */
 static void test_softmax(void **state) {
   (void)state;
   static const md_layer_spec L[3] = {{.kind = MD_LAYER_DENSE, .units = 16},
@@ -110,7 +112,7 @@ static void test_softmax(void **state) {
   const cg_kernel *k = forward(p, &n);
   assert_int_equal(n, 2);
   assert_true(k[0].bytes == 1536.0 && k[0].flops == 2048.0 + 5.0 * 64 && k[0].matmul.batch == 1);
-  assert_int_equal(fused_by(p, "output"), 1);
+  assert_int_equal(fused_by(p, "output"), 2);
   cg_cache_free(c);
 }
 
@@ -143,6 +145,33 @@ static void test_residual_block(void **state) {
     if (v == 2) assert_true(k[1].bytes == 1088.0 && k[1].matmul.batch == 1 && k[2].bytes == 256.0);
     cg_cache_free(c);
   }
+}
+
+/* Dense(16) -> ReLU -> Dense(4): across layers in the backward. The ReLU layer has no variables,
+** so its gradient (reading Dense(4)'s dx and its own output, 768 bytes) joins the epilogue of the
+** product giving that dx: dx has no other reader, neither written nor read (2 x 256). With the
+** forward's ReLU in Dense(16)'s epilogue (its product's output read by nothing else: 2 x 256),
+** two kernels and 1024 bytes fewer; the mark of Dense(4), whose gradients complete in the fused
+** kernel, one kernel earlier (the forward's fusion), Dense(16)'s two (both fusions). */
+static void test_backward_across_layers(void **state) {
+  (void)state;
+  static const md_layer_spec L[3] = {{.kind = MD_LAYER_DENSE, .units = 16},
+                                     {.kind = MD_LAYER_ACTIVATION, .activation = MD_ACT_RELU},
+                                     {.kind = MD_LAYER_DENSE, .units = 4}};
+  cg_cache *c[2];
+  const cg_program *p[2];
+  size_t n[2];
+  double b[2] = {0, 0};
+  for (int v = 0; v < 2; v++) {
+    p[v] = compiled(&c[v], L, 3, v, 0);
+    const cg_kernel *k = cg_program_step(p[v], &n[v]);
+    for (size_t i = 0; i < n[v]; i++) b[v] += k[i].bytes;
+  }
+  assert_int_equal(n[1], n[0] - 2);
+  assert_true(b[1] == b[0] - 1024.0);
+  assert_int_equal(cg_program_mark(p[1], 2), cg_program_mark(p[0], 2) - 1);
+  assert_int_equal(cg_program_mark(p[1], 0), cg_program_mark(p[0], 0) - 2);
+  for (int v = 0; v < 2; v++) cg_cache_free(c[v]);
 }
 
 /* Fusion moves bytes, never work: every model's FLOPs are the same fused or not. */
@@ -198,6 +227,7 @@ int main(void) {
     cmocka_unit_test(test_batch_norm_relu),
     cmocka_unit_test(test_softmax),
     cmocka_unit_test(test_residual_block),
+    cmocka_unit_test(test_backward_across_layers),
     cmocka_unit_test(test_flops_unchanged),
     cmocka_unit_test(test_rules),
   };
