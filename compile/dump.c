@@ -1,7 +1,7 @@
 /*
 ** dump.c: the compiled step for people and tools (cg_dump_). The text reads like XLA's HLO dumps
 ** (--xla_dump_to): one instruction a line in schedule order,
-**   %name = opcode(%operand, ...), flops=F, bytes=B [, fusion=%root (kind)] [, phase]
+**   %name = opcode(%operand, ...), flops=F, bytes=B [, fusion=%root (kind[, multi-output])] [, phase]
 ** where a name is the layer's name and the op's place in its pass; ops.csv has a row per op with
 ** the figures a planner sorts by (FLOPs, bytes, seconds, bound by compute or memory).
 */
@@ -60,7 +60,8 @@ int cg_dump_text(const cg_graph *g, FILE *out) {
     if (op->matmul.batch > 0)
       fprintf(out, ", dot=%gx%gx%g", op->matmul.m, op->matmul.n, op->matmul.k);
     if (op->fusion >= 0 && op->fusion != i)
-      fprintf(out, ", fusion=%%%s (%s)", op_name(g, op->fusion, b, sizeof b), op->fused_by);
+      fprintf(out, ", fusion=%%%s (%s%s)", op_name(g, op->fusion, b, sizeof b), op->fused_by,
+              op->multi_output ? ", multi-output" : "");
     if (!cg__is_compute(op)) fprintf(out, ", async");
     if (!cg__is_compute(op) && (op->axis == CG_AXIS_MODEL || op->code != CG_OP_ALL_REDUCE))
       fprintf(out, ", mesh_axis=%s, group=%d", op->axis == CG_AXIS_MODEL ? "model" : "data", op->group);
