@@ -13,8 +13,9 @@
 **                a partial sum (the partitioner's collective insertion); the mesh recipes
 **                (ZeRO-1/2/3, Megatron's tensor and sequence parallelism, FSDP x TP) divide each
 **                device's tensors and add all-gathers and reduce-scatters over a mesh axis;
-**   fusion.c     XLA's fusion: rules (fuse_*.c) merge a producer and its consumer into one kernel
-**                that reads its inputs and writes its outputs once;
+**   fusion.c     XLA's fusion: rules (fuse_*.c: output, input, loop, operand) merge a producer and
+**                its consumer into one kernel that reads its inputs and writes its outputs once,
+**                a tensor others also read written once as one of its outputs (multi-output);
 **   schedule.c   the latency-hiding order: each reduction issued as soon as its operand is
 **                final, overlapping the rest of the pass, each weight gather a layer ahead;
 **   liveness.c   the step's peak device memory under a memory policy (mem_*.c): XLA's buffer
@@ -22,7 +23,8 @@
 ** Adding a fusion rule, a sharding recipe or a memory policy is a file of its own (fuse_*.c,
 ** shard_*.c, mem_*.c) and its line in the registry of fusion.c, sharding.c or liveness.c.
 ** Lowering (program.c) turns the graph into the kernels sim/ executes (cg_program), and dump.c
-** writes it for people (an HLO-like text) and for tools (ops.csv). pipeline.c reads a lowered
+** writes it for people (an HLO-like text) and for tools (ops.csv, and the kernels' names as XLA's
+** profiles give them, for trace.json). pipeline.c reads a lowered
 ** step per layer for pipeline parallelism: each layer's work, variables and cut bytes, the
 ** stages balanced by them, and the GPipe and 1F1B orders of a stage's passes.
 **
@@ -53,6 +55,9 @@ typedef struct cg_cache cg_cache;        /* a scenario's programs, one per batch
 typedef struct cg_options {
   int replicas;           /* data-parallel replicas the batch is split over (sharding.c) */
   int fusion;             /* 1: run fusion.c's rules */
+  int operand_fusion;     /* 1: with fusion, elementwise producers also fuse into a product's
+                          ** operands (XLA's TPU backend; on GPUs a product is a cuBLAS or cuDNN
+                          ** call reading its operands from HBM) */
   const char *sharding;   /* the sharding recipe by name (sharding.c's registry); NULL: data_parallel */
   const char *memory;     /* the memory policy by name (liveness.c's registry); NULL: liveness */
   int model_axis;         /* devices along the mesh's model axis (tensor and sequence parallel
@@ -76,6 +81,7 @@ typedef struct cg_kernel {
   int layer;              /* the layer whose pass issued it (a fusion's root's; the loss's: the
                           ** output layer); -1: none (pipeline.c splits the step by it) */
   md_phase phase;         /* the part of the step that issued it (its root's) */
+  int op;                 /* the graph's op it was lowered from (a fusion's root): its name */
 } cg_kernel;
 
 /* ---- graph.c: tracing and the graph's totals ---- */
@@ -237,6 +243,11 @@ double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const d
 ** bytes, fusion, phase), and as CSV (name, opcode, fusion, layer, phase, FLOPs, bytes, seconds
 ** on roofline r, bound). r NULL: no time columns. Returns 0, or -1 on a write error. */
 int cg_dump_text(const cg_graph *g, FILE *out);
+/* The names of kernels k[0..n) of a program of g as XLA's profiles show them, into names[i]: a
+** fusion KIND_fusion.N (kind loop, input or output, N its root's place in the graph), an op alone
+** its dump name (LAYER.PHASE.N). */
+enum { CG_KERNEL_NAME_MAX = 96 };
+void cg_dump_kernel_names(const cg_graph *g, const cg_kernel *k, size_t n, char (*names)[CG_KERNEL_NAME_MAX]);
 int cg_dump_csv(const cg_graph *g, const sim_roofline *r, double time_scale, FILE *out);
 
 #endif

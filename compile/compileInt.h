@@ -59,9 +59,12 @@ typedef struct cg_op {
   int *out;               /* tensors written */
   int nout;               /* how many */
   int fusion;             /* the root op of the fusion it belongs to (itself if root); -1: unfused */
-  double saved_bytes;     /* bytes its fusion saved: the tensor it read from its producer, written
-                          ** and read back no more */
+  double saved_bytes;     /* of its bytes, those its fusion saved: its read of the tensor it joined
+                          ** through, and its writes of tensors only its fusion reads */
   const char *fused_by;   /* the rule that fused it into its root; NULL for a root or unfused */
+  int multi_output;       /* 1: it joined through a tensor others read too, which its fusion writes
+                          ** as one of its outputs (XLA's multi-output fusion) */
+  md_reduce reduce;       /* a normalisation's or softmax's reduction (models/cost.h) */
   int order;              /* its place in the schedule (schedule.c); the trace's order before */
   cg_axis axis;           /* a collective's mesh axis */
   int group;              /* a collective's devices (the axis's length); 0 for compute */
@@ -94,6 +97,8 @@ struct cg_graph {
   double *live_grads;     /* of them, the variables' gradients */
   size_t nlive;           /* positions in live and live_grads */
   const char *memory;     /* that policy's name */
+  int operand_fusion;     /* 1: the fusion pass may fuse producers into a product's operands
+                          ** (cg_options.operand_fusion) */
 };
 
 /* ---- graph.c: building ---- */
@@ -167,7 +172,8 @@ extern const cg_memory_policy cg_memory_liveness;   /* mem_liveness.c */
 extern const cg_memory_policy cg_memory_keep_all;   /* mem_keep_all.c */
 
 /* A fusion rule (fusion.c's registry; one file each: fuse_*.c): whether `consumer` joins the
-** fusion rooted at `root` through the tensor producer -> consumer. */
+** fusion rooted at `root` through the tensor producer -> consumer (with g->operand_fusion the
+** target fuses producers into a product's operands). */
 typedef struct cg_fusion_rule {
   const char *name;       /* as dumps show it: XLA's fusion kind */
   int (*fuses)(const cg_graph *g, const cg_op *root, const cg_op *producer, const cg_op *consumer);
@@ -175,5 +181,9 @@ typedef struct cg_fusion_rule {
 
 extern const cg_fusion_rule cg_fuse_loop;      /* fuse_loop.c */
 extern const cg_fusion_rule cg_fuse_output;    /* fuse_output.c */
+extern const cg_fusion_rule cg_fuse_input;     /* fuse_input.c */
+extern const cg_fusion_rule cg_fuse_operand;   /* fuse_operand.c */
+/* Whether the fusion rooted at `root` holds a matrix product (fusion.c). */
+int cg__fusion_has_product(const cg_graph *g, int root);
 
 #endif

@@ -205,7 +205,7 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
   cg_op proto = {.code = info->custom_call ? CG_OP_OTHER : log->matmul[i].batch > 0 ? CG_OP_MATMUL
                          : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
                  .phase = info->phase, .layer = info->layer, .var = info->var, .flops = log->flops[i],
-                 .bytes = log->bytes[i], .matmul = log->matmul[i]};
+                 .bytes = log->bytes[i], .matmul = log->matmul[i], .reduce = info->reduce};
   int op = cg__op_new(g, &proto);
   if (info->phase == MD_PHASE_OPTIMIZER) {
     close_group(tr);
@@ -220,6 +220,9 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
     tr->group_layer = info->layer;
     tr->current = -1;
   }
+  /* A variables' update beside the chain (batch norm's moving statistics) neither reads the
+  ** chain's tensors nor carries them on: the layer's activation stays its last op's. */
+  if (info->in_place && tr->current >= 0) return;
   if (tr->current < 0) {
     open_group(tr, op, info->phase, info->layer);
   } else {  /* the chain goes on: this op reads the current op's output */

@@ -37,6 +37,7 @@ struct cg_cache {
 
 void cg_compile(cg_graph *g, const cg_options *o) {
   cg__shard(g, o);
+  g->operand_fusion = o->operand_fusion;
   if (o->fusion) cg__fuse(g);
   cg__schedule(g);
   cg__liveness(g, o);
@@ -99,11 +100,12 @@ static cg_program *lower(cg_graph *g, int n) {
       cg_kernel *kern = &ks[kernel_of[op->fusion]];
       kern->flops += op->flops;
       kern->bytes += op->bytes - op->saved_bytes;
+      if (op->matmul.batch > 0) kern->matmul = op->matmul;  /* a product fused with its operand's ops */
       continue;
     }
     kernel_of[i] = *nk;
-    ks[(*nk)++] = (cg_kernel){.flops = op->flops, .bytes = op->bytes, .matmul = op->matmul, .layer = layer_of(g, op),
-                              .phase = op->phase};
+    ks[(*nk)++] = (cg_kernel){.flops = op->flops, .bytes = op->bytes - op->saved_bytes, .matmul = op->matmul, .layer = layer_of(g, op),
+                              .phase = op->phase, .op = i};
   }
   /* A mark counts the step kernels whose root was traced before it (fusions stay inside a
   ** backward layer: fusion.c's condition 2). */

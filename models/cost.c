@@ -24,6 +24,8 @@ void md_cost_add(md_cost *into, const md_cost *c) {
   info.elementwise = c->elementwise;
   info.out_bytes = c->out_bytes;
   info.custom_call = c->custom_call;
+  info.reduce = c->reduce;
+  info.in_place = c->in_place;
   log->info[log->n] = info;
   log->flops[log->n] = c->flops;
   log->bytes[log->n] = c->bytes_moved;
@@ -54,7 +56,11 @@ void md_cost_gemm(md_cost *cost, double elem_bytes, double n, double k, double m
 }
 
 void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double flops, int reads) {
+  md_cost_normalize(cost, elem_bytes, count, flops, reads, MD_REDUCE_NONE);
+}
+
+void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce) {
   md_cost c = {.flops = count * flops, .bytes_moved = elem_bytes * count * (reads + 1), .bytes_resident = 0,
-               .elementwise = reads > 0, .out_bytes = elem_bytes * count};
+               .elementwise = reads > 0, .out_bytes = elem_bytes * count, .reduce = reduce};
   md_cost_add(cost, &c);
 }

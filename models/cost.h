@@ -16,6 +16,13 @@
 typedef enum { MD_PHASE_FORWARD = 0, MD_PHASE_LOSS, MD_PHASE_REMAT, MD_PHASE_BACKWARD, MD_PHASE_OPTIMIZER,
                MD_PHASE_COUNT } md_phase;
 
+/* The reduction an otherwise elementwise op does (a normalisation or a softmax), for XLA's fusion
+** (compile/fusion.c): over each example's row (layer norm, RMSNorm, softmax: a row is held on chip,
+** so the statistics and their use are one pass over it), or over the batch (batch norm's per-channel
+** statistics: every element is read before any output can be written, so the apply reads its
+** input again in a kernel of its own). */
+typedef enum { MD_REDUCE_NONE = 0, MD_REDUCE_ROWS, MD_REDUCE_BATCH } md_reduce;
+
 /* What an op is beyond its counts, for the passes that look at dataflow (fusion, liveness). */
 typedef struct md_op_info {
   md_phase phase;         /* the part of the step that issued it */
@@ -27,6 +34,9 @@ typedef struct md_op_info {
   double out_bytes;       /* bytes of the one tensor it writes; 0: not known (several, or none) */
   int custom_call;        /* 1: a hand-written fused kernel (flash attention), a custom-call in
                           ** XLA's HLO: its matmul shape times it, no epilogue fuses into it */
+  md_reduce reduce;       /* the reduction an elementwise op also does (a norm, a softmax) */
+  int in_place;           /* 1: it updates variables in place beside its layer's chain of ops
+                          ** (batch norm's moving statistics): no activation passes through it */
 } md_op_info;
 
 typedef struct md_op_log {
@@ -47,6 +57,8 @@ typedef struct md_cost {
   int elementwise;        /* 1: an elementwise op (md_op_info) */
   double out_bytes;       /* bytes of the one tensor the op writes; 0: not known */
   int custom_call;        /* 1: a fused kernel (md_op_info) */
+  md_reduce reduce;       /* a normalisation's or softmax's reduction (md_op_info) */
+  int in_place;           /* 1: a variables' update beside the layer's chain (md_op_info) */
   md_op_log *ops;         /* when set, each op added to this total is also logged here */
 } md_cost;
 

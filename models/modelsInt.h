@@ -281,6 +281,9 @@ void md_cost_gemm(md_cost *cost, double elem_bytes, double n, double k, double m
 /* An elementwise op over count elements of elem_bytes each doing flops per element, reading
 ** `reads` arrays. */
 void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double flops, int reads);
+/* The same for a normalisation or a softmax, whose reduction `reduce` tells XLA's fusion how it
+** fuses (md_reduce); its counts are an elementwise op's. */
+void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce);
 
 /* ---- precision.c (md_round_): the mixed policies' 16-bit compute dtypes ---- */
 

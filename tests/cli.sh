@@ -477,16 +477,33 @@ err=$("$podsim" plan tests/data/plan/tiny.yaml -o "$tmp/afile" --quiet 2>&1 >/de
   && ok || bad "history.csv or predictions.csv: $(head -1 "$tmp/hist/history.csv"), $(wc -l < "$tmp/pred/predictions.csv") prediction lines"
 # The compiled step (compile/): XLA's fusion changes what the step's kernels cost, never the
 # math (final_weights.csv byte for byte; compute_s smaller); outputs.ops writes ops.csv with an op
-# a row and step.hlo.txt; fusion needs XLA (jit_compile or a TPU), else exit 2 at the key.
+# a row and step.hlo.txt; fusion needs XLA (jit_compile or a TPU), else exit 2 at the key. The
+# MLP's 7 ops that join a fusion: 5 biases and ReLUs in their products' epilogues, and on a TPU
+# the two hidden layers' kernel-gradient products with the ReLU gradient they read; 5 fusions,
+# 12 rows naming one.
 "$podsim" run tests/data/compile/fused_tpu.yaml -o "$tmp/fused" --quiet >/dev/null
 "$podsim" run tests/data/compile/fused_tpu.yaml -o "$tmp/unfused" --set training.compile.fusion=false --quiet >/dev/null
 cf=$(awk -F, 'NR == 6 {print $6}' "$tmp/fused/metrics.csv"); cu=$(awk -F, 'NR == 6 {print $6}' "$tmp/unfused/metrics.csv")
 cmp -s "$tmp/fused/final_weights.csv" "$tmp/unfused/final_weights.csv" && awk -v f="$cf" -v u="$cu" 'BEGIN {exit !(f < u)}' \
   && [ "$(head -1 "$tmp/fused/ops.csv")" = "op,opcode,fusion,layer,phase,flops,bytes,seconds,bound" ] \
-  && [ "$(awk -F, 'NR > 1 && $3 != ""' "$tmp/fused/ops.csv" | wc -l)" -eq 8 ] \
+  && [ "$(awk -F, 'NR > 1 && $3 != ""' "$tmp/fused/ops.csv" | wc -l)" -eq 12 ] \
   && grep -q '^HloModule train_step, ops=31, traced=25' "$tmp/fused/step.hlo.txt" \
-  && [ "$(grep -c 'fusion=%' "$tmp/fused/step.hlo.txt")" -eq 5 ] && [ "$(grep -c 'fusion=%' "$tmp/unfused/step.hlo.txt")" -eq 0 ] \
+  && [ "$(grep -c 'fusion=%' "$tmp/fused/step.hlo.txt")" -eq 7 ] && [ "$(grep -c 'fusion=%' "$tmp/unfused/step.hlo.txt")" -eq 0 ] \
   && ok || bad "training.compile.fusion: compute_s $cf fused against $cu, or the weights or ops files differ"
+# A TPU compiles with fusion by default: cnn_tpu's convolutions, batch norm (its apply and ReLU one
+# loop), dropout and bias kernels fuse (multi-output, products with their operands' ops) and its
+# float32 math is the unfused run's to the byte: final weights and every step's loss. The kernels
+# go on trace.json as XLA's profiles name them.
+"$podsim" run scenarios/examples/cnn_tpu.yaml -o "$tmp/cnnf" --set outputs.ops=true --set training.steps=6 --quiet >/dev/null
+"$podsim" run scenarios/examples/cnn_tpu.yaml -o "$tmp/cnnu" --set training.compile.fusion=false --set training.steps=6 --quiet >/dev/null
+cf=$(awk -F, 'NR == 6 {print $6}' "$tmp/cnnf/metrics.csv"); cu=$(awk -F, 'NR == 6 {print $6}' "$tmp/cnnu/metrics.csv")
+cmp -s "$tmp/cnnf/final_weights.csv" "$tmp/cnnu/final_weights.csv" \
+  && [ "$(cut -d, -f4 "$tmp/cnnf/metrics.csv")" = "$(cut -d, -f4 "$tmp/cnnu/metrics.csv")" ] \
+  && awk -v f="$cf" -v u="$cu" 'BEGIN {exit !(f < u)}' \
+  && grep -q '"name":"loop_fusion\.[0-9]*","cat":"kernel"' "$tmp/cnnf/trace.json" \
+  && grep -q '"name":"output_fusion\.[0-9]*","cat":"kernel"' "$tmp/cnnf/trace.json" \
+  && [ "$(awk -F, 'NR > 1 && $3 ~ /^(loop|input|output)_fusion\.[0-9]+$/' "$tmp/cnnf/ops.csv" | wc -l)" -gt 0 ] \
+  && ok || bad "cnn_tpu fused by default: compute_s $cf against $cu unfused, or the weights, losses or kernel names differ"
 err=$("$podsim" run scenarios/examples/quickstart.yaml --set training.compile.fusion=true -o "$tmp/nofuse" --quiet 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "--set:1:10: training.compile: nothing is compiled: XLA compiles the step only with training.jit_compile: true (or on a TPU, always)" ] \
   && [ ! -e "$tmp/nofuse" ] && ok || bad "fusion without XLA: exit $rc, '$err'"

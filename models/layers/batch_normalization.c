@@ -211,15 +211,18 @@ static void bn_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_c
   double count = (double)r->n * l->in, c = channels(l);
   sync_timed(l, r, pass);
   if (pass == MD_PASS_BACKWARD) {
-    md_cost_elementwise(cost, r->act_bytes, count, 12, 2);
+    md_cost_normalize(cost, r->act_bytes, count, 12, 2, MD_REDUCE_BATCH);
     return;
   }
   if (!r->training) {
     md_cost_elementwise(cost, r->act_bytes, count, 2, 1);
     return;
   }
-  md_cost_elementwise(cost, r->act_bytes, count, 8, 1);
-  md_cost_elementwise(cost, 4.0, 2.0 * c, 2, 1);  /* float32 variables */
+  md_cost_normalize(cost, r->act_bytes, count, 8, 1, MD_REDUCE_BATCH);
+  /* the moving statistics, float32 variables updated in place: 2 FLOPs an element, read and written */
+  md_cost moving = {.flops = 2.0 * 2.0 * c, .bytes_moved = 4.0 * 2.0 * c * 2.0, .elementwise = 1,
+                    .out_bytes = 4.0 * 2.0 * c, .in_place = 1};
+  md_cost_add(cost, &moving);
 }
 
 const md_layer_ops md_batch_normalization_ops = {

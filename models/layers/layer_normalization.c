@@ -114,8 +114,8 @@ static void ln_backward(const md_layer *l, const md_layer_run *r) {
 ** recomputed, invariant 2). */
 static void ln_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
   double count = (double)r->n * l->in;
-  if (pass == MD_PASS_FORWARD) md_cost_elementwise(cost, r->act_bytes, count, 8, 1);
-  else md_cost_elementwise(cost, r->act_bytes, count, 12, 2);
+  if (pass == MD_PASS_FORWARD) md_cost_normalize(cost, r->act_bytes, count, 8, 1, MD_REDUCE_ROWS);
+  else md_cost_normalize(cost, r->act_bytes, count, 12, 2, MD_REDUCE_ROWS);
 }
 
 const md_layer_ops md_layer_normalization_ops = {

@@ -341,7 +341,7 @@ static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
       fused_kernel(cost, l, &m, heads, m.k + m.v, 5, qkvo + lse, e);
     } else {
       attention_product(cost, e, heads, m.s, m.k);
-      md_cost_elementwise(cost, e, scores, 5, 1);
+      md_cost_normalize(cost, e, scores, 5, 1, MD_REDUCE_ROWS);
       attention_product(cost, e, heads, m.s, m.v);
     }
     md_affine_cost(cost, e, pass, rows, (double)m.h * m.v, m.d, bias, 0);
@@ -354,7 +354,7 @@ static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
   } else {
     attention_product(cost, e, heads, m.s, m.v);
     attention_product(cost, e, heads, m.s, m.v);
-    md_cost_elementwise(cost, e, scores, 4, 2);
+    md_cost_normalize(cost, e, scores, 4, 2, MD_REDUCE_ROWS);
     attention_product(cost, e, heads, m.s, m.k);
     attention_product(cost, e, heads, m.s, m.k);
   }

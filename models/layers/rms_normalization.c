@@ -84,8 +84,8 @@ static void rms_backward(const md_layer *l, const md_layer_run *r) {
 ** Backward: 8 FLOPs an element reading x and dz, writing dx (r recomputed, invariant 2). */
 static void rms_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
   double count = (double)r->n * l->in;
-  if (pass == MD_PASS_FORWARD) md_cost_elementwise(cost, r->act_bytes, count, 4, 1);
-  else md_cost_elementwise(cost, r->act_bytes, count, 8, 2);
+  if (pass == MD_PASS_FORWARD) md_cost_normalize(cost, r->act_bytes, count, 4, 1, MD_REDUCE_ROWS);
+  else md_cost_normalize(cost, r->act_bytes, count, 8, 2, MD_REDUCE_ROWS);
 }
 
 const md_layer_ops md_rms_normalization_ops = {

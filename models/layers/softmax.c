@@ -59,8 +59,8 @@ static void softmax_backward(const md_layer *l, const md_layer_run *r) {
 /* As the softmax activation: 5 FLOPs an element forward, 4 backward. */
 static void softmax_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
   double count = (double)r->n * l->in;
-  if (pass == MD_PASS_FORWARD) md_cost_elementwise(cost, r->act_bytes, count, 5, 1);
-  else if (r->has_dx) md_cost_elementwise(cost, r->act_bytes, count, 4, 2);
+  if (pass == MD_PASS_FORWARD) md_cost_normalize(cost, r->act_bytes, count, 5, 1, MD_REDUCE_ROWS);
+  else if (r->has_dx) md_cost_normalize(cost, r->act_bytes, count, 4, 2, MD_REDUCE_ROWS);
 }
 
 const md_layer_ops md_softmax_ops = {

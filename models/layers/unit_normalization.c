@@ -52,8 +52,8 @@ static void unit_backward(const md_layer *l, const md_layer_run *r) {
 /* Forward the squares' sum and the scaling (3 FLOPs an element); backward the dot and the update
 ** (4), reading x and dz. */
 static void unit_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
-  if (pass == MD_PASS_FORWARD) md_cost_elementwise(cost, r->act_bytes, (double)r->n * l->in, 3, 1);
-  else if (r->has_dx) md_cost_elementwise(cost, r->act_bytes, (double)r->n * l->in, 4, 2);
+  if (pass == MD_PASS_FORWARD) md_cost_normalize(cost, r->act_bytes, (double)r->n * l->in, 3, 1, MD_REDUCE_ROWS);
+  else if (r->has_dx) md_cost_normalize(cost, r->act_bytes, (double)r->n * l->in, 4, 2, MD_REDUCE_ROWS);
 }
 
 const md_layer_ops md_unit_normalization_ops = {

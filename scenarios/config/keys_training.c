@@ -22,7 +22,7 @@ static const key_spec COMPILE_KEYS[] = {
   {.key = "base", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE, OFF(scenario, compile_base_s)},
   {.key = "per_op", .type = V_UNIT, .unit = UNIT_DURATION, .hi = 3600, .st = S_DOUBLE, OFF(scenario, compile_per_op_s)},
   {.key = "fusion", .type = V_BOOL, .st = S_INT, OFF(scenario, xla_fusion),
-   .doc = "XLA's fusion of the compiled step: elementwise ops join their producer's kernel and pass their tensors without writing them (docs/machine.md, Compile layer)"},
+   .doc = "XLA's fusion of the compiled step (output, input, loop and multi-output fusion; on TPUs products with their operands' ops): ops join their producer's kernel and pass their tensors without reading them back; default true wherever XLA compiles the step (a TPU, or jit_compile), false for the unfused step (docs/machine.md, Compile layer)"},
   END};
 static int compile_post(cfg_ctx *c, const yt_node *map, const char *path, void *base) {
   char sub[256];

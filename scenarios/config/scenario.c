@@ -719,6 +719,9 @@ static int cross_checks(cfg_ctx *c) {
     return cfg_fail(c, yt_get_key(yt_get(root, "training"), "compile"), "training.compile",
                 "nothing is compiled: XLA compiles the step only with training.jit_compile: true "
                 "(or on a TPU, always)");
+  /* XLA fuses whatever it compiles (no flag turns its fusion passes off): a TPU step always, a
+  ** GPU's with jit_compile. compile.fusion: false is the unfused step, for comparison. */
+  if (s->xla_fusion < 0) s->xla_fusion = s->jit_compile || tpu != NULL;
 
   const yt_node *layers = yt_get(model, "layers");
   const md_layer_spec *first = &s->layers[0];
@@ -833,6 +836,7 @@ static void set_defaults(scenario *s) {
   s->pipeline_per_batch_s = 20e-6;
   sim_compile_model xla = sim_compile_default();
   s->compile_time_s = -1;
+  s->xla_fusion = -1;  /* resolved with the cluster: on wherever XLA compiles the step */
   s->compile_base_s = xla.base_s;
   s->compile_per_op_s = xla.per_op_s;
   s->plots = REPORT_CHART_BIT(report_chart_index("loss")) | REPORT_CHART_BIT(report_chart_index("step_time"));

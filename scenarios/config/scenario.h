@@ -342,7 +342,8 @@ typedef struct scenario {
   double compile_time_s;        /* training.compile.time; -1: base and per_op below */
   double compile_base_s;        /* training.compile.base (default sim_compile_default's) */
   double compile_per_op_s;      /* training.compile.per_op (default sim_compile_default's) */
-  int    xla_fusion;            /* training.compile.fusion (default false): compile/fusion.c's rules */
+  int    xla_fusion;            /* training.compile.fusion (default: true where XLA compiles the step,
+                                ** a TPU's or jit_compile's): compile/fusion.c's rules */
   long   ckpt_every;            /* training.checkpoint.every_steps; 0: no checkpoints */
   long   ckpt_max_to_keep;      /* training.checkpoint.max_to_keep (default 1) */
   double ckpt_bytes_per_s;      /* training.checkpoint.bandwidth (default 1GB/s) */

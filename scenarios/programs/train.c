@@ -242,6 +242,25 @@ static int packed_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) 
   return SIM_OK;
 }
 
+/* With outputs.ops, replica 0's first compiled pass (forward, loss, backward) on its own trace
+** track, a span a kernel named as XLA's profiles name it (a fusion KIND_fusion.N), laid end to end
+** from the pass's start at ops.csv's times: the pass's exec, seen kernel by kernel. Once. */
+static void trace_kernels(trainer *t, const replica *rep, sim_time at) {
+  size_t n;
+  const cg_kernel *k = cg_program_step(rep->program, &n);
+  const sim_roofline *rf = ds_replica_roofline(t->strategy, rep->index);
+  char (*names)[CG_KERNEL_NAME_MAX] = base_xcalloc(n + 1, sizeof *names);
+  cg_dump_kernel_names(cg_program_graph(rep->program), k, n, names);
+  for (size_t i = 0; i < n; i++) {
+    double seconds = cg_kernels_work(rf, k, i, i + 1) / rf->rate / (t->spmd ? t->cores : 1);
+    sim_time end = at + (sim_time)llround(seconds * 1e12);
+    sim_trace_span(t->engine, t->kernel_track, names[i], "kernel", at, end);
+    at = end;
+  }
+  free(names);
+  t->kernel_track = -1;
+}
+
 /* The whole compiled step (forward, loss and backward) as one exec. */
 static int whole_pass(trainer *t, replica *rep, sim_actor *self, sim_cpu *cpu) {
   size_t n;
@@ -492,10 +511,12 @@ static void replica_main(sim_actor *self, void *arg) {
         return;
     }
     rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
+    sim_time pass_at = sim_now(t->engine);
     if ((t->pipe ? pipe_pass(t->pipe, self, r, cpu)
          : t->mesh ? mesh_pass(t->mesh, self, r, rep->program, 0, cpu, mesh_kernels, rep)
          : t->ovl ? packed_pass(t, rep, self, cpu) : whole_pass(t, rep, self, cpu)) != SIM_OK)
       return;
+    if (r == 0 && t->kernel_track >= 0 && !t->pipe && !t->mesh) trace_kernels(t, rep, pass_at);
     rep->phase = REP_WORKING;
     step = rep->step;  /* a fast-forward while the replica computed moved it */
     marks->computed = sim_now(t->engine);
@@ -761,6 +782,12 @@ static void make_replicas(trainer *t, md_model *first) {
     char host[SCN_PATH_MAX];  /* the replica's steps sit in its host's process, by its cpu */
     sim_trace_track_group(t->engine, t->track[r], sim_trace_default_group(
         sim_cpu_name(ds_replica_cpu(t->strategy, r)), host, sizeof host));
+    if (r == 0 && t->traced && s->outputs_ops) {
+      char name[SCN_PATH_MAX + 16];
+      snprintf(name, sizeof name, "%s kernels", ds_replica_device(t->strategy, 0));
+      t->kernel_track = sim_trace_track(t->engine, name);
+      sim_trace_track_group(t->engine, t->kernel_track, host);
+    }
     if (!s->numerics_full) continue;  /* shapes only: no buffers; the all-reduce only takes time */
     rep->flat = base_xcalloc(t->nparams ? t->nparams : 1, sizeof *rep->flat);
     rep->x = base_xcalloc((size_t)max_slice * (size_t)width, sizeof *rep->x);
@@ -1209,6 +1236,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     return rc;
   }
   t.traced = s->trace || report_needs_trace(s->plots);
+  t.kernel_track = -1;  /* the replicas' setup makes it with outputs.ops */
   t.engine = train_engine_new(t.traced);
   train__build_strategy(&t);
   t.nreplicas = ds_num_replicas_in_sync(t.strategy);

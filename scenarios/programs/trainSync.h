@@ -130,6 +130,8 @@ struct trainer {
   int *track;             /* trace track of each replica */
   inp_plan *plan;         /* which rows each replica reads at each step */
   int traced;             /* the trace is written or drawn (outputs.trace, a chart that reads it) */
+  int kernel_track;       /* with outputs.ops, the trace track replica 0's first pass's kernels go
+                          ** on; -1: none, or drawn already */
   int ff;                 /* fast-forward may skip steps (train.c, "fast-forward") */
   sim_snapshot *snap[2];  /* the last two quiet points' snapshots, [1] the latest */
   long snap_step[2];      /* replica 0's step at each (-1: none) */

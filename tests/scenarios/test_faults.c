@@ -2,9 +2,12 @@
 ** test_faults.c: the failure-injection suite for sync training (scenarios/programs/recovery.h,
 ** scenarios/programs/faults.h). Every run starts from tests/data/faults/tpu.yaml (TPUStrategy on a v4-16
 ** slice: 8 replicas on 2 hosts, Adam, a checkpoint every 10 steps taking 2.34 ms, steps of
-** 271.373398 us of which the all-reduce is 155.36 us (ICI at the 0.746 of spec collectives
-** achieve and 5.36 us a collective, sim/tpu.c; 276.753398 and 160.74 with 1.79 us a hop), the host round trip 100 us (host_s) and the compute 16.013 us:
-** the step's 16 ops at the per-op model's 1 us each plus 13 ns of their own) or the CPU base of test_training.c, and
+** 267.371009 us of which the all-reduce is 155.36 us (ICI at the 0.746 of spec collectives
+** achieve and 5.36 us a collective, sim/tpu.c; 276.753398 and 160.74 with 1.79 us a hop and no
+** fusion), the host round trip 100 us (host_s) and the compute 12.011 us: the step's 12 kernels
+** at the per-op model's 1 us each plus 11 ns of their own (XLA's fusion, on by default on a TPU,
+** makes 12 of the 16 ops: each dense layer's bias and ReLU in its product's epilogue, the ReLU's
+** gradient with the kernel gradient's product that reads it; 271.373398 us unfused)) or the CPU base of test_training.c, and
 ** checks what TensorFlow's recovery would do: the job restarts from the last complete checkpoint,
 ** no step is lost or applied twice (every step's last row is kept, in order, and the rows are the
 ** steps plus lost_steps), and the final weights are those of the uninterrupted run to the bit.
@@ -160,7 +163,7 @@ static void host_preempted_mid_checkpoint(void **state) {
 }
 
 /* Async checkpoints: the steps never wait (checkpoint_time_s 0), the run ends when the last
-** write does: 1 s of compile + 40 x 271.373398 us + 2.34 ms. The price: host 1 preempted at the
+** write does: 1 s of compile + 40 x 267.371009 us + 2.34 ms. The price: host 1 preempted at the
 ** start of step 25, 5 steps (1.28 ms) into checkpoint 20's 2.34 ms write, finds that write lost
 ** and goes back to checkpoint 10: 15 steps lost where the blocking run lost 5. */
 static void async_checkpoints_overlap(void **state) {
@@ -171,7 +174,7 @@ static void async_checkpoints_overlap(void **state) {
   tpu(&r, sets, 1);
   assert_true(r.sum.checkpoint_time_s == 0);
   assert_int_equal(r.sum.checkpoints, 4);
-  assert_int_equal(ps(r.sum.sim_time_s), ps(1) + 40 * ps(271.373398e-6) + ps(0.00234));
+  assert_int_equal(ps(r.sum.sim_time_s), ps(1) + 40 * ps(267.371009e-6) + ps(0.00234));
   const char *faulted[] = {"training.checkpoint.async=true", "training.restart.delay=60s",
                            "faults=[{kind: preempt, target: tpu_host:1, at_step: 25}]"};
   tpu(&cut, faulted, 3);
