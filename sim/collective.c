@@ -862,11 +862,10 @@ static int fast_ring_round(sim_collective *c, int l, int k, const sim_time *cur,
       sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
       if (lk->d == SIM_TIME_NEVER || lk->d > SIM_TIME_NEVER - start - lk->latency) return -1;
       sim_time end = start + lk->latency + lk->d;
-      if (bytes > 0) { /* fast_transfer's, planning */
-        if (c->held_until[lk->slot] > start + lk->latency) return -1;
-        c->held_until[lk->slot] = end;
-        c->held_done[lk->slot] += bytes;
-      }
+      /* fast_transfer's sum. Not its check that the link's last transfer is through: a link
+      ** carries its rank's sends one way along one axis, one a round, and the rank starts
+      ** none before its last round's (and, past a stage, its every lane's) have ended. */
+      if (bytes > 0) c->held_done[lk->slot] += bytes;
       if (end > nxt[v]) nxt[v] = end;
       if (end > nxt[w]) nxt[w] = end;
       if (c->cpus != NULL) c->fast_sent[(size_t)v * COLL_MAX_XFERS + (size_t)tag] = (coll_sent){end, (double)floats};
@@ -1013,7 +1012,7 @@ static sim_time fast_pass(sim_collective *c, int plan) {
   int torus = c->algo == SIM_ALGO_TORUS && c->lanes > 1, segs = torus ? c->nstages : 1;
   int rings = plan ? ring_links(c) : 0;
   if (rings < 0) return -1;
-  c->ring_rounds = 0;
+  if (plan) c->ring_rounds = 0;
   for (int t = 0; t < segs; t++) {
     for (int r = 0; t > 0 && r < p; r++) { /* stage_barrier: the lanes go on with the last */
       sim_time m = cur[r];
