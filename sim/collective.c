@@ -958,6 +958,10 @@ static int fast_reductions(sim_collective *c, const int *active, sim_time *nxt, 
   coll_reduction r[COLL_MAX_DIMS * COLL_MAX_XFERS];
   for (int rank = 0; rank < c->p; rank++) {
     sim_cpu *cpu = c->cpus[rank];
+    /* A pod's cpus are out of the cache, and fast_share reads each one's capacity: fetched
+    ** ahead, as fast_plan_uniform fetches its links. */
+    if (rank + FAST_PREFETCH < c->p && c->cpus[rank + FAST_PREFETCH] != NULL)
+      __builtin_prefetch(&c->cpus[rank + FAST_PREFETCH]->res.capacity);
     if (cpu == NULL) continue;
     int n = 0;
     for (int l = 0; l < c->lanes; l++) {
