@@ -738,6 +738,22 @@ static void fast_enter(sim_collective *c, int v, int k, int stage) {
   rk->stage = (uint8_t)stage;
 }
 
+/* When a transfer of `floats` starting at `start` ends, over a route of `latency` and `rate`
+** (*bytes its bytes; *last and *d the route's last bytes and their duration, kept: consecutive
+** rounds mostly move the same). -1 when it cannot be planned. */
+static int fast_end(const sim_collective *c, size_t floats, sim_time start, sim_time latency, double rate,
+                    double *last, sim_time *d, double *bytes, sim_time *end) {
+  *bytes = (double)(floats * sizeof(float)) * c->wire;
+  if (!(*bytes >= 0)) return -1;
+  if (*bytes != *last) {
+    *d = sim__duration_ps(*bytes, rate);
+    *last = *bytes;
+  }
+  if (*d == SIM_TIME_NEVER || *d > SIM_TIME_NEVER - start - latency) return -1;
+  *end = start + latency + *d;
+  return 0;
+}
+
 /* Round k of lane l from entries cur[] into nxt[]: its transfers (and with cpus, each send's end
 ** in c->fast_sent and each reducing receive in c->fast_recv). -1 when it cannot be planned. */
 static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time *cur, sim_time *nxt, int plan) {
@@ -755,15 +771,9 @@ static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time
       coll_route *fr = fast_route(c, v, w, x->tag, plan);
       if (fr == NULL) return -1;
       size_t floats = coll_seg_floats(c, x->seg);
-      double bytes = (double)(floats * sizeof(float)) * c->wire;
-      if (!(bytes >= 0)) return -1;
-      if (bytes != fr->bytes) {
-        fr->d = sim__duration_ps(bytes, fr->rate);
-        fr->bytes = bytes;
-      }
-      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
-      if (fr->d == SIM_TIME_NEVER || fr->d > SIM_TIME_NEVER - start - fr->latency) return -1;
-      sim_time end = start + fr->latency + fr->d;
+      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w], end;
+      double bytes;
+      if (fast_end(c, floats, start, fr->latency, fr->rate, &fr->bytes, &fr->d, &bytes, &end) != 0) return -1;
       if (fast_transfer(c, v, x, fr, bytes, cur, end, plan) != 0) return -1;
       if (end > nxt[v]) nxt[v] = end;
       if (end > nxt[w]) nxt[w] = end;
@@ -853,15 +863,9 @@ static int fast_ring_round(sim_collective *c, int l, int k, const sim_time *cur,
       int dir = tag ? -1 : 1, w = lp + ring + ring_wrap(x + dir, m) * below;
       size_t floats = parts[(size_t)tag * (size_t)p + (size_t)(ring + ring_wrap(x - dir * shift, m) * below)];
       coll_link *lk = &links[(size_t)tag * (size_t)p + (size_t)r];
-      double bytes = (double)(floats * sizeof(float)) * c->wire;
-      if (!(bytes >= 0)) return -1;
-      if (bytes != lk->bytes) {
-        lk->d = sim__duration_ps(bytes, lk->rate);
-        lk->bytes = bytes;
-      }
-      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
-      if (lk->d == SIM_TIME_NEVER || lk->d > SIM_TIME_NEVER - start - lk->latency) return -1;
-      sim_time end = start + lk->latency + lk->d;
+      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w], end;
+      double bytes;
+      if (fast_end(c, floats, start, lk->latency, lk->rate, &lk->bytes, &lk->d, &bytes, &end) != 0) return -1;
       /* fast_transfer's sum. Not its check that the link's last transfer is through: a link
       ** carries its rank's sends one way along one axis, one a round, and the rank starts
       ** none before its last round's (and, past a stage, its every lane's) have ended. */

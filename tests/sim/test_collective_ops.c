@@ -1134,6 +1134,10 @@ static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t 
   for (int how = EVENTS; how <= UNIFORM; how++) free(quiet[how].bytes), free(quiet[how].flops);
 }
 
+/* The tori test_uniform_torus and test_ring_rounds both take. */
+static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
+                   line = {2, {4, 4}, {1, 0}};
+
 static void check_uniform(const shape *sh, double bw, size_t count, double pre, int scatter, int shortcut,
                           int lanes) {
   check_uniform_op(sh, SIM_COLL_ALL_REDUCE, bw, count, pre, scatter, shortcut, lanes);
@@ -1160,8 +1164,7 @@ static void check_uniform(const shape *sh, double bw, size_t count, double pre, 
 **   another order), declined. */
 static void test_uniform_torus(void **state) {
   (void)state;
-  static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
-                     t16 = {3, {16, 1, 16}, {1, 1, 1}}, line = {2, {4, 4}, {1, 0}};
+  static const shape t16 = {3, {16, 1, 16}, {1, 1, 1}};
   check_uniform(&t44, BW, 64000, 0, 0, 1, 2);
   check_uniform(&t444, BW, 192000, 0, 0, 1, 3);
   check_uniform(&t284, BW, 192000, 0, 0, 1, 3);
@@ -1199,18 +1202,20 @@ static void test_uniform_torus(void **state) {
 ** axis of 2: a line of one round) and on a 4x4 with an axis that does not wrap the plans. */
 static void test_ring_rounds(void **state) {
   (void)state;
-  static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
-                     t818 = {3, {8, 1, 8}, {1, 1, 1}}, line = {2, {4, 4}, {1, 0}};
-  check_uniform(&t44, BW, 100033, 0, 0, 0, 2);
-  check_uniform(&t284, BW, 100003, 0, 0, 0, 3);
-  check_uniform(&line, BW, 100003, 0, 0, 0, 2);
-  uniform_cpu_speed = 250e6;
-  check_uniform(&t44, BW, 100003, 0, 0, 0, 2);
-  check_uniform(&t444, BW, 100003, 0, 0, 0, 3);
-  check_uniform(&t818, BW, 100515, 0, 0, 0, 2);
-  check_uniform(&t444, BW, 192000, 0, 1, 0, 3);
-  check_uniform_op(&t444, SIM_COLL_REDUCE_SCATTER, BW, 100003, 0, 0, 0, 3);
-  check_uniform_op(&t444, SIM_COLL_ALL_GATHER, BW, 100003, 0, 0, 0, 3);
+  static const shape t818 = {3, {8, 1, 8}, {1, 1, 1}};
+  static const struct {
+    const shape *sh; sim_coll_op op; size_t count; int scatter; double cpu; int lanes;
+  } cases[] = {
+      {&t44, SIM_COLL_ALL_REDUCE, 100033, 0, 0, 2},        {&t284, SIM_COLL_ALL_REDUCE, 100003, 0, 0, 3},
+      {&line, SIM_COLL_ALL_REDUCE, 100003, 0, 0, 2},       {&t44, SIM_COLL_ALL_REDUCE, 100003, 0, 250e6, 2},
+      {&t444, SIM_COLL_ALL_REDUCE, 100003, 0, 250e6, 3},   {&t818, SIM_COLL_ALL_REDUCE, 100515, 0, 250e6, 2},
+      {&t444, SIM_COLL_ALL_REDUCE, 192000, 1, 250e6, 3},   {&t444, SIM_COLL_REDUCE_SCATTER, 100003, 0, 250e6, 3},
+      {&t444, SIM_COLL_ALL_GATHER, 100003, 0, 250e6, 3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uniform_cpu_speed = cases[i].cpu;
+    check_uniform_op(cases[i].sh, cases[i].op, BW, cases[i].count, 0, cases[i].scatter, 0, cases[i].lanes);
+  }
   uniform_cpu_speed = 0;
 }
 
