@@ -217,6 +217,8 @@ void sim_collective_free(sim_collective *c) {
   free(c->fast_nrecv);
   free(c->fast_cpu_slot);
   free(c->stage_floats);
+  free(c->ring_links);
+  free(c->ring_parts);
   free(c->name);
   free(c);
 }
@@ -745,6 +747,22 @@ static void fast_enter(sim_collective *c, int v, int k, int stage) {
   rk->stage = (uint8_t)stage;
 }
 
+/* When a transfer of `floats` starting at `start` ends, over a route of `latency` and `rate`
+** (*bytes its bytes; *last and *d the route's last bytes and their duration, kept: consecutive
+** rounds mostly move the same). -1 when it cannot be planned. */
+static int fast_end(const sim_collective *c, size_t floats, sim_time start, sim_time latency, double rate,
+                    double *last, sim_time *d, double *bytes, sim_time *end) {
+  *bytes = (double)(floats * sizeof(float)) * c->wire;
+  if (!(*bytes >= 0)) return -1;
+  if (*bytes != *last) {
+    *d = sim__duration_ps(*bytes, rate);
+    *last = *bytes;
+  }
+  if (*d == SIM_TIME_NEVER || *d > SIM_TIME_NEVER - start - latency) return -1;
+  *end = start + latency + *d;
+  return 0;
+}
+
 /* Round k of lane l from entries cur[] into nxt[]: its transfers (and with cpus, each send's end
 ** in c->fast_sent and each reducing receive in c->fast_recv). -1 when it cannot be planned. */
 static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time *cur, sim_time *nxt, int plan) {
@@ -762,15 +780,9 @@ static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time
       coll_route *fr = fast_route(c, v, w, x->tag, plan);
       if (fr == NULL) return -1;
       size_t floats = coll_seg_floats(c, x->seg);
-      double bytes = (double)(floats * sizeof(float)) * c->wire;
-      if (!(bytes >= 0)) return -1;
-      if (bytes != fr->bytes) {
-        fr->d = sim__duration_ps(bytes, fr->rate);
-        fr->bytes = bytes;
-      }
-      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w];
-      if (fr->d == SIM_TIME_NEVER || fr->d > SIM_TIME_NEVER - start - fr->latency) return -1;
-      sim_time end = start + fr->latency + fr->d;
+      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w], end;
+      double bytes;
+      if (fast_end(c, floats, start, fr->latency, fr->rate, &fr->bytes, &fr->d, &bytes, &end) != 0) return -1;
       if (fast_transfer(c, v, x, fr, bytes, cur, end, plan) != 0) return -1;
       if (end > nxt[v]) nxt[v] = end;
       if (end > nxt[w]) nxt[w] = end;
@@ -784,6 +796,103 @@ static int fast_round(sim_collective *c, int l, int k, int stage, const sim_time
       c->fast_recv[(size_t)v * COLL_MAX_XFERS + (size_t)n++] = (coll_recv){x->peer, (uint8_t)x->tag, (uint8_t)i};
     }
     c->fast_nrecv[v] = (uint8_t)n;
+  }
+  return 0;
+}
+
+/* A link of a ring round: the one-link route from a rank to its neighbour on an axis. */
+typedef struct coll_link {
+  sim_time latency;          /* its latency */
+  double rate;               /* its capacity */
+  double bytes;              /* the last transfer's bytes */
+  sim_time d;                /* their duration at rate */
+  uint32_t slot;             /* its slot in c->held */
+} coll_link;
+
+/* a mod m for a in [-m, 2m): a ring's member and part indices. */
+static int ring_wrap(int a, int m) { return a < 0 ? a + m : a >= m ? a - m : a; }
+
+/* The ring rounds' links, when every axis longer than 1 wraps and is longer than 2 (a torus
+** lane's every stage a ring, bidi_step) and every neighbour is one link away: 1; 0 when the
+** rounds need the plans (fast_round); -1 when a link is busy or without capacity (the general
+** pass, which meets every one of them in the rounds, declines then too). */
+static int ring_links(sim_collective *c) {
+  int p = c->p;
+  if (c->algo != SIM_ALGO_TORUS || c->op == SIM_COLL_PPERMUTE || c->op == SIM_COLL_ALL_TO_ALL || c->uniform_off) return 0;
+  for (int a = 0; a < c->ndims; a++)
+    if (c->dims[a] > 1 && !(c->wraps[a] && c->dims[a] > 2)) return 0;
+  size_t need = (size_t)c->ndims * 2 * (size_t)p;
+  if (need > c->cap_ring_links) sim__grow(&c->ring_links, &c->cap_ring_links, need, sizeof *c->ring_links);
+  need = (size_t)c->lanes * 2 * (size_t)p;
+  if (need > c->cap_ring_parts) sim__grow(&c->ring_parts, &c->cap_ring_parts, need, sizeof *c->ring_parts);
+  for (int l = 0; l < c->lanes; l++) c->ring_stage[l] = -1;
+  for (int a = 0, below = 1; a < c->ndims; below *= c->dims[a], a++) {
+    int m = c->dims[a];
+    for (int r = 0; m > 1 && r < p; r++) {
+      int x = r / below % m;
+      for (int tag = 0; tag < 2; tag++) {
+        int w = r + (ring_wrap(x + (tag ? -1 : 1), m) - x) * below;
+        if (find_route(c, r, w) != 1) return 0;
+        long slot = held_slot(c, &c->hops[0]->res, 1);
+        coll_link *k = &c->ring_links[((size_t)a * 2 + (size_t)tag) * (size_t)p + (size_t)r];
+        *k = (coll_link){.rate = sim_link_bandwidth(c->hops[0]), .bytes = -1, .slot = (uint32_t)slot};
+        k->latency = sim_link_latency(c->hops[0]);
+        if (slot < 0 || !(k->rate > 0)) return -1;
+      }
+    }
+  }
+  return 1;
+}
+
+/* Round k of lane l in a planning pass whose stages are all rings (ring_links): what fast_round
+** plans, to the bit, from the stage's table of parts (sim__coll_stage_parts) and the links'
+** table instead of a plan and a route per rank: the same transfers in the same order, each with
+** the same arithmetic, the same held links' checks and sums, and with cpus the same sends and
+** reducing receives noted for fast_reductions (a ring step's two receives reduce, from member
+** x - 1 under tag 0 and x + 1 under tag 1, in that plan order). A v4 pod's all-reduce with its
+** reductions on the chips (ResNet-50's gradients: uneven chunks, so every rank keeps its own
+** timeline and the uniform shortcut declines) spent two thirds of its pass in those plans. */
+static int fast_ring_round(sim_collective *c, int l, int k, const sim_time *cur, sim_time *nxt) {
+  int p = c->p, lp = l * p, s = c->ring_stage[l] < 0 ? 0 : c->ring_stage[l];
+  const coll_stage *st = c->stages[l];
+  while (s + 1 < c->nstages && k >= st[s + 1].first) s++;
+  size_t *parts = c->ring_parts + (size_t)lp * 2;
+  if (s != c->ring_stage[l]) {
+    sim__coll_stage_parts(c, l, s, 1, parts);
+    sim__coll_stage_parts(c, l, s, 2, parts + p);
+    c->ring_stage[l] = s;
+  }
+  st += s;
+  int m = c->dims[st->axis], below = st->below, shift = st->reduce ? k - st->first + 1 : k - st->first;
+  coll_link *links = c->ring_links + (size_t)st->axis * 2 * (size_t)p;
+  for (int v = lp; v < lp + p; v++) nxt[v] = cur[v];
+  for (int r = 0, x = 0, q = 0; r < p; r++) {
+    int v = lp + r, ring = r - x * below; /* rank of member 0 */
+    for (int tag = 0; tag < 2; tag++) {
+      int dir = tag ? -1 : 1, w = lp + ring + ring_wrap(x + dir, m) * below;
+      size_t floats = parts[(size_t)tag * (size_t)p + (size_t)(ring + ring_wrap(x - dir * shift, m) * below)];
+      coll_link *lk = &links[(size_t)tag * (size_t)p + (size_t)r];
+      sim_time start = cur[v] > cur[w] ? cur[v] : cur[w], end;
+      double bytes;
+      if (fast_end(c, floats, start, lk->latency, lk->rate, &lk->bytes, &lk->d, &bytes, &end) != 0) return -1;
+      /* fast_transfer's sum. Not its check that the link's last transfer is through: a link
+      ** carries its rank's sends one way along one axis, one a round, and the rank starts
+      ** none before its last round's (and, past a stage, its every lane's) have ended. */
+      if (bytes > 0) c->held_done[lk->slot] += bytes;
+      if (end > nxt[v]) nxt[v] = end;
+      if (end > nxt[w]) nxt[w] = end;
+      if (c->cpus != NULL) c->fast_sent[(size_t)v * COLL_MAX_XFERS + (size_t)tag] = (coll_sent){end, (double)floats};
+    }
+    if (c->cpus != NULL) {
+      coll_recv *in = &c->fast_recv[(size_t)v * COLL_MAX_XFERS];
+      in[0] = (coll_recv){lp + ring + ring_wrap(x - 1, m) * below, 0, 0};
+      in[1] = (coll_recv){lp + ring + ring_wrap(x + 1, m) * below, 1, 1};
+      c->fast_nrecv[v] = st->reduce && c->cpus[r] != NULL ? 2 : 0;
+    }
+    if (++q == below) { /* the next rank's member index */
+      q = 0;
+      x = x + 1 == m ? 0 : x + 1;
+    }
   }
   return 0;
 }
@@ -862,6 +971,10 @@ static int fast_reductions(sim_collective *c, const int *active, sim_time *nxt, 
   coll_reduction r[COLL_MAX_DIMS * COLL_MAX_XFERS];
   for (int rank = 0; rank < c->p; rank++) {
     sim_cpu *cpu = c->cpus[rank];
+    /* A pod's cpus are out of the cache, and fast_share reads each one's capacity: fetched
+    ** ahead, as fast_plan_uniform fetches its links. */
+    if (rank + FAST_PREFETCH < c->p && c->cpus[rank + FAST_PREFETCH] != NULL)
+      __builtin_prefetch(&c->cpus[rank + FAST_PREFETCH]->res.capacity);
     if (cpu == NULL) continue;
     int n = 0;
     for (int l = 0; l < c->lanes; l++) {
@@ -914,6 +1027,9 @@ static sim_time fast_pass(sim_collective *c, int plan) {
   for (size_t i = 0; i < (size_t)vs * COLL_MAX_XFERS; i++) c->fast_routes[i].peer = -1;
   for (int r = 0; c->cpus != NULL && r < p; r++) c->fast_cpu_slot[r] = -1;
   int torus = c->algo == SIM_ALGO_TORUS && c->lanes > 1, segs = torus ? c->nstages : 1;
+  int rings = plan ? ring_links(c) : 0;
+  if (rings < 0) return -1;
+  if (plan) c->ring_rounds = 0;
   for (int t = 0; t < segs; t++) {
     for (int r = 0; t > 0 && r < p; r++) { /* stage_barrier: the lanes go on with the last */
       sim_time m = cur[r];
@@ -937,7 +1053,10 @@ static sim_time fast_pass(sim_collective *c, int plan) {
     for (int j = 0; j < longest; j++) {
       for (int l = 0; l < c->lanes; l++) {
         active[l] = lo[l] + j < hi[l];
-        if (active[l] && fast_round(c, l, lo[l] + j, torus ? t : 0, cur, nxt, plan) != 0) return -1;
+        if (!active[l]) continue;
+        c->ring_rounds += rings;
+        if ((rings ? fast_ring_round(c, l, lo[l] + j, cur, nxt) : fast_round(c, l, lo[l] + j, torus ? t : 0, cur, nxt, plan)) != 0)
+          return -1;
       }
       if (c->cpus != NULL && fast_reductions(c, active, nxt, plan) != 0) return -1;
       for (int l = 0; l < c->lanes; l++)

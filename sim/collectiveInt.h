@@ -185,7 +185,8 @@ struct sim_collective {
   size_t n_held, cap_held;   /* held resources, allocated entries of the three arrays */
   uint32_t plan_pass;        /* the engine's slot_pass stamp of the run's planning pass: the
                                 res_slot entries with it give the held resources' slots */
-  int uniform_off;           /* 1: plans skip fast_plan_uniform (tests compare the two) */
+  int uniform_off;           /* 1: plans skip fast_plan_uniform and the ring rounds (tests
+                                compare them with the general pass) */
   int planned_uniform;       /* the run's plan came from fast_plan_uniform (tests look) */
   sim_time *fast_at;         /* pass scratch: per virtual rank its round's entry, then the next's */
   struct coll_route *fast_routes; /* pass scratch: per (virtual rank, tag) its last route */
@@ -199,6 +200,15 @@ struct sim_collective {
   long *fast_cpu_slot;       /* pass scratch with cpus: per rank its cpu's slot in held, -1 before
                                 its first reduction */
   size_t cap_fast;           /* virtual ranks the pass scratch arrays have room for */
+  /* A planning pass's ring rounds (collective.c, fast_ring_round). */
+  struct coll_link *ring_links; /* per (axis, direction, rank): its link to the next rank of the
+                                axis that way (direction 0 +1, 1 -1) */
+  size_t cap_ring_links;     /* its allocated entries */
+  size_t *ring_parts;        /* per lane, 2 x p: every rank's own part, each half (the lane's
+                                stage ring_stage[lane]: sim__coll_stage_parts) */
+  size_t cap_ring_parts;     /* its allocated entries */
+  int ring_stage[COLL_MAX_DIMS]; /* per lane: the stage its ring_parts are of, -1 none yet */
+  int ring_rounds;           /* rounds the last planning pass took from tables (tests look) */
 };
 
 /* Segment sizes (collective.c moves them, collective_plan.c sums a stage's). */
@@ -237,6 +247,11 @@ void sim__coll_plan(const sim_collective *c, int v, int round, coll_plan *out);
 /* Torus: per rank r, the floats of lane l's send number `send` (its place in the plan's sends)
 ** summed over the rounds of the lane's stage s, into out[r]; scratch holds p entries. */
 void sim__coll_stage_sends(const sim_collective *c, int l, int s, int send, size_t *scratch, size_t *out);
+/* Torus ring stage s of lane l (an axis that wraps, longer than 2): per rank r, the floats of
+** its own part's `half` (1 the first, going +1, 2 the second), into out[r]. Part j of a rank's
+** ring is its member j's own part: in step k a reduce-scatter sends part x - k - 1 (half 1) and
+** x + k + 1 (half 2), an all-gather x - k and x + k, x the sender's member index. */
+void sim__coll_stage_parts(const sim_collective *c, int l, int s, int half, size_t *out);
 
 /* collective_a2a.c: the torus all_to_all. */
 /* Lanes and stages of the run (c->op all_to_all, c->algo torus); returns its rounds. */

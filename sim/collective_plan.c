@@ -264,6 +264,16 @@ static void torus_plan(const sim_collective *c, int v, int round, coll_plan *pl)
     line_step(pl, &ax, st->reduce, round - st->first);
 }
 
+/* Part j of a ring is its member j's own part (the parts agree on the fixed axes, which the
+** ring's members share), so a table of every rank's own part gives every send of the stage. */
+void sim__coll_stage_parts(const sim_collective *c, int l, int s, int half, size_t *out) {
+  const coll_stage *st = &c->stages[l][s];
+  for (int r = 0; r < c->p; r++) {
+    axis ax = torus_axis(c, l * c->p + r, st);
+    out[r] = coll_seg_floats(c, part(&ax, ax.x, half));
+  }
+}
+
 /* A ring stage (bidi_step) sends, over its m - 1 rounds, every part of the ring's but one under
 ** each tag: reduce-scatter all but the rank's own part x (both directions), all-gather all but
 ** x + 1 (tag 0, going +1) or x - 1 (tag 1). So a rank's sum is its ring's total less one part,
@@ -285,11 +295,8 @@ void sim__coll_stage_sends(const sim_collective *c, int l, int s, int send, size
     return;
   }
   assert(send < 2 && hi - st->first == m - 1);
-  int half = send + 1, skip = st->reduce ? 0 : send == 0 ? 1 : m - 1; /* the part left out, from x */
-  for (int r = 0; r < p; r++) {
-    axis ax = torus_axis(c, l * p + r, st);
-    scratch[r] = coll_seg_floats(c, part(&ax, ax.x, half));
-  }
+  int skip = st->reduce ? 0 : send == 0 ? 1 : m - 1; /* the part left out, from x */
+  sim__coll_stage_parts(c, l, s, send + 1, scratch);
   for (int r = 0; r < p; r++) {
     if (r / below % m != 0) continue; /* each ring from its member 0 */
     size_t total = 0;

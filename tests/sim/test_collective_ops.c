@@ -992,9 +992,12 @@ typedef struct uniform_run {
   sim_time done;             /* when the all-reduce finished */
   double *bytes;             /* every link's bytes at the end */
   size_t n;                  /* links */
+  int p;                     /* ranks */
   uint64_t events;           /* events the engine fired */
   int planned;               /* the all-reduce's plan came from the shortcut */
   int lanes;                 /* its lanes */
+  double *flops;             /* with rank cpus: every cpu's flops at the end, else NULL */
+  int ring_rounds;           /* rounds its planning pass took from tables (fast_ring_round) */
 } uniform_run;
 
 static void note_done(sim_engine *e, sim_collective *c, void *arg) {
@@ -1005,6 +1008,9 @@ static void note_done(sim_engine *e, sim_collective *c, void *arg) {
 /* The groups' fixed cost per collective in run_uniform (sim_collective_set_fixed_cost; 0 but in
 ** test_uniform_torus_fixed_cost). */
 static sim_time uniform_fixed_cost;
+
+/* run_uniform's rank cpus' speed, flops/s: 0 (reductions free) but in test_ring_rounds. */
+static double uniform_cpu_speed;
 
 /* A torus `op` of `count` floats on sh, every link of bandwidth bw and 1 us latency, planned
 ** `how`; before it a flow of `pre` bytes over rank 0's link to rank 1 (when pre > 0) and a
@@ -1017,8 +1023,14 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
   sim_engine_set_closed_form(e, how != EVENTS);
   net *t = torus_new(e, sh->nd, sh->dims, sh->wraps);
   out->n = (size_t)t->p * (size_t)t->nd * 2;
+  out->p = t->p;
   for (size_t i = 0; i < out->n; i++) sim_link_set_bandwidth(t->links[i], bw);
-  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, NULL);
+  sim_cpu **cpus = NULL;
+  if (uniform_cpu_speed > 0) {
+    cpus = malloc((size_t)t->p * sizeof *cpus);
+    for (int r = 0; r < t->p; r++) cpus[r] = sim_cpu_new(e, "cpu", uniform_cpu_speed);
+  }
+  sim_collective *c = sim_collective_new(e, "c", t->p, net_route, t, cpus);
   sim_collective_set_torus(c, t->nd, t->dims, t->wraps);
   sim_collective_set_fixed_cost(c, uniform_fixed_cost);
   c->uniform_off = how == GENERAL;
@@ -1040,6 +1052,13 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
   }
   assert_int_equal(sim_run(e), 0);
   out->planned = c->planned_uniform; /* planned when the rounds began: after a fixed cost's wait */
+  out->ring_rounds = c->ring_rounds;
+  out->flops = NULL;
+  if (cpus != NULL) {
+    out->flops = malloc((size_t)t->p * sizeof *out->flops);
+    for (int r = 0; r < t->p; r++) out->flops[r] = cpus[r]->res.done;
+    free(cpus);
+  }
   out->done -= begun;
   out->bytes = malloc(out->n * sizeof *out->bytes);
   for (size_t i = 0; i < out->n; i++) {
@@ -1050,6 +1069,20 @@ static void run_uniform(const shape *sh, sim_coll_op op, double bw, size_t count
   sim_collective_free(c);
   net_free(t);
   sim_engine_free(e);
+}
+
+/* With rank cpus, every cpu's flops: the shortcuts' plan (u) the general pass's (g) to the bit,
+** the event-by-event run's (ev) within 1e-12: the closed form adds a shared reduction's flops
+** piece by piece at each picosecond the sharing changes, as maxmin.c moves them, but maxmin.c
+** brings the pieces up to date at other moments too (a cpu of 4x4x4 ends 98437.999999999942
+** against 98437.999999999956), and a reduction handed back adds them in another order. */
+static void same_flops(const uniform_run *g, const uniform_run *u, const uniform_run *ev) {
+  assert_true((g->flops == NULL) == (u->flops == NULL) && (ev->flops == NULL) == (u->flops == NULL));
+  if (u->flops == NULL) return;
+  assert_memory_equal(g->flops, u->flops, (size_t)u->p * sizeof(double));
+  for (int r = 0; r < u->p; r++)
+    if (fabs(ev->flops[r] - u->flops[r]) > 1e-12 * fabs(ev->flops[r]))
+      fail_msg("cpu %d: %.17g flops, events %.17g", r, u->flops[r], ev->flops[r]);
 }
 
 /* The three planners on one case, quiet and with the link degraded at 7 moments spread over the
@@ -1066,10 +1099,16 @@ static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t 
     fail_msg("%dx%dx%d count %zu bw %g: planned %d lanes %d, want %d and %d", sh->dims[0], sh->dims[1],
              sh->nd > 2 ? sh->dims[2] : 1, count, bw, quiet[UNIFORM].planned, quiet[UNIFORM].lanes, shortcut, lanes);
   assert_int_equal(quiet[GENERAL].planned, 0);
+  assert_int_equal(quiet[GENERAL].ring_rounds, 0);
+  int rings = 1; /* every axis longer than 1 a ring: the planning pass takes its rounds from tables */
+  for (int a = 0; a < sh->nd; a++) rings &= sh->dims[a] == 1 || (sh->wraps[a] && sh->dims[a] > 2);
+  if ((quiet[UNIFORM].ring_rounds > 0) != (rings && !shortcut))
+    fail_msg("ring rounds %d, want them %s", quiet[UNIFORM].ring_rounds, rings && !shortcut ? "taken" : "not taken");
   for (int how = EVENTS; how <= GENERAL; how++) {
     assert_int_equal(quiet[how].done, quiet[UNIFORM].done);
     assert_memory_equal(quiet[how].bytes, quiet[UNIFORM].bytes, quiet[UNIFORM].n * sizeof(double));
   }
+  same_flops(&quiet[GENERAL], &quiet[UNIFORM], &quiet[EVENTS]);
   assert_int_equal(quiet[UNIFORM].events, quiet[GENERAL].events);
   /* Quiet, the all-reduce is one event, as the reduce-scatter; the flow two (latency, bytes); a
   ** fixed cost one more a collective (its wait: the closed form begins after it). */
@@ -1086,14 +1125,19 @@ static void check_uniform_op(const shape *sh, sim_coll_op op, double bw, size_t 
     if (r[UNIFORM].done != r[EVENTS].done) fail_msg("degraded at %lld: %lld ps, events %lld ps", (long long)at,
                                                    (long long)r[UNIFORM].done, (long long)r[EVENTS].done);
     assert_true(r[UNIFORM].events > quiet[UNIFORM].events); /* handed back to transfer by transfer */
+    same_flops(&r[GENERAL], &r[UNIFORM], &r[EVENTS]);
     for (size_t i = 0; i < r[UNIFORM].n; i++)
       if (fabs(r[UNIFORM].bytes[i] - r[EVENTS].bytes[i]) > 1e-12 * fabs(r[EVENTS].bytes[i]))
         fail_msg("degraded at %lld: link %zu %.17g bytes, events %.17g", (long long)at, i, r[UNIFORM].bytes[i],
                  r[EVENTS].bytes[i]);
-    for (int how = EVENTS; how <= UNIFORM; how++) free(r[how].bytes);
+    for (int how = EVENTS; how <= UNIFORM; how++) free(r[how].bytes), free(r[how].flops);
   }
-  for (int how = EVENTS; how <= UNIFORM; how++) free(quiet[how].bytes);
+  for (int how = EVENTS; how <= UNIFORM; how++) free(quiet[how].bytes), free(quiet[how].flops);
 }
+
+/* The tori test_uniform_torus and test_ring_rounds both take. */
+static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
+                   line = {2, {4, 4}, {1, 0}};
 
 static void check_uniform(const shape *sh, double bw, size_t count, double pre, int scatter, int shortcut,
                           int lanes) {
@@ -1121,8 +1165,7 @@ static void check_uniform(const shape *sh, double bw, size_t count, double pre, 
 **   another order), declined. */
 static void test_uniform_torus(void **state) {
   (void)state;
-  static const shape t44 = {2, {4, 4}, {1, 1}}, t444 = {3, {4, 4, 4}, {1, 1, 1}}, t284 = {3, {2, 8, 4}, {1, 1, 1}},
-                     t16 = {3, {16, 1, 16}, {1, 1, 1}}, line = {2, {4, 4}, {1, 0}};
+  static const shape t16 = {3, {16, 1, 16}, {1, 1, 1}};
   check_uniform(&t44, BW, 64000, 0, 0, 1, 2);
   check_uniform(&t444, BW, 192000, 0, 0, 1, 3);
   check_uniform(&t284, BW, 192000, 0, 0, 1, 3);
@@ -1143,6 +1186,38 @@ static void test_uniform_torus(void **state) {
   check_uniform_op(&t444, SIM_COLL_REDUCE_SCATTER, BW, 192000, 0, 0, 1, 3);
   check_uniform_op(&t444, SIM_COLL_ALL_GATHER, BW, 192000, 0, 0, 1, 3);
   check_uniform_op(&t16, SIM_COLL_ALL_GATHER, 1e14, 100003, 0, 0, 1, 2);
+}
+
+/* Reductions charged on rank cpus of 250e6 flops/s (as test_closed_form_with_rank_cpus: a
+** chunk's reduction about as long as its bytes, so a rank's lanes share its cpu): the uniform
+** shortcut declines, and where every axis longer than 1 is a ring the planning pass takes its
+** rounds from tables (fast_ring_round). Its plan is the general pass's to the bit (times, every
+** link's bytes, every cpu's flops) and the event-by-event run's to the picosecond (flops within
+** 1e-12: same_flops), quiet and
+** handed back at 7 moments (a link degraded), on uneven counts, where every rank keeps its own
+** timeline: 100003 floats on 4x4 (chunks of 6250 or 6251) and on 4x4x4 (1562 or 1563), 100515
+** on 8x1x8 (an axis of length 1; 1570 or 1571: on 16x1x16 a lane's reductions of one round
+** still run when its next begins, which the closed form declines); an even one after a reduce-scatter (links and cpus start with work
+** done); the halves alone. Without cpus, where the uniform shortcut declines (uneven chunks,
+** some ranks' rounds ending sooner): 100033 on 4x4 takes the tables too, 100003 on 2x8x4 (an
+** axis of 2: a line of one round) and on a 4x4 with an axis that does not wrap the plans. */
+static void test_ring_rounds(void **state) {
+  (void)state;
+  static const shape t818 = {3, {8, 1, 8}, {1, 1, 1}};
+  static const struct {
+    const shape *sh; sim_coll_op op; size_t count; int scatter; double cpu; int lanes;
+  } cases[] = {
+      {&t44, SIM_COLL_ALL_REDUCE, 100033, 0, 0, 2},        {&t284, SIM_COLL_ALL_REDUCE, 100003, 0, 0, 3},
+      {&line, SIM_COLL_ALL_REDUCE, 100003, 0, 0, 2},       {&t44, SIM_COLL_ALL_REDUCE, 100003, 0, 250e6, 2},
+      {&t444, SIM_COLL_ALL_REDUCE, 100003, 0, 250e6, 3},   {&t818, SIM_COLL_ALL_REDUCE, 100515, 0, 250e6, 2},
+      {&t444, SIM_COLL_ALL_REDUCE, 192000, 1, 250e6, 3},   {&t444, SIM_COLL_REDUCE_SCATTER, 100003, 0, 250e6, 3},
+      {&t444, SIM_COLL_ALL_GATHER, 100003, 0, 250e6, 3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uniform_cpu_speed = cases[i].cpu;
+    check_uniform_op(cases[i].sh, cases[i].op, BW, cases[i].count, 0, cases[i].scatter, 0, cases[i].lanes);
+  }
+  uniform_cpu_speed = 0;
 }
 
 /* A fixed cost per collective (a TPU's, sim/tpu.c) keeps the closed form: the three planners
@@ -1311,6 +1386,7 @@ int main(void) {
       cmocka_unit_test(test_whole_run_closed_form),  cmocka_unit_test(test_whole_run_handed_back),
       cmocka_unit_test(test_uniform_torus), cmocka_unit_test(test_uniform_torus_fixed_cost),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
       cmocka_unit_test(test_torus_all_to_all_time_and_bytes), cmocka_unit_test(test_torus_all_to_all_uneven),
+      cmocka_unit_test(test_ring_rounds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
