@@ -178,8 +178,8 @@ int cfg_callbacks_checks(cfg_ctx *c) {
   const yt_node *list = yt_path(c->root, "training.callbacks");
   if (list == NULL) return 0;
   if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
-    return cfg_fail(c, list, "training.callbacks", "callbacks run in the sync strategies' fit only, not "
-                    "parameter_server's (issue 28)");
+    return cfg_fail(c, list, "training.callbacks", "callbacks run in the sync strategies' fit only: "
+                    "parameter_server's fit (epochs, steps_per_epoch) has none yet");
   if (s->cb.backup && yt_path(c->root, "training.checkpoint"))
     return cfg_fail(c, yt_get_key(yt_get(c->root, "training"), "checkpoint"), "training.checkpoint",
                     "give either training.checkpoint (a custom loop's tf.train.Checkpoint) or the "

@@ -88,6 +88,8 @@ static const key_spec VALIDATION_DATA_KEYS[] = {
 const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, steps), .lo = 1, .hi = 1e7},
   {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e6},
+  {.key = "steps_per_epoch", .type = V_INT, .st = S_LONG, OFF(scenario, steps_per_epoch), .lo = 1, .hi = 1e7,
+   .doc = "Keras fit's steps_per_epoch, with epochs under parameter_server (required there, as TF's fit requires it)"},
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "jit_compile", .type = V_BOOL, .st = S_INT, OFF(scenario, jit_compile)},
   {.key = "steps_per_execution", .type = V_INT, .st = S_INT, OFF(scenario, steps_per_execution), .lo = 1, .hi = 1e9,
@@ -145,7 +147,7 @@ static int validation_post(cfg_ctx *c, const yt_node *map, const char *path) {
 /* mode evaluate or predict: one pass over the dataset, or `steps` batches; no epochs, no
 ** validation (there is no fit to validate). */
 static int evaluate_post(cfg_ctx *c, const yt_node *map, const char *path, const char *mode) {
-  static const char *const FIT_ONLY[] = {"epochs", "validation_split", "validation_data", "validation_steps",
+  static const char *const FIT_ONLY[] = {"epochs", "steps_per_epoch", "validation_split", "validation_data", "validation_steps",
                                          "validation_batch_size", "validation_freq", "callbacks"};
   char sub[256];
   for (size_t i = 0; i < sizeof FIT_ONLY / sizeof *FIT_ONLY; i++) {
@@ -205,13 +207,35 @@ int cfg_validation_checks(cfg_ctx *c) {
   }
   if (!key) return 0;
   if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
-    return cfg_fail(c, key, path, "validation runs in the sync program: parameter_server's evaluation is "
-                    "cluster.evaluator's (a sidecar evaluator)");
+    return cfg_fail(c, key, path, "fit's validation under parameter_server (Keras 2's exact evaluation over "
+                    "pss_evaluation_shards) is not modelled yet: cluster.evaluator runs a sidecar evaluation");
   if (s->dist)
     return cfg_fail(c, key, path, "validation runs data-parallel replicas' forward passes: not with "
                     "strategy.distribution's sharded layouts");
   if (split && (s->nfiles > 0 || s->graph_nodes_csv[0] != '\0'))
     return cfg_fail(c, key, path, "splits one table's rows (dataset.csv or dataset.synthetic): give "
                     "validation_data for dataset.%s", s->nfiles > 0 ? "files" : "graph");
+  return 0;
+}
+
+/* Keras 2's fit under ParameterServerStrategy reads its dataset through a DatasetCreator, whose
+** adapter cannot count an epoch: "steps_per_epoch ... must be provided" (data_adapter.py's
+** DatasetCreatorAdapter), and the tutorial calls it required. The sync strategies' epoch is one
+** pass over the dataset (docs/scenario-format.md's batching rule), so nothing else takes it. */
+int cfg_steps_per_epoch_checks(cfg_ctx *c) {
+  const scenario *s = c->s;
+  const yt_node *spe = yt_path(c->root, "training.steps_per_epoch");
+  int ps = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  if (spe && !ps)
+    return cfg_fail(c, spe, "training.steps_per_epoch", "goes with strategy kind parameter_server (its fit "
+                    "cannot count an epoch of a per-worker dataset); a %s epoch is one pass over the dataset",
+                    CFG_STRATEGIES[s->strategy]);
+  if (spe && s->epochs == 0)
+    return cfg_fail(c, spe, "training.steps_per_epoch", "goes with training.epochs; training.steps is one "
+                    "epoch of that many steps already");
+  if (ps && s->epochs > 0 && !spe)
+    return cfg_fail(c, yt_get_key(yt_get(c->root, "training"), "epochs"), "training.steps_per_epoch",
+                    "missing: Model.fit under ParameterServerStrategy needs steps_per_epoch with epochs "
+                    "(its per-worker dataset, repeated, has no end to count an epoch by)");
   return 0;
 }

@@ -97,6 +97,7 @@
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/lifecycle.h"
 #include "scenarios/programs/ps_eval.h"
+#include "scenarios/programs/ps_fit.h"
 #include "scenarios/programs/ps_ff.h"
 #include "scenarios/report/report.h"
 #include "scenarios/programs/trainInt.h"
@@ -140,13 +141,17 @@ typedef struct ps_worker {
   int64_t iteration;      /* optimizer.iterations + 1 as its read returned it (idem), -1 before */
 } ps_worker;
 
-/* One scheduled closure (a training step), across its attempts (invariant 2). */
+/* One scheduled closure (an execution: steps_per_execution training steps), across its
+** attempts (invariant 2). */
 typedef struct ps_closure {
-  long step;              /* the training step it runs */
+  long step;              /* the first training step it runs */
+  int nsteps;             /* the steps it runs (ps_fit.h: fewer at an epoch's end) */
+  int attempt_applied;    /* its steps whose update its current attempt has applied */
   int64_t *read_version;  /* per component: the version its last read saw */
   int64_t *applied_at;    /* per component: the version it had when this update arrived; -1 before */
   int runs;               /* attempts started */
-  int duplicated;         /* part of its update had arrived in an earlier attempt */
+  int duplicated;         /* updates an earlier attempt applied (in part or whole) that it applies
+                          ** again: 0 or 1 for one step, up to nsteps */
   int done;               /* its update was applied and recorded */
   int job_attempt;        /* the chief attempt (lc_restarts(t->life)) that scheduled it */
 } ps_closure;
@@ -191,6 +196,7 @@ struct ps_trainer {
   psff *ff;               /* fast-forward's snapshots, NULL when the run cannot skip */
   size_t fresh;           /* at a snapshot: never-attempted closures at the queue's head */
   long skipped;           /* closures fast-forward skipped */
+  psfit *fit;             /* fit's metrics, loss tracker and History (ps_fit.h) */
 };
 
 static void ff_quiet(sim_engine *e, void *arg);
@@ -273,9 +279,9 @@ static int failed_ps(const ps_trainer *t) {
 
 /* Step k's row: its closure's time from taking the batch to its push applied, of which `compute` on
 ** the worker's CPU; the rest is communication (reads, the push and the ps applying it). */
-static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time start, sim_time compute,
+static void record(ps_trainer *t, const ps_closure *cl, long step, int worker, sim_time start, sim_time compute,
                    double loss, int n) {
-  step_record *rec = train_rows_add(&t->rows, t->in.s, cl->step, start, sim_now(t->engine), loss, n);
+  step_record *rec = train_rows_add(&t->rows, t->in.s, step, start, sim_now(t->engine), loss, n);
   t->rows.kept[t->rows.n - 1] = cl->job_attempt == lc_restarts(t->life);
   t->duplicated += cl->job_attempt != lc_restarts(t->life) && !cl->duplicated;  /* a stray applies its step twice */
   rec->compute_ps = compute;
@@ -283,6 +289,7 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
+  psfit_applied(t->fit, worker, rec->step, cl->job_attempt, rec);
   lc_progress(t->life);
   if (t->ff) sim_engine_on_quiet(t->engine, ff_quiet, t);
 }
@@ -346,25 +353,23 @@ static void release_closure(void *arg) {
   ds_ps_worker_release(w->t->strategy, w->index);
 }
 
-/* The scheduled function: argument 0 is the worker's iterator, argument 1 the closure's index. */
-static int train_step(ds_closure *ctx, void *user, ds_value **result) {
-  ps_trainer *t = user;
-  const scenario *s = t->in.s;
-  ps_worker *w = &t->workers[ds_closure_worker(ctx)];
-  sim_actor *self = ds_closure_actor(ctx);
-  ps_closure *cl = t->closures[(long)md_tensor_get(ds_value_component(ds_closure_value(ctx, 1), 0), 0)];
+/* A step's start on its worker: its row's start, and at its first attempt the at_step faults
+** it meets. A fault with at_step N strikes as a worker starts step N: the chief enqueues every
+** closure at once, so its schedule call would say nothing about when step N runs. */
+static void step_begins(ps_trainer *t, ps_worker *w, const ps_closure *cl, long step) {
   w->start = sim_now(t->engine);
   w->computing = w->iteration = -1;  /* not yet: the snapshot words tell */
-  ds_status st = {0};
-  *result = NULL;
-  if (cl->runs++ > 0 && !cl->duplicated)
-    for (int k = 0; k < t->ncomps; k++) cl->duplicated |= cl->applied_at[k] >= 0;
-  /* A fault with at_step N strikes as a worker starts the closure of step N: the chief enqueues
-  ** every closure at once, so its schedule call would say nothing about when step N runs. */
-  if (cl->runs == 1 && t->plan) sim_fault_plan_step(t->plan, cl->step);
-  if (cl->runs == 1) t->taken_max = cl->step;  /* the FIFO's order: a restart starts lower */
+  if (cl->runs == 1 && t->plan) sim_fault_plan_step(t->plan, step);
+  if (cl->runs == 1) t->taken_max = step;  /* the FIFO's order: a restart starts lower */
+}
 
-  ds_closure_on_kill(ctx, release_closure, w);
+/* One training step of closure cl on its worker, begun (step_begins): its batch from the
+** worker's iterator, the variables read, the forward and backward pass, the push, the record.
+** 0, or -1 when the closure ends here (killed, or failed through ctx). */
+static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl, long step) {
+  const scenario *s = t->in.s;
+  sim_actor *self = ds_closure_actor(ctx);
+  ds_status st = {0};
   md_tensor *next[1] = {NULL};
   /* The element is the batch's row indices: its rows are copied out at once (host work, no
   ** simulated time), so nothing of it is held when the closure is killed. When nothing reads
@@ -390,9 +395,11 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   double loss = 0.0;
   md_cost cost = {.ops = &w->ops};
   md_op_log_clear(&w->ops);
-  /* The closure of step N draws the same masks on whichever worker runs it, however often. */
-  train_dropout_step(s, w->dropout, "closure", cl->step);
+  /* Step N draws the same masks on whichever worker runs it, however often. */
+  train_dropout_step(s, w->dropout, "closure", step);
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
+  if (s->numerics_full && s->nmetrics > 0)  /* update_state on the predictions before the update */
+    psfit_update(t->fit, w->index, md_model_last_output(w->model, w->ws), md_model_num_classes(w->model), &b);
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
                                    w->ops.n);
   w->computing = sim_now(t->engine);
@@ -415,14 +422,43 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, w->iteration, cl->applied_at, &st);
   release_ram(w);
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
-  cl->done = 1;
-  t->duplicated += cl->duplicated;
-  record(t, cl, w->index, w->start, compute, loss, n);
+  cl->attempt_applied++;
+  record(t, cl, step, w->index, w->start, compute, loss, n);
   if (t->traced) {  /* nothing reads a trace that is neither written nor drawn */
     char span[48];
-    snprintf(span, sizeof span, "step %ld", cl->step);
+    snprintf(span, sizeof span, "step %ld", step);
     sim_trace_span(t->engine, w->track, span, "step", w->start, sim_now(t->engine));
   }
+  return 0;
+}
+
+/* The scheduled function, Keras's train_function: cl->nsteps steps in one closure. Argument 0 is
+** the worker's iterator, argument 1 the closure's index. The coordinator's dispatch of it
+** (strategy.host_round_trip) is charged once, before its first step. */
+static int train_step(ds_closure *ctx, void *user, ds_value **result) {
+  ps_trainer *t = user;
+  ps_worker *w = &t->workers[ds_closure_worker(ctx)];
+  ps_closure *cl = t->closures[(long)md_tensor_get(ds_value_component(ds_closure_value(ctx, 1), 0), 0)];
+  *result = NULL;
+  if (cl->runs++ > 0) {  /* what an earlier attempt applied is applied again */
+    int partial = 0;
+    for (int k = 0; k < t->ncomps; k++) partial |= cl->applied_at[k] >= 0;
+    if (cl->attempt_applied + partial > cl->duplicated) cl->duplicated = cl->attempt_applied + partial;
+    cl->attempt_applied = 0;
+  }
+  step_begins(t, w, cl, cl->step);  /* the first step's row holds the dispatch */
+  ds_closure_on_kill(ctx, release_closure, w);
+  if (t->in.s->host_round_trip_s > 0 &&
+      sim_sleep(ds_closure_actor(ctx), sim_time_from_s(t->in.s->host_round_trip_s)) != SIM_OK)
+    return -1;
+  for (int i = 0; i < cl->nsteps; i++) {
+    if (i > 0) step_begins(t, w, cl, cl->step + i);
+    if (run_step(t, w, ctx, cl, cl->step + i) != 0) return -1;
+    /* the next step's staleness is its own: what this one applied no longer marks it */
+    for (int k = 0; i + 1 < cl->nsteps && k < t->ncomps; k++) cl->applied_at[k] = -1;
+  }
+  cl->done = 1;
+  t->duplicated += cl->duplicated;
   return 0;
 }
 
@@ -433,7 +469,7 @@ static ds_dataset *dataset_fn(void *user, ds_status *st) {
   return inp_worker_dataset(&t->in, st);
 }
 
-static int schedule_step(ps_trainer *t, long step, ds_status *st) {
+static int schedule_step(ps_trainer *t, long step, int nsteps, ds_status *st) {
   if (t->nclosures == t->cap_closures) {
     t->cap_closures = t->cap_closures ? 2 * t->cap_closures : 64;
     ps_closure **grown = base_xcalloc((size_t)t->cap_closures, sizeof *grown);
@@ -443,6 +479,7 @@ static int schedule_step(ps_trainer *t, long step, ds_status *st) {
   }
   ps_closure *cl = base_xcalloc(1, sizeof *cl);
   cl->step = step;
+  cl->nsteps = nsteps;
   cl->job_attempt = lc_restarts(t->life);
   cl->read_version = base_xcalloc((size_t)t->ncomps, sizeof *cl->read_version);
   cl->applied_at = base_xcalloc((size_t)t->ncomps, sizeof *cl->applied_at);
@@ -522,12 +559,16 @@ static void chief_main(sim_actor *self, void *arg) {
   const scenario *s = t->in.s;
   ds_status st = {0};
   int rc = 0;
-  for (long step = t->next_step; rc == 0 && step < t->in.steps; step++) {
-    rc = schedule_step(t, step, &st);
-    if (rc == 0 && s->ckpt_every > 0 && (step + 1) % s->ckpt_every == 0 && step + 1 < t->in.steps) {
-      rc = join(t, &st);
-      if (rc == 0) rc = save_checkpoint(t, self, step + 1, &st);
-    }
+  /* An execution a closure (ps_fit.h); a checkpoint due within one is taken after it. A fit's
+  ** epoch ends in a join (data_handler.sync) and the fetch of its logs. */
+  for (long step = t->next_step, end; rc == 0 && step < t->in.steps; step = end) {
+    end = psfit_execution_end(s, step, t->in.steps);
+    rc = schedule_step(t, step, (int)(end - step), &st);
+    int save = s->ckpt_every > 0 && end / s->ckpt_every > step / s->ckpt_every && end < t->in.steps;
+    int epoch_ends = psfit_epoch_ends(s, end);
+    if (rc == 0 && (save || epoch_ends)) rc = join(t, &st);
+    if (rc == 0 && epoch_ends) psfit_epoch_done(t->fit, end / s->steps_per_epoch - 1);
+    if (rc == 0 && save) rc = save_checkpoint(t, self, end, &st);
   }
   if (rc == 0) rc = join(t, &st);
   /* The evaluator ends with the final model: the chief saves it for the evaluator's sake. */
@@ -919,6 +960,7 @@ static void free_trainer(ps_trainer *t) {
   train_rows_free(&t->rows);
   ds_ps_snapshot_free(t->ckpt);
   ps_eval_free(t->eval);
+  psfit_free(t->fit);
   psff_free(t->ff);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
@@ -1045,6 +1087,11 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
   train_outputs o = { t->engine, t->rows.at, t->rows.n, 0, 1, write_weights, each_copy, NULL, t, figures,
                       events, nevents, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
   ps_eval_attach_outputs(t->eval, &o);
+  if (t->in.s->epochs > 0) {  /* a fit: keras.callbacks.History's epochs */
+    o.more_file = "history.csv";
+    o.write_more = psfit_write_history;
+    o.more = t->fit;
+  }
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
@@ -1088,7 +1135,10 @@ int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summa
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
     t.rows_counted = rows_counted(&t);
-    if (s->fast_forward && t.rows_counted)
+    t.fit = psfit_new(s, init, t.nworkers);
+    /* a period of one-step closures in a custom loop (ff_bound counts closures as steps; a fit's
+    ** epochs fetch their logs at joins it does not replay) */
+    if (s->fast_forward && t.rows_counted && s->steps_per_execution <= 1 && s->epochs == 0)
       t.ff = psff_new(4 * t.nworkers + 8, FF_WORKERS + t.nworkers + ds_ps_counters(t.strategy, NULL));
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);
