@@ -363,10 +363,11 @@ static void step_begins(ps_trainer *t, ps_worker *w, const ps_closure *cl, long 
   if (cl->runs == 1) t->taken_max = step;  /* the FIFO's order: a restart starts lower */
 }
 
-/* One training step of closure cl on its worker, begun (step_begins): its batch from the
-** worker's iterator, the variables read, the forward and backward pass, the push, the record.
-** 0, or -1 when the closure ends here (killed, or failed through ctx). */
-static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl, long step) {
+/* Step nth of closure cl on its worker, begun (step_begins): its batch from the worker's
+** iterator, the variables read, the forward and backward pass, the push, the record. The step is
+** read as cl->step + nth where it is used: a fast-forward moves cl->step while the step waits. 0,
+** or -1 when the closure ends here (killed, or failed through ctx). */
+static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl, int nth) {
   const scenario *s = t->in.s;
   sim_actor *self = ds_closure_actor(ctx);
   ds_status st = {0};
@@ -396,7 +397,7 @@ static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl
   md_cost cost = {.ops = &w->ops};
   md_op_log_clear(&w->ops);
   /* Step N draws the same masks on whichever worker runs it, however often. */
-  train_dropout_step(s, w->dropout, "closure", step);
+  train_dropout_step(s, w->dropout, "closure", cl->step + nth);
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
   if (s->numerics_full && s->nmetrics > 0)  /* update_state on the predictions before the update */
     psfit_update(t->fit, w->index, md_model_last_output(w->model, w->ws), md_model_num_classes(w->model), &b);
@@ -423,10 +424,10 @@ static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl
   release_ram(w);
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   cl->attempt_applied++;
-  record(t, cl, step, w->index, w->start, compute, loss, n);
+  record(t, cl, cl->step + nth, w->index, w->start, compute, loss, n);
   if (t->traced) {  /* nothing reads a trace that is neither written nor drawn */
     char span[48];
-    snprintf(span, sizeof span, "step %ld", step);
+    snprintf(span, sizeof span, "step %ld", cl->step + nth);
     sim_trace_span(t->engine, w->track, span, "step", w->start, sim_now(t->engine));
   }
   return 0;
@@ -453,7 +454,7 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     return -1;
   for (int i = 0; i < cl->nsteps; i++) {
     if (i > 0) step_begins(t, w, cl, cl->step + i);
-    if (run_step(t, w, ctx, cl, cl->step + i) != 0) return -1;
+    if (run_step(t, w, ctx, cl, i) != 0) return -1;
     /* the next step's staleness is its own: what this one applied no longer marks it */
     for (int k = 0; i + 1 < cl->nsteps && k < t->ncomps; k++) cl->applied_at[k] = -1;
   }
