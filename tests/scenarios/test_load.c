@@ -488,6 +488,10 @@ static const struct bad_case {
   {"callbacks_backup_and_checkpoint", 12, 3, "training.checkpoint", "or the backup_and_restore callback (fit's), not both"},
   {"callbacks_unknown_name", 13, 7, "training.callbacks[0]", "found csv_logger"},
   {"callbacks_early_stopping_numerics_off", 13, 14, "training.callbacks", "give numerics: full"},
+  {"ps_fit_no_steps_per_epoch", 13, 12, "training.steps_per_epoch", "Model.fit under ParameterServerStrategy needs steps_per_epoch"},
+  {"steps_per_epoch_sync", 12, 40, "training.steps_per_epoch", "goes with strategy kind parameter_server"},
+  {"ps_fit_validation", 13, 61, "training.validation_split", "pss_evaluation_shards) is not modelled yet"},
+  {"ps_fit_callbacks", 13, 54, "training.callbacks", "callbacks run in the sync strategies' fit only"},
 };
 
 static void test_bad_catalogue(void **state) {
