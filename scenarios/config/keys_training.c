@@ -78,6 +78,20 @@ static int validation_freq_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, c
   return 0;
 }
 
+/* pss_evaluation_shards: a count, or "auto" (-1: tf_keras's heuristic, 5 shards per worker). */
+static int pss_shards_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  static const key_spec SHARDS = {.key = "pss_evaluation_shards", .type = V_INT, .lo = 1, .hi = 1e6};
+  long long n;
+  (void)k; (void)base;
+  if (v->kind == YT_SCALAR && !strcmp(v->text, "auto")) {
+    c->s->pss_shards = -1;
+    return 0;
+  }
+  if (cfg_get_int(c, &SHARDS, v, path, &n)) return -1;
+  c->s->pss_shards = (int)n;
+  return 0;
+}
+
 /* validation_data: the held-out rows as a CSV with the dataset's columns, as Keras's
 ** validation_data=(x_val, y_val) arrays. */
 static const key_spec VALIDATION_DATA_KEYS[] = {
@@ -115,6 +129,8 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
   {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS},
+  {.key = "pss_evaluation_shards", .type = V_FN, .fn = pss_shards_fn,
+   .schema = "{\"oneOf\":[{\"type\":\"integer\",\"minimum\":1},{\"enum\":[\"auto\"]}],\"description\":\"parameter_server fit: Keras 2 compile's pss_evaluation_shards, the shards of its exact evaluation (auto: 5 per worker)\"}"},
   {.key = "callbacks", .type = V_FN, .fn = cfg_callbacks_fn, .sub = CFG_CALLBACKS,
    .schema = "{\"type\":\"array\",\"items\":{\"anyOf\":[\"$one\",{\"enum\":[\"backup_and_restore\",\"model_checkpoint\","
              "\"early_stopping\",\"terminate_on_nan\",\"tensorboard\"]}]},\"description\":\"Keras callbacks, each "
@@ -206,9 +222,6 @@ int cfg_validation_checks(cfg_ctx *c) {
     return 0;
   }
   if (!key) return 0;
-  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
-    return cfg_fail(c, key, path, "fit's validation under parameter_server (Keras 2's exact evaluation over "
-                    "pss_evaluation_shards) is not modelled yet: cluster.evaluator runs a sidecar evaluation");
   if (s->dist)
     return cfg_fail(c, key, path, "validation runs data-parallel replicas' forward passes: not with "
                     "strategy.distribution's sharded layouts");
@@ -225,7 +238,25 @@ int cfg_validation_checks(cfg_ctx *c) {
 int cfg_steps_per_epoch_checks(cfg_ctx *c) {
   const scenario *s = c->s;
   const yt_node *spe = yt_path(c->root, "training.steps_per_epoch");
+  const yt_node *shards = yt_path(c->root, "training.pss_evaluation_shards");
+  const yt_node *steps = yt_path(c->root, "training.validation_steps");
   int ps = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  int validates = s->validation_split > 0 || s->validation_csv[0] != '\0';
+  if (shards && !ps)
+    return cfg_fail(c, shards, "training.pss_evaluation_shards", "goes with strategy kind parameter_server, not %s",
+                    CFG_STRATEGIES[s->strategy]);
+  if (shards && !validates)
+    return cfg_fail(c, shards, "training.pss_evaluation_shards", "has no effect without validation_split or "
+                    "validation_data");
+  /* Without shards TF's fit evaluates validation_steps batches from each worker's own copy of
+  ** the data, with no visitation guarantee: not modelled. */
+  if (ps && validates && !shards)
+    return cfg_fail(c, yt_path(c->root, s->validation_split > 0 ? "training.validation_split" : "training.validation_data"),
+                    "training.pss_evaluation_shards", "missing: parameter_server's fit validates by Keras 2's exact "
+                    "evaluation here: give pss_evaluation_shards (a count, or auto)");
+  if (ps && shards && steps)
+    return cfg_fail(c, steps, "training.validation_steps", "has no effect with pss_evaluation_shards: each shard is "
+                    "read to its end, every validation batch once (Keras's exact evaluation)");
   if (spe && !ps)
     return cfg_fail(c, spe, "training.steps_per_epoch", "goes with strategy kind parameter_server (its fit "
                     "cannot count an epoch of a per-worker dataset); a %s epoch is one pass over the dataset",

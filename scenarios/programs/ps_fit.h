@@ -23,17 +23,33 @@
 ** each step's row (metrics.csv) and at the epoch's join (history.csv). A closure a preemption
 ** cuts short runs again whole: its steps applied before are applied, and counted, twice, as in
 ** TF. A restarted chief is a new process: its metrics start from zero.
+**
+** Validation (validation_split or validation_data, after the epochs validation_freq names) is
+** Keras 2.12's exact evaluation, compile(pss_evaluation_shards=S) ("auto": 5 per worker, as
+** tf_keras's _infer_exact_eval_shards): evaluate() schedules S closures, shard_test_function
+** over shard i of the validation dataset (batched by validation_batch_size, in order, no
+** shuffle; auto_shard_dataset's DATA sharding of its batches: batch b goes to shard b mod S),
+** then joins. A shard's closure reads every variable once, whole (cache_variable_reads: a table
+** too), runs the forward pass of each of its batches on the worker's CPU and updates its own
+** copies of the loss tracker and metrics (with_metric_local_vars_scope), which it returns; the
+** chief sums the S states (_aggregate_exact_metrics) into val_loss and val_<metric>. A shard cut
+** short by a preemption runs again from its first batch with fresh state: every validation
+** example is counted exactly once, whatever fails.
 */
 #ifndef PODSIM_PS_FIT_H
 #define PODSIM_PS_FIT_H
 
 #include "models/metric.h"
-#include "scenarios/report/report.h"
+#include "scenarios/programs/trainInt.h"
 
 typedef struct psfit psfit;
 
-/* The fit of scenario s (its metrics resolved against model m's outputs) for nworkers workers. */
-psfit *psfit_new(const scenario *s, const md_model *m, int nworkers);
+/* The fit of in->s (its metrics resolved against model m's outputs), after train_load_data: the
+** validation rows are taken (validation_split's from in->data). TR_EXIT_OK or TR_EXIT_INPUT
+** with err (validation_data's CSV). */
+int    psfit_new(train_input *in, const md_model *m, psfit **out, scn_error *err);
+/* Its state for nworkers workers, before the first closure runs. */
+void   psfit_start(psfit *f, int nworkers);
 void   psfit_free(psfit *f);
 /* The end (exclusive) of the execution that starts at `step` of a run of `steps`: N steps, fewer
 ** at an epoch's end or the run's. */
@@ -49,7 +65,19 @@ void   psfit_update(psfit *f, int worker, const float *pred, int outputs, const 
 void   psfit_applied(psfit *f, int worker, long step, int attempt, step_record *rec);
 /* The chief's join at the end of epoch `epoch` (0-based): History's row is fetched. */
 void   psfit_epoch_done(psfit *f, long epoch);
-/* history.csv: a row per epoch the fit ended (epoch, loss, each metric), as keras.callbacks.History
+/* The shards evaluated after epoch `epoch` (0-based) ends: 0 when none is due. */
+int    psfit_val_shards(const psfit *f, long epoch);
+/* A shard's closure begins: its state is zeroed. */
+void   psfit_val_begin(psfit *f, int shard);
+/* Batch k of shard `shard` evaluated by worker `worker` on model m (ws its workspace): the
+** forward pass's cost added to *cost, its loss and metric counts to the shard's state. 0 when
+** the shard has no batch k. */
+int    psfit_val_batch(psfit *f, int worker, int shard, long k, md_model *m, md_workspace *ws, md_cost *cost);
+/* The chief's join after the evaluation of epoch `epoch`: the shards' states summed, its val_
+** logs. */
+void   psfit_val_done(psfit *f, long epoch);
+/* history.csv: a row per epoch the fit ended (epoch, loss, each metric, and with validation
+** val_loss and each val_ metric, empty on epochs not evaluated), as keras.callbacks.History
 ** holds them. ctx: the psfit. 0 or -1 (errno). */
 int    psfit_write_history(const void *ctx, const char *path);
 

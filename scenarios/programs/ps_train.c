@@ -463,6 +463,44 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   return 0;
 }
 
+/* A shard of fit's exact evaluation (ps_fit.h), tf_keras's shard_test_function: argument 0 is
+** the shard. Every variable read once, whole (cache_variable_reads), into the worker's copy; the
+** forward pass of each of the shard's batches charged on its CPU; the shard's state is its own
+** and starts again with each attempt. */
+static int eval_shard(ds_closure *ctx, void *user, ds_value **result) {
+  ps_trainer *t = user;
+  ps_worker *w = &t->workers[ds_closure_worker(ctx)];
+  sim_actor *self = ds_closure_actor(ctx);
+  int shard = (int)md_tensor_get(ds_value_component(ds_closure_value(ctx, 0), 0), 0);
+  ds_status st = {0};
+  sim_time start = sim_now(t->engine);
+  *result = NULL;
+  ds_closure_on_kill(ctx, release_closure, w);
+  if (t->in.s->host_round_trip_s > 0 && sim_sleep(self, sim_time_from_s(t->in.s->host_round_trip_s)) != SIM_OK)
+    return -1;
+  if (w->values == NULL) w->values = base_xcalloc((size_t)t->nvars, sizeof *w->values);
+  if (ds_ps_read_many(t->strategy, self, w->index, t->nvars, t->vars, NULL, w->values, NULL, NULL, &st) != 0)
+    return ds_closure_fail_ps(ctx, failed_ps(t));
+  for (int i = 0; i < t->nvars; i++) {
+    float *dst = md_model_var(w->model, i)->data;
+    if (dst) memcpy(dst, md_tensor_f32(w->values[i]), w->values[i]->size * sizeof(float));
+    md_tensor_free(w->values[i]);
+  }
+  psfit_val_begin(t->fit, shard);
+  md_cost cost = {.ops = &w->ops};
+  md_op_log_clear(&w->ops);
+  for (long k = 0; psfit_val_batch(t->fit, w->index, shard, k, w->model, w->ws, &cost); k++) continue;
+  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
+                                      w->ops.n);
+  if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
+  if (t->traced) {
+    char span[48];
+    snprintf(span, sizeof span, "evaluate shard %d", shard);
+    sim_trace_span(t->engine, w->track, span, "evaluation", start, sim_now(t->engine));
+  }
+  return 0;
+}
+
 /* ---- the chief ------------------------------------------------------------------------------ */
 
 static ds_dataset *dataset_fn(void *user, ds_status *st) {
@@ -555,6 +593,23 @@ static int join(ps_trainer *t, ds_status *st) {
   return rc;
 }
 
+/* fit's evaluate() after epoch `epoch`'s join, when validation_freq names it: one closure per
+** shard, a join, the shards' states summed (ps_fit.h). */
+static int evaluate_epoch(ps_trainer *t, long epoch, ds_status *st) {
+  int shards = psfit_val_shards(t->fit, epoch), rc = 0;
+  for (int i = 0; rc == 0 && i < shards; i++) {
+    int64_t index = i;
+    ds_value *arg = ds_value_regular(md_tensor_from(MD_INT64, 0, NULL, &index));
+    ds_closure_arg args[1] = { ds_closure_arg_value(arg) };
+    ds_function fn = { eval_shard, t, 1 };
+    rc = ds_coordinator_schedule(t->coord, &fn, 1, args, NULL, st);
+    ds_value_free(arg);
+  }
+  if (rc == 0 && shards > 0) rc = join(t, st);
+  if (rc == 0 && shards > 0) psfit_val_done(t->fit, epoch);
+  return rc;
+}
+
 static void chief_main(sim_actor *self, void *arg) {
   ps_trainer *t = arg;
   const scenario *s = t->in.s;
@@ -569,6 +624,7 @@ static void chief_main(sim_actor *self, void *arg) {
     int epoch_ends = psfit_epoch_ends(s, end);
     if (rc == 0 && (save || epoch_ends)) rc = join(t, &st);
     if (rc == 0 && epoch_ends) psfit_epoch_done(t->fit, end / s->steps_per_epoch - 1);
+    if (rc == 0 && epoch_ends) rc = evaluate_epoch(t, end / s->steps_per_epoch - 1, &st);
     if (rc == 0 && save) rc = save_checkpoint(t, self, end, &st);
   }
   if (rc == 0) rc = join(t, &st);
@@ -1101,6 +1157,7 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
 static int prepare(ps_trainer *t, md_model **init, scn_error *err) {
   int rc = train_build_model(t->in.s, init, err);
   if (rc == TR_EXIT_OK) rc = train_load_data(&t->in, *init, err);
+  if (rc == TR_EXIT_OK) rc = psfit_new(&t->in, *init, &t->fit, err);  /* validation_split's rows leave */
   if (rc == TR_EXIT_OK) rc = train_count_steps(&t->in, err);
   if (rc == TR_EXIT_OK) rc = faults_load(t->in.s, &t->faults, err);
   return rc;
@@ -1136,7 +1193,7 @@ int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summa
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
     t.rows_counted = rows_counted(&t);
-    t.fit = psfit_new(s, init, t.nworkers);
+    psfit_start(t.fit, t.nworkers);
     /* a period of one-step closures in a custom loop (ff_bound counts closures as steps; a fit's
     ** epochs fetch their logs at joins it does not replay) */
     if (s->fast_forward && t.rows_counted && s->steps_per_execution <= 1 && s->epochs == 0)

@@ -3,11 +3,13 @@
 ** run end to end on tests/data/ps/fit_one_worker.yaml: the fit is the custom loop it stands for
 ** and, with one worker, the sync program's fit; steps_per_execution makes executions closures
 ** (one dispatch each); the metrics count every worker's steps; a preempted execution runs again
-** whole. Ported from tf_keras's keras/distribute/dataset_creator_model_fit_test.py
+** whole; the exact evaluation of fit's validation visits every validation batch once, preempted or
+** not. Ported from tf_keras's keras/distribute/dataset_creator_model_fit_test.py
 ** (testModelFit, testModelFitWithStepsPerExecution, testModelMetricsStepsPerExecution: fit
 ** with steps_per_epoch under ParameterServerStrategy, the metrics' values after it) and
 ** keras/distribute/parameter_server_training_test.py (fault tolerance: a worker preempted, the
-** closure retried).
+** closure retried) and keras/distribute/parameter_server_exact_evaluation_test.py (exact
+** evaluation's metrics equal the single-worker evaluation's, with and without worker failures).
 */
 #include "tests/testutil.h"
 
@@ -32,7 +34,7 @@ static char *slurp(const char *dir, const char *name) {
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
-  static char buf[1 << 20];
+  static char buf[1 << 22];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   buf[n] = 0;
   fclose(f);
@@ -184,6 +186,77 @@ static void preempted_execution_runs_again(void **state) {
   tu_remove_dir(out);
 }
 
+/* Validation by exact evaluation with one worker and one shard is the sync fit's validation:
+** fit_one_device.yaml and the parameter-server fit with validation_split 0.25 (288 rows train,
+** 9 steps an epoch; 96 validate in 5 batches of validation_batch_size 20, the last of 16) write
+** the same history.csv, val_ columns included (val_loss 0.90524178743362427 after epoch 0). */
+static void exact_evaluation_is_the_sync_validation(void **state) {
+  (void)state;
+  static const char *const PS[] = {"training.steps_per_epoch=9", "training.epochs=4", "training.validation_split=0.25",
+                                   "training.pss_evaluation_shards=1", "training.validation_batch_size=20"};
+  static const char *const ONE[] = {"training.validation_split=0.25", "training.validation_batch_size=20"};
+  char *ps = tu_temp_dir("podsim-psfit"), *one = tu_temp_dir("podsim-psfit");
+  run_summary a, b;
+  assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", PS, 5, ps, &a), TR_EXIT_OK);
+  assert_int_equal(run_with("tests/data/ps/fit_one_device.yaml", ONE, 2, one, &b), TR_EXIT_OK);
+  char *ha = slurp(ps, "history.csv"), *hb = slurp(one, "history.csv");
+  assert_string_equal(ha, hb);
+  assert_non_null(strstr(ha, ",val_loss,val_accuracy,val_sparse_categorical_crossentropy\n"));
+  assert_non_null(strstr(ha, ",0.90524178743362427,"));
+  free(ha);
+  free(hb);
+  tu_remove_dir(ps);
+  tu_remove_dir(one);
+}
+
+/* Line `line` (0-based) of text from its column `col` on (to the end of the text). */
+static const char *field(const char *text, int line, int col) {
+  for (int i = 0; i < line && text; i++) text = strchr(text, '\n') ? strchr(text, '\n') + 1 : NULL;
+  for (int c = 0; c < col && text; c++) text = strchr(text, ',') ? strchr(text, ',') + 1 : NULL;
+  assert_non_null(text);
+  return text;
+}
+
+/* Two workers, four shards, the last evaluation (720.1475 to 742.3315 us) cut by a preemption of
+** either worker at 725 us (down 50 us): the shard it was running goes back to the queue's tail
+** and is evaluated again from its first batch with fresh state (retried 1), so the val_ logs are
+** the undisturbed run's bit for bit (the shards' states are summed in shard order); only the end
+** moves, to 763.2095 us. auto is 5 shards per worker: 10 closures an evaluation, 40 in 4 epochs
+** (shards 5 to 9 have no batch of the 5: they read the variables and evaluate nothing). */
+static void exact_evaluation_visits_each_batch_once(void **state) {
+  (void)state;
+  const char *sets[] = {"training.steps_per_epoch=9", "training.epochs=4", "training.validation_split=0.25",
+                        "training.pss_evaluation_shards=4", "training.validation_batch_size=20",
+                        "cluster.workers.count=2", NULL};
+  char *out = tu_temp_dir("podsim-psfit");
+  run_summary sum;
+  assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", sets, 6, out, &sum), TR_EXIT_OK);
+  assert_int_equal(llround(sum.sim_time_s * 1e12), 742331500LL);
+  char *undisturbed = slurp(out, "history.csv");
+  static const char *const FAULTS[] = {"faults=[{kind: preempt, target: worker:0, at: 725us, down_for: 50us}]",
+                                       "faults=[{kind: preempt, target: worker:1, at: 725us, down_for: 50us}]"};
+  for (int w = 0; w < 2; w++) {
+    sets[6] = FAULTS[w];
+    assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", sets, 7, out, &sum), TR_EXIT_OK);
+    assert_int_equal(sum.retried_closures, 1);
+    assert_int_equal(sum.duplicated_updates, 0);
+    assert_int_equal(llround(sum.sim_time_s * 1e12), 763209500LL);
+    char *h = slurp(out, "history.csv");
+    assert_string_equal(field(h, 4, 4), field(undisturbed, 4, 4));  /* epoch 3's val_ columns */
+    free(h);
+  }
+  free(undisturbed);
+  sets[3] = "training.pss_evaluation_shards=auto";
+  sets[6] = "outputs.trace=true";
+  assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", sets, 7, out, &sum), TR_EXIT_OK);
+  char *trace = slurp(out, "trace.json");
+  int spans = 0;
+  for (const char *p = trace; (p = strstr(p, "\"evaluate shard ")) != NULL; p++) spans++;
+  assert_int_equal(spans, 40);
+  free(trace);
+  tu_remove_dir(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(one_worker_fit_is_the_sync_fit),
@@ -191,6 +264,8 @@ int main(void) {
     cmocka_unit_test(executions_are_closures),
     cmocka_unit_test(metrics_count_every_worker),
     cmocka_unit_test(preempted_execution_runs_again),
+    cmocka_unit_test(exact_evaluation_is_the_sync_validation),
+    cmocka_unit_test(exact_evaluation_visits_each_batch_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
