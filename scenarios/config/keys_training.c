@@ -231,11 +231,12 @@ int cfg_validation_checks(cfg_ctx *c) {
   return 0;
 }
 
-/* Keras 2's fit under ParameterServerStrategy reads its dataset through a DatasetCreator, whose
-** adapter cannot count an epoch: "steps_per_epoch ... must be provided" (data_adapter.py's
-** DatasetCreatorAdapter), and the tutorial calls it required. The sync strategies' epoch is one
-** pass over the dataset (docs/scenario-format.md's batching rule), so nothing else takes it. */
-int cfg_steps_per_epoch_checks(cfg_ctx *c) {
+/* Keras 2's fit under ParameterServerStrategy (scenarios/programs/ps_fit.h) reads its dataset
+** through a DatasetCreator, whose adapter cannot count an epoch: "steps_per_epoch ... must be
+** provided" (data_adapter.py's DatasetCreatorAdapter), and the tutorial calls it required. The
+** sync strategies' epoch is one pass over the dataset (docs/scenario-format.md's batching rule),
+** so nothing else takes it. Its validation is exact evaluation, over pss_evaluation_shards. */
+int cfg_ps_fit_checks(cfg_ctx *c) {
   const scenario *s = c->s;
   const yt_node *spe = yt_path(c->root, "training.steps_per_epoch");
   const yt_node *shards = yt_path(c->root, "training.pss_evaluation_shards");
@@ -248,11 +249,16 @@ int cfg_steps_per_epoch_checks(cfg_ctx *c) {
   if (shards && !validates)
     return cfg_fail(c, shards, "training.pss_evaluation_shards", "has no effect without validation_split or "
                     "validation_data");
+  /* tf_keras's fit: "`validation_split` is only supported for Tensors or NumPy arrays", and
+  ** ParameterServerStrategy's fit takes a dataset (or DatasetCreator) only. */
+  if (ps && s->epochs > 0 && s->validation_split > 0)
+    return cfg_fail(c, yt_path(c->root, "training.validation_split"), "training.validation_split",
+                    "ValueError: validation_split is only supported for Tensors or NumPy arrays, and "
+                    "Model.fit under ParameterServerStrategy reads a dataset: give validation_data");
   /* Without shards TF's fit evaluates validation_steps batches from each worker's own copy of
   ** the data, with no visitation guarantee: not modelled. */
   if (ps && validates && !shards)
-    return cfg_fail(c, yt_path(c->root, s->validation_split > 0 ? "training.validation_split" : "training.validation_data"),
-                    "training.pss_evaluation_shards", "missing: parameter_server's fit validates by Keras 2's exact "
+    return cfg_fail(c, yt_path(c->root, "training.validation_data"), "training.pss_evaluation_shards", "missing: parameter_server's fit validates by Keras 2's exact "
                     "evaluation here: give pss_evaluation_shards (a count, or auto)");
   if (ps && shards && steps)
     return cfg_fail(c, steps, "training.validation_steps", "has no effect with pss_evaluation_shards: each shard is "

@@ -660,7 +660,7 @@ static int cross_checks(cfg_ctx *c) {
     return cfg_fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
                 "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
   if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0 ||
-                cfg_validation_checks(c) != 0 || cfg_steps_per_epoch_checks(c) != 0))
+                cfg_validation_checks(c) != 0 || cfg_ps_fit_checks(c) != 0))
     return -1;
   if (workload) {
     s->has_workload = 1;

@@ -186,15 +186,18 @@ static void preempted_execution_runs_again(void **state) {
   tu_remove_dir(out);
 }
 
+/* validation_data: the 384 training rows again, in 20 batches of validation_batch_size 20 (the
+** last of 4); parameter_server refuses validation_split, as TF's fit does for a dataset. */
+#define VALIDATION_DATA "training.validation_data={csv: ../../golden/mlp_momentum/data.csv}"
+
 /* Validation by exact evaluation with one worker and one shard is the sync fit's validation:
-** fit_one_device.yaml and the parameter-server fit with validation_split 0.25 (288 rows train,
-** 9 steps an epoch; 96 validate in 5 batches of validation_batch_size 20, the last of 16) write
-** the same history.csv, val_ columns included (val_loss 0.90524178743362427 after epoch 0). */
+** fit_one_device.yaml and the parameter-server fit of steps_per_epoch 12 write the same
+** history.csv, val_ columns included (val_loss 0.75445222854614258 after epoch 0). */
 static void exact_evaluation_is_the_sync_validation(void **state) {
   (void)state;
-  static const char *const PS[] = {"training.steps_per_epoch=9", "training.epochs=4", "training.validation_split=0.25",
+  static const char *const PS[] = {"training.steps_per_epoch=12", "training.epochs=4", VALIDATION_DATA,
                                    "training.pss_evaluation_shards=1", "training.validation_batch_size=20"};
-  static const char *const ONE[] = {"training.validation_split=0.25", "training.validation_batch_size=20"};
+  static const char *const ONE[] = {VALIDATION_DATA, "training.validation_batch_size=20"};
   char *ps = tu_temp_dir("podsim-psfit"), *one = tu_temp_dir("podsim-psfit");
   run_summary a, b;
   assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", PS, 5, ps, &a), TR_EXIT_OK);
@@ -202,7 +205,7 @@ static void exact_evaluation_is_the_sync_validation(void **state) {
   char *ha = slurp(ps, "history.csv"), *hb = slurp(one, "history.csv");
   assert_string_equal(ha, hb);
   assert_non_null(strstr(ha, ",val_loss,val_accuracy,val_sparse_categorical_crossentropy\n"));
-  assert_non_null(strstr(ha, ",0.90524178743362427,"));
+  assert_non_null(strstr(ha, ",0.75445222854614258,"));
   free(ha);
   free(hb);
   tu_remove_dir(ps);
@@ -217,30 +220,30 @@ static const char *field(const char *text, int line, int col) {
   return text;
 }
 
-/* Two workers, four shards, the last evaluation (720.1475 to 742.3315 us) cut by a preemption of
-** either worker at 725 us (down 50 us): the shard it was running goes back to the queue's tail
-** and is evaluated again from its first batch with fresh state (retried 1), so the val_ logs are
-** the undisturbed run's bit for bit (the shards' states are summed in shard order); only the end
-** moves, to 763.2095 us. auto is 5 shards per worker: 10 closures an evaluation, 40 in 4 epochs
-** (shards 5 to 9 have no batch of the 5: they read the variables and evaluate nothing). */
+/* Two workers, four shards of the 20 validation batches, the last evaluation (1111.058 to
+** 1135.738 us) cut by a preemption of either worker at 1115 us (down 50 us): the shard it was
+** running goes back to the queue's tail and is evaluated again from its first batch with fresh
+** state (retried 1), so the val_ logs are the undisturbed run's bit for bit (the shards' states
+** are summed in shard order); only the end moves, to 1158.626 us. auto is 5 shards per worker:
+** 10 closures an evaluation, 40 in 4 epochs. */
 static void exact_evaluation_visits_each_batch_once(void **state) {
   (void)state;
-  const char *sets[] = {"training.steps_per_epoch=9", "training.epochs=4", "training.validation_split=0.25",
+  const char *sets[] = {"training.steps_per_epoch=12", "training.epochs=4", VALIDATION_DATA,
                         "training.pss_evaluation_shards=4", "training.validation_batch_size=20",
                         "cluster.workers.count=2", NULL};
   char *out = tu_temp_dir("podsim-psfit");
   run_summary sum;
   assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", sets, 6, out, &sum), TR_EXIT_OK);
-  assert_int_equal(llround(sum.sim_time_s * 1e12), 742331500LL);
+  assert_int_equal(llround(sum.sim_time_s * 1e12), 1135738000LL);
   char *undisturbed = slurp(out, "history.csv");
-  static const char *const FAULTS[] = {"faults=[{kind: preempt, target: worker:0, at: 725us, down_for: 50us}]",
-                                       "faults=[{kind: preempt, target: worker:1, at: 725us, down_for: 50us}]"};
+  static const char *const FAULTS[] = {"faults=[{kind: preempt, target: worker:0, at: 1115us, down_for: 50us}]",
+                                       "faults=[{kind: preempt, target: worker:1, at: 1115us, down_for: 50us}]"};
   for (int w = 0; w < 2; w++) {
     sets[6] = FAULTS[w];
     assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", sets, 7, out, &sum), TR_EXIT_OK);
     assert_int_equal(sum.retried_closures, 1);
     assert_int_equal(sum.duplicated_updates, 0);
-    assert_int_equal(llround(sum.sim_time_s * 1e12), 763209500LL);
+    assert_int_equal(llround(sum.sim_time_s * 1e12), 1158626000LL);
     char *h = slurp(out, "history.csv");
     assert_string_equal(field(h, 4, 4), field(undisturbed, 4, 4));  /* epoch 3's val_ columns */
     free(h);
