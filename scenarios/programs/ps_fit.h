@@ -35,6 +35,9 @@
 ** chief sums the S states (_aggregate_exact_metrics) into val_loss and val_<metric>. A shard cut
 ** short by a preemption runs again from its first batch with fresh state: every validation
 ** example is counted exactly once, whatever fails.
+**
+** BackupAndRestore (save_freq epoch) is ps_train.c's checkpoint at each epoch's join, after the
+** evaluation; a restarted chief resumes at the epoch after it.
 */
 #ifndef PODSIM_PS_FIT_H
 #define PODSIM_PS_FIT_H

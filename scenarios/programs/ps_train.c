@@ -625,6 +625,8 @@ static void chief_main(sim_actor *self, void *arg) {
     if (rc == 0 && (save || epoch_ends)) rc = join(t, &st);
     if (rc == 0 && epoch_ends) psfit_epoch_done(t->fit, end / s->steps_per_epoch - 1);
     if (rc == 0 && epoch_ends) rc = evaluate_epoch(t, end / s->steps_per_epoch - 1, &st);
+    /* BackupAndRestore.on_epoch_end: the backup a restarted chief resumes from, at the next epoch */
+    if (rc == 0 && epoch_ends && s->cb.backup) rc = save_checkpoint(t, self, end, &st);
     if (rc == 0 && save) rc = save_checkpoint(t, self, end, &st);
   }
   if (rc == 0) rc = join(t, &st);
@@ -1188,7 +1190,7 @@ int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summa
   }
   t.traced = s->trace || report_needs_trace(s->plots);
   t.engine = train_engine_new(t.traced);
-  t.life = lc_new(s, t.engine, s->has_restart && s->ckpt_every > 0, &CHIEF, &t);
+  t.life = lc_new(s, t.engine, s->has_restart && (s->ckpt_every > 0 || s->cb.backup), &CHIEF, &t);
   train_rows_init(&t.rows, t.in.steps, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
