@@ -27,6 +27,11 @@
 ** whole dataset from its first batch (in the same order: the shuffle's seed is the scenario's),
 ** and a worker back from a failure starts again from the first batch, as in TF.
 **
+** Keras 2's Model.fit (ps_fit.h) is the same loop in executions: a closure runs
+** steps_per_execution steps one after another, an epoch ends in a join (then its exact
+** evaluation's shard closures, and its BackupAndRestore backup), and the compiled metrics are
+** counted as each step's push is applied. With steps and steps_per_execution 1, the custom loop.
+**
 ** Failures (docs/faults.md): a worker down is ds_coordinator_worker_failed (its closure goes back
 ** to the queue; the closure's on-kill, release_closure, frees what its read or push held); back
 ** after down_for. A ps down, or
@@ -36,8 +41,9 @@
 ** the job fails (exit 3).
 **
 ** Invariants:
-**   (1) a step's record is written once, when its closure's push has been applied: metrics.csv
-**       has one row per applied closure, in completion order;
+**   (1) a step's record is written once per attempt that applies it, when its push has been
+**       applied: metrics.csv has one row per applied step, in completion order (an execution
+**       run again applies its earlier steps again, each a row);
 **   (2) a closure's progress (which components its update reached, in any attempt) lives in the
 **       closure table, not on the worker's stack, so a killed attempt leaves its trace: a closure
 **       that runs again after part of its update arrived is counted duplicated, once;
