@@ -220,6 +220,30 @@ static const char *field(const char *text, int line, int col) {
   return text;
 }
 
+/* TensorFlow's own: tf_keras 2.21's fit under ParameterServerStrategy on an in-process cluster
+** of one worker and one ps (tests/golden/ps_fit, gen.py) gives History's loss, metrics and exact
+** evaluation's val_ logs; podsim's parameter-server fit of the same compile and fit writes them
+** within the golden tolerance (|got - want| <= 1e-5 + 1e-5 |want|; they agree to ~4e-7), each of
+** the 4 epochs x 6 columns. */
+static void fit_matches_tensorflow(void **state) {
+  (void)state;
+  static const char *const PS[] = {"training.steps_per_epoch=12", "training.epochs=4", VALIDATION_DATA,
+                                   "training.pss_evaluation_shards=1", "training.validation_batch_size=20"};
+  char *out = tu_temp_dir("podsim-psfit");
+  run_summary sum;
+  assert_int_equal(run_with("tests/data/ps/fit_one_worker.yaml", PS, 5, out, &sum), TR_EXIT_OK);
+  char path[512];
+  snprintf(path, sizeof path, "%s/history.csv", out);
+  for (int col = 1; col <= 6; col++) {
+    static double got[8], want[8];
+    assert_int_equal(tu_read_column(path, col, got, 8, NULL), 4);
+    assert_int_equal(tu_read_column(tu_src("tests/golden/ps_fit/expected_history.csv"), col, want, 8, NULL), 4);
+    for (int e = 0; e < 4; e++)
+      if (!TU_GOLDEN_CLOSE(got[e], want[e])) fail_msg("epoch %d column %d: %.9g, TensorFlow %.9g", e, col, got[e], want[e]);
+  }
+  tu_remove_dir(out);
+}
+
 /* Two workers, four shards of the 20 validation batches, the last evaluation (1111.058 to
 ** 1135.738 us) cut by a preemption of either worker at 1115 us (down 50 us): the shard it was
 ** running goes back to the queue's tail and is evaluated again from its first batch with fresh
@@ -300,6 +324,7 @@ int main(void) {
     cmocka_unit_test(metrics_count_every_worker),
     cmocka_unit_test(preempted_execution_runs_again),
     cmocka_unit_test(exact_evaluation_is_the_sync_validation),
+    cmocka_unit_test(fit_matches_tensorflow),
     cmocka_unit_test(exact_evaluation_visits_each_batch_once),
     cmocka_unit_test(backup_and_restore_resumes_at_the_epoch),
   };
