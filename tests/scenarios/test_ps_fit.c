@@ -47,6 +47,14 @@ static int read_col(const char *dir, const char *name, int col, double *out) {
   return tu_read_column(path, col, out, MAX_ROWS, NULL);
 }
 
+/* The 195 final weights of the runs in dirs a and b are the same floats. */
+static void same_weights(const char *a, const char *b) {
+  static double wa[MAX_ROWS], wb[MAX_ROWS];
+  assert_int_equal(read_col(a, "final_weights.csv", 2, wa), 195);
+  assert_int_equal(read_col(b, "final_weights.csv", 2, wb), 195);
+  for (int i = 0; i < 195; i++) assert_true(wa[i] == wb[i]);
+}
+
 /* One worker reads what it pushed, so the parameter-server fit of 4 epochs of steps_per_epoch
 ** 12 (384 rows at 32: one pass) with steps_per_execution 4 is the one_device fit of 4 epochs
 ** (fit_one_device.yaml): history.csv the same bytes (loss, accuracy and
@@ -63,10 +71,7 @@ static void one_worker_fit_is_the_sync_fit(void **state) {
   char *ha = slurp(ps, "history.csv"), *hb = slurp(one, "history.csv");
   assert_string_equal(ha, hb);
   assert_non_null(strstr(ha, "\n3,0.15261456948545718,0.96354168653488159,"));
-  static double wa[MAX_ROWS], wb[MAX_ROWS];
-  assert_int_equal(read_col(ps, "final_weights.csv", 2, wa), 195);
-  assert_int_equal(read_col(one, "final_weights.csv", 2, wb), 195);
-  for (int i = 0; i < 195; i++) assert_true(wa[i] == wb[i]);
+  same_weights(ps, one);
   free(ha);
   free(hb);
   tu_remove_dir(ps);
@@ -91,9 +96,7 @@ static void fit_is_the_custom_loop(void **state) {
     assert_true(la[i] == lb[i]);
     if (!TU_GOLDEN_CLOSE(la[i], want[i])) fail_msg("step %d loss %.9g, expected %.9g", i, la[i], want[i]);
   }
-  assert_int_equal(read_col(fit, "final_weights.csv", 2, la), 195);
-  assert_int_equal(read_col(loop, "final_weights.csv", 2, lb), 195);
-  for (int i = 0; i < 195; i++) assert_true(la[i] == lb[i]);
+  same_weights(fit, loop);
   assert_true(a.final_loss == b.final_loss);
   tu_remove_dir(fit);
   tu_remove_dir(loop);
@@ -303,10 +306,7 @@ static void backup_and_restore_resumes_at_the_epoch(void **state) {
   assert_int_equal(b.lost_steps, 6);
   assert_int_equal(b.checkpoints, 4);
   assert_int_equal(b.steps_completed, 48);
-  static double wa[MAX_ROWS], wb[MAX_ROWS];
-  assert_int_equal(read_col(plain, "final_weights.csv", 2, wa), 195);
-  assert_int_equal(read_col(backed, "final_weights.csv", 2, wb), 195);
-  for (int i = 0; i < 195; i++) assert_true(wa[i] == wb[i]);
+  same_weights(plain, backed);
   char *ha = slurp(plain, "history.csv"), *hb = slurp(backed, "history.csv");
   assert_string_equal(ha, hb);
   free(ha);
