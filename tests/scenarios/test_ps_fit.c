@@ -4,12 +4,13 @@
 ** and, with one worker, the sync program's fit; steps_per_execution makes executions closures
 ** (one dispatch each); the metrics count every worker's steps; a preempted execution runs again
 ** whole; the exact evaluation of fit's validation visits every validation batch once, preempted or
-** not. Ported from tf_keras's keras/distribute/dataset_creator_model_fit_test.py
-** (testModelFit, testModelFitWithStepsPerExecution, testModelMetricsStepsPerExecution: fit
-** with steps_per_epoch under ParameterServerStrategy, the metrics' values after it) and
-** keras/distribute/parameter_server_training_test.py (fault tolerance: a worker preempted, the
-** closure retried) and keras/distribute/parameter_server_exact_evaluation_test.py (exact
-** evaluation's metrics equal the single-worker evaluation's, with and without worker failures).
+** not; BackupAndRestore resumes at an epoch; TensorFlow's own fit agrees (tests/golden/ps_fit).
+** Ported from tf_keras's tf_keras/distribute/dataset_creator_model_fit_test.py (testModelFit,
+** testModelFitWithStepsPerExecution: fit(steps_per_epoch) under ParameterServerStrategy applies
+** every step, 100 iterations; testModelFitWithNoStepsPerEpoch's ValueError is the bad catalogue's
+** ps_fit_no_steps_per_epoch) and parameter_server_exact_evaluation_test.py (exact evaluation's
+** logs equal the single-worker evaluation's, with workers preempted), and the TF tutorial
+** "Parameter server training with ParameterServerStrategy" (Model.fit with BackupAndRestore).
 */
 #include "tests/testutil.h"
 
