@@ -43,7 +43,7 @@ struct psfit {
   float *vstate;             /* per shard, its state (float32, as Keras's local metric variables) */
   float *x, *targets;        /* per worker, a validation batch's features, targets */
   int32_t *ids, *labels;     /* per worker, its ids, labels */
-  int64_t *rows;             /* per worker, its rows' indices (validation_split's are past
+  int64_t *rows;             /* per worker, its batch's row indices (validation_split's are past
                              ** in->data->rows, which md_dataset_gather would wrap) */
   int *evaluated;            /* per epoch, whether it was evaluated */
   double *vlogs;             /* per epoch, val_loss then each val_ metric */
@@ -89,12 +89,12 @@ void psfit_start(psfit *f, int nworkers) {
   if (f->val == NULL) return;
   f->shards = f->s->pss_shards < 0 ? 5 * nworkers : f->s->pss_shards;
   f->vstate = base_xcalloc((size_t)f->shards * f->vfloats, sizeof *f->vstate);
-  if (!f->numerics) return;  /* numerics off: a batch is its size alone */
+  f->rows = base_xcalloc(n * g, sizeof *f->rows);
+  if (!f->numerics) return;  /* numerics off: a batch is its size and its rows' ids alone */  /* numerics off: a batch is its size alone */
   f->x = base_xcalloc(n * g * width + 1, sizeof *f->x);
   f->ids = base_xcalloc(n * g * width + 1, sizeof *f->ids);
   f->labels = base_xcalloc(n * g * md_dataset_labels_per_row(f->vdata) + 1, sizeof *f->labels);
   f->targets = base_xcalloc(n * g * (size_t)f->vdata->targets_width + 1, sizeof *f->targets);
-  f->rows = base_xcalloc(n * g, sizeof *f->rows);
 }
 
 void psfit_free(psfit *f) {
@@ -178,27 +178,32 @@ void psfit_val_begin(psfit *f, int shard) {
   memset(f->vstate + (size_t)shard * f->vfloats, 0, f->vfloats * sizeof *f->vstate);
 }
 
-int psfit_val_batch(psfit *f, int worker, int shard, long k, md_model *m, md_workspace *ws, md_cost *cost) {
+int psfit_val_batch(psfit *f, int worker, int shard, long k, md_batch *batch, const int64_t **rows) {
   long b = shard + k * f->shards;
   if (b >= f->vbatches) return 0;
   size_t g = (size_t)f->vbatch, first = f->vfirst + (size_t)b * g, width = (size_t)f->vdata->width;
   int n = (int)(f->vrows - (size_t)b * g < g ? f->vrows - (size_t)b * g : g);
-  md_batch batch = { n, NULL, NULL, NULL, NULL };
-  if (f->numerics) {
-    float *x = f->x + (size_t)worker * g * width, *targets = f->targets + (size_t)worker * g * (size_t)f->vdata->targets_width;
-    int32_t *ids = f->ids + (size_t)worker * g * width, *labels = f->labels + (size_t)worker * g * md_dataset_labels_per_row(f->vdata);
-    int64_t *rows = f->rows + (size_t)worker * g;
-    for (int i = 0; i < n; i++) rows[i] = (int64_t)(first + (size_t)i);
-    md_dataset_gather_rows(f->vdata, rows, n, x, ids, labels, targets);
-    batch = (md_batch){ n, f->vdata->is_ids ? NULL : x, f->vdata->is_ids ? ids : NULL, labels, targets };
-  }
+  int64_t *at = f->rows + (size_t)worker * g;
+  for (int i = 0; i < n; i++) at[i] = (int64_t)(first + (size_t)i);
+  *rows = at;
+  *batch = (md_batch){ n, NULL, NULL, NULL, NULL };
+  if (!f->numerics) return 1;
+  float *x = f->x + (size_t)worker * g * width, *targets = f->targets + (size_t)worker * g * (size_t)f->vdata->targets_width;
+  int32_t *ids = f->ids + (size_t)worker * g * width, *labels = f->labels + (size_t)worker * g * md_dataset_labels_per_row(f->vdata);
+  md_dataset_gather_rows(f->vdata, at, n, x, ids, labels, targets);
+  *batch = (md_batch){ n, f->vdata->is_ids ? NULL : x, f->vdata->is_ids ? ids : NULL, labels, targets };
+  return 1;
+}
+
+const md_dataset *psfit_val_data(const psfit *f) { return f->vdata; }
+
+void psfit_val_forward(psfit *f, int shard, md_model *m, md_workspace *ws, const md_batch *batch, md_cost *cost) {
   float *state = f->vstate + (size_t)shard * f->vfloats;
-  state[0] += (float)md_model_loss(m, ws, &batch, cost);
-  state[1] += (float)n;
+  state[0] += (float)md_model_loss(m, ws, batch, cost);
+  state[1] += (float)batch->n;
   float *at = state + 2;
   for (int j = 0; f->numerics && j < f->nmetrics; at += md_metric_state_size(f->kinds[j]), j++)
-    md_metric_update(f->kinds[j], md_model_last_output(m, ws), md_model_num_classes(m), &batch, at);
-  return 1;
+    md_metric_update(f->kinds[j], md_model_last_output(m, ws), md_model_num_classes(m), batch, at);
 }
 
 void psfit_val_done(psfit *f, long epoch) {

@@ -29,8 +29,9 @@
 ** tf_keras's _infer_exact_eval_shards): evaluate() schedules S closures, shard_test_function
 ** over shard i of the validation dataset (batched by validation_batch_size, in order, no
 ** shuffle; auto_shard_dataset's DATA sharding of its batches: batch b goes to shard b mod S),
-** then joins. A shard's closure reads every variable once, whole (cache_variable_reads: a table
-** too), runs the forward pass of each of its batches on the worker's CPU and updates its own
+** then joins. A shard's closure reads the dense variables once (cache_variable_reads; a
+** table's lookups are sparse_read, not cached: each batch gathers its rows), runs the forward
+** pass of each of its batches on the worker's CPU and updates its own
 ** copies of the loss tracker and metrics (with_metric_local_vars_scope), which it returns; the
 ** chief sums the S states (_aggregate_exact_metrics) into val_loss and val_<metric>. A shard cut
 ** short by a preemption runs again from its first batch with fresh state: every validation
@@ -72,10 +73,14 @@ void   psfit_epoch_done(psfit *f, long epoch);
 int    psfit_val_shards(const psfit *f, long epoch);
 /* A shard's closure begins: its state is zeroed. */
 void   psfit_val_begin(psfit *f, int shard);
-/* Batch k of shard `shard` evaluated by worker `worker` on model m (ws its workspace): the
-** forward pass's cost added to *cost, its loss and metric counts to the shard's state. 0 when
-** the shard has no batch k. */
-int    psfit_val_batch(psfit *f, int worker, int shard, long k, md_model *m, md_workspace *ws, md_cost *cost);
+/* Batch k of shard `shard` for worker `worker`: *batch its values (its size alone with numerics
+** off), *rows its row indices in psfit_val_data. 0 when the shard has no batch k. */
+int    psfit_val_batch(psfit *f, int worker, int shard, long k, md_batch *batch, const int64_t **rows);
+/* The validation rows' dataset. */
+const md_dataset *psfit_val_data(const psfit *f);
+/* That batch's forward pass on model m (ws its workspace): its cost added to *cost, its loss and
+** metric counts to the shard's state. */
+void   psfit_val_forward(psfit *f, int shard, md_model *m, md_workspace *ws, const md_batch *batch, md_cost *cost);
 /* The chief's join after the evaluation of epoch `epoch`: the shards' states summed, its val_
 ** logs. */
 void   psfit_val_done(psfit *f, long epoch);

@@ -136,8 +136,10 @@ typedef struct ps_worker {
   md_tensor **slices;     /* per variable: that gradient's values [n * ids, dim] (zeros with
                           ** numerics off) */
   ds_ps_grad *push;       /* per variable, what apply_gradients pushes */
-  const md_tensor **read_ids; /* per variable, the ids its read looks up (NULL: read whole) */
-  md_tensor **values;     /* per variable, what the read returned (a kill leaves them to the op) */
+  const md_tensor **read_ids; /* per variable read, the ids its read looks up (NULL: read whole) */
+  md_tensor **values;     /* per variable read, what the read returned (a kill leaves them to the op) */
+  ds_variable **reading;  /* the variables a read takes (read_variables' which) */
+  int *reading_at;        /* each one's index among the model's */
   uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
   sim_time down_since;    /* its VM went down at this time; -1 while up */
   sim_time down_ps;       /* its time down, summed over the spans that ended */
@@ -217,12 +219,12 @@ static int is_table(const ps_worker *w, int v) { return w->grads->table[v]; }
 ** integer CSV column), duplicates and order kept: what its gather receives (b: the batch's
 ** values). Numerics off too: the per-shard bytes depend on the ids, which an id dataset still
 ** gives; several inputs' ids are then unknown (zeros), only their count and the rows' bytes. */
-static void batch_ids(ps_trainer *t, ps_worker *w, const int64_t *rows, const md_batch *b) {
+static void batch_ids(ps_trainer *t, ps_worker *w, const md_dataset *data, const int64_t *rows, const md_batch *b) {
   md_batch with_ids = *b;
   int32_t *ids = NULL;
-  if (b->x == NULL && b->ids == NULL && t->in.data->is_ids) {
-    ids = base_xcalloc((size_t)b->n * (size_t)t->in.data->width + 1, sizeof *ids);
-    md_dataset_gather_rows(t->in.data, rows, b->n, NULL, ids, NULL, NULL);
+  if (b->x == NULL && b->ids == NULL && data->is_ids) {
+    ids = base_xcalloc((size_t)b->n * (size_t)data->width + 1, sizeof *ids);
+    md_dataset_gather_rows(data, rows, b->n, NULL, ids, NULL, NULL);
     with_ids.ids = ids;
   }
   for (int v = 0; v < t->nvars; v++) {
@@ -238,24 +240,37 @@ static void batch_ids(ps_trainer *t, ps_worker *w, const int64_t *rows, const md
   free(ids);
 }
 
-/* Reads the variables into the worker's model, the versions seen into the closure's table, and
-** optimizer.iterations + 1 into *step: all in one operation, as the closure's tf.function issues
-** them (ds_ps_read_many: one latency, not one per variable). A table is not read whole:
-** TF's gather runs on the ps (ResourceGather is colocated with its variable; a ShardedVariable
-** gathers per shard), so only the batch's rows travel and are written into the worker's copy;
-** the other rows stay stale there, and nothing reads them. */
-static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closure *cl, int64_t *step,
-                          ds_status *st) {
+/* Which variables read_variables takes: every one (a training step's), or for an evaluation
+** the dense ones, whole, or the tables' batch rows. */
+enum { READ_EVERY, READ_DENSE, READ_TABLES };
+
+/* Reads variables into the worker's model, the versions seen into `versions` (the closure's
+** table, or NULL) and optimizer.iterations + 1 into *step (or NULL): all in one operation, as the
+** closure's tf.function issues them (ds_ps_read_many: one latency, not one per variable). A
+** table is not read whole: TF's gather runs on the ps (ResourceGather is colocated with its
+** variable; a ShardedVariable gathers per shard), so only the batch's rows (w->lookup_ids)
+** travel and are written into the worker's copy; the other rows stay stale there, and nothing
+** reads them. */
+static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, int which, int64_t *versions,
+                          int64_t *step, ds_status *st) {
   if (w->read_ids == NULL) {
     w->read_ids = base_xcalloc((size_t)t->nvars, sizeof *w->read_ids);
     w->values = base_xcalloc((size_t)t->nvars, sizeof *w->values);
+    w->reading = base_xcalloc((size_t)t->nvars, sizeof *w->reading);
+    w->reading_at = base_xcalloc((size_t)t->nvars, sizeof *w->reading_at);
   }
-  for (int i = 0; i < t->nvars; i++) w->read_ids[i] = w->lookup_ids[i];
-  int rc = ds_ps_read_many(t->strategy, self, w->index, t->nvars, t->vars, w->read_ids, w->values,
-                           cl->read_version, step, st);
-  for (int i = 0; rc == 0 && i < t->nvars; i++) {
-    int emb = is_table(w, i);
-    md_tensor *value = w->values[i];
+  int n = 0;
+  for (int i = 0; i < t->nvars; i++) {
+    if ((which == READ_DENSE && is_table(w, i)) || (which == READ_TABLES && !is_table(w, i))) continue;
+    w->reading[n] = t->vars[i];
+    w->reading_at[n] = i;
+    w->read_ids[n++] = w->lookup_ids[i];  /* NULL but for a table */
+  }
+  if (n == 0) return 0;
+  int rc = ds_ps_read_many(t->strategy, self, w->index, n, w->reading, w->read_ids, w->values, versions, step, st);
+  for (int k = 0; rc == 0 && k < n; k++) {
+    int i = w->reading_at[k], emb = is_table(w, i);
+    md_tensor *value = w->values[k];
     md_var *dst = md_model_var(w->model, i);
     size_t row = emb ? (size_t)dst->shape[1] : value->size;
     for (size_t j = 0; dst->data && j < value->size / (row ? row : 1); j++) {
@@ -389,13 +404,13 @@ static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl
     md_dataset_gather_rows(t->in.data, rows, n, w->x, w->ids, w->labels, w->targets);
     b = (md_batch){ n, t->in.data->is_ids ? NULL : w->x, t->in.data->is_ids ? w->ids : NULL, w->labels, w->targets };
   }
-  if (w->grads->ntables > 0) batch_ids(t, w, rows, &b);
+  if (w->grads->ntables > 0) batch_ids(t, w, t->in.data, rows, &b);
   md_tensor_free(next[0]);
   if (reserve_ram(t, w, n) != 0)
     return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
   w->cl = cl;
 
-  if (read_variables(t, w, self, cl, &w->iteration, &st) != 0) {
+  if (read_variables(t, w, self, READ_EVERY, cl->read_version, &w->iteration, &st) != 0) {
     release_ram(w);
     return ds_closure_fail_ps(ctx, failed_ps(t));
   }
@@ -470,9 +485,10 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
 }
 
 /* A shard of fit's exact evaluation (ps_fit.h), tf_keras's shard_test_function: argument 0 is
-** the shard. Every variable read once, whole (cache_variable_reads), into the worker's copy; the
-** forward pass of each of the shard's batches charged on its CPU; the shard's state is its own
-** and starts again with each attempt. */
+** the shard. Under cache_variable_reads the dense variables are read once (CachingVariable's
+** cached value); an embedding's lookups are sparse_read, which the cache passes through, so each
+** batch gathers its rows. Each batch's forward pass is charged on the worker's CPU; the shard's
+** state is its own and starts again with each attempt. */
 static int eval_shard(ds_closure *ctx, void *user, ds_value **result) {
   ps_trainer *t = user;
   ps_worker *w = &t->workers[ds_closure_worker(ctx)];
@@ -484,21 +500,22 @@ static int eval_shard(ds_closure *ctx, void *user, ds_value **result) {
   ds_closure_on_kill(ctx, release_closure, w);
   if (t->in.s->host_round_trip_s > 0 && sim_sleep(self, sim_time_from_s(t->in.s->host_round_trip_s)) != SIM_OK)
     return -1;
-  if (w->values == NULL) w->values = base_xcalloc((size_t)t->nvars, sizeof *w->values);
-  if (ds_ps_read_many(t->strategy, self, w->index, t->nvars, t->vars, NULL, w->values, NULL, NULL, &st) != 0)
-    return ds_closure_fail_ps(ctx, failed_ps(t));
-  for (int i = 0; i < t->nvars; i++) {
-    float *dst = md_model_var(w->model, i)->data;
-    if (dst) memcpy(dst, md_tensor_f32(w->values[i]), w->values[i]->size * sizeof(float));
-    md_tensor_free(w->values[i]);
-  }
+  if (read_variables(t, w, self, READ_DENSE, NULL, NULL, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
   psfit_val_begin(t->fit, shard);
-  md_cost cost = {.ops = &w->ops};
-  md_op_log_clear(&w->ops);
-  for (long k = 0; psfit_val_batch(t->fit, w->index, shard, k, w->model, w->ws, &cost); k++) continue;
-  double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
-                                      w->ops.n);
-  if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
+  md_batch b;
+  const int64_t *rows;
+  for (long k = 0; psfit_val_batch(t->fit, w->index, shard, k, &b, &rows); k++) {
+    if (w->grads->ntables > 0) {
+      batch_ids(t, w, psfit_val_data(t->fit), rows, &b);
+      if (read_variables(t, w, self, READ_TABLES, NULL, NULL, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
+    }
+    md_cost cost = {.ops = &w->ops};
+    md_op_log_clear(&w->ops);
+    psfit_val_forward(t->fit, shard, w->model, w->ws, &b, &cost);
+    double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes,
+                                        w->ops.matmul, w->ops.n);
+    if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
+  }
   if (t->traced) {
     char span[48];
     snprintf(span, sizeof span, "evaluate shard %d", shard);
@@ -1007,6 +1024,8 @@ static void free_workers(ps_trainer *t) {
     free(w->push);
     free(w->read_ids);
     free(w->values);
+    free(w->reading);
+    free(w->reading_at);
     free(w->x);
     free(w->ids);
     free(w->labels);
