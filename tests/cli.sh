@@ -101,9 +101,16 @@ for case in "[categorical_accuracy]|--set:1:19: training.metrics[0]: categorical
   err=$("$podsim" run "$golden" -o "$tmp/me" --quiet --set "training.metrics=${case%%|*}" 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] && [ "$err" = "${case#*|}" ] && [ ! -e "$tmp/me" ] && ok || bad "metrics ${case%%|*}: exit $rc, '$err'"
 done
-err=$("$podsim" run scenarios/examples/ps_embedding.yaml -o "$tmp/me" --quiet --set 'training.metrics=[accuracy]' 2>&1 >/dev/null); rc=$?
-[ $rc -eq 2 ] && [ "$err" = "--set:1:18: training.metrics: compiled metrics are computed under the sync strategies only, not parameter_server" ] \
-  && ok || bad "metrics under parameter_server: exit $rc, '$err'"
+# parameter_server computes them too (ps_fit.h): a metrics.csv column; steps_per_epoch goes
+# with epochs only (the fit's refusals are in the catalogue above).
+"$podsim" run tests/data/ps/embedding_one_worker.yaml -o "$tmp/me" --quiet --set 'training.metrics=[accuracy]' \
+  >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && head -1 "$tmp/me/metrics.csv" | grep -q ',accuracy$' && [ ! -e "$tmp/me/history.csv" ] \
+  && ok || bad "metrics under parameter_server: exit $rc"
+rm -rf "$tmp/me"
+err=$("$podsim" run scenarios/examples/ps_embedding.yaml -o "$tmp/me" --quiet --set training.steps_per_epoch=5 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "--set:1:26: training.steps_per_epoch: goes with training.epochs; training.steps is one epoch of that many steps already" ] \
+  && [ ! -e "$tmp/me" ] && ok || bad "steps_per_epoch without epochs: exit $rc, '$err'"
 
 # --set reaches the run: 3 steps instead of 300, and metrics.csv has 3 rows.
 "$podsim" run scenarios/examples/quickstart.yaml -o "$tmp/q" --set training.steps=3 --quiet >/dev/null; rc=$?

@@ -138,6 +138,10 @@ int cfg_callbacks_checks(cfg_ctx *c);
 /* training.validation_* and mode evaluate or predict: refused with parameter_server and
 ** strategy.distribution (and the modes with faults; a split with files or a graph) (keys_training.c). */
 int cfg_validation_checks(cfg_ctx *c);
+/* training.steps_per_epoch and pss_evaluation_shards: parameter_server's fit needs the first with
+** epochs, as TF's does, and the second with validation_data; nothing else takes them
+** (keys_training.c). */
+int cfg_ps_fit_checks(cfg_ctx *c);
 /* mode's names, scn_run_mode order (keys_training.c). */
 extern const char *const CFG_MODES[];
 /* keys_workload.c */

@@ -178,17 +178,34 @@ static int resolve_monitor(cfg_ctx *c, scn_monitor *m, const char *callback) {
   return 0;
 }
 
+/* Model.fit under ParameterServerStrategy (scenarios/programs/ps_fit.h): BackupAndRestore backs
+** up at the epochs' joins, as the TF tutorial's fit does; a batch count would back up while
+** closures are in flight, and the other callbacks are not modelled there yet. */
+static int ps_callbacks_checks(cfg_ctx *c, const yt_node *list) {
+  const scenario *s = c->s;
+  if (s->epochs == 0)
+    return cfg_fail(c, list, "training.callbacks", "parameter_server runs callbacks in its fit only: give "
+                    "training.epochs and steps_per_epoch");
+  if (s->cb.checkpoint || s->cb.early || s->cb.terminate_on_nan || s->cb.tensorboard)
+    return cfg_fail(c, list, "training.callbacks", "under parameter_server only backup_and_restore runs (at the "
+                    "fit's epoch joins): %s is not modelled there yet", s->cb.checkpoint ? "model_checkpoint"
+                    : s->cb.early ? "early_stopping" : s->cb.terminate_on_nan ? "terminate_on_nan" : "tensorboard");
+  if (s->cb.backup_every > 0 || s->cb.backup_double)
+    return cfg_fail(c, list, "training.callbacks", "under parameter_server backup_and_restore backs up at the "
+                    "epochs' joins only: save_freq epoch, double_checkpoint false (a batch count would back up "
+                    "while closures are in flight)");
+  return 0;
+}
+
 int cfg_callbacks_checks(cfg_ctx *c) {
   scenario *s = c->s;
   const yt_node *list = yt_path(c->root, "training.callbacks");
   if (list == NULL) return 0;
-  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
-    return cfg_fail(c, list, "training.callbacks", "callbacks run in the sync strategies' fit only, not "
-                    "parameter_server's (issue 28)");
   if (s->cb.backup && yt_path(c->root, "training.checkpoint"))
     return cfg_fail(c, yt_get_key(yt_get(c->root, "training"), "checkpoint"), "training.checkpoint",
                     "give either training.checkpoint (a custom loop's tf.train.Checkpoint) or the "
                     "backup_and_restore callback (fit's), not both: a restart reads one of them");
+  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER && ps_callbacks_checks(c, list) != 0) return -1;
   if ((s->cb.early || s->cb.terminate_on_nan || (s->cb.checkpoint && s->cb.checkpoint_best_only)) && !s->numerics_full)
     return cfg_fail(c, list, "training.callbacks", "%s reads the loss or the metrics: give numerics: full",
                     s->cb.early ? "early_stopping" : s->cb.terminate_on_nan ? "terminate_on_nan"

@@ -78,6 +78,20 @@ static int validation_freq_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, c
   return 0;
 }
 
+/* pss_evaluation_shards: a count, or "auto" (-1: tf_keras's heuristic, 5 shards per worker). */
+static int pss_shards_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
+  static const key_spec SHARDS = {.key = "pss_evaluation_shards", .type = V_INT, .lo = 1, .hi = 1e6};
+  long long n;
+  (void)k; (void)base;
+  if (v->kind == YT_SCALAR && !strcmp(v->text, "auto")) {
+    c->s->pss_shards = -1;
+    return 0;
+  }
+  if (cfg_get_int(c, &SHARDS, v, path, &n)) return -1;
+  c->s->pss_shards = (int)n;
+  return 0;
+}
+
 /* validation_data: the held-out rows as a CSV with the dataset's columns, as Keras's
 ** validation_data=(x_val, y_val) arrays. */
 static const key_spec VALIDATION_DATA_KEYS[] = {
@@ -88,6 +102,8 @@ static const key_spec VALIDATION_DATA_KEYS[] = {
 const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "steps", .type = V_INT, .st = S_LONG, OFF(scenario, steps), .lo = 1, .hi = 1e7},
   {.key = "epochs", .type = V_INT, .st = S_LONG, OFF(scenario, epochs), .lo = 1, .hi = 1e6},
+  {.key = "steps_per_epoch", .type = V_INT, .st = S_LONG, OFF(scenario, steps_per_epoch), .lo = 1, .hi = 1e7,
+   .doc = "Keras fit's steps_per_epoch, with epochs under parameter_server (required there, as TF's fit requires it)"},
   {.key = "loss_reduction", .type = V_ENUM, .names = REDUCTIONS, .st = S_INT, OFF(scenario, loss_reduction)},
   {.key = "jit_compile", .type = V_BOOL, .st = S_INT, OFF(scenario, jit_compile)},
   {.key = "steps_per_execution", .type = V_INT, .st = S_INT, OFF(scenario, steps_per_execution), .lo = 1, .hi = 1e9,
@@ -113,6 +129,8 @@ const key_spec CFG_TRAINING_KEYS[] = {
   {.key = "compile", .type = V_MAP, .sub = COMPILE_KEYS, .post = compile_post},
   {.key = "checkpoint", .type = V_MAP, .sub = CHECKPOINT_KEYS},
   {.key = "restart", .type = V_MAP, .sub = RESTART_KEYS},
+  {.key = "pss_evaluation_shards", .type = V_FN, .fn = pss_shards_fn,
+   .schema = "{\"oneOf\":[{\"type\":\"integer\",\"minimum\":1},{\"enum\":[\"auto\"]}],\"description\":\"parameter_server fit: Keras 2 compile's pss_evaluation_shards, the shards of its exact evaluation (auto: 5 per worker)\"}"},
   {.key = "callbacks", .type = V_FN, .fn = cfg_callbacks_fn, .sub = CFG_CALLBACKS,
    .schema = "{\"type\":\"array\",\"items\":{\"anyOf\":[\"$one\",{\"enum\":[\"backup_and_restore\",\"model_checkpoint\","
              "\"early_stopping\",\"terminate_on_nan\",\"tensorboard\"]}]},\"description\":\"Keras callbacks, each "
@@ -145,7 +163,7 @@ static int validation_post(cfg_ctx *c, const yt_node *map, const char *path) {
 /* mode evaluate or predict: one pass over the dataset, or `steps` batches; no epochs, no
 ** validation (there is no fit to validate). */
 static int evaluate_post(cfg_ctx *c, const yt_node *map, const char *path, const char *mode) {
-  static const char *const FIT_ONLY[] = {"epochs", "validation_split", "validation_data", "validation_steps",
+  static const char *const FIT_ONLY[] = {"epochs", "steps_per_epoch", "validation_split", "validation_data", "validation_steps",
                                          "validation_batch_size", "validation_freq", "callbacks"};
   char sub[256];
   for (size_t i = 0; i < sizeof FIT_ONLY / sizeof *FIT_ONLY; i++) {
@@ -204,14 +222,57 @@ int cfg_validation_checks(cfg_ctx *c) {
     return 0;
   }
   if (!key) return 0;
-  if (s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
-    return cfg_fail(c, key, path, "validation runs in the sync program: parameter_server's evaluation is "
-                    "cluster.evaluator's (a sidecar evaluator)");
   if (s->dist)
     return cfg_fail(c, key, path, "validation runs data-parallel replicas' forward passes: not with "
                     "strategy.distribution's sharded layouts");
   if (split && (s->nfiles > 0 || s->graph_nodes_csv[0] != '\0'))
     return cfg_fail(c, key, path, "splits one table's rows (dataset.csv or dataset.synthetic): give "
                     "validation_data for dataset.%s", s->nfiles > 0 ? "files" : "graph");
+  return 0;
+}
+
+/* Keras 2's fit under ParameterServerStrategy (scenarios/programs/ps_fit.h) reads its dataset
+** through a DatasetCreator, whose adapter cannot count an epoch: "steps_per_epoch ... must be
+** provided" (data_adapter.py's DatasetCreatorAdapter), and the tutorial calls it required. The
+** sync strategies' epoch is one pass over the dataset (docs/scenario-format.md's batching rule),
+** so nothing else takes it. Its validation is exact evaluation, over pss_evaluation_shards. */
+int cfg_ps_fit_checks(cfg_ctx *c) {
+  const scenario *s = c->s;
+  const yt_node *spe = yt_path(c->root, "training.steps_per_epoch");
+  const yt_node *shards = yt_path(c->root, "training.pss_evaluation_shards");
+  const yt_node *steps = yt_path(c->root, "training.validation_steps");
+  int ps = s->strategy == SCN_STRATEGY_PARAMETER_SERVER;
+  int validates = s->validation_split > 0 || s->validation_csv[0] != '\0';
+  if (shards && !ps)
+    return cfg_fail(c, shards, "training.pss_evaluation_shards", "goes with strategy kind parameter_server, not %s",
+                    CFG_STRATEGIES[s->strategy]);
+  if (shards && !validates)
+    return cfg_fail(c, shards, "training.pss_evaluation_shards", "has no effect without validation_split or "
+                    "validation_data");
+  /* tf_keras's fit: "`validation_split` is only supported for Tensors or NumPy arrays", and
+  ** ParameterServerStrategy's fit takes a dataset (or DatasetCreator) only. */
+  if (ps && s->epochs > 0 && s->validation_split > 0)
+    return cfg_fail(c, yt_path(c->root, "training.validation_split"), "training.validation_split",
+                    "ValueError: validation_split is only supported for Tensors or NumPy arrays, and "
+                    "Model.fit under ParameterServerStrategy reads a dataset: give validation_data");
+  /* Without shards TF's fit evaluates validation_steps batches from each worker's own copy of
+  ** the data, with no visitation guarantee: not modelled. */
+  if (ps && validates && !shards)
+    return cfg_fail(c, yt_path(c->root, "training.validation_data"), "training.pss_evaluation_shards", "missing: parameter_server's fit validates by Keras 2's exact "
+                    "evaluation here: give pss_evaluation_shards (a count, or auto)");
+  if (ps && shards && steps)
+    return cfg_fail(c, steps, "training.validation_steps", "has no effect with pss_evaluation_shards: each shard is "
+                    "read to its end, every validation batch once (Keras's exact evaluation)");
+  if (spe && !ps)
+    return cfg_fail(c, spe, "training.steps_per_epoch", "goes with strategy kind parameter_server (its fit "
+                    "cannot count an epoch of a per-worker dataset); a %s epoch is one pass over the dataset",
+                    CFG_STRATEGIES[s->strategy]);
+  if (spe && s->epochs == 0)
+    return cfg_fail(c, spe, "training.steps_per_epoch", "goes with training.epochs; training.steps is one "
+                    "epoch of that many steps already");
+  if (ps && s->epochs > 0 && !spe)
+    return cfg_fail(c, yt_get_key(yt_get(c->root, "training"), "epochs"), "training.steps_per_epoch",
+                    "missing: Model.fit under ParameterServerStrategy needs steps_per_epoch with epochs "
+                    "(its per-worker dataset, repeated, has no end to count an epoch by)");
   return 0;
 }

@@ -302,18 +302,20 @@ static int strategy_checks(cfg_ctx *c, const yt_node *tpu) {
       only_with(c, "num_cores", SCN_STRATEGY_TPU_V1, "tpu_v1") ||
       only_with(c, "devices", SCN_STRATEGY_MIRRORED, "mirrored"))
     return -1;
-  /* TF1's TPUStrategy loops by its own steps_per_run; ps_train's coordinator schedules each step
-  ** as one closure and has no multi-step function yet. */
+  /* TF1's TPUStrategy loops by its own steps_per_run (parameter_server schedules N steps a
+  ** closure: ps_fit.h). */
   const yt_node *spe = yt_path(c->root, "training.steps_per_execution");
-  if (spe && s->steps_per_execution > 1 &&
-      (s->strategy == SCN_STRATEGY_TPU_V1 || s->strategy == SCN_STRATEGY_PARAMETER_SERVER))
+  if (spe && s->steps_per_execution > 1 && s->strategy == SCN_STRATEGY_TPU_V1)
     return cfg_fail(c, spe, "training.steps_per_execution",
-                    s->strategy == SCN_STRATEGY_TPU_V1 ? "TF1's tpu_v1 loops by strategy.steps_per_run, not Keras's steps_per_execution"
-                                                       : "is not modelled under parameter_server (each step is one scheduled closure)");
+                    "TF1's tpu_v1 loops by strategy.steps_per_run, not Keras's steps_per_execution");
   const yt_node *trip = yt_path(c->root, "strategy.host_round_trip");
-  if (trip && !is_tpu_kind(s->strategy))
+  if (trip && !is_tpu_kind(s->strategy) && s->strategy != SCN_STRATEGY_PARAMETER_SERVER)
     return cfg_fail(c, yt_get_key(yt_get(c->root, "strategy"), "host_round_trip"), "strategy.host_round_trip",
-                "goes with the TPU strategies (tpu, tpu_v1, gnn_runner_tpu), not %s", CFG_STRATEGIES[s->strategy]);
+                "goes with the TPU strategies (tpu, tpu_v1, gnn_runner_tpu) and parameter_server, not %s",
+                CFG_STRATEGIES[s->strategy]);
+  /* parameter_server: the coordinator's cost per scheduled closure, none unless given (the
+  ** runs before it had none). */
+  if (!trip && s->strategy == SCN_STRATEGY_PARAMETER_SERVER) s->host_round_trip_s = 0;
   if (only_with(c, "variable_partitioner", SCN_STRATEGY_PARAMETER_SERVER, "parameter_server") || ps_checks(c) ||
       communication_checks(c))
     return -1;
@@ -350,15 +352,11 @@ int scenario_layer_reads_ids(md_layer_kind kind) {
 
 /* training.metrics read the loss's labels: the sparse ones an integer class (sparse
 ** categorical cross-entropy's), the others float targets, one per output; `accuracy` either, as
-** Keras picks. Parameter-server training and sequence outputs (a label per position) have none
-** yet (issue 28). */
+** Keras picks. Sequence outputs (a label per position) have none yet (issue 28). */
 static int check_metrics(cfg_ctx *c, int positions) {
   const scenario *s = c->s;
   const yt_node *list = yt_path(c->root, "training.metrics");
   int sparse = s->loss == MD_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
-  if (list && s->strategy == SCN_STRATEGY_PARAMETER_SERVER)
-    return cfg_fail(c, list, "training.metrics", "compiled metrics are computed under the sync strategies only, "
-                    "not parameter_server");
   if (list && positions > 1)
     return cfg_fail(c, list, "training.metrics", "compiled metrics read one label per example; this model's "
                     "output has %d positions", positions);
@@ -662,7 +660,7 @@ static int cross_checks(cfg_ctx *c) {
     return cfg_fail(c, yt_path(root, "workload.collective.algorithm"), "workload.collective.algorithm",
                 "torus needs a torus to run on: group tpu, or cluster.fabric.topology torus2d or torus3d");
   if (model && (strategy_checks(c, tpu) != 0 || cfg_accumulation_checks(c) != 0 || cfg_callbacks_checks(c) != 0 ||
-                cfg_validation_checks(c) != 0))
+                cfg_validation_checks(c) != 0 || cfg_ps_fit_checks(c) != 0))
     return -1;
   if (workload) {
     s->has_workload = 1;

@@ -320,6 +320,9 @@ typedef struct scenario {
   /* training */
   long   steps;                 /* training.steps, or epochs converted by the loader: -1 if epochs */
   long   epochs;                /* training.epochs, 0 if steps given */
+  long   steps_per_epoch;       /* training.steps_per_epoch: a parameter_server fit's epoch (0: none) */
+  int    pss_shards;            /* training.pss_evaluation_shards: a parameter_server fit's exact
+                                  evaluation's shards (0: none; -1 auto, 5 per worker) */
   scn_loss_reduction loss_reduction; /* training.loss_reduction (default global_batch) */
   int nmetrics;           /* training.metrics: compiled metrics, each a metrics.csv column */
   md_metric_kind metrics[MD_METRIC_KIND_COUNT]; /* as written (accuracy unresolved), no repeats */

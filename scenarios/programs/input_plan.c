@@ -97,9 +97,11 @@ static ds_dataset *then(ds_dataset *d, ds_dataset *next) {
   return next;
 }
 
-/* Steps with repeat read an endless stream; epochs, or repeat false, finite passes. */
-static int endless(const scenario *s) { return s->epochs == 0 && s->repeat; }
-static long passes(const scenario *s) { return s->epochs > 0 ? s->epochs : 1; }
+/* Steps with repeat read an endless stream; epochs, or repeat false, finite passes. A
+** parameter_server fit (steps_per_epoch) is steps: its per-worker iterators live across epochs
+** (DatasetCreatorAdapter.should_recreate_iterator is False), so its epochs are no passes. */
+static int endless(const scenario *s) { return (s->epochs == 0 || s->steps_per_epoch > 0) && s->repeat; }
+static long passes(const scenario *s) { return s->epochs > 0 && s->steps_per_epoch == 0 ? s->epochs : 1; }
 
 static ds_dataset *source(const train_input *in, ds_status *st) {
   if (in->nfiles == 0) return ds_dataset_range(0, (int64_t)in->data->rows, 1, st);

@@ -27,6 +27,11 @@
 ** whole dataset from its first batch (in the same order: the shuffle's seed is the scenario's),
 ** and a worker back from a failure starts again from the first batch, as in TF.
 **
+** Keras 2's Model.fit (ps_fit.h) is the same loop in executions: a closure runs
+** steps_per_execution steps one after another, an epoch ends in a join (then its exact
+** evaluation's shard closures, and its BackupAndRestore backup), and the compiled metrics are
+** counted as each step's push is applied. With steps and steps_per_execution 1, the custom loop.
+**
 ** Failures (docs/faults.md): a worker down is ds_coordinator_worker_failed (its closure goes back
 ** to the queue; the closure's on-kill, release_closure, frees what its read or push held); back
 ** after down_for. A ps down, or
@@ -36,8 +41,9 @@
 ** the job fails (exit 3).
 **
 ** Invariants:
-**   (1) a step's record is written once, when its closure's push has been applied: metrics.csv
-**       has one row per applied closure, in completion order;
+**   (1) a step's record is written once per attempt that applies it, when its push has been
+**       applied: metrics.csv has one row per applied step, in completion order (an execution
+**       run again applies its earlier steps again, each a row);
 **   (2) a closure's progress (which components its update reached, in any attempt) lives in the
 **       closure table, not on the worker's stack, so a killed attempt leaves its trace: a closure
 **       that runs again after part of its update arrived is counted duplicated, once;
@@ -97,6 +103,7 @@
 #include "scenarios/programs/input_plan.h"
 #include "scenarios/programs/lifecycle.h"
 #include "scenarios/programs/ps_eval.h"
+#include "scenarios/programs/ps_fit.h"
 #include "scenarios/programs/ps_ff.h"
 #include "scenarios/report/report.h"
 #include "scenarios/programs/trainInt.h"
@@ -129,8 +136,10 @@ typedef struct ps_worker {
   md_tensor **slices;     /* per variable: that gradient's values [n * ids, dim] (zeros with
                           ** numerics off) */
   ds_ps_grad *push;       /* per variable, what apply_gradients pushes */
-  const md_tensor **read_ids; /* per variable, the ids its read looks up (NULL: read whole) */
-  md_tensor **values;     /* per variable, what the read returned (a kill leaves them to the op) */
+  const md_tensor **read_ids; /* per variable read, the ids its read looks up (NULL: read whole) */
+  md_tensor **values;     /* per variable read, what the read returned (a kill leaves them to the op) */
+  ds_variable **reading;  /* the variables a read takes (read_variables' which) */
+  int *reading_at;        /* each one's index among the model's */
   uint64_t held;          /* RAM its running closure reserved (worker_ram), 0 between closures */
   sim_time down_since;    /* its VM went down at this time; -1 while up */
   sim_time down_ps;       /* its time down, summed over the spans that ended */
@@ -140,13 +149,17 @@ typedef struct ps_worker {
   int64_t iteration;      /* optimizer.iterations + 1 as its read returned it (idem), -1 before */
 } ps_worker;
 
-/* One scheduled closure (a training step), across its attempts (invariant 2). */
+/* One scheduled closure (an execution: steps_per_execution training steps), across its
+** attempts (invariant 2). */
 typedef struct ps_closure {
-  long step;              /* the training step it runs */
+  long step;              /* the first training step it runs */
+  int nsteps;             /* the steps it runs (ps_fit.h: fewer at an epoch's end) */
+  int attempt_applied;    /* its steps whose update its current attempt has applied */
   int64_t *read_version;  /* per component: the version its last read saw */
   int64_t *applied_at;    /* per component: the version it had when this update arrived; -1 before */
   int runs;               /* attempts started */
-  int duplicated;         /* part of its update had arrived in an earlier attempt */
+  int duplicated;         /* updates an earlier attempt applied (in part or whole) that it applies
+                          ** again: 0 or 1 for one step, up to nsteps */
   int done;               /* its update was applied and recorded */
   int job_attempt;        /* the chief attempt (lc_restarts(t->life)) that scheduled it */
 } ps_closure;
@@ -191,6 +204,7 @@ struct ps_trainer {
   psff *ff;               /* fast-forward's snapshots, NULL when the run cannot skip */
   size_t fresh;           /* at a snapshot: never-attempted closures at the queue's head */
   long skipped;           /* closures fast-forward skipped */
+  psfit *fit;             /* fit's metrics, loss tracker and History (ps_fit.h) */
 };
 
 static void ff_quiet(sim_engine *e, void *arg);
@@ -205,12 +219,12 @@ static int is_table(const ps_worker *w, int v) { return w->grads->table[v]; }
 ** integer CSV column), duplicates and order kept: what its gather receives (b: the batch's
 ** values). Numerics off too: the per-shard bytes depend on the ids, which an id dataset still
 ** gives; several inputs' ids are then unknown (zeros), only their count and the rows' bytes. */
-static void batch_ids(ps_trainer *t, ps_worker *w, const int64_t *rows, const md_batch *b) {
+static void batch_ids(ps_trainer *t, ps_worker *w, const md_dataset *data, const int64_t *rows, const md_batch *b) {
   md_batch with_ids = *b;
   int32_t *ids = NULL;
-  if (b->x == NULL && b->ids == NULL && t->in.data->is_ids) {
-    ids = base_xcalloc((size_t)b->n * (size_t)t->in.data->width + 1, sizeof *ids);
-    md_dataset_gather_rows(t->in.data, rows, b->n, NULL, ids, NULL, NULL);
+  if (b->x == NULL && b->ids == NULL && data->is_ids) {
+    ids = base_xcalloc((size_t)b->n * (size_t)data->width + 1, sizeof *ids);
+    md_dataset_gather_rows(data, rows, b->n, NULL, ids, NULL, NULL);
     with_ids.ids = ids;
   }
   for (int v = 0; v < t->nvars; v++) {
@@ -226,24 +240,37 @@ static void batch_ids(ps_trainer *t, ps_worker *w, const int64_t *rows, const md
   free(ids);
 }
 
-/* Reads the variables into the worker's model, the versions seen into the closure's table, and
-** optimizer.iterations + 1 into *step: all in one operation, as the closure's tf.function issues
-** them (ds_ps_read_many: one latency, not one per variable). A table is not read whole:
-** TF's gather runs on the ps (ResourceGather is colocated with its variable; a ShardedVariable
-** gathers per shard), so only the batch's rows travel and are written into the worker's copy;
-** the other rows stay stale there, and nothing reads them. */
-static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, ps_closure *cl, int64_t *step,
-                          ds_status *st) {
+/* Which variables read_variables takes: every one (a training step's), or for an evaluation
+** the dense ones, whole, or the tables' batch rows. */
+enum { READ_EVERY, READ_DENSE, READ_TABLES };
+
+/* Reads variables into the worker's model, the versions seen into `versions` (the closure's
+** table, or NULL) and optimizer.iterations + 1 into *step (or NULL): all in one operation, as the
+** closure's tf.function issues them (ds_ps_read_many: one latency, not one per variable). A
+** table is not read whole: TF's gather runs on the ps (ResourceGather is colocated with its
+** variable; a ShardedVariable gathers per shard), so only the batch's rows (w->lookup_ids)
+** travel and are written into the worker's copy; the other rows stay stale there, and nothing
+** reads them. */
+static int read_variables(ps_trainer *t, ps_worker *w, sim_actor *self, int which, int64_t *versions,
+                          int64_t *step, ds_status *st) {
   if (w->read_ids == NULL) {
     w->read_ids = base_xcalloc((size_t)t->nvars, sizeof *w->read_ids);
     w->values = base_xcalloc((size_t)t->nvars, sizeof *w->values);
+    w->reading = base_xcalloc((size_t)t->nvars, sizeof *w->reading);
+    w->reading_at = base_xcalloc((size_t)t->nvars, sizeof *w->reading_at);
   }
-  for (int i = 0; i < t->nvars; i++) w->read_ids[i] = w->lookup_ids[i];
-  int rc = ds_ps_read_many(t->strategy, self, w->index, t->nvars, t->vars, w->read_ids, w->values,
-                           cl->read_version, step, st);
-  for (int i = 0; rc == 0 && i < t->nvars; i++) {
-    int emb = is_table(w, i);
-    md_tensor *value = w->values[i];
+  int n = 0;
+  for (int i = 0; i < t->nvars; i++) {
+    if ((which == READ_DENSE && is_table(w, i)) || (which == READ_TABLES && !is_table(w, i))) continue;
+    w->reading[n] = t->vars[i];
+    w->reading_at[n] = i;
+    w->read_ids[n++] = w->lookup_ids[i];  /* NULL but for a table */
+  }
+  if (n == 0) return 0;
+  int rc = ds_ps_read_many(t->strategy, self, w->index, n, w->reading, w->read_ids, w->values, versions, step, st);
+  for (int k = 0; rc == 0 && k < n; k++) {
+    int i = w->reading_at[k], emb = is_table(w, i);
+    md_tensor *value = w->values[k];
     md_var *dst = md_model_var(w->model, i);
     size_t row = emb ? (size_t)dst->shape[1] : value->size;
     for (size_t j = 0; dst->data && j < value->size / (row ? row : 1); j++) {
@@ -273,9 +300,9 @@ static int failed_ps(const ps_trainer *t) {
 
 /* Step k's row: its closure's time from taking the batch to its push applied, of which `compute` on
 ** the worker's CPU; the rest is communication (reads, the push and the ps applying it). */
-static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time start, sim_time compute,
+static void record(ps_trainer *t, const ps_closure *cl, long step, int worker, sim_time start, sim_time compute,
                    double loss, int n) {
-  step_record *rec = train_rows_add(&t->rows, t->in.s, cl->step, start, sim_now(t->engine), loss, n);
+  step_record *rec = train_rows_add(&t->rows, t->in.s, step, start, sim_now(t->engine), loss, n);
   t->rows.kept[t->rows.n - 1] = cl->job_attempt == lc_restarts(t->life);
   t->duplicated += cl->job_attempt != lc_restarts(t->life) && !cl->duplicated;  /* a stray applies its step twice */
   rec->compute_ps = compute;
@@ -283,6 +310,7 @@ static void record(ps_trainer *t, const ps_closure *cl, int worker, sim_time sta
   rec->restarts = cl->job_attempt;
   rec->worker = worker;
   rec->staleness = staleness_of(t, cl);
+  psfit_applied(t->fit, worker, rec->step, cl->job_attempt, rec);
   lc_progress(t->life);
   if (t->ff) sim_engine_on_quiet(t->engine, ff_quiet, t);
 }
@@ -346,25 +374,24 @@ static void release_closure(void *arg) {
   ds_ps_worker_release(w->t->strategy, w->index);
 }
 
-/* The scheduled function: argument 0 is the worker's iterator, argument 1 the closure's index. */
-static int train_step(ds_closure *ctx, void *user, ds_value **result) {
-  ps_trainer *t = user;
-  const scenario *s = t->in.s;
-  ps_worker *w = &t->workers[ds_closure_worker(ctx)];
-  sim_actor *self = ds_closure_actor(ctx);
-  ps_closure *cl = t->closures[(long)md_tensor_get(ds_value_component(ds_closure_value(ctx, 1), 0), 0)];
+/* A step's start on its worker: its row's start, and at its first attempt the at_step faults
+** it meets. A fault with at_step N strikes as a worker starts step N: the chief enqueues every
+** closure at once, so its schedule call would say nothing about when step N runs. */
+static void step_begins(ps_trainer *t, ps_worker *w, const ps_closure *cl, long step) {
   w->start = sim_now(t->engine);
   w->computing = w->iteration = -1;  /* not yet: the snapshot words tell */
-  ds_status st = {0};
-  *result = NULL;
-  if (cl->runs++ > 0 && !cl->duplicated)
-    for (int k = 0; k < t->ncomps; k++) cl->duplicated |= cl->applied_at[k] >= 0;
-  /* A fault with at_step N strikes as a worker starts the closure of step N: the chief enqueues
-  ** every closure at once, so its schedule call would say nothing about when step N runs. */
-  if (cl->runs == 1 && t->plan) sim_fault_plan_step(t->plan, cl->step);
-  if (cl->runs == 1) t->taken_max = cl->step;  /* the FIFO's order: a restart starts lower */
+  if (cl->runs == 1 && t->plan) sim_fault_plan_step(t->plan, step);
+  if (cl->runs == 1) t->taken_max = step;  /* the FIFO's order: a restart starts lower */
+}
 
-  ds_closure_on_kill(ctx, release_closure, w);
+/* Step nth of closure cl on its worker, begun (step_begins): its batch from the worker's
+** iterator, the variables read, the forward and backward pass, the push, the record. The step is
+** read as cl->step + nth where it is used: a fast-forward moves cl->step while the step waits. 0,
+** or -1 when the closure ends here (killed, or failed through ctx). */
+static int run_step(ps_trainer *t, ps_worker *w, ds_closure *ctx, ps_closure *cl, int nth) {
+  const scenario *s = t->in.s;
+  sim_actor *self = ds_closure_actor(ctx);
+  ds_status st = {0};
   md_tensor *next[1] = {NULL};
   /* The element is the batch's row indices: its rows are copied out at once (host work, no
   ** simulated time), so nothing of it is held when the closure is killed. When nothing reads
@@ -377,22 +404,24 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
     md_dataset_gather_rows(t->in.data, rows, n, w->x, w->ids, w->labels, w->targets);
     b = (md_batch){ n, t->in.data->is_ids ? NULL : w->x, t->in.data->is_ids ? w->ids : NULL, w->labels, w->targets };
   }
-  if (w->grads->ntables > 0) batch_ids(t, w, rows, &b);
+  if (w->grads->ntables > 0) batch_ids(t, w, t->in.data, rows, &b);
   md_tensor_free(next[0]);
   if (reserve_ram(t, w, n) != 0)
     return ds_closure_fail(ctx, DS_RESOURCE_EXHAUSTED_ERROR, "%s", t->error.message);
   w->cl = cl;
 
-  if (read_variables(t, w, self, cl, &w->iteration, &st) != 0) {
+  if (read_variables(t, w, self, READ_EVERY, cl->read_version, &w->iteration, &st) != 0) {
     release_ram(w);
     return ds_closure_fail_ps(ctx, failed_ps(t));
   }
   double loss = 0.0;
   md_cost cost = {.ops = &w->ops};
   md_op_log_clear(&w->ops);
-  /* The closure of step N draws the same masks on whichever worker runs it, however often. */
-  train_dropout_step(s, w->ws, w->dropout, "closure", cl->step);
+  /* Step N draws the same masks on whichever worker runs it, however often. */
+  train_dropout_step(s, w->ws, w->dropout, "closure", cl->step + nth);
   md_model_train_step(w->model, w->ws, &b, train_loss_scale(s, n), w->grads, &loss, &cost);
+  if (s->numerics_full && s->nmetrics > 0)  /* update_state on the predictions before the update */
+    psfit_update(t->fit, w->index, md_model_last_output(w->model, w->ws), md_model_num_classes(w->model), &b);
   double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes, w->ops.matmul,
                                    w->ops.n);
   w->computing = sim_now(t->engine);
@@ -415,13 +444,82 @@ static int train_step(ds_closure *ctx, void *user, ds_value **result) {
   int rc = ds_ps_apply_gradients(t->strategy, self, w->index, t->nvars, t->vars, w->push, w->iteration, cl->applied_at, &st);
   release_ram(w);
   if (rc != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
-  cl->done = 1;
-  t->duplicated += cl->duplicated;
-  record(t, cl, w->index, w->start, compute, loss, n);
+  cl->attempt_applied++;
+  record(t, cl, cl->step + nth, w->index, w->start, compute, loss, n);
   if (t->traced) {  /* nothing reads a trace that is neither written nor drawn */
     char span[48];
-    snprintf(span, sizeof span, "step %ld", cl->step);
+    snprintf(span, sizeof span, "step %ld", cl->step + nth);
     sim_trace_span(t->engine, w->track, span, "step", w->start, sim_now(t->engine));
+  }
+  return 0;
+}
+
+/* The scheduled function, Keras's train_function: cl->nsteps steps in one closure. Argument 0 is
+** the worker's iterator, argument 1 the closure's index. The coordinator's dispatch of it
+** (strategy.host_round_trip) is charged once, before its first step. */
+static int train_step(ds_closure *ctx, void *user, ds_value **result) {
+  ps_trainer *t = user;
+  ps_worker *w = &t->workers[ds_closure_worker(ctx)];
+  ps_closure *cl = t->closures[(long)md_tensor_get(ds_value_component(ds_closure_value(ctx, 1), 0), 0)];
+  *result = NULL;
+  if (cl->runs++ > 0) {  /* what an earlier attempt applied is applied again */
+    int partial = 0;
+    for (int k = 0; k < t->ncomps; k++) partial |= cl->applied_at[k] >= 0;
+    if (cl->attempt_applied + partial > cl->duplicated) cl->duplicated = cl->attempt_applied + partial;
+    cl->attempt_applied = 0;
+  }
+  step_begins(t, w, cl, cl->step);  /* the first step's row holds the dispatch */
+  ds_closure_on_kill(ctx, release_closure, w);
+  if (t->in.s->host_round_trip_s > 0 &&
+      sim_sleep(ds_closure_actor(ctx), sim_time_from_s(t->in.s->host_round_trip_s)) != SIM_OK)
+    return -1;
+  for (int i = 0; i < cl->nsteps; i++) {
+    if (i > 0) step_begins(t, w, cl, cl->step + i);
+    if (run_step(t, w, ctx, cl, i) != 0) return -1;
+    /* the next step's staleness is its own: what this one applied no longer marks it */
+    for (int k = 0; i + 1 < cl->nsteps && k < t->ncomps; k++) cl->applied_at[k] = -1;
+  }
+  cl->done = 1;
+  t->duplicated += cl->duplicated;
+  return 0;
+}
+
+/* A shard of fit's exact evaluation (ps_fit.h), tf_keras's shard_test_function: argument 0 is
+** the shard. Under cache_variable_reads the dense variables are read once (CachingVariable's
+** cached value); an embedding's lookups are sparse_read, which the cache passes through, so each
+** batch gathers its rows. Each batch's forward pass is charged on the worker's CPU; the shard's
+** state is its own and starts again with each attempt. */
+static int eval_shard(ds_closure *ctx, void *user, ds_value **result) {
+  ps_trainer *t = user;
+  ps_worker *w = &t->workers[ds_closure_worker(ctx)];
+  sim_actor *self = ds_closure_actor(ctx);
+  int shard = (int)md_tensor_get(ds_value_component(ds_closure_value(ctx, 0), 0), 0);
+  ds_status st = {0};
+  sim_time start = sim_now(t->engine);
+  *result = NULL;
+  ds_closure_on_kill(ctx, release_closure, w);
+  if (t->in.s->host_round_trip_s > 0 && sim_sleep(self, sim_time_from_s(t->in.s->host_round_trip_s)) != SIM_OK)
+    return -1;
+  if (read_variables(t, w, self, READ_DENSE, NULL, NULL, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
+  psfit_val_begin(t->fit, shard);
+  md_batch b;
+  const int64_t *rows;
+  for (long k = 0; psfit_val_batch(t->fit, w->index, shard, k, &b, &rows); k++) {
+    if (w->grads->ntables > 0) {
+      batch_ids(t, w, psfit_val_data(t->fit), rows, &b);
+      if (read_variables(t, w, self, READ_TABLES, NULL, NULL, &st) != 0) return ds_closure_fail_ps(ctx, failed_ps(t));
+    }
+    md_cost cost = {.ops = &w->ops};
+    md_op_log_clear(&w->ops);
+    psfit_val_forward(t->fit, shard, w->model, w->ws, &b, &cost);
+    double work = sim_roofline_work_ops(ds_replica_roofline(t->strategy, 0), w->ops.flops, w->ops.bytes,
+                                        w->ops.matmul, w->ops.n);
+    if (sim_exec(self, ds_closure_cpu(ctx), work) != SIM_OK) return -1;
+  }
+  if (t->traced) {
+    char span[48];
+    snprintf(span, sizeof span, "evaluate shard %d", shard);
+    sim_trace_span(t->engine, w->track, span, "evaluation", start, sim_now(t->engine));
   }
   return 0;
 }
@@ -433,7 +531,7 @@ static ds_dataset *dataset_fn(void *user, ds_status *st) {
   return inp_worker_dataset(&t->in, st);
 }
 
-static int schedule_step(ps_trainer *t, long step, ds_status *st) {
+static int schedule_step(ps_trainer *t, long step, int nsteps, ds_status *st) {
   if (t->nclosures == t->cap_closures) {
     t->cap_closures = t->cap_closures ? 2 * t->cap_closures : 64;
     ps_closure **grown = base_xcalloc((size_t)t->cap_closures, sizeof *grown);
@@ -443,6 +541,7 @@ static int schedule_step(ps_trainer *t, long step, ds_status *st) {
   }
   ps_closure *cl = base_xcalloc(1, sizeof *cl);
   cl->step = step;
+  cl->nsteps = nsteps;
   cl->job_attempt = lc_restarts(t->life);
   cl->read_version = base_xcalloc((size_t)t->ncomps, sizeof *cl->read_version);
   cl->applied_at = base_xcalloc((size_t)t->ncomps, sizeof *cl->applied_at);
@@ -517,17 +616,41 @@ static int join(ps_trainer *t, ds_status *st) {
   return rc;
 }
 
+/* fit's evaluate() after epoch `epoch`'s join, when validation_freq names it: one closure per
+** shard, a join, the shards' states summed (ps_fit.h). */
+static int evaluate_epoch(ps_trainer *t, long epoch, ds_status *st) {
+  int shards = psfit_val_shards(t->fit, epoch), rc = 0;
+  for (int i = 0; rc == 0 && i < shards; i++) {
+    int64_t index = i;
+    ds_value *arg = ds_value_regular(md_tensor_from(MD_INT64, 0, NULL, &index));
+    ds_closure_arg args[1] = { ds_closure_arg_value(arg) };
+    ds_function fn = { eval_shard, t, 1 };
+    rc = ds_coordinator_schedule(t->coord, &fn, 1, args, NULL, st);
+    ds_value_free(arg);
+  }
+  if (rc == 0 && shards > 0) rc = join(t, st);
+  if (rc == 0 && shards > 0) psfit_val_done(t->fit, epoch);
+  return rc;
+}
+
 static void chief_main(sim_actor *self, void *arg) {
   ps_trainer *t = arg;
   const scenario *s = t->in.s;
   ds_status st = {0};
   int rc = 0;
-  for (long step = t->next_step; rc == 0 && step < t->in.steps; step++) {
-    rc = schedule_step(t, step, &st);
-    if (rc == 0 && s->ckpt_every > 0 && (step + 1) % s->ckpt_every == 0 && step + 1 < t->in.steps) {
-      rc = join(t, &st);
-      if (rc == 0) rc = save_checkpoint(t, self, step + 1, &st);
-    }
+  /* An execution a closure (ps_fit.h); a checkpoint due within one is taken after it. A fit's
+  ** epoch ends in a join (data_handler.sync) and the fetch of its logs. */
+  for (long step = t->next_step, end; rc == 0 && step < t->in.steps; step = end) {
+    end = psfit_execution_end(s, step, t->in.steps);
+    rc = schedule_step(t, step, (int)(end - step), &st);
+    int save = s->ckpt_every > 0 && end / s->ckpt_every > step / s->ckpt_every && end < t->in.steps;
+    int epoch_ends = psfit_epoch_ends(s, end);
+    if (rc == 0 && (save || epoch_ends)) rc = join(t, &st);
+    if (rc == 0 && epoch_ends) psfit_epoch_done(t->fit, end / s->steps_per_epoch - 1);
+    if (rc == 0 && epoch_ends) rc = evaluate_epoch(t, end / s->steps_per_epoch - 1, &st);
+    /* BackupAndRestore.on_epoch_end: the backup a restarted chief resumes from, at the next epoch */
+    if (rc == 0 && epoch_ends && s->cb.backup) rc = save_checkpoint(t, self, end, &st);
+    if (rc == 0 && save) rc = save_checkpoint(t, self, end, &st);
   }
   if (rc == 0) rc = join(t, &st);
   /* The evaluator ends with the final model: the chief saves it for the evaluator's sake. */
@@ -901,6 +1024,8 @@ static void free_workers(ps_trainer *t) {
     free(w->push);
     free(w->read_ids);
     free(w->values);
+    free(w->reading);
+    free(w->reading_at);
     free(w->x);
     free(w->ids);
     free(w->labels);
@@ -919,6 +1044,7 @@ static void free_trainer(ps_trainer *t) {
   train_rows_free(&t->rows);
   ds_ps_snapshot_free(t->ckpt);
   ps_eval_free(t->eval);
+  psfit_free(t->fit);
   psff_free(t->ff);
   if (t->plan) sim_fault_plan_free(t->plan);
   faults_free(t->faults);
@@ -1045,6 +1171,11 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
   train_outputs o = { t->engine, t->rows.at, t->rows.n, 0, 1, write_weights, each_copy, NULL, t, figures,
                       events, nevents, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
   ps_eval_attach_outputs(t->eval, &o);
+  if (t->in.s->epochs > 0) {  /* a fit: keras.callbacks.History's epochs */
+    o.more_file = "history.csv";
+    o.write_more = psfit_write_history;
+    o.more = t->fit;
+  }
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
@@ -1053,6 +1184,7 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
 static int prepare(ps_trainer *t, md_model **init, scn_error *err) {
   int rc = train_build_model(t->in.s, init, err);
   if (rc == TR_EXIT_OK) rc = train_load_data(&t->in, *init, err);
+  if (rc == TR_EXIT_OK) rc = psfit_new(&t->in, *init, &t->fit, err);  /* validation_split's rows leave */
   if (rc == TR_EXIT_OK) rc = train_count_steps(&t->in, err);
   if (rc == TR_EXIT_OK) rc = faults_load(t->in.s, &t->faults, err);
   return rc;
@@ -1083,12 +1215,15 @@ int ps_train_run(const scenario *s, const char *out_dir, int progress, run_summa
   }
   t.traced = s->trace || report_needs_trace(s->plots);
   t.engine = train_engine_new(t.traced);
-  t.life = lc_new(s, t.engine, s->has_restart && s->ckpt_every > 0, &CHIEF, &t);
+  t.life = lc_new(s, t.engine, s->has_restart && (s->ckpt_every > 0 || s->cb.backup), &CHIEF, &t);
   train_rows_init(&t.rows, t.in.steps, 1);
   if (build(&t, init, sum) == 0) {
     make_workers(&t, init);
     t.rows_counted = rows_counted(&t);
-    if (s->fast_forward && t.rows_counted)
+    psfit_start(t.fit, t.nworkers);
+    /* a period of one-step closures in a custom loop (ff_bound counts closures as steps; a fit's
+    ** epochs fetch their logs at joins it does not replay) */
+    if (s->fast_forward && t.rows_counted && s->steps_per_execution <= 1 && s->epochs == 0)
       t.ff = psff_new(4 * t.nworkers + 8, FF_WORKERS + t.nworkers + ds_ps_counters(t.strategy, NULL));
     t.chief_track = sim_trace_track(t.engine, ds_ps_task_device(t.strategy, DS_PS_COORDINATOR, 0));
     if (t.faults) t.plan = faults_plan(t.faults, t.engine, t.strategy, NULL, task_down, &t);

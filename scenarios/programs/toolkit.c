@@ -190,7 +190,8 @@ int train_build_model(const scenario *s, md_model **out, scn_error *err) {
 int train_count_steps(train_input *in, scn_error *err) {
   const scenario *s = in->s;
   size_t rows = in->data->rows, g = (size_t)s->global_batch;
-  size_t per_epoch = (rows + g - 1) / g;
+  /* a parameter_server fit's epoch is training.steps_per_epoch (its per-worker dataset repeats) */
+  size_t per_epoch = s->steps_per_epoch > 0 ? (size_t)s->steps_per_epoch : (rows + g - 1) / g;
   in->steps = s->steps;
   if (s->epochs > 0) {
     if ((size_t)s->epochs > (size_t)MAX_STEPS / per_epoch)
@@ -376,12 +377,11 @@ int train_write_outputs(const scenario *s, const train_outputs *o, const char *d
   if (run_hasher_init(&h) != 0) return train_error(err, dir, 0, 0, "outputs.dir", "out of memory");
   int bad = 0;
   const char *files[] = { "metrics.csv", "final_weights.csv", "variables.csv", "trace.json" };
-  /* learning_rate: the rates a schedule gave the updates, which only runs with values make; the
-  ** compiled metrics are the sync program's (the loader refuses them elsewhere). */
+  /* learning_rate: the rates a schedule gave the updates, which only runs with values make. */
   outputs_columns cols = {.sync = o->sync_columns, .restart = s->nfaults > 0, .ps = o->ps_columns,
                           .learning_rate = o->sync_columns && s->numerics_full &&
                                            s->optimizer.schedule.kind != MD_SCHEDULE_CONSTANT,
-                          .nmetrics = o->sync_columns ? s->nmetrics : 0};
+                          .nmetrics = s->nmetrics};
   for (int k = 0; k < cols.nmetrics; k++) cols.metric_names[k] = md_metric_name(s->metrics[k]);
   for (size_t i = 0; !bad && i < sizeof files / sizeof *files; i++) {
     outputs_path(path, sizeof path, dir, files[i]);

@@ -379,3 +379,9 @@ int val_write_predictions(const val_run *v, const char *path) {
   }
   return base_fclose(f);
 }
+
+void val_rows(const val_run *v, const md_dataset **data, size_t *first, size_t *rows) {
+  *data = v->data;
+  *first = v->offset;
+  *rows = v->rows;
+}

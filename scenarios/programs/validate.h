@@ -56,5 +56,8 @@ void val_summarise(const val_run *v, const trainer *t, run_summary *sum, char *f
 ** row order, each output to read back as the same float32 (header only with numerics off). 0, or
 ** -1 with errno. */
 int  val_write_predictions(const val_run *v, const char *path);
+/* The validation rows val_load found, for a program that evaluates them its own way (the
+** parameter-server fit's exact evaluation): their dataset, the first row and how many. */
+void val_rows(const val_run *v, const md_dataset **data, size_t *first, size_t *rows);
 
 #endif

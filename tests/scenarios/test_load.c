@@ -502,6 +502,11 @@ static const struct bad_case {
   {"callbacks_backup_and_checkpoint", 12, 3, "training.checkpoint", "or the backup_and_restore callback (fit's), not both"},
   {"callbacks_unknown_name", 13, 7, "training.callbacks[0]", "found csv_logger"},
   {"callbacks_early_stopping_numerics_off", 13, 14, "training.callbacks", "give numerics: full"},
+  {"ps_fit_no_steps_per_epoch", 13, 12, "training.steps_per_epoch", "Model.fit under ParameterServerStrategy needs steps_per_epoch"},
+  {"steps_per_epoch_sync", 12, 40, "training.steps_per_epoch", "goes with strategy kind parameter_server"},
+  {"ps_fit_validation", 13, 61, "training.validation_split", "ValueError: validation_split is only supported for Tensors"},
+  {"ps_fit_no_shards", 13, 60, "training.pss_evaluation_shards", "validates by Keras 2's exact evaluation here"},
+  {"ps_fit_callbacks", 13, 54, "training.callbacks", "terminate_on_nan is not modelled there yet"},
 };
 
 static void test_bad_catalogue(void **state) {
