@@ -35,7 +35,6 @@ void sim__solver_free(sim_solver *s) {
   free(s->dirty);
   free(s->comp_res);
   free(s->comp_act);
-  free(s->fill);
 }
 
 /* What a's current rate has moved since its last update (nothing before last_update: a solo
@@ -144,47 +143,6 @@ static void reschedule(sim_engine *e, sim_action *a) {
   a->done_event = sim__eventq_push(&e->queue, a->finish_at, complete_event, a);
 }
 
-/* A resource's share as progressive filling offers it, stamped with its unfixed count: unfixed
-** only falls, so an entry is current while the count is the resource's (older ones are skipped
-** when they surface), and a resource has at most one current entry. */
-struct sim_fill {
-  double share;              /* left over unfixed, 0 when nothing is left */
-  uint32_t id;               /* the resource's id: equal shares go to the first created */
-  uint32_t unfixed;          /* its unfixed count when pushed */
-  sim_resource *r;           /* the resource */
-};
-
-static int fill_before(const struct sim_fill *x, const struct sim_fill *y) {
-  return x->share < y->share || (x->share == y->share && x->id < y->id);
-}
-
-/* Pushes r's current share (none once all its uses are fixed). */
-static void fill_push(sim_solver *s, sim_resource *r) {
-  if (r->unfixed == 0) return;
-  sim__grow(&s->fill, &s->cap_fill, s->n_fill + 1, sizeof *s->fill);
-  struct sim_fill f = {.share = r->left > 0 ? r->left / (double)r->unfixed : 0, .id = r->id, .unfixed = r->unfixed,
-                       .r = r};
-  size_t i = s->n_fill++;
-  for (; i > 0 && fill_before(&f, &s->fill[(i - 1) / 2]); i = (i - 1) / 2) s->fill[i] = s->fill[(i - 1) / 2];
-  s->fill[i] = f;
-}
-
-/* Takes the smallest entry off the heap (not empty). */
-static struct sim_fill fill_pop(sim_solver *s) {
-  struct sim_fill top = s->fill[0], last = s->fill[--s->n_fill];
-  size_t i = 0, n = s->n_fill;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && fill_before(&s->fill[c + 1], &s->fill[c])) c++;
-    if (!fill_before(&s->fill[c], &last)) break;
-    s->fill[i] = s->fill[c];
-    i = c;
-  }
-  if (n > 0) s->fill[i] = last;
-  return top;
-}
-
 /* Re-shares the components of every dirty resource. */
 static void solve(sim_engine *e) {
   sim_solver *s = &e->solver;
@@ -232,18 +190,18 @@ static void solve(sim_engine *e) {
     res[i]->left = res[i]->capacity;
     res[i]->unfixed = res[i]->n_uses;
   }
-  /* Progressive filling; each pass fixes at least the bottleneck's actions. The bottleneck (the
-  ** smallest share, the first created of equal ones) comes off a heap in O(log n) rather than a
-  ** scan of the component each pass: a pod's mesh lines sharing links make components of
-  ** thousands of resources, fixed a few at a time (the scan was 70% of such a run). */
-  s->n_fill = 0;
-  for (size_t i = 0; i < n_res; i++) fill_push(s, res[i]);
+  /* Progressive filling; each pass fixes at least the bottleneck's actions. */
   for (;;) {
     sim_resource *bottleneck = NULL;
     double share = 0;
-    while (s->n_fill > 0 && bottleneck == NULL) {
-      struct sim_fill top = fill_pop(s);
-      if (top.r->unfixed == top.unfixed) bottleneck = top.r, share = top.share;
+    for (size_t i = 0; i < n_res; i++) {
+      sim_resource *r = res[i];
+      if (r->unfixed == 0) continue;
+      double sh = r->left > 0 ? r->left / (double)r->unfixed : 0;
+      if (bottleneck == NULL || sh < share) {
+        bottleneck = r;
+        share = sh;
+      }
     }
     if (bottleneck == NULL) break;
     for (size_t u = 0; u < bottleneck->n_uses; u++) {
@@ -254,7 +212,6 @@ static void solve(sim_engine *e) {
       for (size_t h = 0; h < a->hops; h++) {
         a->res[h]->left -= share;
         a->res[h]->unfixed--;
-        fill_push(s, a->res[h]);
       }
     }
     assert(bottleneck->unfixed == 0);

@@ -149,8 +149,6 @@ typedef struct sim_solver {
   size_t cap_comp_res;       /* allocated entries */
   sim_action **comp_act;     /* scratch: actions of that component */
   size_t cap_comp_act;       /* allocated entries */
-  struct sim_fill *fill;     /* scratch: progressive filling's heap of resource shares (maxmin.c) */
-  size_t n_fill, cap_fill;   /* entries, allocated */
 } sim_solver;
 
 void sim__solver_free(sim_solver *s);
