@@ -242,16 +242,16 @@ static void test_maxmin_property(void **state) {
 #undef NEXT
 }
 
-/* Progressive filling over three levels, each bottleneck's share rising as the one before fixes
-** its flows (so a resource's earlier, smaller share is stale when it comes up: maxmin.c's heap
-** must skip it), and a tie between two links of equal share going to the first created.
+/* Progressive filling over four levels, each bottleneck's share rising as the one before fixes
+** its flows (so a resource's share must be taken as it is when its turn comes, not as it was at
+** the start: a guard for any faster bottleneck search in maxmin.c), two links tying at first.
 ** Links L1 12 B/s, L2 30, L3 100, L4 100; flows f0 L1, f1 L1+L2, f2 L2, f3 L2+L3, f4 L3, f5 L3,
 ** f6 L4, f7 L4 (L3 and L4 tie at 100/3 before anything is fixed, 50 after).
 **   pass 1: L1 12/2 = 6 < L2 30/3 = 10 < L3 = L4 = 33.3: f0 = f1 = 6; L2 left 24 over 2 = 12.
 **   pass 2: L2 12: f2 = f3 = 12; L3 left 88 over 2 = 44.
 **   pass 3: L3 44 < L4 50: f4 = f5 = 44.  pass 4: L4 50: f6 = f7 = 50.
-** A scan that took the first resource's stale share, or a heap that lost a re-push, gives other
-** rates: every link is full and each flow has a bottleneck (check_maxmin) only with these. */
+** A search that took a resource's share from before the last fixing gives other rates: every link
+** is full and each flow has a bottleneck (check_maxmin) only with these. */
 static void test_filling_levels(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
