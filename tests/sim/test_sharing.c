@@ -242,6 +242,34 @@ static void test_maxmin_property(void **state) {
 #undef NEXT
 }
 
+/* Progressive filling over four levels, each bottleneck's share rising as the one before fixes
+** its flows (so a resource's share must be taken as it is when its turn comes, not as it was at
+** the start: a guard for any faster bottleneck search in maxmin.c), two links tying at first.
+** Links L1 12 B/s, L2 30, L3 100, L4 100; flows f0 L1, f1 L1+L2, f2 L2, f3 L2+L3, f4 L3, f5 L3,
+** f6 L4, f7 L4 (L3 and L4 tie at 100/3 before anything is fixed, 50 after).
+**   pass 1: L1 12/2 = 6 < L2 30/3 = 10 < L3 = L4 = 33.3: f0 = f1 = 6; L2 left 24 over 2 = 12.
+**   pass 2: L2 12: f2 = f3 = 12; L3 left 88 over 2 = 44.
+**   pass 3: L3 44 < L4 50: f4 = f5 = 44.  pass 4: L4 50: f6 = f7 = 50.
+** A search that took a resource's share from before the last fixing gives other rates: every link
+** is full and each flow has a bottleneck (check_maxmin) only with these. */
+static void test_filling_levels(void **state) {
+  (void)state;
+  sim_engine *e = sim_engine_new();
+  sim_link *l1 = sim_link_new(e, "L1", 12, 0), *l2 = sim_link_new(e, "L2", 30, 0);
+  sim_link *l3 = sim_link_new(e, "L3", 100, 0), *l4 = sim_link_new(e, "L4", 100, 0);
+  sim_link *routes[8][2] = {{l1}, {l1, l2}, {l2}, {l2, l3}, {l3}, {l3}, {l4}, {l4}};
+  const size_t hops[8] = {1, 2, 1, 2, 1, 1, 1, 1};
+  const double want[8] = {6, 6, 12, 12, 44, 44, 50, 50};
+  sim_activity *flows[8];
+  for (int f = 0; f < 8; f++) flows[f] = sim_comm_start(e, routes[f], hops[f], 1000);
+  sim_run_until(e, 1); /* started and shared, nothing through */
+  for (int f = 0; f < 8; f++) assert_true(flows[f]->action.rate == want[f]);
+  check_maxmin(flows, 8);
+  sim_run(e);
+  for (int f = 0; f < 8; f++) assert_int_equal(flows[f]->state, SIM_ACT_DONE);
+  sim_engine_free(e);
+}
+
 static void test_mempool(void **state) {
   (void)state;
   sim_engine *e = sim_engine_new();
@@ -284,7 +312,8 @@ int main(void) {
       cmocka_unit_test(test_long_route),         cmocka_unit_test(test_exec_sharing),
       cmocka_unit_test(test_bandwidth_change),
       cmocka_unit_test(test_rate_zero_and_back), cmocka_unit_test(test_wait_all),
-      cmocka_unit_test(test_maxmin_property),    cmocka_unit_test(test_mempool),
+      cmocka_unit_test(test_maxmin_property),    cmocka_unit_test(test_filling_levels),
+      cmocka_unit_test(test_mempool),
       cmocka_unit_test(test_duration_rounding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
