@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_clock.h"
+
 #include "scenarios/api.h"
 
 #ifndef PODSIM_SOURCE_DIR
@@ -29,17 +31,9 @@
 
 enum { LIMIT_S = 600 };
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double tv_s(struct timeval t) { return (double)t.tv_sec + 1e-6 * (double)t.tv_usec; }
-
 /* Runs one scenario in a child and prints what it cost beside the goal. */
 static void figure(const char *what, const char *goal, const char *file, const char *out) {
-  double t0 = now_s();
+  double t0 = bench_now_s();
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
@@ -53,7 +47,7 @@ static void figure(const char *what, const char *goal, const char *file, const c
     printf("%s: could not run\n", what);
     return;
   }
-  double wall = now_s() - t0, cpu = tv_s(u.ru_utime) + tv_s(u.ru_stime), rss = (double)u.ru_maxrss / 1024.0;
+  double wall = bench_now_s() - t0, cpu = bench_tv_s(u.ru_utime) + bench_tv_s(u.ru_stime), rss = (double)u.ru_maxrss / 1024.0;
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
     printf("%s: did not finish in %d s of wall (%.1f s CPU, %.0f MB RSS) (goal: %s)\n", what, LIMIT_S, cpu, rss, goal);
   else

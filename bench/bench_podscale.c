@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_clock.h"
+
 #ifndef PODSIM_SOURCE_DIR
 #define PODSIM_SOURCE_DIR "."
 #endif
@@ -34,14 +36,6 @@ typedef struct cost {
   double vars_kb;         /* variables.csv's size, KB (-1: none) */
 } cost;
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double tv_s(struct timeval t) { return (double)t.tv_sec + 1e-6 * (double)t.tv_usec; }
-
 /* Runs `podsim run file -o dir --quiet`, with `--set set` unless set is NULL. */
 static cost run(const char *podsim, const char *file, const char *set, const char *dir) {
   cost c = { .status = -1, .vars_kb = -1 };
@@ -49,7 +43,7 @@ static cost run(const char *podsim, const char *file, const char *set, const cha
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) return c;
   const char *argv[9] = { podsim, "run", file, "-o", dir, "--quiet", set ? "--set" : NULL, set };
-  double t0 = now_s();
+  double t0 = bench_now_s();
   pid_t pid = fork();
   if (pid == 0) {
     if (freopen("/dev/null", "w", stdout) == NULL || freopen("/dev/null", "w", stderr) == NULL) _exit(127);
@@ -59,9 +53,9 @@ static cost run(const char *podsim, const char *file, const char *set, const cha
   int st;
   struct rusage u;
   if (pid < 0 || wait4(pid, &st, 0, &u) != pid) return c;
-  c.wall = now_s() - t0;
+  c.wall = bench_now_s() - t0;
   c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  c.cpu = tv_s(u.ru_utime) + tv_s(u.ru_stime);
+  c.cpu = bench_tv_s(u.ru_utime) + bench_tv_s(u.ru_stime);
   c.rss_mb = (double)u.ru_maxrss / 1024.0;  /* Linux: kilobytes */
   char path[600];
   struct stat s;
