@@ -3,6 +3,8 @@
 ** (docs/scenario-format.md, "Memory"), reserved for a run (train__reserve_memory) or probed on
 ** shapes alone for `podsim plan`'s batch search (train_memory_).
 */
+#include <limits.h>
+
 #include "scenarios/programs/accum.h"
 #include "scenarios/programs/trainSync.h"
 
@@ -179,6 +181,15 @@ train_memory *train_memory_new(const scenario *s, scn_error *err) {
 int train_memory_replicas(const train_memory *m) { return m->t.nreplicas; }
 
 int train_memory_fits(train_memory *m, int batch) {
+  /* A mesh's model group compiles for the examples the global batch gives it (mesh_compile_
+  ** options), not for a replica's: the probe of `batch` is a run of batch x replicas, or a
+  ** tensor-parallel step at every probed batch would hold the scenario's batch's activations. */
+  long global = (long)batch * m->t.nreplicas;
+  if (mesh_active(&m->s, m->t.nreplicas) && m->s.global_batch != global && global <= INT_MAX) {
+    m->s.global_batch = (int)global;
+    cg_cache_free(m->t.programs);
+    m->t.programs = train__programs_new(&m->t);
+  }
   if (train__reserve_memory(&m->t, batch, NULL) != 0) return 0;
   train__release_memory(&m->t, batch, (long)m->t.cores * m->t.nreplicas);
   return 1;

@@ -73,10 +73,52 @@ static void test_resnet50_a100_1024_is_oom(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* A run of plan_recipes' tensor_parallel recipe (gpt_1_3b, Adam, mixed_bfloat16, mesh {data: 4,
+** model: 2} on a v4-16's 8 chips) at global batch G, one step, numerics off: its exit status. */
+static int tensor_parallel_run(int global_batch) {
+  static scenario s;
+  char batch[64];
+  snprintf(batch, sizeof batch, "dataset.global_batch=%d", global_batch);
+  const char *sets[] = {"strategy.distribution.preset=tensor_parallel", batch, "training.steps=1"};
+  if (scenario_load(tu_src("scenarios/examples/plan_recipes.yaml"), sets, 3, &s, &E) != 0) fail_msg("%s", E.msg);
+  char out[] = "/tmp/podsim-mem-XXXXXX";
+  assert_non_null(mkdtemp(out));
+  run_summary sum;
+  scn_error err = {0};
+  int rc = train_run(&s, out, &sum, &err);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+  assert_int_equal(system(cmd), 0);
+  return rc;
+}
+
+/* The plan's batch search on a mesh probes what a run at that batch reserves. A model group of
+** tensor parallelism compiles for the examples the global batch gives it (ceil(G / 4) for a
+** data axis of 4), so a probe of b examples a replica is a run of 8 b: 3 a replica fit (a run of
+** 24 completes its step), 4 do not (a run of 32 is TensorFlow's OOM). The probe used to compile
+** at the scenario's batch of 16 whatever it probed, so every batch "fit" and `podsim plan`
+** printed the search's limit, 268435455 (INT_MAX / 8), as the largest batch. */
+static void test_mesh_probe_is_the_run(void **state) {
+  (void)state;
+  static scenario s;
+  const char *sets[] = {"strategy.distribution.preset=tensor_parallel"};
+  if (scenario_load(tu_src("scenarios/examples/plan_recipes.yaml"), sets, 1, &s, &E) != 0) fail_msg("%s", E.msg);
+  train_memory *m = train_memory_new(&s, &E);
+  assert_non_null(m);
+  assert_int_equal(train_memory_fits(m, 3), 1);
+  assert_int_equal(train_memory_fits(m, 4), 0);
+  assert_int_equal(train_memory_fits(m, 1), 1);  /* the probe rebuilds its programs both ways */
+  assert_int_equal(train_memory_fits(m, 64), 0);
+  train_memory_free(m);
+  assert_int_equal(tensor_parallel_run(24), TR_EXIT_OK);
+  assert_int_equal(tensor_parallel_run(32), TR_EXIT_JOB_FAILED);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_resnet50_a100_fits_256),
     cmocka_unit_test(test_resnet50_a100_1024_is_oom),
+    cmocka_unit_test(test_mesh_probe_is_the_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
