@@ -18,7 +18,6 @@ struct psfit {
   int numerics;              /* numerics full: the metrics have values (else NaN) */
   int nmetrics;              /* compiled metrics */
   md_metric_kind kinds[MD_METRIC_KIND_COUNT]; /* each resolved (accuracy as Keras compiles it) */
-  const char *names[MD_METRIC_KIND_COUNT];     /* their history.csv columns, as written */
   size_t floats;             /* the metrics' state floats, end to end */
   float *state;              /* the epoch's metric state on the ps tasks (SUM of every applied step;
                              ** float32 variables, as Keras's) */
@@ -32,7 +31,7 @@ struct psfit {
   long per_epoch;            /* training.steps_per_epoch */
   int *ended;                /* per epoch, whether its join fetched a row */
   double *history;           /* per epoch, loss then each metric: History's values */
-  const scenario *s;         /* validation_freq's epochs */
+  const scenario *s;         /* validation_freq and the metrics as listed (history.csv) */
   val_run *val;              /* the validation rows (validate.h), NULL without validation */
   const md_dataset *vdata;   /* their dataset */
   size_t vfirst, vrows;      /* its first validation row, their count */
@@ -61,7 +60,6 @@ int psfit_new(train_input *in, const md_model *m, psfit **out, scn_error *err) {
   f->nmetrics = s->nmetrics;
   for (int k = 0; k < s->nmetrics; k++) {
     f->kinds[k] = md_metric_resolve(s->metrics[k], md_model_num_classes(m), sparse);
-    f->names[k] = md_metric_name(s->metrics[k]);
     f->floats += md_metric_state_size(f->kinds[k]);
   }
   f->state = base_xcalloc(f->floats + 1, sizeof *f->state);
@@ -90,7 +88,7 @@ void psfit_start(psfit *f, int nworkers) {
   f->shards = f->s->pss_shards < 0 ? 5 * nworkers : f->s->pss_shards;
   f->vstate = base_xcalloc((size_t)f->shards * f->vfloats, sizeof *f->vstate);
   f->rows = base_xcalloc(n * g, sizeof *f->rows);
-  if (!f->numerics) return;  /* numerics off: a batch is its size and its rows' ids alone */  /* numerics off: a batch is its size alone */
+  if (!f->numerics) return;  /* numerics off: a batch is its size and its rows' ids alone */
   f->x = base_xcalloc(n * g * width + 1, sizeof *f->x);
   f->ids = base_xcalloc(n * g * width + 1, sizeof *f->ids);
   f->labels = base_xcalloc(n * g * md_dataset_labels_per_row(f->vdata) + 1, sizeof *f->labels);
@@ -167,11 +165,8 @@ void psfit_epoch_done(psfit *f, long epoch) {
 }
 
 int psfit_val_shards(const psfit *f, long epoch) {
-  const scenario *s = f->s;
   if (f->val == NULL || epoch < 0 || epoch >= f->epochs) return 0;
-  int due = s->nvalidation_at == 0 && (epoch + 1) % s->validation_freq == 0;  /* Keras's _should_eval */
-  for (int i = 0; i < s->nvalidation_at; i++) due |= s->validation_at[i] == epoch + 1;
-  return due ? f->shards : 0;
+  return val_should_eval(f->s, epoch + 1) ? f->shards : 0;
 }
 
 void psfit_val_begin(psfit *f, int shard) {
@@ -210,39 +205,18 @@ void psfit_val_done(psfit *f, long epoch) {
   float *sum = base_xcalloc(f->vfloats, sizeof *sum);
   for (int i = 0; i < f->shards; i++)
     for (size_t j = 0; j < f->vfloats; j++) sum[j] += f->vstate[(size_t)i * f->vfloats + j];
-  double *row = f->vlogs + (size_t)epoch * (size_t)(f->nmetrics + 1);
-  row[0] = !f->numerics ? NAN : sum[1] > 0.0f ? (double)(sum[0] / sum[1]) : 0.0;
-  const float *at = sum + 2;
-  for (int k = 0; k < f->nmetrics; at += md_metric_state_size(f->kinds[k]), k++)
-    row[k + 1] = f->numerics ? md_metric_result(f->kinds[k], at) : NAN;
+  val_state_logs(f->kinds, f->nmetrics, f->numerics, sum, f->vlogs + (size_t)epoch * (size_t)(f->nmetrics + 1));
   f->evaluated[epoch] = 1;
   free(sum);
-}
-
-static void put(FILE *out, double x) {
-  if (isnan(x)) fputs(",nan", out);
-  else fprintf(out, ",%.17g", x);
 }
 
 int psfit_write_history(const void *ctx, const char *path) {
   const psfit *f = ctx;
   FILE *out = fopen(path, "w");
   if (out == NULL) return -1;
-  fputs("epoch,loss", out);
-  for (int k = 0; k < f->nmetrics; k++) fprintf(out, ",%s", f->names[k]);
-  if (f->val) fputs(",val_loss", out);
-  for (int k = 0; f->val && k < f->nmetrics; k++) fprintf(out, ",val_%s", f->names[k]);
-  fputc('\n', out);
-  for (long e = 0; e < f->epochs && f->ended[e]; e++) {
-    const double *row = f->history + (size_t)e * (size_t)(f->nmetrics + 1);
-    const double *val = f->vlogs + (size_t)e * (size_t)(f->nmetrics + 1);
-    fprintf(out, "%ld", e);
-    for (int k = 0; k <= f->nmetrics; k++) put(out, row[k]);
-    for (int k = 0; f->val && k <= f->nmetrics; k++) {
-      if (f->evaluated[e]) put(out, val[k]);
-      else fputc(',', out);
-    }
-    fputc('\n', out);
-  }
+  val_history_header(out, f->s, f->val != NULL);
+  for (long e = 0; e < f->epochs && f->ended[e]; e++)
+    val_history_row(out, e, f->nmetrics, f->history + (size_t)e * (size_t)(f->nmetrics + 1), f->val != NULL,
+                    f->evaluated[e] ? f->vlogs + (size_t)e * (size_t)(f->nmetrics + 1) : NULL);
   return base_fclose(out);
 }

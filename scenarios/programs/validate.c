@@ -206,11 +206,21 @@ int val_due(const val_run *v, const trainer *t, long step) {
   long per = per_epoch(t);
   /* The epoch's last step, or the one after which a callback stopped training mid-epoch. */
   if (v == NULL || per == 0 || ((step + 1) % per != 0 && !cb_stop(t->cb, step))) return 0;
-  long epoch = (step + 1) / per;  /* 1-based, as _should_eval counts it */
+  return val_should_eval(s, (step + 1) / per);  /* 1-based, as _should_eval counts it */
+}
+
+int val_should_eval(const scenario *s, long epoch) {
   if (s->nvalidation_at == 0) return epoch % s->validation_freq == 0;
   for (int i = 0; i < s->nvalidation_at; i++)
     if (s->validation_at[i] == epoch) return 1;
   return 0;
+}
+
+void val_state_logs(const md_metric_kind *kinds, int nmetrics, int values, const float *state, double *out) {
+  out[0] = !values ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
+  const float *at = state + 2;
+  for (int k = 0; k < nmetrics; at += md_metric_state_size(kinds[k]), k++)
+    out[1 + k] = values ? md_metric_result(kinds[k], at) : NAN;
 }
 
 /* One batch's update of replica r's state: the loss tracker, then each metric (numerics full). */
@@ -270,11 +280,11 @@ int val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long ste
   }
   /* Every replica records what the all-reduce gave them all (invariant 2): the first past it
   ** hands the logs to the epoch's callbacks. */
+  double logs[MD_METRIC_KIND_COUNT + 1];
+  val_state_logs(t->metric_kinds, s->nmetrics, s->numerics_full && s->mode != SCN_RUN_PREDICT, state, logs);
   v->done[epoch] = 1;
-  v->loss[epoch] = !s->numerics_full || s->mode == SCN_RUN_PREDICT ? NAN : state[1] > 0.0f ? (double)(state[0] / state[1]) : 0.0;
-  const float *at = state + 2;
-  for (int k = 0; k < s->nmetrics; at += md_metric_state_size(t->metric_kinds[k]), k++)
-    v->metric[epoch * s->nmetrics + k] = !s->numerics_full || s->mode == SCN_RUN_PREDICT ? NAN : md_metric_result(t->metric_kinds[k], at);
+  v->loss[epoch] = logs[0];
+  for (int k = 0; k < s->nmetrics; k++) v->metric[epoch * s->nmetrics + k] = (float)logs[1 + k];
   return SIM_OK;
 }
 
@@ -307,15 +317,29 @@ static void put(FILE *f, double x) {
   else fprintf(f, ",%.17g", x);
 }
 
+void val_history_header(FILE *f, const scenario *s, int validates) {
+  fputs("epoch,loss", f);
+  for (int k = 0; k < s->nmetrics; k++) fprintf(f, ",%s", md_metric_name(s->metrics[k]));
+  if (validates) fputs(",val_loss", f);
+  for (int k = 0; validates && k < s->nmetrics; k++) fprintf(f, ",val_%s", md_metric_name(s->metrics[k]));
+  fputc('\n', f);
+}
+
+void val_history_row(FILE *f, long epoch, int nmetrics, const double *train, int validates, const double *val) {
+  fprintf(f, "%ld", epoch);
+  for (int k = 0; k <= nmetrics; k++) put(f, train[k]);
+  for (int k = 0; validates && k <= nmetrics; k++) {
+    if (val) put(f, val[k]);
+    else fputc(',', f);
+  }
+  fputc('\n', f);
+}
+
 int val_write_history(const val_run *v, const trainer *t, const char *path) {
   const scenario *s = t->in.s;
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
-  fputs("epoch,loss", f);
-  for (int k = 0; k < s->nmetrics; k++) fprintf(f, ",%s", md_metric_name(s->metrics[k]));
-  if (v) fputs(",val_loss", f);
-  for (int k = 0; v && k < s->nmetrics; k++) fprintf(f, ",val_%s", md_metric_name(s->metrics[k]));
-  fputc('\n', f);
+  val_history_header(f, s, v != NULL);
   unsigned char *kept = base_xcalloc((size_t)t->rows.n + 1, 1);
   rec_kept_rows(t->rows.at, t->rows.n, kept);
   long per = per_epoch(t);
@@ -331,16 +355,14 @@ int val_write_history(const val_run *v, const trainer *t, const char *path) {
       last = r;
     }
     if (last == NULL || last->step != (e + 1) * per - 1) break;  /* the epoch did not end */
-    fprintf(f, "%ld", e);
-    put(f, examples > 0 ? sum / examples : last->loss);
-    for (int k = 0; k < s->nmetrics; k++) put(f, last->metrics[k]);
+    double train[MD_METRIC_KIND_COUNT + 1], val[MD_METRIC_KIND_COUNT + 1];
+    train[0] = examples > 0 ? sum / examples : last->loss;
+    for (int k = 0; k < s->nmetrics; k++) train[1 + k] = last->metrics[k];
     if (v && v->done[e]) {
-      put(f, v->loss[e]);
-      for (int k = 0; k < s->nmetrics; k++) put(f, v->metric[e * s->nmetrics + k]);
-    } else {
-      for (int k = 0; v && k <= s->nmetrics; k++) fputc(',', f);
+      val[0] = v->loss[e];
+      for (int k = 0; k < s->nmetrics; k++) val[1 + k] = v->metric[e * s->nmetrics + k];
     }
-    fputc('\n', f);
+    val_history_row(f, e, s->nmetrics, train, v != NULL, v && v->done[e] ? val : NULL);
   }
   free(kept);
   return base_fclose(f);

@@ -22,6 +22,8 @@
 #ifndef PODSIM_VALIDATE_H
 #define PODSIM_VALIDATE_H
 
+#include <stdio.h>
+
 #include "scenarios/programs/callbacks.h"
 #include "scenarios/programs/trainSync.h"
 
@@ -43,6 +45,18 @@ int  val_evaluate(val_run *v, trainer *t, replica *rep, sim_actor *self, long st
 /* The val_ logs of the evaluation after `step` (val_due, val_evaluate): val_loss, then
 ** val_<metric> in training.metrics' order, as fit adds them to the epoch's logs. */
 void val_logs(const val_run *v, const trainer *t, long step, cb_logs *out);
+/* Keras's _should_eval: whether fit evaluates after the 1-based `epoch` (validation_freq: every
+** N epochs, or the listed ones). */
+int  val_should_eval(const scenario *s, long epoch);
+/* An evaluation's logs from its summed state (loss total, example count, then each metric's
+** state, kinds[k]'s): out[0] val_loss (0 over no example), out[1 + k] metric k; NaN without
+** values. */
+void val_state_logs(const md_metric_kind *kinds, int nmetrics, int values, const float *state, double *out);
+/* history.csv's header: epoch, loss and the metrics, then with validation their val_ columns. */
+void val_history_header(FILE *f, const scenario *s, int validates);
+/* A history.csv row: the epoch, train's loss and metrics (1 + nmetrics values), then with
+** validation val's (empty cells when val is NULL: an epoch not evaluated). */
+void val_history_row(FILE *f, long epoch, int nmetrics, const double *train, int validates, const double *val);
 /* history.csv into dir from the run's rows (t->rows) and the evaluations: a row per epoch that
 ** ended. 0, or -1 with errno. */
 int  val_write_history(const val_run *v, const trainer *t, const char *path);
