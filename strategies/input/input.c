@@ -167,21 +167,17 @@ static ds_dataset *worker_pipeline(const ds_input_layout *l, ds_dataset *dataset
                                    ds_auto_shard_policy *used, ds_status *st) {
   int nw = l->num_workers, n = l->num_replicas_in_sync;
   ds_dataset *p = ds__dataset_ref(dataset);
-  if (nw == 1 && policy != DS_AUTO_SHARD_OFF) {  /* nothing to shard: the policy picks the rebatch */
-    ds_status tried;
-    ds_status_clear(&tried);
-    ds_dataset *files = policy == DS_AUTO_SHARD_AUTO ? ds__dataset_shard_files(p, 1, 0, &tried) : NULL;
-    int legacy = policy == DS_AUTO_SHARD_DATA || (policy == DS_AUTO_SHARD_AUTO && files == NULL);
-    ds_dataset_free(files);
-    policy = legacy ? DS_AUTO_SHARD_DATA : DS_AUTO_SHARD_OFF;
-  }
+  /* One worker has nothing to shard, but the rewrite still picks its rebatch (above); FILE over a
+  ** source without files is no error there. */
+  if (nw == 1 && policy == DS_AUTO_SHARD_FILE) policy = DS_AUTO_SHARD_OFF;
   if (policy == DS_AUTO_SHARD_AUTO || policy == DS_AUTO_SHARD_FILE) {
     ds_status tried;
     ds_status_clear(&tried);
     ds_dataset *files = ds__dataset_shard_files(p, nw, w, &tried);
     if (files) {
       policy = DS_AUTO_SHARD_FILE;
-      advance(&p, files);
+      if (nw > 1) advance(&p, files);
+      else ds_dataset_free(files);
     } else if (policy == DS_AUTO_SHARD_AUTO && tried.kind == DS_NOT_FOUND_ERROR) {
       policy = DS_AUTO_SHARD_DATA;
     } else {
