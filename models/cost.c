@@ -64,3 +64,13 @@ void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double fl
                .elementwise = reads > 0, .out_bytes = elem_bytes * count, .reduce = reduce};
   md_cost_add(cost, &c);
 }
+
+void md_cost_dropout(md_cost *cost, double elem_bytes, double count, md_pass pass) {
+  if (pass == MD_PASS_FORWARD) {
+    md_cost c = {.flops = 4.0 * count, .bytes_moved = elem_bytes * 3.0 * count, .elementwise = 1,
+                 .out_bytes = elem_bytes * count};
+    md_cost_add(cost, &c);
+  } else {
+    md_cost_elementwise(cost, elem_bytes, count, 2, 2);
+  }
+}

@@ -93,7 +93,8 @@ typedef struct md_layer_spec {
   int dilation_rate[2];   /* convolutions (0: 1) */
   md_padding padding;     /* convolutions, poolings */
   int pool_size[2];       /* poolings (0: 2) */
-  float rate;             /* dropout: the fraction dropped, in [0, 1) */
+  float rate;             /* dropout: the fraction dropped, in [0, 1); multi_head_attention: of its
+                          ** probabilities in a train step (Keras's `dropout`) */
   int seeded;             /* dropout: 1 draws its masks as Keras 3's TensorFlow backend does from a
                           ** SeedGenerator of state [seed, seed_draws] (layers/dropout.c); 0 from
                           ** the workspace's stream (md_workspace_set_rng) */

@@ -284,6 +284,11 @@ void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double 
 /* The same for a normalisation or a softmax, whose reduction `reduce` tells XLA's fusion how it
 ** fuses (md_reduce); its counts are an elementwise op's. */
 void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce);
+/* Inverted dropout over count elements (Dropout, MultiHeadAttention's dropout on its probabilities).
+** Forward: a draw, a compare and two multiplies an element, reading x and writing z and the mask
+** (XLA fuses it as a loop with two outputs, the mask kept for the backward), its output z.
+** Backward: two multiplies reading dz and the mask. */
+void md_cost_dropout(md_cost *cost, double elem_bytes, double count, md_pass pass);
 
 /* ---- precision.c (md_round_): the mixed policies' 16-bit compute dtypes ---- */
 

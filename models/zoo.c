@@ -6,7 +6,9 @@
 **     ZeroPadding2D(3) + Conv2D 7x7 valid is written as same padding, and ZeroPadding2D(1) +
 **     MaxPooling2D(3, 2) likewise: the same output sizes, variables and costs.
 **   bert: KerasHub's BertBackbone (post-layer-norm encoder blocks, epsilon 1e-12, gelu, dropout
-**     0.1) with a classifier on the pooled output. Two departures: no segment embedding (2 x
+**     0.1, also on the attention probabilities: TransformerEncoder passes its dropout to the
+**     attention layer, BERT's attention_probs_dropout_prob; none with flash_attention, which
+**     Keras refuses with dropout) with a classifier on the pooled output. Two departures: no segment embedding (2 x
 **     d_model variables, 0.0006% of BERT-large) and the pooler reads the mean of the sequence
 **     (reshape + global average pooling) where BERT reads the first token: the same variables
 **     and, but for that mean, the same costs.
@@ -188,8 +190,10 @@ static void bert(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
                            .sequence_length = z->seq_len}, "embeddings");
   layer(b, norm(1e-12f), "embeddings_layer_norm");
   int x = layer(b, DROPOUT, "embeddings_dropout");
+  md_layer_spec att = attention(z, 0);
+  att.rate = z->flash_attention ? 0.0f : DROPOUT.rate;  /* Keras refuses dropout with flash attention */
   for (int i = 0; i < z->layers; i++) {
-    layer(b, attention(z, 0), base_format(n, sizeof n, "transformer_layer_%d_self_attention", i));
+    layer(b, att, base_format(n, sizeof n, "transformer_layer_%d_self_attention", i));
     int a = layer(b, DROPOUT, base_format(n, sizeof n, "transformer_layer_%d_self_attention_dropout", i));
     add2(b, base_format(n, sizeof n, "transformer_layer_%d_self_attention_add", i), x, a);
     int x1 = layer(b, norm(1e-12f), base_format(n, sizeof n, "transformer_layer_%d_self_attention_layer_norm", i));

@@ -76,19 +76,10 @@ static void dropout_backward(const md_layer *l, const md_layer_run *r) {
   for (size_t i = 0; i < (size_t)r->n * l->in; i++) r->dx[i] = r->dz[i] * r->saved[i] * scale;
 }
 
-/* Forward: a draw, a compare and two multiplies per element, reading x, writing z and the mask:
-** elementwise (XLA fuses it as a loop with two outputs, the mask kept for the backward), its
-** tensor z. Backward: two multiplies reading dz and the mask. The identity issues no op. */
+/* md_cost_dropout's ops on the layer's tensor; the identity issues none. */
 static void dropout_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
-  double count = (double)r->n * l->in;
-  if (!dropping(l, r)) return;
-  if (pass == MD_PASS_FORWARD) {
-    md_cost c = {.flops = 4.0 * count, .bytes_moved = r->act_bytes * 3.0 * count, .elementwise = 1,
-                 .out_bytes = r->act_bytes * count};
-    md_cost_add(cost, &c);
-  } else if (r->has_dx) {
-    md_cost_elementwise(cost, r->act_bytes, count, 2, 2);
-  }
+  if (!dropping(l, r) || (pass != MD_PASS_FORWARD && !r->has_dx)) return;
+  md_cost_dropout(cost, r->act_bytes, (double)r->n * l->in, pass);
 }
 
 const md_layer_ops md_dropout_ops = {

@@ -17,7 +17,11 @@
 ** rotate_half(x) = (-x2, x1); its inverse turns the gradient back.
 ** Variables as Keras names them: LAYER/query/kernel [D, H, K], LAYER/query/bias [H, K], key and
 ** value likewise with G heads, LAYER/attention_output/kernel [H, V, D] and its bias [D] (biases
-** only with use_bias). No dropout on the scores (Keras's default dropout=0).
+** only with use_bias). spec.rate (Keras's `dropout`, default 0) drops the probabilities in a
+** train step as Keras's MHA does with its own Dropout layer, inverted: p' = p mask / (1 - rate),
+** c = p' v, a uniform draw a score from the workspace's stream (examples, heads, rows, columns in
+** order, the masked ones too), kept when >= rate as layers/dropout.c keeps them; the backward's dv
+** reads p' and its dp the mask. Keras refuses dropout with flash_attention, and so does podsim.
 **
 ** flash_attention (Keras 3's MultiHeadAttention(flash_attention=True), XLA's fused attention
 ** custom-call: cuDNN's flash attention on GPUs, a Pallas kernel on TPUs) runs scores, softmax and
@@ -34,8 +38,10 @@
 **      Keras's -1e9 added before the softmax gives exactly (its exp is 0). A key-value head's
 **      gradient adds its query heads' in head order.
 **   2. Forward saves q (turned and scaled), k (turned), v, c and p (H S S floats per example) or,
-**      fused, each row's log-sum-exp (H S floats), counted as resident activations.
+**      fused, each row's log-sum-exp (H S floats), counted as resident activations; with
+**      dropout also the mask (H S S more: the backward needs p for the softmax and p' for dv).
 */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,27 +54,29 @@
 typedef struct mha_dims {
   int s, d, h, g, k, v;   /* positions, features, query heads, key-value heads, key_dim, value_dim */
   int flash;              /* 1: the fused kernel (p is not kept; lse is) */
+  int drop;               /* 1: dropout on the probabilities (rate > 0; never fused) */
 } mha_dims;
 
 static mha_dims dims_of(const md_layer *l) {
   int v = l->spec.value_dim > 0 ? l->spec.value_dim : l->spec.key_dim;
   int g = l->spec.num_key_value_heads > 0 ? l->spec.num_key_value_heads : l->spec.num_heads;
   return (mha_dims){l->in_shape.dim[0], l->in_shape.dim[1], l->spec.num_heads, g, l->spec.key_dim, v,
-                    l->spec.flash_attention};
+                    l->spec.flash_attention, l->spec.rate > 0.0f};
 }
 
-/* The saved blocks of n examples, one after the other: q, k, v, c, then p or lse. */
+/* The saved blocks of n examples, one after the other: q, k, v, c, then p or lse, then the mask. */
 typedef struct mha_saved {
   float *q, *k, *v, *c;   /* [n S H K], [n S G K], [n S G V], [n S H V] */
   float *p;               /* unfused: the probabilities [n H S S]; fused: NULL */
   float *lse;             /* fused: each row's log-sum-exp of its scores [n H S]; unfused: NULL */
+  float *mask;            /* dropout: 1 where a probability is kept [n H S S]; else NULL */
 } mha_saved;
 
 /* Floats per example the forward keeps (invariant 2). */
 static int64_t saved_floats(const mha_dims *m) {
-  int64_t s = m->s, rows = m->flash ? s : s * s;
+  int64_t s = m->s, rows = m->flash ? s : s * s, masks = m->drop ? s * s : 0;
   return s * ((int64_t)m->h * m->k + (int64_t)m->g * m->k + (int64_t)m->g * m->v + (int64_t)m->h * m->v) +
-         m->h * rows;
+         m->h * (rows + masks);
 }
 
 static mha_saved saved_of(const mha_dims *m, int n, float *base) {
@@ -79,6 +87,7 @@ static mha_saved saved_of(const mha_dims *m, int n, float *base) {
   float *rest = b.c + (size_t)n * m->s * m->h * m->v;
   if (m->flash) b.lse = rest;
   else b.p = rest;
+  if (m->drop) b.mask = b.p + (size_t)n * m->h * m->s * m->s;
   return b;
 }
 
@@ -95,6 +104,11 @@ static int mha_shape(md_layer *l, md_error *err) {
   if (s->rope_max_wavelength < 0 || (s->rope_max_wavelength > 0 && s->key_dim % 2 != 0))
     return md_error_set(err, 0, 0, "multi_head_attention's rotary embeddings turn pairs of features: key_dim %d "
                         "must be even and rope_max_wavelength %g > 0", s->key_dim, (double)s->rope_max_wavelength);
+  if (!(s->rate >= 0.0f && s->rate < 1.0f))
+    return md_error_set(err, 0, 0, "multi_head_attention needs dropout in [0, 1) (got %g)", (double)s->rate);
+  if (s->rate > 0.0f && s->flash_attention)
+    return md_error_set(err, 0, 0, "multi_head_attention: dropout is not supported with flash_attention (Keras "
+                        "refuses it too): set dropout to 0 to use flash attention");
   l->out_shape = l->in_shape;
   mha_dims m = dims_of(l);
   l->saved = saved_floats(&m);
@@ -203,8 +217,18 @@ static float log_sum_exp(const float *z, int width) {
   return (float)(mx + log(sum));
 }
 
+/* 1 / (1 - rate) in double, rounded to float as TF converts the scale to the input's dtype. */
+static float dropout_scale(const md_layer *l) { return (float)(1.0 / (1.0 - (double)l->spec.rate)); }
+
+/* p' = p mask scale into out, one head's [S, S]. */
+static void dropped(const md_layer *l, const mha_dims *m, const float *p, const float *mask, float *out) {
+  float scale = dropout_scale(l);
+  for (size_t i = 0; i < (size_t)m->s * m->s; i++) out[i] = p[i] * scale * mask[i];
+}
+
 static void mha_forward(const md_layer *l, const md_layer_run *r) {
   mha_dims m = dims_of(l);
+  m.drop = m.drop && r->training;
   mha_saved b = saved_of(&m, r->n, r->saved);
   int rows = r->n * m.s, kernel, bias;
   float *proj[3] = {b.q, b.k, b.v};
@@ -218,7 +242,9 @@ static void mha_forward(const md_layer *l, const md_layer_run *r) {
   }
   float scale = query_scale(&m);
   for (size_t i = 0; i < (size_t)rows * m.h * m.k; i++) b.q[i] *= scale;
-  float *tile = m.flash ? base_xrealloc(NULL, sizeof(float) * m.s * m.s) : NULL;  /* the fused kernel's scores */
+  /* the fused kernel's scores, or the dropped probabilities */
+  float *tile = m.flash || m.drop ? base_xrealloc(NULL, sizeof(float) * m.s * m.s) : NULL;
+  assert(!m.drop || r->rng != NULL);  /* md_workspace_set_rng: a model with dropout trains from a stream */
   for (int e = 0; e < r->n; e++)
     for (int h = 0; h < m.h; h++) {
       mha_head hd = head_of(&m, e, h);
@@ -230,6 +256,12 @@ static void mha_forward(const md_layer *l, const md_layer_run *r) {
         if (m.flash) b.lse[((size_t)e * m.h + h) * m.s + i] = log_sum_exp(p + (size_t)i * m.s, lim);
         md_softmax_forward(p + (size_t)i * m.s, p + (size_t)i * m.s, lim, 1);
         for (int j = lim; j < m.s; j++) p[(size_t)i * m.s + j] = 0.0f;
+      }
+      if (m.drop) {
+        float *mask = b.mask + ((size_t)e * m.h + h) * m.s * m.s;
+        for (size_t i = 0; i < (size_t)m.s * m.s; i++) mask[i] = gsl_rng_uniform(r->rng) >= (double)l->spec.rate ? 1.0f : 0.0f;
+        dropped(l, &m, p, mask, tile);
+        p = tile;
       }
       /* c = p v: each row adds its positions' values in order, masked (0) ones skipped */
       md_gemm(MD_NO_TRANS, MD_NO_TRANS, m.s, m.v, m.s, 1.0f, p, m.s, b.v + hd.v, m.g * m.v, 0.0f, b.c + hd.c, m.h * m.v);
@@ -252,12 +284,13 @@ static void recompute_p(const md_layer *l, const mha_dims *m, const mha_saved *b
 
 static void mha_backward(const md_layer *l, const md_layer_run *r) {
   mha_dims m = dims_of(l);
+  m.drop = m.drop && r->training;
   mha_saved b = saved_of(&m, r->n, r->saved);
   int rows = r->n * m.s, kernel, bias, hk = m.h * m.k, gk = m.g * m.k, hv = m.h * m.v, gv = m.g * m.v;
   float *dc = base_xrealloc(NULL, sizeof(float) * (size_t)rows * hv), *dq = base_xrealloc(NULL, sizeof(float) * (size_t)rows * hk);
   float *dk = base_xrealloc(NULL, sizeof(float) * (size_t)rows * gk), *dv = base_xrealloc(NULL, sizeof(float) * (size_t)rows * gv);
   float *dp = base_xrealloc(NULL, sizeof(float) * m.s * m.s);
-  float *tile = m.flash ? base_xrealloc(NULL, sizeof(float) * m.s * m.s) : NULL;
+  float *tile = m.flash || m.drop ? base_xrealloc(NULL, sizeof(float) * m.s * m.s) : NULL;
   projection_vars(l, 3, &kernel, &bias);
   md_affine_backward(rows, hv, m.d, b.c, r->vars[kernel].data, r->dz, r->grads->g[kernel],
                      bias >= 0 ? r->grads->g[bias] : NULL, dc, 0.0f);
@@ -268,9 +301,15 @@ static void mha_backward(const md_layer *l, const md_layer_run *r) {
       if (m.flash) recompute_p(l, &m, &b, &hd, b.lse + ((size_t)e * m.h + h) * m.s, tile);
       else p = b.p + ((size_t)e * m.h + h) * m.s * m.s;
       float beta = hd.accumulate ? 1.0f : 0.0f;
-      /* dp = dc v^T; dv = p^T dc (each position's sum over the rows in order, masked 0s skipped) */
+      const float *mask = m.drop ? b.mask + ((size_t)e * m.h + h) * m.s * m.s : NULL;
+      if (m.drop) dropped(l, &m, p, mask, tile);
+      /* dp' = dc v^T; dv = p'^T dc (each position's sum over the rows in order, masked 0s skipped) */
       md_gemm(MD_NO_TRANS, MD_TRANS, m.s, m.s, m.v, 1.0f, dc + hd.c, hv, b.v + hd.v, gv, 0.0f, dp, m.s);
-      md_gemm(MD_TRANS, MD_NO_TRANS, m.s, m.v, m.s, 1.0f, p, m.s, dc + hd.c, hv, beta, dv + hd.v, gv);
+      md_gemm(MD_TRANS, MD_NO_TRANS, m.s, m.v, m.s, 1.0f, m.drop ? tile : p, m.s, dc + hd.c, hv, beta, dv + hd.v, gv);
+      if (m.drop) {
+        float scale = dropout_scale(l);  /* dp = (dp' mask) scale, as dropout's backward */
+        for (size_t i = 0; i < (size_t)m.s * m.s; i++) dp[i] = dp[i] * mask[i] * scale;
+      }
       /* the softmax's backward on the positions each row attends to; the masked get no gradient */
       for (int i = 0; i < m.s; i++) {
         int lim = attended(l, &m, i);
@@ -323,16 +362,17 @@ static void fused_kernel(md_cost *cost, const md_layer *l, const mha_dims *m, do
 }
 
 /* Forward: three projections, rope's turns, the query's scaling, then the scores, their softmax
-** and the context (three ops, or the fused kernel), and the output projection. Backward: the
-** output projection's, dp and dv, the softmax's, dq and dk (or the fused kernel, which computes
-** the scores again), dq's scaling, rope's turns back and the three projections'. Unfused, the
+** and the context (three ops, or the fused kernel; with dropout its op on the probabilities
+** between softmax and context), and the output projection. Backward: the output projection's, dp
+** and dv, dropout's, the softmax's, dq and dk (or the fused kernel, which computes the scores
+** again), dq's scaling, rope's turns back and the three projections'. Unfused, the
 ** causal mask saves nothing: the products are dense, as XLA runs them. */
 static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
   mha_dims m = dims_of(l);
   double rows = (double)r->n * m.s, heads = (double)r->n * m.h, scores = heads * m.s * m.s, e = r->act_bytes;
   double turned = l->spec.rope_max_wavelength > 0 ? rows * (m.h + m.g) * m.k : 0;  /* q and k elements rope turns */
   double qkvo = e * rows * ((double)m.h * m.k + m.g * m.k + m.g * m.v + m.h * m.v), lse = 4.0 * heads * m.s;
-  int bias = l->spec.use_bias;
+  int bias = l->spec.use_bias, drop = m.drop && r->training;
   if (pass == MD_PASS_FORWARD) {
     for (int i = 0; i < 3; i++) md_affine_cost(cost, e, pass, rows, m.d, projection_width(&m, i), bias, 0);
     if (turned > 0) md_cost_elementwise(cost, e, turned, 3, 1);
@@ -342,6 +382,7 @@ static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
     } else {
       attention_product(cost, e, heads, m.s, m.k);
       md_cost_normalize(cost, e, scores, 5, 1, MD_REDUCE_ROWS);
+      if (drop) md_cost_dropout(cost, e, scores, pass);
       attention_product(cost, e, heads, m.s, m.v);
     }
     md_affine_cost(cost, e, pass, rows, (double)m.h * m.v, m.d, bias, 0);
@@ -354,6 +395,7 @@ static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
   } else {
     attention_product(cost, e, heads, m.s, m.v);
     attention_product(cost, e, heads, m.s, m.v);
+    if (drop) md_cost_dropout(cost, e, scores, pass);
     md_cost_normalize(cost, e, scores, 4, 2, MD_REDUCE_ROWS);
     attention_product(cost, e, heads, m.s, m.k);
     attention_product(cost, e, heads, m.s, m.k);

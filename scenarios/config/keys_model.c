@@ -305,6 +305,9 @@ static const key_spec MULTI_HEAD_ATTENTION_KEYS[] = {
    .type = V_NUM, .st = S_FLOAT, OFF(md_layer_spec, rope_max_wavelength), .lo = 0, .lo_open = 1},
   {.key = "flash_attention", .doc = "one fused kernel for scores, softmax and context that keeps no S x S scores (Keras 3's flash_attention)",
    .type = V_BOOL, .st = S_INT, OFF(md_layer_spec, flash_attention)},
+  {.key = "dropout", .doc = "the fraction of attention probabilities dropped in a train step (Keras's dropout; BERT's "
+   "attention_probs_dropout_prob 0.1); not with flash_attention; default 0",
+   .type = V_NUM, .st = S_FLOAT, OFF(md_layer_spec, rate), .lo = 0, .hi = 1, .hi_open = 1},
   USE_BIAS, LOGICAL_DEVICE, END};
 
 /* Every layer kind, by Keras's snake-case name (md_layer_kind_name), and its keys. */

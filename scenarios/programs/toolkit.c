@@ -150,7 +150,9 @@ int train_load_data(train_input *in, const md_model *m, scn_error *err) {
 
 gsl_rng *train_dropout_rng(const scenario *s, md_workspace *ws) {
   int dropout = 0;
-  for (int l = 0; l < s->nlayers; l++) dropout |= s->layers[l].kind == MD_LAYER_DROPOUT;
+  for (int l = 0; l < s->nlayers; l++)  /* a Dropout, or an attention's dropout on its probabilities */
+    dropout |= (s->layers[l].kind == MD_LAYER_DROPOUT || s->layers[l].kind == MD_LAYER_MULTI_HEAD_ATTENTION) &&
+               s->layers[l].rate > 0.0f;
   if (!dropout || !s->numerics_full) return NULL;
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (rng == NULL) base_out_of_memory(sizeof(gsl_rng));

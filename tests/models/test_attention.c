@@ -126,6 +126,112 @@ static void flash_keeps_no_scores(void **state) {
   assert_int_equal(custom[1], 2);
 }
 
+/* Dropout on the probabilities (Keras's MultiHeadAttention(dropout=0.4), BERT's 0.1): the
+** gradients of a train step, its stream re-seeded so each loss drops the same scores, against
+** finite differences. Causal and grouped as above, so masked (0) probabilities are drawn for too. */
+static void attention_dropout_gradients_by_finite_differences(void **state) {
+  (void)state;
+  md_layer_spec l[3] = {attention(0), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  l[0].rate = 0.4f;
+  md_model *m = fd_model(l, 3, (md_shape){.rank = 2, .dim = {S, D}});
+  float x[N * S * D];
+  for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
+  const int32_t y[N] = {2, 0};
+  md_batch b = {N, x, NULL, y, NULL};
+  fd_check(m, &b, 1310, 77);
+  md_model_free(m);
+}
+
+/* A train step draws one uniform a probability, N H S S = 2 x 4 x 5 x 5 = 200, and no more: the
+** stream's next draw is a fresh stream's 201st. The logits (a dense layer on the attention's
+** output) differ from the step without dropout (some of the 200 are dropped: at 0.4 all 200
+** kept has probability 0.6^200) and evaluation drops none (the rate-0 step's, bit for bit). */
+static void attention_dropout_draws_a_uniform_a_probability(void **state) {
+  (void)state;
+  float x[N * S * D];
+  for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
+  const int32_t y[N] = {2, 0};
+  md_batch b = {N, x, NULL, y, NULL};
+  float z[2][N * 3], eval[N * 3];
+  for (int drop = 0; drop <= 1; drop++) {
+    md_layer_spec l[3] = {attention(0), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+    l[0].rate = drop ? 0.4f : 0.0f;
+    md_model *m = fd_model(l, 3, (md_shape){.rank = 2, .dim = {S, D}});
+    gsl_rng *init = sim_rng_stream(9, "init");
+    md_model_init_default(m, init);
+    gsl_rng_free(init);
+    md_workspace *w = md_workspace_new(m);
+    md_grads *g = md_grads_new(m);
+    gsl_rng *rng = sim_rng_stream(5, "dropout"), *fresh = sim_rng_stream(5, "dropout");
+    md_workspace_set_rng(w, rng);
+    double loss;
+    md_model_train_step(m, w, &b, 1.0f, g, &loss, NULL);
+    memcpy(z[drop], md_model_last_output(m, w), sizeof z[drop]);
+    for (int i = 0; i < (drop ? N * H * S * S : 0); i++) gsl_rng_uniform(fresh);
+    assert_true(gsl_rng_uniform(rng) == gsl_rng_uniform(fresh));
+    if (drop) memcpy(eval, md_model_forward(m, w, &b, NULL), sizeof eval);
+    gsl_rng_free(fresh);
+    gsl_rng_free(rng);
+    md_grads_free(g);
+    md_workspace_free(w);
+    md_model_free(m);
+  }
+  assert_memory_not_equal(z[0], z[1], sizeof z[0]);
+  assert_memory_equal(z[0], eval, sizeof eval);
+}
+
+/* With dropout the attention's forward keeps the mask too (a dense layer after it): 1360 bytes (flash_keeps_no_scores) + H S S = 100
+** floats = 1760; a train step issues one more op a pass (the mask's draw and multiply forward,
+** its multiply backward), each over the N H S S scores: 4 FLOPs and 3 arrays (x, z, mask) of 4
+** bytes an element forward, 2 and 3 backward; the same with numerics off as on. Flash attention
+** with dropout is refused, as Keras refuses it. */
+static void attention_dropout_keeps_its_mask(void **state) {
+  (void)state;
+  size_t ops[2];
+  double flops[2], bytes[2], saved = 0;
+  for (int drop = 0; drop <= 1; drop++) {
+    md_layer_spec l[3] = {attention(0), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+    l[0].rate = drop ? 0.1f : 0.0f;
+    md_model_spec spec = {.input_shape = {.rank = 2, .dim = {S, D}}, .nlayers = 3, .layers = l, .from_logits = 1,
+                          .shapes_only = 1};
+    md_error err = {0};
+    md_model *m = md_model_new(&spec, &err);
+    assert_non_null(m);
+    if (drop) saved = md_model_layer_saved_bytes(m, 0, 1);
+    md_workspace *w = md_workspace_new(m);
+    md_grads *g = md_grads_new(m);
+    md_op_log log = {0};
+    md_cost cost = {.ops = &log};
+    md_batch b = {N, NULL, NULL, NULL, NULL};
+    double loss;
+    md_model_train_step(m, w, &b, 1.0f, g, &loss, &cost);
+    ops[drop] = log.n;
+    flops[drop] = cost.flops;
+    bytes[drop] = cost.bytes_moved;
+    md_op_log_free(&log);
+    md_grads_free(g);
+    md_workspace_free(w);
+    md_model_free(m);
+    if (drop) {
+      float x[N * S * D];
+      for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
+      const int32_t y[N] = {2, 0};
+      fd_assert_spec_costs_mode_independent(spec, (md_batch){N, x, NULL, y, NULL});
+    }
+  }
+  const double scores = (double)N * H * S * S;
+  assert_true(saved == 1760);
+  assert_int_equal(ops[1] - ops[0], 2);
+  assert_true(flops[1] - flops[0] == scores * (4 + 2));
+  assert_true(bytes[1] - bytes[0] == 4.0 * scores * (3 + 3));
+  md_layer_spec l = attention(1);
+  l.rate = 0.1f;
+  md_model_spec spec = {.input_shape = {.rank = 2, .dim = {S, D}}, .nlayers = 1, .layers = &l, .from_logits = 1};
+  md_error err = {0};
+  assert_null(md_model_new(&spec, &err));
+  assert_non_null(strstr(err.msg, "dropout is not supported with flash_attention"));
+}
+
 /* A key-value head count that does not divide the heads, an odd key_dim with rope: refused. */
 static void attention_refuses_bad_groups(void **state) {
   (void)state;
@@ -147,6 +253,9 @@ int main(void) {
     cmocka_unit_test(attention_gradients_by_finite_differences),
     cmocka_unit_test(flash_keeps_no_scores),
     cmocka_unit_test(attention_refuses_bad_groups),
+    cmocka_unit_test(attention_dropout_gradients_by_finite_differences),
+    cmocka_unit_test(attention_dropout_draws_a_uniform_a_probability),
+    cmocka_unit_test(attention_dropout_keeps_its_mask),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
