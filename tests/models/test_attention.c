@@ -46,12 +46,24 @@ static md_model *model_of(int flash) {
   return fd_model(&l, 1, (md_shape){.rank = 2, .dim = {S, D}});
 }
 
+/* The batch every test reads: x_i = cos(0.53 i) into x, N examples of [S, D], labels y. */
+static md_batch input_batch(float *x, const int32_t *y) {
+  for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
+  return (md_batch){N, x, NULL, y, NULL};
+}
+
+/* a's attention, flattened, under a 3-unit dense head: a model a train step can score. */
+static void with_head(md_layer_spec a, md_layer_spec l[3]) {
+  l[0] = a;
+  l[1] = (md_layer_spec){.kind = MD_LAYER_FLATTEN};
+  l[2] = (md_layer_spec){.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1};
+}
+
 static void gqa_rope_matches_tensorflow(void **state) {
   (void)state;
   float x[N * S * D];
-  for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
   const int32_t y[N] = {0, 0};
-  md_batch b = {N, x, NULL, y, NULL};
+  md_batch b = input_batch(x, y);
   float fused[N * S * D];
   for (int flash = 1; flash >= 0; flash--) {
     md_model *m = model_of(flash);
@@ -77,12 +89,12 @@ static void gqa_rope_matches_tensorflow(void **state) {
 static void attention_gradients_by_finite_differences(void **state) {
   (void)state;
   for (int flash = 0; flash <= 1; flash++) {
-    md_layer_spec l[3] = {attention(flash), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+    md_layer_spec l[3];
+    with_head(attention(flash), l);
     md_model *m = fd_model(l, 3, (md_shape){.rank = 2, .dim = {S, D}});
     float x[N * S * D];
-    for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
     const int32_t y[N] = {2, 0};
-    md_batch b = {N, x, NULL, y, NULL};
+    md_batch b = input_batch(x, y);
     fd_check(m, &b, 1300 + flash, 0);
     md_model_free(m);
   }
@@ -131,13 +143,13 @@ static void flash_keeps_no_scores(void **state) {
 ** finite differences. Causal and grouped as above, so masked (0) probabilities are drawn for too. */
 static void attention_dropout_gradients_by_finite_differences(void **state) {
   (void)state;
-  md_layer_spec l[3] = {attention(0), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_layer_spec l[3];
+  with_head(attention(0), l);
   l[0].rate = 0.4f;
   md_model *m = fd_model(l, 3, (md_shape){.rank = 2, .dim = {S, D}});
   float x[N * S * D];
-  for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
   const int32_t y[N] = {2, 0};
-  md_batch b = {N, x, NULL, y, NULL};
+  md_batch b = input_batch(x, y);
   fd_check(m, &b, 1310, 77);
   md_model_free(m);
 }
@@ -149,12 +161,12 @@ static void attention_dropout_gradients_by_finite_differences(void **state) {
 static void attention_dropout_draws_a_uniform_a_probability(void **state) {
   (void)state;
   float x[N * S * D];
-  for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
   const int32_t y[N] = {2, 0};
-  md_batch b = {N, x, NULL, y, NULL};
+  md_batch b = input_batch(x, y);
   float z[2][N * 3], eval[N * 3];
   for (int drop = 0; drop <= 1; drop++) {
-    md_layer_spec l[3] = {attention(0), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+    md_layer_spec l[3];
+    with_head(attention(0), l);
     l[0].rate = drop ? 0.4f : 0.0f;
     md_model *m = fd_model(l, 3, (md_shape){.rank = 2, .dim = {S, D}});
     gsl_rng *init = sim_rng_stream(9, "init");
@@ -183,14 +195,14 @@ static void attention_dropout_draws_a_uniform_a_probability(void **state) {
 /* With dropout the attention's forward keeps the mask too (a dense layer after it): 1360 bytes (flash_keeps_no_scores) + H S S = 100
 ** floats = 1760; a train step issues one more op a pass (the mask's draw and multiply forward,
 ** its multiply backward), each over the N H S S scores: 4 FLOPs and 3 arrays (x, z, mask) of 4
-** bytes an element forward, 2 and 3 backward; the same with numerics off as on. Flash attention
-** with dropout is refused, as Keras refuses it. */
+** bytes an element forward, 2 and 3 backward; the same with numerics off as on. */
 static void attention_dropout_keeps_its_mask(void **state) {
   (void)state;
   size_t ops[2];
   double flops[2], bytes[2], saved = 0;
   for (int drop = 0; drop <= 1; drop++) {
-    md_layer_spec l[3] = {attention(0), {.kind = MD_LAYER_FLATTEN}, {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+    md_layer_spec l[3];
+    with_head(attention(0), l);
     l[0].rate = drop ? 0.1f : 0.0f;
     md_model_spec spec = {.input_shape = {.rank = 2, .dim = {S, D}}, .nlayers = 3, .layers = l, .from_logits = 1,
                           .shapes_only = 1};
@@ -214,9 +226,8 @@ static void attention_dropout_keeps_its_mask(void **state) {
     md_model_free(m);
     if (drop) {
       float x[N * S * D];
-      for (int i = 0; i < N * S * D; i++) x[i] = (float)cos(0.53 * i);
       const int32_t y[N] = {2, 0};
-      fd_assert_spec_costs_mode_independent(spec, (md_batch){N, x, NULL, y, NULL});
+      fd_assert_spec_costs_mode_independent(spec, input_batch(x, y));
     }
   }
   const double scores = (double)N * H * S * S;
@@ -224,15 +235,10 @@ static void attention_dropout_keeps_its_mask(void **state) {
   assert_int_equal(ops[1] - ops[0], 2);
   assert_true(flops[1] - flops[0] == scores * (4 + 2));
   assert_true(bytes[1] - bytes[0] == 4.0 * scores * (3 + 3));
-  md_layer_spec l = attention(1);
-  l.rate = 0.1f;
-  md_model_spec spec = {.input_shape = {.rank = 2, .dim = {S, D}}, .nlayers = 1, .layers = &l, .from_logits = 1};
-  md_error err = {0};
-  assert_null(md_model_new(&spec, &err));
-  assert_non_null(strstr(err.msg, "dropout is not supported with flash_attention"));
 }
 
-/* A key-value head count that does not divide the heads, an odd key_dim with rope: refused. */
+/* A key-value head count that does not divide the heads, an odd key_dim with rope, dropout with
+** flash attention (Keras refuses it too): refused. */
 static void attention_refuses_bad_groups(void **state) {
   (void)state;
   md_layer_spec l = attention(0);
@@ -245,6 +251,10 @@ static void attention_refuses_bad_groups(void **state) {
   l.key_dim = 3;
   assert_null(md_model_new(&spec, &err));
   assert_non_null(strstr(err.msg, "key_dim 3 must be even"));
+  l = attention(1);
+  l.rate = 0.1f;
+  assert_null(md_model_new(&spec, &err));
+  assert_non_null(strstr(err.msg, "dropout is not supported with flash_attention"));
 }
 
 int main(void) {
