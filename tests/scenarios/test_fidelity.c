@@ -410,8 +410,11 @@ static void v6e_gemm_held_out(void **state) {
 **   v3-2048, 16 a core: 1,733,480 (1,298,699, +33.5%; +2.6%)
 **   v4-128, 128 a chip: 42.34 ms, 193,473 (220,805, -12.4%; -36.7%)
 **   v4-8192, 8 a chip: 6,861,220 (6,532,123 over the whole run, +5.0%; -16.2%)
-**   BERT-large v3-32, 14 sequences a core: 520.6 ms (recompute included), 860.5 (972.8, -11.5%; -23.2%)
-**   BERT-large v4-128, 48 a chip: 451.3 ms, 6,807 (12,306, -44.7%; -54.7%) */
+**   BERT-large v3-32, 14 sequences a core: 540.2 ms (recompute included), 829.3 (972.8, -14.8%; -23.2%)
+**   BERT-large v4-128, 48 a chip: 476.4 ms, 6,448 (12,306, -47.6%; -54.7%)
+** The BERT rows were -11.5% and -44.7% before the attention's dropout on its probabilities (the
+** zoo's BERT now drops them as KerasHub's and MLPerf's do): the step pays its mask, which it
+** should; what keeps them slow is the recompute (docs/fidelity.md). */
 static void mlperf_training_throughputs(void **state) {
   (void)state;
   static const fidelity_row ROWS[] = {
@@ -420,8 +423,8 @@ static void mlperf_training_throughputs(void **state) {
     {"resnet50_mlperf_v3_2048", "images/s", 1298699, 0.30, 0.37},
     {"resnet50_mlperf_v4_128", "images/s", 220805, -0.16, -0.09},
     {"resnet50_mlperf_v4_8192", "images/s", 6532123, 0.02, 0.08},
-    {"bert_large_mlperf_v3_32", "sequences/s", 972.8, -0.15, -0.09},
-    {"bert_large_mlperf_v4_128", "sequences/s", 12306, -0.48, -0.42},
+    {"bert_large_mlperf_v3_32", "sequences/s", 972.8, -0.18, -0.12},
+    {"bert_large_mlperf_v4_128", "sequences/s", 12306, -0.51, -0.45},
   };
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) {
     char rel[256];
@@ -472,22 +475,24 @@ static void resnet50_dgx_a100_training(void **state) {
 ** performance: Single-node on NVIDIA DGX A100 (8x A100 80GB)", TF 21.02, LAMB, mixed precision):
 ** sequence 128 at 312 a GPU: 485.59 sequences/s on 1 GPU, 3799.24 on 8; sequence 512 at 40 a GPU:
 ** 96.52 and 649.69. Held out. podsim (zoo bert_large at that seq_len, mixed_float16, LAMB, on an
-** a2-ultragpu-8g's A100 80 GB): 312 / 0.50556 s = 617.1 (+27.1%), 2496 / 0.51559 = 4841 (+27.4%),
-** 40 / 0.31371 = 127.5 (+32.1%), 320 / 0.32375 = 988.4 (+52.1%). The README's TF32 column
-** (float32, 176 and 22 a GPU: 282.98 and 54.92 on 1 GPU) lands closer: 176 / 0.57359 = 306.8
-** (+8.4%), 22 / 0.35317 = 62.29 (+13.4%): podsim's mixed precision is 2.0x its TF32, the
-** README's 1.72-1.76x. Not met (issue 25's "GPU
+** a2-ultragpu-8g's A100 80 GB, the README's global batch in its accumulation steps: 256 and 32
+** micro-batches of 312, 768 and 96 of 40): 79872 / 130.534 s = 611.9 (+26.0%), 79872 / 16.338
+** = 4889 (+28.7%), 30720 / 257.552 = 119.3 (+23.6%), 30720 / 32.215 = 953.6 (+46.8%). The
+** README's TF32 column (float32, 176 and 22 a GPU in 512 and 1536 micro-batches: 282.98 and
+** 54.92 on 1 GPU) lands closer: 90112 / 296.969 = 303.4 (+7.2%), 33792 / 580.901 = 58.17
+** (+5.9%). Before the attention's dropout and the accumulation (a step a micro-batch, LAMB and
+** the all-reduce every step): +27.1%, +27.4%, +32.1%, +52.1%, +8.4%, +13.4%. Not met (issue 25's "GPU
 ** training 10-34% too fast"): docs/fidelity.md says what is missing. The bands hold today's error
 ** so that a model change that moves them is seen. */
 static void bert_large_a100_training(void **state) {
   (void)state;
   static const fidelity_row ROWS[] = {
-    {"bert_large_a100_80gb_1gpu_seq128", "sequences/s", 485.59, 0.24, 0.30},
-    {"bert_large_a100_80gb_8gpu_seq128", "sequences/s", 3799.24, 0.24, 0.30},
-    {"bert_large_a100_80gb_1gpu_seq512", "sequences/s", 96.52, 0.29, 0.35},
-    {"bert_large_a100_80gb_8gpu_seq512", "sequences/s", 649.69, 0.49, 0.55},
-    {"bert_large_a100_80gb_1gpu_seq128_tf32", "sequences/s", 282.98, 0.05, 0.11},
-    {"bert_large_a100_80gb_1gpu_seq512_tf32", "sequences/s", 54.92, 0.10, 0.16},
+    {"bert_large_a100_80gb_1gpu_seq128", "sequences/s", 485.59, 0.23, 0.29},
+    {"bert_large_a100_80gb_8gpu_seq128", "sequences/s", 3799.24, 0.26, 0.32},
+    {"bert_large_a100_80gb_1gpu_seq512", "sequences/s", 96.52, 0.20, 0.27},
+    {"bert_large_a100_80gb_8gpu_seq512", "sequences/s", 649.69, 0.43, 0.50},
+    {"bert_large_a100_80gb_1gpu_seq128_tf32", "sequences/s", 282.98, 0.04, 0.10},
+    {"bert_large_a100_80gb_1gpu_seq512_tf32", "sequences/s", 54.92, 0.03, 0.09},
   };
   for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) check_training_row(&ROWS[i]);
 }
