@@ -370,6 +370,7 @@ static const struct bad_case {
   {"ids_without_embedding", 5, 7, "model.layers[0]", "needs an embedding"},
   {"jit_compile_not_bool", 12, 16, "training.jit_compile", "expected true or false"},
   {"logical_device_without_assignment", 5, 41, "model.layers[0].dense.logical_device", "need strategy kind tpu with a device_assignment"},
+  {"mha_dropout_with_flash", 6, 7, "model.layers[0]", "dropout is not supported with flash_attention"},
   {"missing_csv_file", 8, 8, "dataset.csv", "file not found"},
   {"missing_layers", 3, 3, "model.layers", "missing required key \"layers\""},
   {"missing_name", 1, 1, "name", "missing required key \"name\""},
