@@ -30,6 +30,7 @@ struct psfit {
   long epochs;               /* training.epochs (0: a custom loop's steps, no History) */
   long per_epoch;            /* training.steps_per_epoch */
   int *ended;                /* per epoch, whether its join fetched a row */
+  long *joined_at;           /* per epoch, the updates applied at its join (the loss chart's x) */
   double *history;           /* per epoch, loss then each metric: History's values */
   const scenario *s;         /* validation_freq and the metrics as listed (history.csv) */
   val_run *val;              /* the validation rows (validate.h), NULL without validation */
@@ -67,6 +68,7 @@ int psfit_new(train_input *in, const md_model *m, psfit **out, scn_error *err) {
   f->epochs = s->epochs;
   f->per_epoch = s->steps_per_epoch;
   f->ended = base_xcalloc((size_t)f->epochs + 1, sizeof *f->ended);
+  f->joined_at = base_xcalloc((size_t)f->epochs + 1, sizeof *f->joined_at);
   f->history = base_xcalloc(((size_t)f->epochs + 1) * (size_t)(f->nmetrics + 1), sizeof *f->history);
   f->evaluated = base_xcalloc((size_t)f->epochs + 1, sizeof *f->evaluated);
   f->vlogs = base_xcalloc(((size_t)f->epochs + 1) * (size_t)(f->nmetrics + 1), sizeof *f->vlogs);
@@ -110,6 +112,7 @@ void psfit_free(psfit *f) {
   free(f->rows);
   free(f->evaluated);
   free(f->vlogs);
+  free(f->joined_at);
   free(f);
 }
 
@@ -154,7 +157,7 @@ void psfit_applied(psfit *f, int worker, long step, int attempt, step_record *re
   results(f, rec->metrics);
 }
 
-void psfit_epoch_done(psfit *f, long epoch) {
+void psfit_epoch_done(psfit *f, long epoch, long applied) {
   if (epoch < 0 || epoch >= f->epochs) return;
   double *row = f->history + (size_t)epoch * (size_t)(f->nmetrics + 1);
   float m[MD_METRIC_KIND_COUNT];
@@ -162,6 +165,7 @@ void psfit_epoch_done(psfit *f, long epoch) {
   row[0] = f->loss_count > 0 ? f->loss_total / f->loss_count : NAN;
   for (int k = 0; k < f->nmetrics; k++) row[k + 1] = m[k];
   f->ended[epoch] = 1;
+  f->joined_at[epoch] = applied;
 }
 
 int psfit_val_shards(const psfit *f, long epoch) {
@@ -208,6 +212,17 @@ void psfit_val_done(psfit *f, long epoch) {
   val_state_logs(f->kinds, f->nmetrics, f->numerics, sum, f->vlogs + (size_t)epoch * (size_t)(f->nmetrics + 1));
   f->evaluated[epoch] = 1;
   free(sum);
+}
+
+size_t psfit_val_points(const psfit *f, double *x, double *y, size_t max) {
+  size_t n = 0;
+  for (long e = 0; f != NULL && f->val != NULL && e < f->epochs && n < max; e++) {
+    double loss = f->vlogs[(size_t)e * (size_t)(f->nmetrics + 1)];
+    if (!f->evaluated[e] || !isfinite(loss)) continue;
+    x[n] = (double)f->joined_at[e];
+    y[n++] = loss;
+  }
+  return n;
 }
 
 int psfit_write_history(const void *ctx, const char *path) {

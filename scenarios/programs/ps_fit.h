@@ -67,8 +67,9 @@ void   psfit_update(psfit *f, int worker, const float *pred, int outputs, const 
 ** batch's mean, weighted by its n examples) and metric counts join the epoch's, and rec->metrics
 ** get the state's results (NaN with numerics off). */
 void   psfit_applied(psfit *f, int worker, long step, int attempt, step_record *rec);
-/* The chief's join at the end of epoch `epoch` (0-based): History's row is fetched. */
-void   psfit_epoch_done(psfit *f, long epoch);
+/* The chief's join at the end of epoch `epoch` (0-based), with `applied` updates applied so far:
+** History's row is fetched. */
+void   psfit_epoch_done(psfit *f, long epoch, long applied);
 /* The shards evaluated after epoch `epoch` (0-based) ends: 0 when none is due. */
 int    psfit_val_shards(const psfit *f, long epoch);
 /* A shard's closure begins: its state is zeroed. */
@@ -88,5 +89,8 @@ void   psfit_val_done(psfit *f, long epoch);
 ** val_loss and each val_ metric, empty on epochs not evaluated), as keras.callbacks.History
 ** holds them. ctx: the psfit. 0 or -1 (errno). */
 int    psfit_write_history(const void *ctx, const char *path);
+/* The loss chart's val_loss points: each evaluated epoch's val_loss (y) at the updates applied
+** when its join ended it (x, the chart's axis), at most max of them. */
+size_t psfit_val_points(const psfit *f, double *x, double *y, size_t max);
 
 #endif

@@ -646,7 +646,7 @@ static void chief_main(sim_actor *self, void *arg) {
     int save = s->ckpt_every > 0 && end / s->ckpt_every > step / s->ckpt_every && end < t->in.steps;
     int epoch_ends = psfit_epoch_ends(s, end);
     if (rc == 0 && (save || epoch_ends)) rc = join(t, &st);
-    if (rc == 0 && epoch_ends) psfit_epoch_done(t->fit, end / s->steps_per_epoch - 1);
+    if (rc == 0 && epoch_ends) psfit_epoch_done(t->fit, end / s->steps_per_epoch - 1, t->rows.n);
     if (rc == 0 && epoch_ends) rc = evaluate_epoch(t, end / s->steps_per_epoch - 1, &st);
     /* BackupAndRestore.on_epoch_end: the backup a restarted chief resumes from, at the next epoch */
     if (rc == 0 && epoch_ends && s->cb.backup) rc = save_checkpoint(t, self, end, &st);
@@ -1176,6 +1176,10 @@ static int write_outputs(ps_trainer *t, const char *dir, run_summary *sum, scn_e
     o.write_more = psfit_write_history;
     o.more = t->fit;
   }
+  double val_x[1024], val_y[1024];  /* the chart's val_loss points: at most its first 1024 epochs' */
+  o.nval = psfit_val_points(t->fit, val_x, val_y, 1024);
+  o.val_x = val_x;
+  o.val_y = val_y;
   return train_write_outputs(t->in.s, &o, dir, sum, err);
 }
 
