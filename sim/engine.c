@@ -187,6 +187,8 @@ void sim_set_stop_check(sim_engine *e, sim_predicate_fn stop, void *arg) {
 
 int sim_stopped(const sim_engine *e) { return e->stopped; }
 
+int sim_stop_asked(sim_engine *e) { return e->stop != NULL && e->stop(e->stop_arg) != 0; }
+
 /* Whether the host asked the run loop to return now; tested once per SIM_STOP_CHECK_EVENTS
 ** events, so a run without a test pays one branch per event. */
 static int stop_now(sim_engine *e) {

@@ -80,6 +80,9 @@ int  sim_run_while(sim_engine *e, sim_predicate_fn going, void *arg);
 #define SIM_STOP_CHECK_EVENTS 256
 void sim_set_stop_check(sim_engine *e, sim_predicate_fn stop, void *arg);
 int  sim_stopped(const sim_engine *e);
+/* Whether the stop test holds now, for set-up done outside the run loop: spawning 100,000
+** actors takes seconds, and a host that asked to stop should not wait for them. */
+int  sim_stop_asked(sim_engine *e);
 
 /* ---- fast-forward of a periodic steady state (snapshot.c, issue 16) -------------------- */
 

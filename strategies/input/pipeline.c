@@ -27,7 +27,7 @@ typedef struct host_pipe {
   int infeed;             /* its replicas sit behind host-to-device links */
   sim_channel *made;      /* steps made on the CPU, waiting for the infeed actor */
   sim_activity **copies;  /* the infeed actor's transfers of one step (count entries) */
-  sim_actor *producer;    /* makes the batches */
+  sim_actor *producer;    /* makes the batches (NULL: the set-up was stopped before it) */
   sim_actor *copier;      /* the infeed actor, or NULL */
   long making;            /* the step whose batches the producer is at (its loop's counter, kept
                              here so that a fast-forward can move it: ds_pipeline_skip) */
@@ -108,7 +108,9 @@ ds_pipeline *ds_pipeline_new(sim_engine *e, const ds_strategy *s, const ds_pipel
     in->hosts[in->nhosts - 1].count++;
   }
   char name[48];
-  for (int i = 0; i < in->nhosts; i++) {
+  /* A stop asked meanwhile leaves the hosts after it without actors: the run it was for ends at
+  ** the engine's first stop test, before any event could need them. */
+  for (int i = 0; i < in->nhosts && !sim_stop_asked(e); i++) {
     host_pipe *h = &in->hosts[i];
     snprintf(name, sizeof name, "input%d", h->worker);
     h->producer = sim_actor_spawn(e, name, producer_main, h);
@@ -160,7 +162,7 @@ void ds_pipeline_skip(ds_pipeline *in, long steps) {
 
 void ds_pipeline_stop(ds_pipeline *in) {
   for (int i = 0; i < in->nhosts; i++) {
-    sim_actor_kill(in->hosts[i].producer);
+    if (in->hosts[i].producer) sim_actor_kill(in->hosts[i].producer);
     if (in->hosts[i].copier) sim_actor_kill(in->hosts[i].copier);
   }
 }

@@ -377,7 +377,8 @@ static void test_wait_extend(void **state) {
 }
 
 /* A host's stop test ends sim_run and sim_run_while within SIM_STOP_CHECK_EVENTS events of
-** holding, with the sleeper still blocked; freeing the engine then releases it. */
+** holding, with the sleeper still blocked; freeing the engine then releases it. sim_stop_asked
+** is the same test for set-up outside the run loop: 0 without a test, else what it says now. */
 static int stop_after(void *arg) { return *(const int *)arg; }
 typedef struct { int *flag; long naps; } napper_t;
 static void napper(sim_actor *self, void *arg) {
@@ -395,12 +396,15 @@ static void test_stop_check(void **state) {
     sim_engine *e = sim_engine_new();
     int flag = 0;
     napper_t n = { &flag, 0 };
+    assert_false(sim_stop_asked(e));
     sim_set_stop_check(e, stop_after, &flag);
+    assert_false(sim_stop_asked(e));
     sim_actor *a = sim_actor_spawn(e, "napper", napper, &n);
     assert_int_equal(use_while ? sim_run_while(e, forever, NULL) : sim_run(e), 1);
     assert_true(sim_stopped(e));
     assert_true(n.naps >= 1000 && n.naps < 1000 + SIM_STOP_CHECK_EVENTS);
     assert_true(sim_actor_is_alive(a));
+    assert_true(sim_stop_asked(e));
     sim_engine_free(e);
   }
 }
