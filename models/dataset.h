@@ -73,7 +73,9 @@ int  md_dataset_select_columns(md_dataset *d, const char (*names)[64], int n, md
 ** may be NULL). */
 void md_dataset_gather(const md_dataset *d, size_t start, int n, float *x, int32_t *ids,
                        int32_t *labels, float *targets);
-/* Copies rows rows[0..n) (each < d->rows) into caller buffers of n rows. */
+/* Copies rows rows[0..n) into caller buffers of n rows. Each row must be held in d's arrays:
+** below d->rows, or past it where a validation_split cut d->rows short and left the held-out
+** rows behind the training ones (scenarios/programs/validate.c). */
 void md_dataset_gather_rows(const md_dataset *d, const int64_t *rows, int n, float *x, int32_t *ids,
                             int32_t *labels, float *targets);
 
