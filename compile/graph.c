@@ -300,6 +300,7 @@ static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_s
   }
   int slots = md_optimizer_slots_per_var(opt_spec);
   g->slots = slots;
+  g->compute_bytes = md_model_act_bytes(m);
   g->trainable = base_xcalloc((size_t)nv + 1, sizeof *g->trainable);
   g->tp = base_xcalloc((size_t)nl + 1, sizeof *g->tp);
   md_model_tensor_parallel_layers(m, 2, g->tp);  /* the way a layer splits is the same over any 2 or more */

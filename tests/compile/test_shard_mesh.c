@@ -18,11 +18,16 @@ static md_model_spec mlp_spec(void) {
   return (md_model_spec){.input_features = 16, .nlayers = 2, .layers = MLP, .from_logits = 1, .shapes_only = 1};
 }
 
-static cg_cache *cache(const char *recipe, int replicas, int model_axis) {
+static cg_cache *cache_policy(const char *recipe, int replicas, int model_axis, md_dtype_policy policy) {
   md_model_spec spec = mlp_spec();
+  spec.dtype_policy = policy;
   md_optimizer_spec os;
   md_optimizer_spec_defaults(&os, MD_OPT_ADAM);
   return cg_cache_new(&spec, &os, &(cg_options){.replicas = replicas, .sharding = recipe, .model_axis = model_axis});
+}
+
+static cg_cache *cache(const char *recipe, int replicas, int model_axis) {
+  return cache_policy(recipe, replicas, model_axis, MD_POLICY_FLOAT32);
 }
 
 static double bytes(const cg_graph *g, cg_coll kind, int model, int *count) {
@@ -201,6 +206,54 @@ static void test_sequence_parallel_attention(void **state) {
   cg_cache_free(dp);
 }
 
+/* Under a mixed policy the weights' gathers and the gradients' reduce-scatters move 16-bit
+** elements (shard_zero.c: XLA gathers the cast and reduces the 16-bit weight gradient), the
+** float32 master shards and slots stay as they were, and ZeRO-1/2's gather of the updated
+** float32 shards is float32 still. On 4 devices, W = 688 float32 bytes (344 16-bit):
+**   fsdp   all-gathers 2 x 344 = 688 (8 of them), reduce-scatters 344 (4); keeps 516;
+**   zero1, zero2  reduce-scatter 344, all-gather 688; keep 688 + 2 x 688 / 4 = 1032;
+**   data_parallel  all-reduces the float32 gradients Keras casts back: 688, as before;
+**   fsdp_tp on 2 x 2  gathers 2 x 352 / 2 = 352, scatters 176 over the data axis; the
+**          model axis's partial logits are activations, 16-bit already: 8 x 4 x 2 = 64; keeps 528.
+** mixed_float16 moves the same bytes as mixed_bfloat16 (both 2 bytes an element). The gathered
+** weights held at the peak are half as big, so fsdp's peak is lower than under float32. */
+static void test_mixed_precision_moves_16_bit(void **state) {
+  (void)state;
+  for (int p = 0; p < 2; p++) {
+    md_dtype_policy policy = p ? MD_POLICY_MIXED_FLOAT16 : MD_POLICY_MIXED_BFLOAT16;
+    cg_cache *f = cache_policy("fsdp", 4, 0, policy), *f32 = cache("fsdp", 4, 0);
+    const cg_graph *g = cg_program_graph(cg_cache_get(f, 4)), *g32 = cg_program_graph(cg_cache_get(f32, 4));
+    int ag, rs;
+    assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, &ag) == 2 * W / 2);
+    assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, &rs) == W / 2);
+    assert_int_equal(ag, 8);
+    assert_int_equal(rs, 4);
+    assert_true(cg_graph_persistent_bytes(g) == 3 * W / 4);
+    assert_true(cg_graph_peak_bytes(g) < cg_graph_peak_bytes(g32));
+    cg_cache_free(f);
+    cg_cache_free(f32);
+    const char *zero[] = {"zero1", "zero2"};
+    for (int k = 0; k < 2; k++) {
+      cg_cache *z = cache_policy(zero[k], 4, 0, policy);
+      g = cg_program_graph(cg_cache_get(z, 4));
+      assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, NULL) == W / 2);
+      assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, NULL) == W);
+      assert_true(cg_graph_persistent_bytes(g) == W + 2 * W / 4);
+      cg_cache_free(z);
+    }
+    cg_cache *d = cache_policy("data_parallel", 4, 0, policy);
+    assert_true(bytes(cg_program_graph(cg_cache_get(d, 4)), CG_COLL_ALL_REDUCE, 0, NULL) == W);
+    cg_cache_free(d);
+    cg_cache *t = cache_policy("fsdp_tp", 4, 2, policy);
+    g = cg_program_graph(cg_cache_get(t, 4));
+    assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, NULL) == 2 * 352 / 2);
+    assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, NULL) == 352 / 2);
+    assert_true(bytes(g, CG_COLL_ALL_REDUCE, 1, NULL) == 64);
+    assert_true(cg_graph_persistent_bytes(g) == 3 * 352 / 2.0);
+    cg_cache_free(t);
+  }
+}
+
 /* The registry knows every recipe by name. */
 static void test_recipes_known(void **state) {
   (void)state;
@@ -215,6 +268,7 @@ int main(void) {
     cmocka_unit_test(test_zero1_zero2),                cmocka_unit_test(test_tensor_parallel),
     cmocka_unit_test(test_fsdp_tp),                    cmocka_unit_test(test_fsdp_program_order),
     cmocka_unit_test(test_sequence_parallel_attention), cmocka_unit_test(test_recipes_known),
+    cmocka_unit_test(test_mixed_precision_moves_16_bit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
