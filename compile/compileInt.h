@@ -102,6 +102,8 @@ struct cg_graph {
   double compute_bytes;   /* bytes of an element in the layers' compute dtype: 4 under float32,
                           ** 2 under a mixed policy (the 16-bit casts a recipe gathers and the
                           ** 16-bit gradients it reduce-scatters: shard_zero.c) */
+  unsigned char *cast;    /* per variable: 1 its layer reads its compute-dtype cast, 0 float32
+                          ** (md_model_var_cast: norms' variables, id tables) */
 };
 
 /* ---- graph.c: building ---- */

@@ -26,7 +26,10 @@
 ** precision for optimizer step"), so the reduce-scatter moves W / 2 and leaves a float32 shard.
 ** zero1's and zero2's all-gather of the updated shards stays float32: it fills the replicated
 ** float32 variable, which is cast where it is read. So fsdp moves 2 W / 2 + W / 2 = 1.5 W with
-** bfloat16 compute, zero1 and zero2 W / 2 + W.
+** bfloat16 compute, zero1 and zero2 W / 2 + W, W the bytes of the variables read as casts. What
+** Keras reads in float32 is gathered and reduced in float32: the normalisation layers'
+** variables, and an Embedding's table (Keras 3 sets its autocast False and casts the rows it
+** takes, so the table its gather reads and the gradient its backward scatters are float32).
 */
 #include "compile/compileInt.h"
 
@@ -49,8 +52,10 @@ static int read_by(const cg_graph *g, int t, int (*uses)(const cg_op *r)) {
 }
 
 /* The collective that wrote tensor `out` moves its elements in the compute dtype, and tensor
-** `narrow` (a gathered whole, or the partial gradient a reduce-scatter reads) holds them in it. */
+** `narrow` (a gathered whole, or the partial gradient a reduce-scatter reads) holds them in it,
+** when the variable's layer reads its cast; else (a norm's variable, an id table) float32. */
 static void in_compute_dtype(cg_graph *g, int out, int narrow) {
+  if (!g->cast[g->tensors[out].var]) return;
   double r = g->compute_bytes / 4.0;
   g->ops[g->tensors[out].producer].bytes *= r;
   g->tensors[narrow].bytes *= r;

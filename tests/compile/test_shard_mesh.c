@@ -254,6 +254,38 @@ static void test_mixed_precision_moves_16_bit(void **state) {
   }
 }
 
+/* What Keras reads in float32 moves float32 under a mixed policy too: ids (4 an example) ->
+** embedding 10 x 6 averaged over the ids (Keras 3's Embedding does not autocast its table: 60
+** floats) -> layer norm (gamma and beta, 12 floats: a normalisation layer computes in float32)
+** -> dense 3 (kernel 18 + bias 3 = 21 floats, read as its bfloat16 cast). FSDP on 4 devices
+** gathers each variable for both passes and scatters each gradient once: float32-read bytes
+** F = 4 x 72 = 288, cast bytes C = 4 x 21 = 84 moving as 42: all-gathers 2 x (288 + 42) = 660
+** and reduce-scatters 330 (float32: 2 x 372 = 744 and 372). */
+static void test_float32_reads_move_float32(void **state) {
+  (void)state;
+  static const md_layer_spec LAYERS[3] = {{.kind = MD_LAYER_EMBEDDING, .vocab = 10, .dim = 6, .combiner = MD_COMBINER_MEAN},
+                                          {.kind = MD_LAYER_LAYER_NORMALIZATION},
+                                          {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_optimizer_spec os;
+  md_optimizer_spec_defaults(&os, MD_OPT_ADAM);
+  for (int p = 0; p < 2; p++) {
+    md_model_spec spec = {.input_ids = 4, .input_vocab = 10, .nlayers = 3, .layers = LAYERS, .from_logits = 1, .shapes_only = 1,
+                          .dtype_policy = p ? MD_POLICY_MIXED_BFLOAT16 : MD_POLICY_FLOAT32};
+    md_error err = {0};
+    md_model *m = md_model_new(&spec, &err);
+    assert_non_null(m);
+    const int cast[5] = {0, 0, 0, 1, 1};  /* table, gamma, beta, kernel, bias */
+    assert_int_equal(md_model_num_vars(m), 5);
+    for (int v = 0; v < 5; v++) assert_int_equal(md_model_var_cast(m, v), cast[v]);
+    md_model_free(m);
+    cg_cache *c = cg_cache_new(&spec, &os, &(cg_options){.replicas = 4, .sharding = "fsdp"});
+    const cg_graph *g = cg_program_graph(cg_cache_get(c, 4));
+    assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, NULL) == (p ? 660 : 744));
+    assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, NULL) == (p ? 330 : 372));
+    cg_cache_free(c);
+  }
+}
+
 /* The registry knows every recipe by name. */
 static void test_recipes_known(void **state) {
   (void)state;
@@ -268,7 +300,7 @@ int main(void) {
     cmocka_unit_test(test_zero1_zero2),                cmocka_unit_test(test_tensor_parallel),
     cmocka_unit_test(test_fsdp_tp),                    cmocka_unit_test(test_fsdp_program_order),
     cmocka_unit_test(test_sequence_parallel_attention), cmocka_unit_test(test_recipes_known),
-    cmocka_unit_test(test_mixed_precision_moves_16_bit),
+    cmocka_unit_test(test_mixed_precision_moves_16_bit), cmocka_unit_test(test_float32_reads_move_float32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
