@@ -99,6 +99,11 @@ struct cg_graph {
   const char *memory;     /* that policy's name */
   int operand_fusion;     /* 1: the fusion pass may fuse producers into a product's operands
                           ** (cg_options.operand_fusion) */
+  double compute_bytes;   /* bytes of an element in the layers' compute dtype: 4 under float32,
+                          ** 2 under a mixed policy (the 16-bit casts a recipe gathers and the
+                          ** 16-bit gradients it reduce-scatters: shard_zero.c) */
+  unsigned char *cast;    /* per variable: 1 its layer reads its compute-dtype cast, 0 float32
+                          ** (md_model_var_cast: norms' variables, id tables) */
 };
 
 /* ---- graph.c: building ---- */

@@ -300,6 +300,8 @@ static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_s
   }
   int slots = md_optimizer_slots_per_var(opt_spec);
   g->slots = slots;
+  g->compute_bytes = md_model_act_bytes(m);
+  g->cast = base_xcalloc((size_t)nv + 1, sizeof *g->cast);
   g->trainable = base_xcalloc((size_t)nv + 1, sizeof *g->trainable);
   g->tp = base_xcalloc((size_t)nl + 1, sizeof *g->tp);
   md_model_tensor_parallel_layers(m, 2, g->tp);  /* the way a layer splits is the same over any 2 or more */
@@ -311,6 +313,7 @@ static cg_graph *trace(const md_model_spec *spec, const md_optimizer_spec *opt_s
     tr.weight[v] = cg__tensor_new(g, CG_TENSOR_WEIGHT, 4.0 * (double)var->size, -1, v);
     tr.weight_grad[v] = -1;
     g->trainable[v] = (unsigned char)(var->trainable != 0);
+    g->cast[v] = (unsigned char)md_model_var_cast(m, v);
     g->persistent += 4.0 * (double)var->size * (1 + (var->trainable ? slots : 0));
   }
   for (size_t i = 0; i < log.n; i++) add_logged(&tr, &log, i);
@@ -346,6 +349,7 @@ void cg_graph_free(cg_graph *g) {
   free(g->layer_names);
   free(g->var_names);
   free(g->trainable);
+  free(g->cast);
   free(g->tp);
   free(g->first_var);
   free(g->live);

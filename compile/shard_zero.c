@@ -14,6 +14,22 @@
 ** and all-gather W (a ring sends 2 (d - 1) / d W, data parallelism's all-reduce's bytes); fsdp
 ** all-gathers 2 W and reduce-scatters W (3 (d - 1) / d W). Variables that do not train (batch
 ** normalisation's moving statistics) stay replicated. One device along the axis: nothing splits.
+**
+** Under a mixed policy (compute_bytes 2) the variables stay float32 and so do their shards, the
+** slots and the update, but what crosses the axis is 16-bit, as XLA's SPMD partitioner places
+** it: the layers read the variable's cast, an elementwise convert, which runs on the float32
+** shard before fsdp's all-gather (jax-ml/jax#25010, a TPU HLO dump: `convert(f32[1024,512])` to
+** bf16, then `all-gather(bf16[1024,512])` into bf16[1024,1024]), so the gathered weight is 16-bit;
+** a gradient is the weight-gradient product's 16-bit output, reduced where the partitioner puts
+** the reduction, on that output, and cast to float32 after (jax-ml/jax#27496: "gradient
+** reduction (inserted by partitioner) occurs in half precision; gradients then casted to full
+** precision for optimizer step"), so the reduce-scatter moves W / 2 and leaves a float32 shard.
+** zero1's and zero2's all-gather of the updated shards stays float32: it fills the replicated
+** float32 variable, which is cast where it is read. So fsdp moves 2 W / 2 + W / 2 = 1.5 W with
+** bfloat16 compute, zero1 and zero2 W / 2 + W, W the bytes of the variables read as casts. What
+** Keras reads in float32 is gathered and reduced in float32: the normalisation layers'
+** variables, and an Embedding's table (Keras 3 sets its autocast False and casts the rows it
+** takes, so the table its gather reads and the gradient its backward scatters are float32).
 */
 #include "compile/compileInt.h"
 
@@ -35,6 +51,16 @@ static int read_by(const cg_graph *g, int t, int (*uses)(const cg_op *r)) {
   return 0;
 }
 
+/* The collective that wrote tensor `out` moves its elements in the compute dtype, and tensor
+** `narrow` (a gathered whole, or the partial gradient a reduce-scatter reads) holds them in it,
+** when the variable's layer reads its cast; else (a norm's variable, an id table) float32. */
+static void in_compute_dtype(cg_graph *g, int out, int narrow) {
+  if (!g->cast[g->tensors[out].var]) return;
+  double r = g->compute_bytes / 4.0;
+  g->ops[g->tensors[out].producer].bytes *= r;
+  g->tensors[narrow].bytes *= r;
+}
+
 /* Stage 1, 2 or 3 over the data axis (d devices; the batch layout is set). */
 void cg__zero(cg_graph *g, int stage, int d) {
   if (d < 2) return;
@@ -44,10 +70,15 @@ void cg__zero(cg_graph *g, int stage, int d) {
     cg__shard_slots(g, v, d);
     if (stage == 3) {
       cg__shard_weight(g, v, d);
-      if (read_by(g, w, forward_use)) cg__collective(g, CG_OP_ALL_GATHER, w, CG_AXIS_DATA, d, MD_PHASE_FORWARD, forward_use);
-      if (read_by(g, w, backward_use)) cg__collective(g, CG_OP_ALL_GATHER, w, CG_AXIS_DATA, d, MD_PHASE_BACKWARD, backward_use);
+      for (int pass = 0; pass < 2; pass++) {
+        int (*uses)(const cg_op *r) = pass ? backward_use : forward_use;
+        if (!read_by(g, w, uses)) continue;
+        int whole = cg__collective(g, CG_OP_ALL_GATHER, w, CG_AXIS_DATA, d, pass ? MD_PHASE_BACKWARD : MD_PHASE_FORWARD, uses);
+        in_compute_dtype(g, whole, whole);
+      }
     }
-    cg__collective(g, CG_OP_REDUCE_SCATTER, gr, CG_AXIS_DATA, d, stage == 1 ? MD_PHASE_OPTIMIZER : MD_PHASE_BACKWARD, NULL);
+    int scattered = cg__collective(g, CG_OP_REDUCE_SCATTER, gr, CG_AXIS_DATA, d, stage == 1 ? MD_PHASE_OPTIMIZER : MD_PHASE_BACKWARD, NULL);
+    in_compute_dtype(g, scattered, gr);
     int up = update_of(g, v);
     if (stage == 3 || up < 0) continue;
     /* the updated shard, gathered in place into every device's weight (persistent already) */

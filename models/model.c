@@ -974,6 +974,15 @@ int md_model_table_ids_per_example(const md_model *m, int v) {
   return l < 0 ? 0 : m->layers[l].in;
 }
 
+int md_model_var_cast(const md_model *m, int v) {
+  if (layer_of_table(m, v) >= 0) return 0;
+  for (int l = 0; l < m->nlayers; l++) {
+    int first = md_model_layer_first_var(m, l);
+    if (v >= first && v < first + m->layers[l].nvars) return !m->layers[l].ops->float32_variables;
+  }
+  return 1;
+}
+
 size_t md_model_table_ids(const md_model *m, int v, const md_batch *b, int64_t *out) {
   int l = layer_of_table(m, v);
   if (l < 0) return 0;

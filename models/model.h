@@ -326,6 +326,11 @@ int       md_grads_sparse(const md_grads *g, int v);
 size_t    md_model_table_ids(const md_model *m, int v, const md_batch *b, int64_t *out);
 /* The ids per example table variable v's layer looks up (0 when v is no table). */
 int       md_model_table_ids_per_example(const md_model *m, int v);
+/* 1 when, under a mixed policy, v's layer reads it as the compute dtype's cast (Keras's
+** AutoCastVariable); 0 when Keras reads it in float32: a normalisation layer's variables
+** (float32_variables) and an id table (Keras 3's Embedding sets `self.autocast = False` and casts
+** the rows it takes: keras/src/layers/core/embedding.py). */
+int       md_model_var_cast(const md_model *m, int v);
 
 /* Forward and backward over the batch. The loss differentiated is scale * sum of the
 ** per-example losses of the model's md_loss_kind (scale = 1, 1/n or 1/G for the three loss

@@ -18,11 +18,16 @@ static md_model_spec mlp_spec(void) {
   return (md_model_spec){.input_features = 16, .nlayers = 2, .layers = MLP, .from_logits = 1, .shapes_only = 1};
 }
 
-static cg_cache *cache(const char *recipe, int replicas, int model_axis) {
+static cg_cache *cache_policy(const char *recipe, int replicas, int model_axis, md_dtype_policy policy) {
   md_model_spec spec = mlp_spec();
+  spec.dtype_policy = policy;
   md_optimizer_spec os;
   md_optimizer_spec_defaults(&os, MD_OPT_ADAM);
   return cg_cache_new(&spec, &os, &(cg_options){.replicas = replicas, .sharding = recipe, .model_axis = model_axis});
+}
+
+static cg_cache *cache(const char *recipe, int replicas, int model_axis) {
+  return cache_policy(recipe, replicas, model_axis, MD_POLICY_FLOAT32);
 }
 
 static double bytes(const cg_graph *g, cg_coll kind, int model, int *count) {
@@ -201,6 +206,86 @@ static void test_sequence_parallel_attention(void **state) {
   cg_cache_free(dp);
 }
 
+/* Under a mixed policy the weights' gathers and the gradients' reduce-scatters move 16-bit
+** elements (shard_zero.c: XLA gathers the cast and reduces the 16-bit weight gradient), the
+** float32 master shards and slots stay as they were, and ZeRO-1/2's gather of the updated
+** float32 shards is float32 still. On 4 devices, W = 688 float32 bytes (344 16-bit):
+**   fsdp   all-gathers 2 x 344 = 688 (8 of them), reduce-scatters 344 (4); keeps 516;
+**   zero1, zero2  reduce-scatter 344, all-gather 688; keep 688 + 2 x 688 / 4 = 1032;
+**   data_parallel  all-reduces the float32 gradients Keras casts back: 688, as before;
+**   fsdp_tp on 2 x 2  gathers 2 x 352 / 2 = 352, scatters 176 over the data axis; the
+**          model axis's partial logits are activations, 16-bit already: 8 x 4 x 2 = 64; keeps 528.
+** mixed_float16 moves the same bytes as mixed_bfloat16 (both 2 bytes an element). The gathered
+** weights held at the peak are half as big, so fsdp's peak is lower than under float32. */
+static void test_mixed_precision_moves_16_bit(void **state) {
+  (void)state;
+  for (int p = 0; p < 2; p++) {
+    md_dtype_policy policy = p ? MD_POLICY_MIXED_FLOAT16 : MD_POLICY_MIXED_BFLOAT16;
+    cg_cache *f = cache_policy("fsdp", 4, 0, policy), *f32 = cache("fsdp", 4, 0);
+    const cg_graph *g = cg_program_graph(cg_cache_get(f, 4)), *g32 = cg_program_graph(cg_cache_get(f32, 4));
+    int ag, rs;
+    assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, &ag) == 2 * W / 2);
+    assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, &rs) == W / 2);
+    assert_int_equal(ag, 8);
+    assert_int_equal(rs, 4);
+    assert_true(cg_graph_persistent_bytes(g) == 3 * W / 4);
+    assert_true(cg_graph_peak_bytes(g) < cg_graph_peak_bytes(g32));
+    cg_cache_free(f);
+    cg_cache_free(f32);
+    const char *zero[] = {"zero1", "zero2"};
+    for (int k = 0; k < 2; k++) {
+      cg_cache *z = cache_policy(zero[k], 4, 0, policy);
+      g = cg_program_graph(cg_cache_get(z, 4));
+      assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, NULL) == W / 2);
+      assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, NULL) == W);
+      assert_true(cg_graph_persistent_bytes(g) == W + 2 * W / 4);
+      cg_cache_free(z);
+    }
+    cg_cache *d = cache_policy("data_parallel", 4, 0, policy);
+    assert_true(bytes(cg_program_graph(cg_cache_get(d, 4)), CG_COLL_ALL_REDUCE, 0, NULL) == W);
+    cg_cache_free(d);
+    cg_cache *t = cache_policy("fsdp_tp", 4, 2, policy);
+    g = cg_program_graph(cg_cache_get(t, 4));
+    assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, NULL) == 2 * 352 / 2);
+    assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, NULL) == 352 / 2);
+    assert_true(bytes(g, CG_COLL_ALL_REDUCE, 1, NULL) == 64);
+    assert_true(cg_graph_persistent_bytes(g) == 3 * 352 / 2.0);
+    cg_cache_free(t);
+  }
+}
+
+/* What Keras reads in float32 moves float32 under a mixed policy too: ids (4 an example) ->
+** embedding 10 x 6 averaged over the ids (Keras 3's Embedding does not autocast its table: 60
+** floats) -> layer norm (gamma and beta, 12 floats: a normalisation layer computes in float32)
+** -> dense 3 (kernel 18 + bias 3 = 21 floats, read as its bfloat16 cast). FSDP on 4 devices
+** gathers each variable for both passes and scatters each gradient once: float32-read bytes
+** F = 4 x 72 = 288, cast bytes C = 4 x 21 = 84 moving as 42: all-gathers 2 x (288 + 42) = 660
+** and reduce-scatters 330 (float32: 2 x 372 = 744 and 372). */
+static void test_float32_reads_move_float32(void **state) {
+  (void)state;
+  static const md_layer_spec LAYERS[3] = {{.kind = MD_LAYER_EMBEDDING, .vocab = 10, .dim = 6, .combiner = MD_COMBINER_MEAN},
+                                          {.kind = MD_LAYER_LAYER_NORMALIZATION},
+                                          {.kind = MD_LAYER_DENSE, .units = 3, .use_bias = 1}};
+  md_optimizer_spec os;
+  md_optimizer_spec_defaults(&os, MD_OPT_ADAM);
+  for (int p = 0; p < 2; p++) {
+    md_model_spec spec = {.input_ids = 4, .input_vocab = 10, .nlayers = 3, .layers = LAYERS, .from_logits = 1, .shapes_only = 1,
+                          .dtype_policy = p ? MD_POLICY_MIXED_BFLOAT16 : MD_POLICY_FLOAT32};
+    md_error err = {0};
+    md_model *m = md_model_new(&spec, &err);
+    assert_non_null(m);
+    const int cast[5] = {0, 0, 0, 1, 1};  /* table, gamma, beta, kernel, bias */
+    assert_int_equal(md_model_num_vars(m), 5);
+    for (int v = 0; v < 5; v++) assert_int_equal(md_model_var_cast(m, v), cast[v]);
+    md_model_free(m);
+    cg_cache *c = cg_cache_new(&spec, &os, &(cg_options){.replicas = 4, .sharding = "fsdp"});
+    const cg_graph *g = cg_program_graph(cg_cache_get(c, 4));
+    assert_true(bytes(g, CG_COLL_ALL_GATHER, 0, NULL) == (p ? 660 : 744));
+    assert_true(bytes(g, CG_COLL_REDUCE_SCATTER, 0, NULL) == (p ? 330 : 372));
+    cg_cache_free(c);
+  }
+}
+
 /* The registry knows every recipe by name. */
 static void test_recipes_known(void **state) {
   (void)state;
@@ -215,6 +300,7 @@ int main(void) {
     cmocka_unit_test(test_zero1_zero2),                cmocka_unit_test(test_tensor_parallel),
     cmocka_unit_test(test_fsdp_tp),                    cmocka_unit_test(test_fsdp_program_order),
     cmocka_unit_test(test_sequence_parallel_attention), cmocka_unit_test(test_recipes_known),
+    cmocka_unit_test(test_mixed_precision_moves_16_bit), cmocka_unit_test(test_float32_reads_move_float32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,9 +122,11 @@ static void recipes_decide_what_fits(void **state) {
 ** v4-384 laid out 12x4x4 (tests/data/fidelity/palm_540b_v4_pod_8_blocks.yaml) with one block,
 ** fsdp_sp over {data: 16, model: 12}. A model group is then one x ring of 12 chips and a data
 ** line a 4x4 y-z plane, each a torus of its axes that runs its collectives both ways round on
-** every axis: 0.150 s of exposed communication a step. The same lines as rings over their
-** members' routes: 0.51 s; laid over the replica ids (hosts' 2x2 blocks one after another) a
-** model group was 3 hosts' 6x2 patch and a data line 16 chips strewn over the slice: 2.80 s. */
+** every axis: 0.130 s of exposed communication a step (0.150 s while FSDP's gathers and scatters
+** moved float32, before they moved bfloat16 as XLA does: compile/shard_zero.c). With float32
+** gathers, the same lines as rings over their members' routes took 0.51 s; laid over the replica
+** ids (hosts' 2x2 blocks one after another) a model group was 3 hosts' 6x2 patch and a data line
+** 16 chips strewn over the slice: 2.80 s. */
 static void tpu_mesh_follows_the_torus(void **state) {
   (void)state;
   static scenario s;
@@ -140,7 +142,7 @@ static void tpu_mesh_follows_the_torus(void **state) {
   assert_int_equal(tu_read_column(path, 6, comm, 4, NULL), 2);
   tu_remove_dir(out);
   print_message("palm 1 block on 12x4x4: %.3f s of communication a step\n", comm[1]);
-  assert_true(comm[1] > 0.12 && comm[1] < 0.2);
+  assert_true(comm[1] > 0.1 && comm[1] < 0.16);
 }
 
 int main(void) {
