@@ -125,6 +125,10 @@ int cfg_distribution_checks(cfg_ctx *c) {
                     "not %s", CFG_STRATEGIES[s->strategy]);
   if (s->spmd)
     return cfg_fail(c, d, "strategy.distribution", "lays out the replicas itself: drop strategy.spmd_xla_partitioning");
+  /* a third axis is the pipeline's stages, between the batch's and the model's */
+  if (s->mesh_axes == 3 && strcmp(s->mesh_names[1], "pipeline") != 0)
+    return cfg_fail(c, yt_get(d, "mesh"), "strategy.distribution.mesh", "a mesh of three axes is {data, pipeline, "
+                    "model}: expected the middle axis named pipeline (the stages), found %s", s->mesh_names[1]);
   /* layout entries: each dimension's axis a mesh axis */
   const yt_node *lm = yt_get(d, "layout_map");
   int uses[3] = {0, 0, 0};

@@ -72,10 +72,7 @@ int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
   if (axis < 0)
     return cfg_fail(c, p, "strategy.distribution.pipeline", "needs an axis named pipeline in "
                     "strategy.distribution.mesh, its last, such as {data: 2, pipeline: 4} (or preset pipeline)");
-  if (s->mesh_axes == 3 && axis != 1)
-    return cfg_fail(c, mesh, "strategy.distribution.mesh", "a mesh of three axes is {data, pipeline, model}: the "
-                    "pipeline axis goes in the middle (each stage's model axis on neighbouring devices), as in "
-                    "{data: 2, pipeline: 4, model: 8}");
+  /* three axes: cfg_distribution_checks has the middle one named pipeline */
   if (s->mesh_axes < 3 && axis != s->mesh_axes - 1)
     return cfg_fail(c, mesh, "strategy.distribution.mesh", "the pipeline axis goes last (a pipeline's stages are "
                     "neighbouring devices), as in {data: 2, pipeline: 4}");
