@@ -14,6 +14,11 @@
 ** and all-gather W (a ring sends 2 (d - 1) / d W, data parallelism's all-reduce's bytes); fsdp
 ** all-gathers 2 W and reduce-scatters W (3 (d - 1) / d W). Variables that do not train (batch
 ** normalisation's moving statistics) stay replicated. One device along the axis: nothing splits.
+**   hybrid_fsdp  ZeRO-3 over the mesh's model axis (within a slice, or a GPU VM's NVLink domain),
+**          the data axis's replicas of it all-reducing each reduce-scattered gradient shard: PyTorch
+**          FSDP's HYBRID_SHARD, MaxText's ici_fsdp_parallelism under dcn_data_parallelism. On a
+**          mesh of D x F: all-gather 2 W and reduce-scatter W over the F devices of a line, and
+**          all-reduce W / F over the D lines, so only the shards' all-reduce crosses DCN.
 */
 #include "compile/compileInt.h"
 
@@ -35,8 +40,9 @@ static int read_by(const cg_graph *g, int t, int (*uses)(const cg_op *r)) {
   return 0;
 }
 
-/* Stage 1, 2 or 3 over the data axis (d devices; the batch layout is set). */
-void cg__zero(cg_graph *g, int stage, int d) {
+/* Stage 1, 2 or 3 over `axis` (d devices; the batch layout is set); outer > 1: each gradient
+** shard then all-reduced over the data axis's outer devices. */
+void cg__zero(cg_graph *g, int stage, cg_axis axis, int d, int outer) {
   if (d < 2) return;
   for (int v = 0; v < g->nvars; v++) {
     int w = cg__weight_of(g, v), gr = cg__grad_of(g, v);
@@ -44,16 +50,18 @@ void cg__zero(cg_graph *g, int stage, int d) {
     cg__shard_slots(g, v, d);
     if (stage == 3) {
       cg__shard_weight(g, v, d);
-      if (read_by(g, w, forward_use)) cg__collective(g, CG_OP_ALL_GATHER, w, CG_AXIS_DATA, d, MD_PHASE_FORWARD, forward_use);
-      if (read_by(g, w, backward_use)) cg__collective(g, CG_OP_ALL_GATHER, w, CG_AXIS_DATA, d, MD_PHASE_BACKWARD, backward_use);
+      if (read_by(g, w, forward_use)) cg__collective(g, CG_OP_ALL_GATHER, w, axis, d, MD_PHASE_FORWARD, forward_use);
+      if (read_by(g, w, backward_use)) cg__collective(g, CG_OP_ALL_GATHER, w, axis, d, MD_PHASE_BACKWARD, backward_use);
     }
-    cg__collective(g, CG_OP_REDUCE_SCATTER, gr, CG_AXIS_DATA, d, stage == 1 ? MD_PHASE_OPTIMIZER : MD_PHASE_BACKWARD, NULL);
+    md_phase phase = stage == 1 ? MD_PHASE_OPTIMIZER : MD_PHASE_BACKWARD;
+    int shard = cg__collective(g, CG_OP_REDUCE_SCATTER, gr, axis, d, phase, NULL);
+    if (outer > 1) cg__collective(g, CG_OP_ALL_REDUCE, shard, CG_AXIS_DATA, outer, phase, NULL);
     int up = update_of(g, v);
     if (stage == 3 || up < 0) continue;
     /* the updated shard, gathered in place into every device's weight (persistent already) */
-    int shard = cg__tensor_new(g, CG_TENSOR_TEMP, g->tensors[w].bytes / d, g->tensors[w].layer, v);
-    cg__op_write(g, up, shard);
-    int whole = cg__collective(g, CG_OP_ALL_GATHER, shard, CG_AXIS_DATA, d, MD_PHASE_OPTIMIZER, NULL);
+    int updated = cg__tensor_new(g, CG_TENSOR_TEMP, g->tensors[w].bytes / d, g->tensors[w].layer, v);
+    cg__op_write(g, up, updated);
+    int whole = cg__collective(g, CG_OP_ALL_GATHER, updated, axis, d, MD_PHASE_OPTIMIZER, NULL);
     g->tensors[whole].kind = CG_TENSOR_WEIGHT;
   }
 }
@@ -61,7 +69,7 @@ void cg__zero(cg_graph *g, int stage, int d) {
 static void zero_recipe(cg_graph *g, const cg_options *o, int stage) {
   if (cg__data_axis(o) < 2) return;
   cg__batch_layout(g);
-  cg__zero(g, stage, cg__data_axis(o));
+  cg__zero(g, stage, CG_AXIS_DATA, cg__data_axis(o), 1);
 }
 
 static void zero1(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 1); }
@@ -71,3 +79,13 @@ static void fsdp(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 3); }
 const cg_sharding_recipe cg_shard_zero1 = {"zero1", zero1};
 const cg_sharding_recipe cg_shard_zero2 = {"zero2", zero2};
 const cg_sharding_recipe cg_shard_fsdp = {"fsdp", fsdp};
+
+/* ZeRO-3 within each line of the model axis (the loader wants 2 devices or more there), replicas
+** over the data axis. */
+static void hybrid_fsdp(cg_graph *g, const cg_options *o) {
+  if (o->replicas < 2) return;
+  cg__batch_layout(g);
+  cg__zero(g, 3, CG_AXIS_MODEL, cg__model_axis(o), cg__data_axis(o));
+}
+
+const cg_sharding_recipe cg_shard_hybrid_fsdp = {"hybrid_fsdp", hybrid_fsdp};

@@ -11,13 +11,14 @@
 
 /* Indexed by scenario.dist_preset; past the first, compile/'s recipe names. */
 static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "zero2", "fsdp",
-                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline", NULL};
-enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE };
+                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline",
+                                      "hybrid_fsdp", NULL};
+enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE, P_HYBRID };
 
-/* The presets that split layers over the mesh's second (model) axis; pipeline lays its stages
-** there, which keys_pipeline.c checks itself. */
+/* The presets that split layers over the mesh's last (model) axis, or (hybrid_fsdp) shard the
+** weights over it; pipeline lays its stages there, which keys_pipeline.c checks itself. */
 static int splits_model(int preset) {
-  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP;
+  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP || preset == P_HYBRID;
 }
 
 /* The model axis: a mesh's last of two or three (Keras's ModelParallel examples name it `model`;
@@ -92,8 +93,10 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
           "sequence parallelism) over its last (model) axis, the batch over its first, and on a mesh of three "
           "axes {data, pipeline, model} tensor_parallel and sequence_parallel with pipeline stages over the "
           "middle one (Megatron-LM's TP x PP x DP); pipeline: pipeline stages over its second axis (as an axis "
-          "named pipeline lays them out), each stage data parallel over the first; layout_map (the default): "
-          "the one the layout map describes"},
+          "named pipeline lays them out), each stage data parallel over the first; hybrid_fsdp: FSDP (ZeRO-3) "
+          "over the last axis, data parallelism over the first (PyTorch's HYBRID_SHARD, MaxText's ici_fsdp under "
+          "dcn_data: on several slices the first axis crosses DCN); layout_map (the default): the one the "
+          "layout map describes"},
   {.key = "mesh", .type = V_FN, .fn = mesh_fn,
    .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":3,\"additionalProperties\":{\"type\":"
              "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
@@ -164,6 +167,12 @@ int cfg_distribution_checks(cfg_ctx *c) {
     return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's last "
                     "(model) axis: give strategy.distribution.mesh two axes such as {data: 2, model: 2}",
                     PRESETS[s->dist_preset]);
+  /* an earlier micro-batch's pass runs the model axis's collectives (tensor parallelism's move
+  ** activations); hybrid sharding's there reduce gradients, which would then run every micro-batch */
+  if (s->dist_preset == P_HYBRID && s->grad_accum > 1)
+    return cfg_fail(c, yt_path(c->root, "training.gradient_accumulation_steps"), "training.gradient_accumulation_steps",
+                    "hybrid_fsdp with gradient accumulation is not modelled (its gradients' reduce-scatters would run "
+                    "every micro-batch): drop it, or use fsdp");
   if (s->dist_preset != P_DATA && (s->comm_bytes_per_pack > 0 || s->xla_combine_bytes >= 0))
     return cfg_fail(c, d, "strategy.distribution", "%s schedules its own collectives beside the compute: drop "
                     "strategy.%s", PRESETS[s->dist_preset],

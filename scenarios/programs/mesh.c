@@ -347,9 +347,12 @@ cg_options mesh_compile_options(const scenario *s, int nreplicas) {
   int replicas = model > 1 && nreplicas % stages == 0 ? nreplicas / stages : nreplicas;
   long data = replicas / model > 1 ? replicas / model : 1;
   long micro = s->global_batch / (model > 1 ? accum_steps(s) * scenario_pipeline_microbatches(s) : accum_steps(s));
+  /* hybrid sharding's model axis shards weights, not examples: each device runs its own share */
+  const char *recipe = scenario_sharding_recipe(s);
+  long group = recipe != NULL && !strcmp(recipe, "hybrid_fsdp") ? data * model : data;
   return (cg_options){.replicas = replicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
-                      .sharding = scenario_sharding_recipe(s),
-                      .model_axis = model, .group_examples = model > 1 ? (int)((micro + data - 1) / data) : 0};
+                      .sharding = recipe,
+                      .model_axis = model, .group_examples = model > 1 ? (int)((micro + group - 1) / group) : 0};
 }
 
 /* ---- the layout against the cluster and the model --------------------------------------- */

@@ -147,6 +147,14 @@ static void pipeline_tensor_parallel_reproduces_r1(void **state) {
   tu_remove_dir(out);
 }
 
+/* Hybrid sharding (hybrid_fsdp on {data: 2, fsdp: 2} over 4 GPUs: ZeRO-3 within each pair, the
+** pairs' gradient shards all-reduced) reproduces r1: run_scenario fails past the goldens'
+** tolerance. */
+static void hybrid_fsdp_reproduces_r1(void **state) {
+  (void)state;
+  check_strategy("mesh_hybrid_fsdp_gpus", "r1", NULL);
+}
+
 /* per_replica_mean on 4 TPU replicas scales the gradient as TensorFlow does: golden r4_mean.
 ** sum makes the gradient G = 32 times the global_batch one (the loss seed's 1/32 is exact), so
 ** SGD with momentum at a learning rate 32 times smaller (0.0015625) walks r1's path again:
@@ -421,6 +429,7 @@ int main(void) {
     cmocka_unit_test(pipeline_schedules_reproduce_r1),
     cmocka_unit_test(mesh_attention_reproduces_r1),
     cmocka_unit_test(pipeline_tensor_parallel_reproduces_r1),
+    cmocka_unit_test(hybrid_fsdp_reproduces_r1),
     cmocka_unit_test(graph_golden_from_scenarios),
     cmocka_unit_test(dlrm_golden_from_scenarios),
     cmocka_unit_test(graph_golden_from_keras_config),

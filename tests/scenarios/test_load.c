@@ -456,6 +456,7 @@ static const struct bad_case {
   {"mesh3_with_fsdp", 10, 13, "strategy.distribution.preset", "run tensor_parallel or sequence_parallel over the model axis"},
   {"mesh3_layout_on_pipeline", 12, 22, "strategy.distribution.layout_map.dense/kernel[0]", "holds pipeline stages, not shards"},
   {"mesh3_four_axes", 11, 11, "strategy.distribution.mesh", "expected 1 to 3 axes"},
+  {"hybrid_with_accumulation", 22, 51, "training.gradient_accumulation_steps", "hybrid_fsdp with gradient accumulation is not modelled"},
   {"pp_interleaved_microbatches", 11, 53, "strategy.distribution.pipeline.microbatches", "expected a multiple of 2, found 1"},
   {"pp_virtual_stages_without_interleaved", 11, 32, "strategy.distribution.pipeline.virtual_stages", "goes with schedule interleaved, not 1f1b"},
   {"zoo_and_layers", 5, 3, "model.layers", "give either zoo (a named architecture) or layers"},
