@@ -163,11 +163,32 @@ static void stage_memory_is_the_model_shards(void **state) {
   tu_remove_dir(out);
 }
 
+/* A plan's probe of a per-replica batch b reserves what a run of b x 8 examples would: b examples
+** a microbatch, so stage 0 needs 268435456 + 4198400 + 5 x 4096 b = 272633856 + 20480 b bytes and
+** stage 1 272637952 + 18432 b (less from b = 3 on; stages 2 and 3 less still). On GPUs of
+** 272633856 + 20480 x 100 = 274681856 bytes the largest batch that fits is 100 a replica: 101
+** needs 20480 bytes more on stage 0. */
+static void plan_probe_reserves_the_stages(void **state) {
+  (void)state;
+  static scenario s;
+  load_3d(&s);
+  s.worker_machine.accel_hbm_bytes = 274681856.0;
+  scn_error err;
+  train_memory *m = train_memory_new(&s, &err);
+  if (m == NULL) fail_msg("%s", err.msg);
+  assert_int_equal(train_memory_replicas(m), 8);
+  assert_int_equal(train_memory_fits(m, 100), 1);
+  assert_int_equal(train_memory_fits(m, 101), 0);
+  assert_int_equal(train_memory_fits(m, 32), 1);
+  train_memory_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(each_stage_runs_its_layers_collectives),
     cmocka_unit_test(stages_run_over_the_model_axis),
     cmocka_unit_test(stage_memory_is_the_model_shards),
+    cmocka_unit_test(plan_probe_reserves_the_stages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
