@@ -237,6 +237,20 @@ void cg_pipeline_order(cg_pipe_schedule s, int stages, int stage, int micro, int
 ** forwards not yet matched by their backward, times saved[chunk], summed over its chunks. */
 double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const double *saved);
 
+/* A stage's pass as its devices run it when its layers are tensor parallel (a mesh of three axes,
+** {data, pipeline, model}): the step's kernels of layers [first, end) of one direction (backward
+** 0: forward and loss; 1: backward and recomputation) in program order, cut where one of the
+** pass's collectives over the model axis (those issued after one of its kernels) is issued or
+** awaited, as the latency-hiding schedule placed them. */
+typedef struct cg_pipe_step {
+  double work;            /* the pass's kernels' work before this step's collective, at the roofline */
+  int transfer;           /* the collective, an index of cg_program_collectives; -1: none (the pass's end) */
+  int await;              /* 1: wait for it here; 0: issue it here */
+} cg_pipe_step;
+/* The steps (the caller frees them), *n of them, the last with transfer -1; r NULL: works 0. */
+cg_pipe_step *cg_pipeline_pass_steps(const cg_program *p, const sim_roofline *r, int first, int end, int backward,
+                                     size_t *n);
+
 /* ---- dump.c ---- */
 
 /* The graph as text, one op a line as XLA's HLO dumps read (name = opcode(operands), shapes in

@@ -135,6 +135,7 @@ extern const cg_sharding_recipe cg_shard_tensor_parallel;   /* shard_tensor_para
 extern const cg_sharding_recipe cg_shard_sequence_parallel; /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_fsdp_tp;        /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_fsdp_sp;        /* shard_tensor_parallel.c */
+extern const cg_sharding_recipe cg_shard_hybrid_fsdp;    /* shard_zero.c */
 
 /* For recipes: an all-reduce over `replicas` of tensor t (a partial sum), whose whole result its
 ** readers read instead (sharding.c). */
@@ -158,9 +159,10 @@ void cg__shard_weight(cg_graph *g, int v, int by);
 /* The weight tensor and the gradient tensor (traced; -1: none) of variable v. */
 int  cg__weight_of(const cg_graph *g, int v);
 int  cg__grad_of(const cg_graph *g, int v);
-/* ZeRO stage 1, 2 or 3 over the data axis of d devices, on a graph whose batch layout is set
-** (shard_zero.c). */
-void cg__zero(cg_graph *g, int stage, int d);
+/* ZeRO stage 1, 2 or 3 over `axis` of d devices, on a graph whose batch layout is set
+** (shard_zero.c); outer > 1: each reduce-scattered gradient shard then all-reduced over the data
+** axis of outer devices (hybrid sharding). */
+void cg__zero(cg_graph *g, int stage, cg_axis axis, int d, int outer);
 /* The data axis's length: replicas over the model axis's. */
 int  cg__data_axis(const cg_options *o);
 int  cg__model_axis(const cg_options *o);

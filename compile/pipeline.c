@@ -16,14 +16,21 @@
 
 int cg_program_layers(const cg_program *p) { return cg_program_graph(p)->nlayers; }
 
-/* The work of kernels of one list into the layer they belong to, by phase: the loss and any
-** kernel of no layer go to the output (last) layer's forward, which ends with them. */
+/* The stage pass kernel k belongs to: 0 forward, 1 backward (a recomputed forward with it), 2
+** the update; *layer its layer, the loss and any kernel of no layer the output (last) layer's,
+** whose forward ends with them. */
+static int kernel_pass(const cg_kernel *k, int layers, int *layer) {
+  *layer = k->layer >= 0 && k->layer < layers ? k->layer : layers - 1;
+  return k->phase == MD_PHASE_OPTIMIZER ? 2 : k->phase == MD_PHASE_BACKWARD || k->phase == MD_PHASE_REMAT ? 1 : 0;
+}
+
+/* The work of kernels of one list into the layer they belong to, by pass. */
 static void add_work(const sim_roofline *r, const cg_kernel *k, size_t n, int layers, cg_layer_cost *out) {
   for (size_t i = 0; i < n && r != NULL; i++) {
     double w = cg_kernels_work(r, k, i, i + 1);
-    int l = k[i].layer >= 0 && k[i].layer < layers ? k[i].layer : layers - 1;
-    if (k[i].phase == MD_PHASE_OPTIMIZER) out[l].update += w;
-    else if (k[i].phase == MD_PHASE_BACKWARD || k[i].phase == MD_PHASE_REMAT) out[l].backward += w;
+    int l, pass = kernel_pass(&k[i], layers, &l);
+    if (pass == 2) out[l].update += w;
+    else if (pass == 1) out[l].backward += w;
     else out[l].forward += w;
   }
 }
@@ -154,4 +161,53 @@ double cg_pipeline_peak_held(const cg_pipe_op *order, int n, int chunks, const d
   }
   free(live);
   return peak;
+}
+
+cg_pipe_step *cg_pipeline_pass_steps(const cg_program *p, const sim_roofline *r, int first, int end, int backward,
+                                     size_t *n) {
+  size_t nk, nx;
+  const cg_kernel *k = cg_program_step(p, &nk);
+  const cg_transfer *x = cg_program_collectives(p, &nx);
+  int layers = cg_program_layers(p);
+  char *mine = base_xcalloc(nk + 1, 1);
+  for (size_t i = 0; i < nk; i++) {
+    int l, pass = kernel_pass(&k[i], layers, &l);
+    mine[i] = (char)(pass == backward && l >= first && l < end);
+  }
+  /* the pass's collectives: over the model axis, issued after one of its kernels (the one that
+  ** finished the operand); per place, those issued and those awaited there, in program order */
+  long *issued = base_xcalloc(nk + 1, sizeof *issued), *awaited = base_xcalloc(nk + 1, sizeof *awaited);
+  long *next_issued = base_xcalloc(nx + 1, sizeof *next_issued), *next_awaited = base_xcalloc(nx + 1, sizeof *next_awaited);
+  for (size_t at = 0; at <= nk; at++) issued[at] = awaited[at] = -1;
+  size_t taken = 0;
+  for (size_t i = nx; i-- > 0;) {
+    if (x[i].apply || !x[i].model_axis || !mine[x[i].issue > 0 ? x[i].issue - 1 : 0]) continue;
+    next_issued[i] = issued[x[i].issue];
+    issued[x[i].issue] = (long)i;
+    next_awaited[i] = awaited[x[i].need];
+    awaited[x[i].need] = (long)i;
+    taken++;
+  }
+  cg_pipe_step *out = base_xcalloc(2 * taken + 1, sizeof *out);
+  size_t m = 0;
+  double work = 0;
+  for (size_t at = 0; at <= nk; at++) {
+    for (long i = issued[at]; i >= 0; i = next_issued[i]) {
+      out[m++] = (cg_pipe_step){work, (int)i, 0};
+      work = 0;
+    }
+    for (long i = awaited[at]; i >= 0; i = next_awaited[i]) {
+      out[m++] = (cg_pipe_step){work, (int)i, 1};
+      work = 0;
+    }
+    if (at < nk && mine[at] && r != NULL) work += cg_kernels_work(r, k, at, at + 1);
+  }
+  out[m++] = (cg_pipe_step){work, -1, 0};
+  free(mine);
+  free(issued);
+  free(awaited);
+  free(next_issued);
+  free(next_awaited);
+  *n = m;
+  return out;
 }

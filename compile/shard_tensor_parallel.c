@@ -149,7 +149,7 @@ static void sequence_parallel(cg_graph *g, const cg_options *o) { tensor_recipe(
 static void fsdp_model(cg_graph *g, const cg_options *o, int sequence) {
   if (o->replicas < 2) return;
   split_model(g, o, sequence);
-  cg__zero(g, 3, cg__data_axis(o));
+  cg__zero(g, 3, CG_AXIS_DATA, cg__data_axis(o), 1);
 }
 
 static void fsdp_tp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 0); }

@@ -30,6 +30,12 @@
 ** Keras reads in float32 is gathered and reduced in float32: the normalisation layers'
 ** variables, and an Embedding's table (Keras 3 sets its autocast False and casts the rows it
 ** takes, so the table its gather reads and the gradient its backward scatters are float32).
+**
+**   hybrid_fsdp  ZeRO-3 over the mesh's model axis (within a slice, or a GPU VM's NVLink domain),
+**          the data axis's replicas of it all-reducing each reduce-scattered gradient shard: PyTorch
+**          FSDP's HYBRID_SHARD, MaxText's ici_fsdp_parallelism under dcn_data_parallelism. On a
+**          mesh of D x F: all-gather 2 W and reduce-scatter W over the F devices of a line, and
+**          all-reduce W / F over the D lines, so only the shards' all-reduce crosses DCN.
 */
 #include "compile/compileInt.h"
 
@@ -52,17 +58,19 @@ static int read_by(const cg_graph *g, int t, int (*uses)(const cg_op *r)) {
 }
 
 /* The collective that wrote tensor `out` moves its elements in the compute dtype, and tensor
-** `narrow` (a gathered whole, or the partial gradient a reduce-scatter reads) holds them in it,
-** when the variable's layer reads its cast; else (a norm's variable, an id table) float32. */
+** `narrow` (a gathered whole, or the partial gradient a reduce-scatter reads; -1: none) holds
+** them in it, when the variable's layer reads its cast; else (a norm's variable, an id table)
+** float32. */
 static void in_compute_dtype(cg_graph *g, int out, int narrow) {
   if (!g->cast[g->tensors[out].var]) return;
   double r = g->compute_bytes / 4.0;
   g->ops[g->tensors[out].producer].bytes *= r;
-  g->tensors[narrow].bytes *= r;
+  if (narrow >= 0) g->tensors[narrow].bytes *= r;
 }
 
-/* Stage 1, 2 or 3 over the data axis (d devices; the batch layout is set). */
-void cg__zero(cg_graph *g, int stage, int d) {
+/* Stage 1, 2 or 3 over `axis` (d devices; the batch layout is set); outer > 1: each gradient
+** shard then all-reduced over the data axis's outer devices. */
+void cg__zero(cg_graph *g, int stage, cg_axis axis, int d, int outer) {
   if (d < 2) return;
   for (int v = 0; v < g->nvars; v++) {
     int w = cg__weight_of(g, v), gr = cg__grad_of(g, v);
@@ -73,18 +81,21 @@ void cg__zero(cg_graph *g, int stage, int d) {
       for (int pass = 0; pass < 2; pass++) {
         int (*uses)(const cg_op *r) = pass ? backward_use : forward_use;
         if (!read_by(g, w, uses)) continue;
-        int whole = cg__collective(g, CG_OP_ALL_GATHER, w, CG_AXIS_DATA, d, pass ? MD_PHASE_BACKWARD : MD_PHASE_FORWARD, uses);
+        int whole = cg__collective(g, CG_OP_ALL_GATHER, w, axis, d, pass ? MD_PHASE_BACKWARD : MD_PHASE_FORWARD, uses);
         in_compute_dtype(g, whole, whole);
       }
     }
-    int scattered = cg__collective(g, CG_OP_REDUCE_SCATTER, gr, CG_AXIS_DATA, d, stage == 1 ? MD_PHASE_OPTIMIZER : MD_PHASE_BACKWARD, NULL);
+    md_phase phase = stage == 1 ? MD_PHASE_OPTIMIZER : MD_PHASE_BACKWARD;
+    int scattered = cg__collective(g, CG_OP_REDUCE_SCATTER, gr, axis, d, phase, NULL);
     in_compute_dtype(g, scattered, gr);
+    if (outer > 1)  /* hybrid: the shard is reduced across the lines in 16 bits too, then cast */
+      in_compute_dtype(g, cg__collective(g, CG_OP_ALL_REDUCE, scattered, CG_AXIS_DATA, outer, phase, NULL), -1);
     int up = update_of(g, v);
     if (stage == 3 || up < 0) continue;
     /* the updated shard, gathered in place into every device's weight (persistent already) */
-    int shard = cg__tensor_new(g, CG_TENSOR_TEMP, g->tensors[w].bytes / d, g->tensors[w].layer, v);
-    cg__op_write(g, up, shard);
-    int whole = cg__collective(g, CG_OP_ALL_GATHER, shard, CG_AXIS_DATA, d, MD_PHASE_OPTIMIZER, NULL);
+    int updated = cg__tensor_new(g, CG_TENSOR_TEMP, g->tensors[w].bytes / d, g->tensors[w].layer, v);
+    cg__op_write(g, up, updated);
+    int whole = cg__collective(g, CG_OP_ALL_GATHER, updated, axis, d, MD_PHASE_OPTIMIZER, NULL);
     g->tensors[whole].kind = CG_TENSOR_WEIGHT;
   }
 }
@@ -92,7 +103,7 @@ void cg__zero(cg_graph *g, int stage, int d) {
 static void zero_recipe(cg_graph *g, const cg_options *o, int stage) {
   if (cg__data_axis(o) < 2) return;
   cg__batch_layout(g);
-  cg__zero(g, stage, cg__data_axis(o));
+  cg__zero(g, stage, CG_AXIS_DATA, cg__data_axis(o), 1);
 }
 
 static void zero1(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 1); }
@@ -102,3 +113,13 @@ static void fsdp(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 3); }
 const cg_sharding_recipe cg_shard_zero1 = {"zero1", zero1};
 const cg_sharding_recipe cg_shard_zero2 = {"zero2", zero2};
 const cg_sharding_recipe cg_shard_fsdp = {"fsdp", fsdp};
+
+/* ZeRO-3 within each line of the model axis (the loader wants 2 devices or more there), replicas
+** over the data axis. */
+static void hybrid_fsdp(cg_graph *g, const cg_options *o) {
+  if (o->replicas < 2) return;
+  cg__batch_layout(g);
+  cg__zero(g, 3, CG_AXIS_MODEL, cg__model_axis(o), cg__data_axis(o));
+}
+
+const cg_sharding_recipe cg_shard_hybrid_fsdp = {"hybrid_fsdp", hybrid_fsdp};

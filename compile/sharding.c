@@ -14,7 +14,7 @@
 static const cg_sharding_recipe *const RECIPES[] = {&cg_shard_data_parallel, &cg_shard_zero1, &cg_shard_zero2,
                                                     &cg_shard_fsdp, &cg_shard_tensor_parallel,
                                                     &cg_shard_sequence_parallel, &cg_shard_fsdp_tp,
-                                                    &cg_shard_fsdp_sp};
+                                                    &cg_shard_fsdp_sp, &cg_shard_hybrid_fsdp};
 
 static const cg_sharding_recipe *recipe(const char *name) {
   for (size_t i = 0; i < sizeof RECIPES / sizeof *RECIPES; i++)

@@ -11,24 +11,31 @@
 
 /* Indexed by scenario.dist_preset; past the first, compile/'s recipe names. */
 static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "zero2", "fsdp",
-                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline", NULL};
-enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE };
+                                      "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline",
+                                      "hybrid_fsdp", NULL};
+enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE, P_HYBRID };
 
-/* The presets that split layers over the mesh's second (model) axis; pipeline lays its stages
-** there, which keys_pipeline.c checks itself. */
+/* The presets that split layers over the mesh's last (model) axis, or (hybrid_fsdp) shard the
+** weights over it; pipeline lays its stages there, which keys_pipeline.c checks itself. */
 static int splits_model(int preset) {
-  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP;
+  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP || preset == P_HYBRID;
 }
 
-/* mesh: {data: 16, model: 8}, DeviceMesh's axis_names and shape in order. */
+/* The model axis: a mesh's last of two or three (Keras's ModelParallel examples name it `model`;
+** a third axis is {data, pipeline, model}'s pipeline, in the middle); -1 with one axis. */
+static int model_index(const scenario *s) { return s->mesh_axes >= 2 ? s->mesh_axes - 1 : -1; }
+
+/* mesh: {data: 16, model: 8} or {data: 2, pipeline: 4, model: 8}, DeviceMesh's axis_names and
+** shape in order (the last axis's devices neighbours: one GPU VM's NVLink domain). */
 static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   static const key_spec len = {.key = "", .type = V_INT, .lo = 1, .hi = 1048576};
   scenario *s = base;
   char sub[256];
   (void)k;
   if (cfg_get_map(c, v, path, "a mapping of axis names to lengths such as {data: 4, model: 2}")) return -1;
-  if (v->n < 1 || v->n > 2)
-    return cfg_fail(c, v, path, "expected 1 or 2 axes (the batch's first, then the model's), found %d", v->n);
+  if (v->n < 1 || v->n > 3)
+    return cfg_fail(c, v, path, "expected 1 to 3 axes (the batch's first, the model's last, and between them "
+                    "a pipeline axis of stages), found %d", v->n);
   for (int i = 0; i < v->n; i++) {
     long long x;
     cfg_join(sub, sizeof sub, path, v->keys[i]->text);
@@ -83,20 +90,25 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
   {.key = "preset", .type = V_ENUM, .names = PRESETS, .st = S_INT, OFF(scenario, dist_preset),
    .doc = "the sharding recipe: data_parallel, zero1, zero2, fsdp (ZeRO-3) over every device of the mesh (its "
           "axes flattened); tensor_parallel (Megatron), sequence_parallel, fsdp_tp, fsdp_sp (fsdp_tp with "
-          "sequence parallelism) over its second (model) axis, the batch over its first; pipeline: pipeline "
-          "stages over its second axis (as an axis named pipeline lays them out), each stage data parallel over "
-          "the first; layout_map (the default): the one the layout map describes"},
+          "sequence parallelism) over its last (model) axis, the batch over its first, and on a mesh of three "
+          "axes {data, pipeline, model} tensor_parallel and sequence_parallel with pipeline stages over the "
+          "middle one (Megatron-LM's TP x PP x DP); pipeline: pipeline stages over its second axis (as an axis "
+          "named pipeline lays them out), each stage data parallel over the first; hybrid_fsdp: FSDP (ZeRO-3) "
+          "over the last axis, data parallelism over the first (PyTorch's HYBRID_SHARD, MaxText's ici_fsdp under "
+          "dcn_data: on several slices the first axis crosses DCN); layout_map (the default): the one the "
+          "layout map describes"},
   {.key = "mesh", .type = V_FN, .fn = mesh_fn,
-   .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":"
+   .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":3,\"additionalProperties\":{\"type\":"
              "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
-             "the batch's first; their product is the strategy's replicas\"}"},
+             "the batch's first, the model's last, a pipeline axis of stages between; their product is the "
+             "strategy's replicas\"}"},
   {.key = "layout_map", .type = V_FN, .fn = layout_map_fn,
    .schema = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,"
              "\"items\":{\"type\":[\"string\",\"null\"]}},\"description\":\"keras.distribution.LayoutMap: a "
              "variable-path regular expression (matched whole) to each dimension's mesh axis or null\"}"},
   {.key = "pipeline", .type = V_MAP, .sub = CFG_PIPELINE_KEYS,
-   .doc = "pipeline parallelism over the mesh's last axis, named pipeline: microbatches, schedule and the "
-          "layers of each stage"},
+   .doc = "pipeline parallelism over the mesh's axis named pipeline (the last of two, the middle of "
+          "{data, pipeline, model}): microbatches, schedule and the layers of each stage"},
   END};
 
 static int axis_named(const scenario *s, const char *name) {
@@ -116,9 +128,13 @@ int cfg_distribution_checks(cfg_ctx *c) {
                     "not %s", CFG_STRATEGIES[s->strategy]);
   if (s->spmd)
     return cfg_fail(c, d, "strategy.distribution", "lays out the replicas itself: drop strategy.spmd_xla_partitioning");
+  /* a third axis is the pipeline's stages, between the batch's and the model's */
+  if (s->mesh_axes == 3 && strcmp(s->mesh_names[1], "pipeline") != 0)
+    return cfg_fail(c, yt_get(d, "mesh"), "strategy.distribution.mesh", "a mesh of three axes is {data, pipeline, "
+                    "model}: expected the middle axis named pipeline (the stages), found %s", s->mesh_names[1]);
   /* layout entries: each dimension's axis a mesh axis */
   const yt_node *lm = yt_get(d, "layout_map");
-  int uses[2] = {0, 0};
+  int uses[3] = {0, 0, 0};
   for (int i = 0; i < s->nlayouts; i++) {
     const yt_node *axes = lm->items[i];
     char sub[256], path[200];
@@ -135,19 +151,28 @@ int cfg_distribution_checks(cfg_ctx *c) {
         return cfg_fail(c, a, sub, "expected null or an axis of strategy.distribution.mesh (%s), found \"%s\"",
                         s->mesh_axes ? names : "none given", a->text);
       }
+      if (s->mesh_axes == 3 && axis == 1)
+        return cfg_fail(c, a, sub, "the mesh's middle axis, %s, holds pipeline stages, not shards: expected null, "
+                        "%s or %s", a->text, s->mesh_names[0], s->mesh_names[2]);
       s->layouts[i].axis[k] = axis;
       uses[axis] = 1;
     }
   }
-  int model = s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
+  int mi = model_index(s), model = mi > 0 ? s->mesh_shape[mi] : 1;
   if (s->dist_preset == P_LAYOUT)
-    s->dist_preset = uses[1] && model > 1 ? (uses[0] ? P_FSDP_TP : P_TP) : uses[0] ? P_FSDP : P_DATA;
+    s->dist_preset = mi > 0 && uses[mi] && model > 1 ? (uses[0] ? P_FSDP_TP : P_TP) : uses[0] ? P_FSDP : P_DATA;
   const yt_node *preset = yt_get(d, "preset");
   int wants_model = splits_model(s->dist_preset);
   if (wants_model && model < 2)
-    return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's second "
+    return cfg_fail(c, preset ? preset : d, "strategy.distribution.preset", "%s splits over the mesh's last "
                     "(model) axis: give strategy.distribution.mesh two axes such as {data: 2, model: 2}",
                     PRESETS[s->dist_preset]);
+  /* an earlier micro-batch's pass runs the model axis's collectives (tensor parallelism's move
+  ** activations); hybrid sharding's there reduce gradients, which would then run every micro-batch */
+  if (s->dist_preset == P_HYBRID && s->grad_accum > 1)
+    return cfg_fail(c, yt_path(c->root, "training.gradient_accumulation_steps"), "training.gradient_accumulation_steps",
+                    "hybrid_fsdp with gradient accumulation is not modelled (its gradients' reduce-scatters would run "
+                    "every micro-batch): drop it, or use fsdp");
   if (s->dist_preset != P_DATA && (s->comm_bytes_per_pack > 0 || s->xla_combine_bytes >= 0))
     return cfg_fail(c, d, "strategy.distribution", "%s schedules its own collectives beside the compute: drop "
                     "strategy.%s", PRESETS[s->dist_preset],
@@ -166,5 +191,5 @@ int scenario_pipeline_preset(const scenario *s) { return s->dist && s->dist_pres
 ** its axes flattened, as keras.distribution.DataParallel's one-axis mesh does: so a plan can
 ** sweep the preset on one mesh. */
 int scenario_model_axis(const scenario *s) {
-  return s->dist && splits_model(s->dist_preset) && s->mesh_axes == 2 ? s->mesh_shape[1] : 1;
+  return s->dist && splits_model(s->dist_preset) && model_index(s) > 0 ? s->mesh_shape[model_index(s)] : 1;
 }

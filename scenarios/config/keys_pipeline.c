@@ -2,7 +2,10 @@
 ** keys_pipeline.c: pipeline parallelism under strategy.distribution. The stages are the mesh's
 ** axis named `pipeline` (MaxText's and Megatron-LM's pipeline dimension: `mesh: {data: 2,
 ** pipeline: 4}`), its last, so a pipeline's stages are neighbouring devices (one GPU VM's NVLink
-** domain, a line of the torus); `pipeline: {microbatches, schedule, layers_per_stage}` says how
+** domain, a line of the torus); or the middle of three, `{data: 1, pipeline: 12, model: 8}`,
+** Megatron-LM's TP x PP x DP: each stage tensor parallel over the last axis (the NVLink domain),
+** the stages next, the data-parallel pipelines strided over them;
+** `pipeline: {microbatches, schedule, layers_per_stage}` says how
 ** a step runs over them (docs/strategies.md, "Pipeline parallelism"). The checks that need the
 ** model (stages against layers, the split's sum) are scenarios/programs/pipeline.c's.
 */
@@ -41,7 +44,8 @@ const key_spec CFG_PIPELINE_KEYS[] = {
              "compiled step's forward and backward cost\"}"},
   END};
 
-/* The stages' axis: the one named pipeline, or with preset pipeline the mesh's second. */
+/* The stages' axis: the one named pipeline, or with preset pipeline the mesh's second. Where it
+** belongs: the last of two axes, the middle of three. */
 static int pipeline_axis(const scenario *s) {
   if (scenario_pipeline_preset(s)) return s->mesh_axes == 2 ? 1 : -1;
   for (int a = 0; a < s->mesh_axes; a++)
@@ -68,17 +72,28 @@ int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
   if (axis < 0)
     return cfg_fail(c, p, "strategy.distribution.pipeline", "needs an axis named pipeline in "
                     "strategy.distribution.mesh, its last, such as {data: 2, pipeline: 4} (or preset pipeline)");
-  if (axis != s->mesh_axes - 1)
+  /* three axes: cfg_distribution_checks has the middle one named pipeline */
+  if (s->mesh_axes < 3 && axis != s->mesh_axes - 1)
     return cfg_fail(c, mesh, "strategy.distribution.mesh", "the pipeline axis goes last (a pipeline's stages are "
                     "neighbouring devices), as in {data: 2, pipeline: 4}");
   const yt_node *at = p ? p : mesh;
   s->pipe_line = at->line;
   s->pipe_col = at->col;
   s->pipe_stages = s->mesh_shape[axis];
-  if (scenario_model_axis(s) > 1 || strcmp(scenario_sharding_recipe(s), "data_parallel") != 0)
+  /* Megatron-LM's split: the stages' layers tensor (and sequence) parallel over the model axis,
+  ** each stage's gradients all-reduced over the data axis; ZeRO's and FSDP's per-microbatch
+  ** gathers beside a pipeline are not modelled */
+  const char *recipe = scenario_sharding_recipe(s);
+  int tensor = !strcmp(recipe, "tensor_parallel") || !strcmp(recipe, "sequence_parallel");
+  if (s->mesh_axes == 3 ? !tensor : strcmp(recipe, "data_parallel") != 0)
     return cfg_fail(c, yt_get(dist, "preset") ? yt_get(dist, "preset") : dist, "strategy.distribution.preset",
-                    "pipeline stages run beside data parallelism only (the mesh has two axes: data and pipeline), "
-                    "not %s", scenario_sharding_recipe(s));
+                    s->mesh_axes == 3 ? "pipeline stages on a mesh of three axes run tensor_parallel or "
+                    "sequence_parallel over the model axis and data parallelism over the data axis, not %s"
+                    : "pipeline stages run beside data parallelism only on a mesh of two axes (data and pipeline; "
+                    "give a third, {data, pipeline, model}, for tensor parallelism), not %s", recipe);
+  if (s->mesh_axes == 3 && scenario_model_axis(s) < 2)
+    return cfg_fail(c, mesh, "strategy.distribution.mesh", "%s splits over the model axis: expected a model axis "
+                    "of 2 devices or more, found %d", recipe, s->mesh_shape[2]);
   if (s->grad_accum > 1)
     return cfg_fail(c, yt_path(c->root, "training.gradient_accumulation_steps"), "training.gradient_accumulation_steps",
                     "a pipeline accumulates its microbatches' gradients itself: drop it and set "
@@ -96,11 +111,12 @@ int cfg_pipeline_checks(cfg_ctx *c, const yt_node *dist) {
                     "microbatches in groups of the stages: expected a multiple of %d, found %d", s->pipe_stages,
                     s->pipe_micro);
   }
-  int data = s->mesh_axes == 2 ? s->mesh_shape[0] : 1;
+  int data = s->mesh_axes >= 2 ? s->mesh_shape[0] : 1, model = s->mesh_axes == 3 ? s->mesh_shape[2] : 1;
   long long per_pipeline = s->global_batch / data;
-  if (s->global_batch % ((long long)data * s->pipe_stages) != 0)
+  if (s->global_batch % ((long long)data * s->pipe_stages * model) != 0)
     return cfg_fail(c, at, "strategy.distribution.pipeline", "dataset.global_batch %d does not split evenly over the "
-                    "mesh's %d x %d devices", s->global_batch, data, s->pipe_stages);
+                    "mesh's %d x %d devices%s", s->global_batch, data, s->pipe_stages * model,
+                    model > 1 ? " (data x pipeline stages x model)" : "");
   if (per_pipeline % s->pipe_micro != 0) {
     const yt_node *m = p && yt_get(p, "microbatches") ? yt_get(p, "microbatches") : at;
     return cfg_fail(c, m, "strategy.distribution.pipeline.microbatches", "expected a divisor of a pipeline's "

@@ -236,9 +236,10 @@ typedef struct scenario {
   /* strategy.distribution: keras.distribution's device mesh, layout map and sharding recipe */
   int    dist;                  /* strategy.distribution given */
   int    dist_preset;           /* its preset: index in scenario_dist_presets() (0 auto: from layout_map) */
-  int    mesh_axes;             /* mesh axes written (1 or 2; 0: none, one axis of every replica) */
-  char   mesh_names[2][32];     /* their names; the first is the batch's (ModelParallel's batch_dim_name) */
-  int    mesh_shape[2];         /* their lengths */
+  int    mesh_axes;             /* mesh axes written (1 to 3; 0: none, one axis of every replica) */
+  char   mesh_names[3][32];     /* their names; the first is the batch's (ModelParallel's batch_dim_name),
+                                ** the last the model's; a third is {data, pipeline, model}'s middle */
+  int    mesh_shape[3];         /* their lengths */
   int    mesh_line, mesh_col;   /* where strategy.distribution.mesh was written */
   int    nlayouts;              /* layout_map entries */
   scn_layout layouts[SCN_MAX_LAYOUTS]; /* them, as written */

@@ -69,7 +69,7 @@ static core_need mesh_need(const trainer *t, int r, int slice) {
 static core_need pipe_need(trainer *t, int r, int slice) {
   pipe_layout *l = &t->pipe_layout;
   pipe_layout_update(l, t->in.s, t->programs, ds_replica_roofline(t->strategy, 0), slice);
-  pipe_memory m = pipe_stage_memory(l, r % l->stages);
+  pipe_memory m = pipe_stage_memory(l, pipe_stage_of(l, r));
   core_need n = {m.weights, m.slots, m.grads, m.acts, ds_replica_workspace(t->strategy, r), 0};
   n.total = (uint64_t)(n.params + n.slots + n.grads + n.acts + n.workspace);
   return n;

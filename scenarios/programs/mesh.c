@@ -248,6 +248,14 @@ static int await(mesh_run *m, sim_actor *self, int r, int axis, long at) {
   return SIM_OK;
 }
 
+long mesh_issue(mesh_run *m, int r, const cg_transfer *x) {
+  long at = m->issued[2 * r + x->model_axis]++;
+  issue(m, r, x);
+  return at;
+}
+
+int mesh_await(mesh_run *m, sim_actor *self, int r, int axis, long at) { return await(m, self, r, axis, at); }
+
 /* Whether collective x runs in a pass: every one in a step's last (or only) pass; in an earlier
 ** micro-batch's pass (gradient accumulation) those that move activations or gather weights, not
 ** the gradients' reductions over the data axis, which run once, on the accumulated gradients. */
@@ -331,13 +339,20 @@ int mesh_active(const scenario *s, int nreplicas) {
 }
 
 /* keras.distribution splits the batch over the data axis alone: a model group's devices hold its
-** shard of each micro-batch, however the per-replica counts round. */
+** shard of each micro-batch, however the per-replica counts round. Beside pipeline stages (a
+** mesh of three axes) the step is one stage's: its mesh is the data and model axes (the stages
+** apart), its batch a pipeline's microbatch. */
 cg_options mesh_compile_options(const scenario *s, int nreplicas) {
-  int model = scenario_model_axis(s) > 1 ? scenario_model_axis(s) : 1;
-  long data = nreplicas / model > 1 ? nreplicas / model : 1, micro = s->global_batch / accum_steps(s);
-  return (cg_options){.replicas = nreplicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
-                      .sharding = scenario_sharding_recipe(s),
-                      .model_axis = model, .group_examples = model > 1 ? (int)((micro + data - 1) / data) : 0};
+  int model = scenario_model_axis(s) > 1 ? scenario_model_axis(s) : 1, stages = scenario_pipeline_stages(s);
+  int replicas = model > 1 && nreplicas % stages == 0 ? nreplicas / stages : nreplicas;
+  long data = replicas / model > 1 ? replicas / model : 1;
+  long micro = s->global_batch / (model > 1 ? accum_steps(s) * scenario_pipeline_microbatches(s) : accum_steps(s));
+  /* hybrid sharding's model axis shards weights, not examples: each device runs its own share */
+  const char *recipe = scenario_sharding_recipe(s);
+  long group = recipe != NULL && !strcmp(recipe, "hybrid_fsdp") ? data * model : data;
+  return (cg_options){.replicas = replicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
+                      .sharding = recipe,
+                      .model_axis = model, .group_examples = model > 1 ? (int)((micro + group - 1) / group) : 0};
 }
 
 /* ---- the layout against the cluster and the model --------------------------------------- */
@@ -348,10 +363,11 @@ cg_options mesh_compile_options(const scenario *s, int nreplicas) {
 ** that divide the dimensions they shard. */
 int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *err) {
   if (!s->dist) return TR_EXIT_OK;
-  int devices = s->mesh_axes == 0 ? nreplicas : s->mesh_axes == 1 ? s->mesh_shape[0] : s->mesh_shape[0] * s->mesh_shape[1];
+  long long devices = s->mesh_axes == 0 ? nreplicas : 1;
+  for (int a = 0; a < s->mesh_axes; a++) devices *= s->mesh_shape[a];
   if (devices != nreplicas)
     return train_error(err, s->path, s->mesh_line, s->mesh_col, "strategy.distribution.mesh",
-                       "a mesh of %d devices on a cluster of %d replicas: DeviceMesh's shape must hold every device "
+                       "a mesh of %lld devices on a cluster of %d replicas: DeviceMesh's shape must hold every device "
                        "the strategy runs on", devices, nreplicas);
   regex_t re[SCN_MAX_LAYOUTS];
   int compiled = 0, rc = TR_EXIT_OK;

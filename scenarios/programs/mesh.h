@@ -55,6 +55,12 @@ int mesh_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int appl
 ** axis wait for the last micro-batch's mesh_pass, which reduces the accumulated sum once. */
 int mesh_micro_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, sim_cpu *cpu, mesh_work_fn work,
                     void *ctx);
+/* One collective at a time, for a program that runs a step's kernels in its own order (pipeline
+** stages tensor parallel over the model axis, pipeline.c): replica r issues x on its line over
+** x's axis, and gets its place in that line's order; mesh_await waits until the line has run the
+** collective at that place. */
+long mesh_issue(mesh_run *m, int r, const cg_transfer *x);
+int  mesh_await(mesh_run *m, sim_actor *self, int r, int axis, long at);
 /* The step's end on replica r: every replica's gradients summed into bufs (when given). */
 int mesh_sync(mesh_run *m, sim_actor *self, int r);
 /* Whether the scenario's run on nreplicas replicas uses a mesh (a recipe other than data

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "scenarios/programs/mesh.h"
 #include "sim/collective.h"
 #include "sim/cond.h"
 
@@ -53,6 +54,7 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
   if (l->first != NULL && l->slice == slice) return;
   pipe_layout_free(l);
   l->stages = scenario_pipeline_stages(s);
+  l->model = scenario_model_axis(s);
   l->chunks = scenario_pipeline_chunks(s);
   l->schedule = s->pipe_schedule;
   l->micro = scenario_pipeline_microbatches(s);
@@ -60,7 +62,7 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
   l->slice = slice;
   /* a pipeline's batch is its stages' examples; a batch the microbatches do not divide (a plan's
   ** search) has its largest microbatch's cost */
-  int batch = slice * l->stages;
+  int batch = slice * l->stages * l->model;
   l->micro_examples = (batch + l->micro - 1) / l->micro;
   if (l->micro_examples < 1) l->micro_examples = 1;
   const cg_program *p = cg_cache_get(programs, l->micro_examples);
@@ -78,9 +80,26 @@ void pipe_layout_update(pipe_layout *l, const scenario *s, cg_cache *programs, c
   l->order = base_xcalloc((size_t)l->stages * (size_t)passes, sizeof *l->order);
   for (int k = 0; k < l->stages; k++)
     cg_pipeline_order((cg_pipe_schedule)l->schedule, l->stages, k, l->micro, l->chunks, &l->order[(size_t)k * (size_t)passes]);
+  if (l->model < 2) return;
+  size_t nx;
+  const cg_transfer *x = cg_program_collectives(p, &nx);
+  l->transfers = base_xcalloc(nx + 1, sizeof *l->transfers);
+  memcpy(l->transfers, x, nx * sizeof *x);
+  l->ntransfers = nx;
+  l->steps = base_xcalloc(2 * (size_t)n, sizeof *l->steps);
+  l->nsteps = base_xcalloc(2 * (size_t)n, sizeof *l->nsteps);
+  for (int k = 0; k < 2 * n; k++)
+    l->steps[k] = cg_pipeline_pass_steps(p, r, l->first[k / 2], l->first[k / 2 + 1], k % 2, &l->nsteps[k]);
 }
 
 void pipe_layout_free(pipe_layout *l) {
+  for (int k = 0; l->steps != NULL && k < 2 * l->stages * l->chunks; k++) free(l->steps[k]);
+  free(l->steps);
+  free(l->nsteps);
+  free(l->transfers);
+  l->steps = NULL;
+  l->nsteps = NULL;
+  l->transfers = NULL;
   free(l->first);
   free(l->cost);
   free(l->saved);
@@ -119,6 +138,8 @@ static const cg_pipe_op *device_order(const pipe_layout *l, int k, int *n) {
   *n = 2 * l->micro * l->chunks;
   return &l->order[(size_t)k * (size_t)*n];
 }
+
+int pipe_stage_of(const pipe_layout *l, int r) { return r / l->model % l->stages; }
 
 pipe_memory pipe_stage_memory(const pipe_layout *l, int stage) {
   pipe_memory m = {0, 0, 0, 0};
@@ -174,11 +195,15 @@ struct pipe_run {
   sim_engine *engine;     /* the run's engine */
   ds_strategy *strategy;  /* the replicas and their group */
   pipe_layout layout;     /* the stages */
-  int nreplicas;          /* D x P */
-  int stages;             /* P, the devices of a pipeline */
+  int nreplicas;          /* D x P x T */
+  int stages;             /* P, the stages of a pipeline */
+  int model;              /* T, the devices of a stage */
   int cuts;               /* between the model's stages: P x chunks - 1 */
-  pipe_chan *chans;       /* per pipeline d, cut c, direction (0 forward, 1 backward): [2 (d cuts + c) + dir] */
-  pipe_line *lines;       /* per device of a pipeline: its data-parallel group */
+  pipe_chan *chans;       /* per chain (pipeline d's rank t: d T + t), cut c, direction (0 forward, 1
+                          ** backward): [2 (chain cuts + c) + dir] */
+  pipe_line *lines;       /* per device of a pipeline (stage k's rank t: k T + t): its data-parallel group */
+  mesh_run *tp;           /* with T > 1: the stages' model lines, for their tensor-parallel collectives */
+  long *tp_at;            /* per replica and step collective: its place in its model line */
   long *issued;           /* per replica: all-reduces issued */
   sim_time *waited;       /* per replica: time waiting this step */
   sim_time *began;        /* per replica: when its first pass began this step */
@@ -217,29 +242,36 @@ pipe_run *pipe_new(sim_engine *e, ds_strategy *st, const scenario *s, int nrepli
   p->nreplicas = nreplicas;
   pipe_layout_update(&p->layout, s, programs, ds_replica_roofline(st, 0), slice);
   p->stages = scenario_pipeline_stages(s);
-  assert(p->stages > 1 && nreplicas % p->stages == 0);
-  int data = nreplicas / p->stages, cuts = p->stages * scenario_pipeline_chunks(s) - 1;
+  p->model = p->layout.model;
+  assert(p->stages > 1 && nreplicas % (p->stages * p->model) == 0);
+  int T = p->model, chains = nreplicas / p->stages, data = chains / T;
+  int cuts = p->stages * scenario_pipeline_chunks(s) - 1;
   p->cuts = cuts;
-  p->chans = base_xcalloc((size_t)data * (size_t)cuts * 2, sizeof *p->chans);
-  for (int d = 0; d < data; d++)
+  p->chans = base_xcalloc((size_t)chains * (size_t)cuts * 2, sizeof *p->chans);
+  for (int ch_ = 0; ch_ < chains; ch_++)
     for (int c = 0; c < cuts; c++)
       for (int dir = 0; dir < 2; dir++) {  /* model stage c on device c % P, c + 1 on the next */
-        pipe_chan *ch = &p->chans[2 * (d * cuts + c) + dir];
-        int from = d * p->stages + c % p->stages, to = d * p->stages + (c + 1) % p->stages;
+        pipe_chan *ch = &p->chans[2 * (ch_ * cuts + c) + dir];
+        int d = ch_ / T, t = ch_ % T;
+        int from = (d * p->stages + c % p->stages) * T + t, to = (d * p->stages + (c + 1) % p->stages) * T + t;
         int pair[2] = {dir ? to : from, dir ? from : to};
-        ch->counted = d == 0;
+        ch->counted = ch_ == 0;
         queue_init(p, &ch->q, dir ? "pipeline gradients" : "pipeline activations", 2, pair, SIM_COLL_BROADCAST,
                    SIM_ALGO_TREE);
       }
-  p->lines = base_xcalloc((size_t)p->stages, sizeof *p->lines);
+  p->lines = base_xcalloc((size_t)p->stages * (size_t)T, sizeof *p->lines);
   int *members = base_xcalloc((size_t)data, sizeof *members);
-  for (int k = 0; k < p->stages; k++) {
+  for (int k = 0; k < p->stages * T; k++) {
     pipe_line *l = &p->lines[k];
     l->n = data;
-    for (int d = 0; d < data; d++) members[d] = d * p->stages + k;
+    for (int d = 0; d < data; d++) members[d] = (d * p->stages + k / T) * T + k % T;
     if (data > 1) queue_init(p, &l->q, "pipeline stage", data, members, SIM_COLL_ALL_REDUCE, ds_all_reduce_algorithm(st));
   }
   free(members);
+  if (T > 1) {
+    p->tp = mesh_new(e, st, nreplicas, T, NULL, 0, tracks);
+    p->tp_at = base_xcalloc((size_t)nreplicas * (p->layout.ntransfers + 1), sizeof *p->tp_at);
+  }
   p->issued = base_xcalloc((size_t)nreplicas, sizeof *p->issued);
   p->waited = base_xcalloc((size_t)nreplicas, sizeof *p->waited);
   p->began = base_xcalloc((size_t)nreplicas, sizeof *p->began);
@@ -263,8 +295,10 @@ void pipe_free(pipe_run *p) {
   if (p == NULL) return;
   int nchans = 2 * (p->nreplicas / p->stages) * p->cuts;
   for (int i = 0; i < nchans; i++) sim_collective_free(p->chans[i].q.group);
-  for (int k = 0; k < p->stages; k++)
+  for (int k = 0; k < p->stages * p->model; k++)
     if (p->lines[k].q.group) sim_collective_free(p->lines[k].q.group);
+  mesh_free(p->tp);
+  free(p->tp_at);
   free(p->chans);
   free(p->lines);
   free(p->issued);
@@ -286,11 +320,12 @@ void pipe_reset(pipe_run *p) {
     pipe_chan *ch = &p->chans[i];
     ch->q.issued = ch->q.started = ch->q.done = ch->received = 0;  /* a running one ends uncounted */
   }
-  for (int k = 0; k < p->stages; k++) {
+  for (int k = 0; k < p->stages * p->model; k++) {
     pipe_line *l = &p->lines[k];
     l->q.issued = l->q.started = l->q.done = 0;
     l->ready = 0;
   }
+  if (p->tp) mesh_reset(p->tp);
   for (int r = 0; r < p->nreplicas; r++) p->issued[r] = 0;
   p->attempt++;
 }
@@ -356,10 +391,33 @@ static int stage_all_reduce(pipe_run *p, sim_actor *self, int r, int k, double b
   return queue_wait(p, self, &l->q, mine);
 }
 
-/* A pass's exec and its span on the replica's timeline. */
-static int run_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, const cg_pipe_op *op, double work) {
+/* Model stage s's pass on a stage of T > 1 devices: its kernels between its collectives over the
+** model axis, each issued on the stage's model line and awaited where the schedule placed it (the
+** waits counted as communication). */
+static int run_steps(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, int s, int backward) {
+  const pipe_layout *l = &p->layout;
+  const cg_pipe_step *st = l->steps[2 * s + backward];
+  long *at = &p->tp_at[(size_t)r * (l->ntransfers + 1)];
+  for (size_t i = 0; i < l->nsteps[2 * s + backward]; i++) {
+    if (st[i].work > 0 && sim_exec(self, cpu, st[i].work) != SIM_OK) return SIM_FAILED;
+    if (st[i].transfer < 0) break;
+    if (!st[i].await) {
+      at[st[i].transfer] = mesh_issue(p->tp, r, &l->transfers[st[i].transfer]);
+      continue;
+    }
+    sim_time before = sim_now(p->engine);
+    if (mesh_await(p->tp, self, r, 1, at[st[i].transfer]) != SIM_OK) return SIM_FAILED;
+    p->waited[r] += sim_now(p->engine) - before;
+  }
+  return SIM_OK;
+}
+
+/* A pass's exec (or, tensor parallel, its steps) and its span on the replica's timeline. */
+static int run_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, const cg_pipe_op *op, int s, double work) {
   sim_time t0 = sim_now(p->engine);
-  if (work > 0 && sim_exec(self, cpu, work) != SIM_OK) return SIM_FAILED;
+  if (p->tp != NULL ? run_steps(p, self, r, cpu, s, op->backward) != SIM_OK
+                    : work > 0 && sim_exec(self, cpu, work) != SIM_OK)
+    return SIM_FAILED;
   sim_time t1 = sim_now(p->engine);
   p->busy[r] += t1 - t0;
   p->ended[r] = t1;
@@ -376,7 +434,7 @@ static int run_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, const cg_
 
 int pipe_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu) {
   const pipe_layout *l = &p->layout;
-  int k = r % p->stages, d = r / p->stages, n;
+  int T = p->model, k = r / T % p->stages, chain = r / (T * p->stages) * T + r % T, n;
   const cg_pipe_op *order = device_order(l, k, &n);
   p->waited[r] = 0;
   p->busy[r] = 0;
@@ -388,33 +446,34 @@ int pipe_pass(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu) {
     int s = k + op->chunk * p->stages;  /* the model stage it runs */
     cg_layer_cost c = stage_cost(l, s);
     /* the cuts before and after model stage s: [0] forward, [1] backward */
-    pipe_chan *in = s > 0 ? &p->chans[2 * (d * p->cuts + s - 1)] : NULL;
-    pipe_chan *out = s < p->cuts ? &p->chans[2 * (d * p->cuts + s)] : NULL;
+    pipe_chan *in = s > 0 ? &p->chans[2 * (chain * p->cuts + s - 1)] : NULL;
+    pipe_chan *out = s < p->cuts ? &p->chans[2 * (chain * p->cuts + s)] : NULL;
     pipe_chan *from = op->backward ? (out ? &out[1] : NULL) : in, *to = op->backward ? (in ? &in[1] : NULL) : out;
     sim_time before = sim_now(p->engine);
     if (from != NULL && chan_receive(p, self, from) != SIM_OK) return SIM_FAILED;
     p->waited[r] += sim_now(p->engine) - before;
     if (i == 0) p->began[r] = sim_now(p->engine);
-    if (run_pass(p, self, r, cpu, op, op->backward ? c.backward : c.forward) != SIM_OK) return SIM_FAILED;
+    if (run_pass(p, self, r, cpu, op, s, op->backward ? c.backward : c.forward) != SIM_OK) return SIM_FAILED;
     if (to != NULL) chan_send(p, to, op->backward ? cut_in(l, s) : cut_out(l, s));
   }
   sim_time before = sim_now(p->engine);
-  if (stage_all_reduce(p, self, r, k, grads) != SIM_OK) return SIM_FAILED;
+  if (stage_all_reduce(p, self, r, k * T + r % T, grads) != SIM_OK) return SIM_FAILED;
   p->waited[r] += sim_now(p->engine) - before;
   return SIM_OK;
 }
 
 /* The step's bubble, from every replica's marks (all are at the step's end barrier). */
 static void measure(pipe_run *p) {
-  for (int d = 0; d < p->nreplicas / p->stages; d++) {
-    sim_time lo = p->began[d * p->stages], hi = p->ended[d * p->stages];
-    for (int k = 0; k < p->stages; k++) {
-      int r = d * p->stages + k;
+  int w = p->stages * p->model;  /* a pipeline's devices */
+  for (int d = 0; d < p->nreplicas / w; d++) {
+    sim_time lo = p->began[d * w], hi = p->ended[d * w];
+    for (int k = 0; k < w; k++) {
+      int r = d * w + k;
       if (p->began[r] < lo) lo = p->began[r];
       if (p->ended[r] > hi) hi = p->ended[r];
       p->busy_total += (double)p->busy[r];
     }
-    p->span_total += (double)p->stages * (double)(hi - lo);
+    p->span_total += (double)w * (double)(hi - lo);
   }
   p->steps++;
 }
@@ -434,7 +493,8 @@ int pipe_sync(pipe_run *p, sim_actor *self, int r) {
 
 int pipe_apply(pipe_run *p, sim_actor *self, int r, sim_cpu *cpu, int apply) {
   double work = 0;
-  for (int c = 0; c < p->layout.chunks && apply; c++) work += stage_cost(&p->layout, r % p->stages + c * p->stages).update;
+  int k = pipe_stage_of(&p->layout, r);
+  for (int c = 0; c < p->layout.chunks && apply; c++) work += stage_cost(&p->layout, k + c * p->stages).update;
   return work > 0 ? sim_exec(self, cpu, work) : SIM_OK;
 }
 

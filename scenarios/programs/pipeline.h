@@ -18,6 +18,15 @@
 ** mean over the global batch), then each stage applies its layers' update. Nothing is said
 ** about idle time: the bubble is what the devices' timelines show, measured from them.
 **
+** A mesh of three axes, {data: D, pipeline: P, model: T}, is Megatron-LM's TP x PP x DP: replica
+** r is rank r % T of stage (r / T) % P of pipeline r / (T P), so a stage's T devices are
+** neighbours (one GPU VM's NVLink domain, a torus line) and run its layers tensor (or sequence)
+** parallel: each pass runs the stage's kernels of the step compiled for that split
+** (mesh_compile_options), issuing and awaiting their collectives over the model axis on the
+** stage's model line (mesh.h's lines) where the schedule placed them; rank t of a stage sends to
+** and receives from rank t of the next, and the stage's data group is its rank's replicas of
+** every pipeline.
+**
 ** Numerics: as on a mesh (mesh.h), each replica computes its own examples through the whole
 ** model and the gradients are summed over every replica at the step's end in the strategy's
 ** all-reduce order, the data-parallel sum: a pipeline moves where the math runs, so a pipelined
@@ -35,7 +44,8 @@
 /* The stages of the scenario's model for a per-replica batch: where each starts, and the
 ** per-layer costs of the step compiled on one microbatch. */
 typedef struct pipe_layout {
-  int stages;             /* P, the devices of a pipeline */
+  int stages;             /* P, the stages of a pipeline */
+  int model;              /* T, the devices of a stage (its model axis; 1: none) */
   int chunks;             /* model chunks a device runs (interleaved: virtual_stages; else 1): the
                           ** model's stages are stages x chunks, stage k + c x stages on device k */
   int schedule;           /* the scenario's pipeline.schedule (cg_pipe_schedule) */
@@ -47,6 +57,11 @@ typedef struct pipe_layout {
   cg_layer_cost *cost;    /* per layer, on one microbatch at replica 0's roofline */
   double *saved;          /* per model stage: what it keeps of a microbatch's forward for its backward */
   cg_pipe_op *order;      /* per device k: its 2 x micro x chunks passes, from [k x 2 micro chunks] */
+  cg_pipe_step **steps;   /* with T > 1, per model stage s and direction: [2 s + backward] its pass
+                          ** (cg_pipeline_pass_steps); NULL with T = 1 (a pass is one exec) */
+  size_t *nsteps;         /* their lengths */
+  cg_transfer *transfers; /* with T > 1: the step's collectives the steps name (a copy) */
+  size_t ntransfers;      /* how many */
 } pipe_layout;
 
 /* Whether the scenario runs a pipeline (a pipeline axis longer than 1). */
@@ -65,6 +80,8 @@ typedef struct pipe_memory {
   double weights, slots, grads, acts; /* bytes of each */
 } pipe_memory;
 pipe_memory pipe_stage_memory(const pipe_layout *l, int stage);
+/* The stage replica r runs. */
+int pipe_stage_of(const pipe_layout *l, int r);
 
 typedef struct pipe_run pipe_run;
 
