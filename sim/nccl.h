@@ -22,8 +22,9 @@
 **   the system has nvls_busbw: the switches reduce inside each node, trees join the nodes):
 **   busBw = min(the node's NVLS busBw as nccl-tests counts it, 5/6 nvls_busbw x 2 (ppn-1)/ppn,
 **   because NCCL gives NVLS and NVLS tree the same intraBw; net_busbw, doubled on 2 nodes, where
-**   NCCL pipelines the two trees' halves over both directions; 16 NVLS channels x Hopper's
-**   perChMaxNVLSTreeBw, 57.7 GB/s on 2 nodes, 45.5 on more), algbw = busBw x p / (2 (p-1)),
+**   NCCL pipelines the two trees' halves over both directions; NVLS tree's channels x Hopper's
+**   perChMaxNVLSTreeBw, 57.7 GB/s on 2 nodes, 45.5 on more, where its channels are the NVLS
+**   search's, one per head, a GPU of the node with a NIC: nvls_heads), algbw = busBw x p / (2 (p-1)),
 **   latency = launch + 25 us (hwLat NVLINK) + 2 log2(N) x (20.9 us (hwLat NET) + 2 x net_latency_s,
 **   the net plugin's own latency, counted again for Simple's flush). The fastest pair wins; ties
 **   go to the first in NCCL's order (tree, ring, NVLS, NVLS tree; LL, LL128, Simple).
@@ -56,6 +57,9 @@ typedef struct sim_nccl_system {
   double net_latency_s;   /* the network transport's own latency (NCCL's net plugin property,
                              graph latencyInter), added to every network hop of NVLS tree; 0 on
                              InfiniBand and RoCE (NCCL's IB transport reports none) */
+  int nvls_heads;         /* NVLS tree's channels: the node's GPUs with a NIC of their own, NCCL's
+                             NVLS heads (search.cc: at most a channel per GPU, a head per NIC);
+                             0: ranks_per_node */
 } sim_nccl_system;
 
 typedef struct sim_nccl_choice {

@@ -212,14 +212,15 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
 static int gpus_per_nic(const ds_accelerators *a) { return a->gpus_per_nic > 1 ? a->gpus_per_nic : 1; }
 
 /* NCCL's view of a GPU system's group (sim/nccl.h): `per_worker` ranks a VM, its figures; between
-** VMs its channels share the NICs of the VM's GPUs in the group. The transport's own latency is
+** VMs its channels share the NICs of the VM's GPUs in the group, each NVLS tree's head a NIC's
+** GPU. The transport's own latency is
 ** the catalogue's (scenarios/config/machines.c: 0 for NCCL's IB transport on InfiniBand and
 ** RoCE, 75 us for AWS's EFA plugin); LL128 only where the GPUs have NVLink, as NCCL enables it. */
 static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
   if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
   int nics = (per_worker + gpus_per_nic(a) - 1) / gpus_per_nic(a);
   sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * nics, !a->pcie_only,
-                         a->nccl_launch_s, a->nvls_bytes_per_s, a->net_latency_s};
+                         a->nccl_launch_s, a->nvls_bytes_per_s, a->net_latency_s, nics};
   sim_collective_set_nccl(s->group, &sys);
 }
 
