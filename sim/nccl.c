@@ -105,7 +105,11 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
     int log_size = log2i(bytes / 64);
     if (log_size < 22) bw *= TREE_CORRECTION[proto][log_size];
   }
-  double intra = NVLINK_LAT[algo][proto] * US, net = NET_LAT[algo][proto] * US;
+  /* A network hop of the ring or the tree also waits the transport's own latency, twice for
+  ** Simple (its flush): tuning.cc at 5067397c, interLat = hwLat[NET] + latencyInter, and
+  ** latencyInter again for Simple. */
+  double intra = NVLINK_LAT[algo][proto] * US;
+  double net = NET_LAT[algo][proto] * US + s->net_latency_s * (proto == SIM_NCCL_SIMPLE ? 2 : 1);
   if (nodes > 1 && proto == SIM_NCCL_LL) intra *= 1.8;
   double base = BASE_LAT[algo][proto] * US, steps_lat;
   if (ring && (op == SIM_COLL_BROADCAST || op == SIM_COLL_ALL_TO_ALL)) {

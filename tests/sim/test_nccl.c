@@ -79,6 +79,30 @@ static void test_model_two_nodes(void **state) {
   assert_rel(c.time_s, 233.32e-6 + GIB * 30 / (16 * 200e9), 1e-12);
 }
 
+/* A transport with a latency of its own (AWS's EFA plugin reports 75 us) adds it to every network
+** hop of the ring and the tree, twice for Simple (tuning.cc's interLat + latencyInter, and its
+** flush). 16 ranks on 2 nodes:
+**   32 B, tree LL: 4.4 + 2 x (7 x 0.936 + 1 x (5.0 + 75)) = 177.504 us; ring LL: 3.6 + 28 x 0.846
+**     + 2 x (2.7 + 75) = 182.688 us: still the tree
+**   1 GiB, ring Simple: (8.4 + 28 x 3.4 + 2 x (9.6 + 150)) x 1.9 = 803.32 us of latency
+**   one node: no network hop, no change (8 ranks, 1 GiB: 56 us) */
+static void test_transport_latency(void **state) {
+  (void)state;
+  sim_nccl_system efa = A100;
+  efa.net_latency_s = 75e-6;
+  sim_nccl_choice c, ring;
+  sim_nccl_choose(&efa, SIM_COLL_ALL_REDUCE, 16, 32, &c);
+  assert_int_equal(c.algo, SIM_NCCL_TREE);
+  assert_int_equal(c.proto, SIM_NCCL_LL);
+  assert_rel(c.latency_s, 177.504e-6, 1e-12);
+  sim_nccl_model(&efa, SIM_COLL_ALL_REDUCE, 16, 32, SIM_NCCL_RING, SIM_NCCL_LL, &ring);
+  assert_rel(ring.latency_s, 182.688e-6, 1e-12);
+  sim_nccl_model(&efa, SIM_COLL_ALL_REDUCE, 16, GIB, SIM_NCCL_RING, SIM_NCCL_SIMPLE, &ring);
+  assert_rel(ring.latency_s, 803.32e-6, 1e-12);
+  sim_nccl_choose(&efa, SIM_COLL_ALL_REDUCE, 8, GIB, &c);
+  assert_rel(c.latency_s, 56e-6, 1e-12);
+}
+
 /* Invariants 1 and 2 of nccl.c over sizes 1 B .. 4 GiB, 2 to 64 ranks, 1 to 8 a node. */
 static void test_model_monotone(void **state) {
   (void)state;
@@ -395,6 +419,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_model_dgx_a100_one_node),
     cmocka_unit_test(test_model_two_nodes),
+    cmocka_unit_test(test_transport_latency),
     cmocka_unit_test(test_model_monotone),
     cmocka_unit_test(test_ring_takes_the_model_time),
     cmocka_unit_test(test_pipelined_tree),
