@@ -36,11 +36,16 @@ static const double TREE_CORRECTION[SIM_NCCL_PROTO_COUNT][22] = {
 #define NVLS_LAT 23.0
 #define NVLS_RATIO (5.0 / 6.0)
 /* NVLS tree (tuning.cc at 5067397c): hwLat[NVLINK][NVLS_TREE][Simple], hwLat[NET][NVLS_TREE]
-** [Simple], and its cap, nvlsChannels (16 on Hopper) x perChMaxNVLSTreeBws[Hopper][N2 or N4]. */
+** [Simple], and its cap per channel, perChMaxNVLSTreeBws[Hopper][N2 or N4], GB/s. tuning.cc
+** multiplies it by the NVLS graph's nChannels, which search.cc caps at the node's GPUs
+** (maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)) and fills with one head per NIC: 8 on a DGX
+** H100 (NCCL issue 1041: "only found 8 channels on graph.xml" with 8 NICs; the 16 NVLS channels
+** it runs are execution channels, "completely decorrelated"), 4 heads with 4 NICs (issue 1357's
+** log: "NVLS Head 0..3"). */
 #define NVLS_TREE_LAT 25.0
 #define NVLS_TREE_NET_LAT 20.9
-#define NVLS_TREE_CAP_2_NODES (16 * 57.7)
-#define NVLS_TREE_CAP (16 * 45.5)
+#define NVLS_TREE_CH_CAP_2_NODES 57.7
+#define NVLS_TREE_CH_CAP 45.5
 
 static int log2i(double x) {
   int l = 0;
@@ -74,7 +79,9 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
   if (algo == SIM_NCCL_NVLS_TREE) {
     if (nodes < 2 || !ar || proto != SIM_NCCL_SIMPLE || !(s->nvls_busbw > 0)) return -1;
     double intra = s->nvls_busbw * NVLS_RATIO * 2 * (ppn - 1) / ppn;
-    double inter = s->net_busbw * (nodes <= 2 ? 2 : 1), cap = (nodes <= 2 ? NVLS_TREE_CAP_2_NODES : NVLS_TREE_CAP) * GBPS;
+    int heads = s->nvls_heads > 0 && s->nvls_heads < ppn ? s->nvls_heads : ppn;
+    double inter = s->net_busbw * (nodes <= 2 ? 2 : 1);
+    double cap = heads * (nodes <= 2 ? NVLS_TREE_CH_CAP_2_NODES : NVLS_TREE_CH_CAP) * GBPS;
     double bw = intra < inter ? intra : inter;
     bw = bw < cap ? bw : cap;
     double net = NVLS_TREE_NET_LAT * US + 2 * s->net_latency_s;
@@ -98,7 +105,11 @@ int sim_nccl_model(const sim_nccl_system *s, sim_coll_op op, int p, double bytes
     int log_size = log2i(bytes / 64);
     if (log_size < 22) bw *= TREE_CORRECTION[proto][log_size];
   }
-  double intra = NVLINK_LAT[algo][proto] * US, net = NET_LAT[algo][proto] * US;
+  /* A network hop of the ring or the tree also waits the transport's own latency, twice for
+  ** Simple (its flush): tuning.cc at 5067397c, interLat = hwLat[NET] + latencyInter, and
+  ** latencyInter again for Simple. */
+  double intra = NVLINK_LAT[algo][proto] * US;
+  double net = NET_LAT[algo][proto] * US + s->net_latency_s * (proto == SIM_NCCL_SIMPLE ? 2 : 1);
   if (nodes > 1 && proto == SIM_NCCL_LL) intra *= 1.8;
   double base = BASE_LAT[algo][proto] * US, steps_lat;
   if (ring && (op == SIM_COLL_BROADCAST || op == SIM_COLL_ALL_TO_ALL)) {

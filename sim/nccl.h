@@ -8,8 +8,10 @@
 **
 ** The model, for p ranks on N = p / ranks_per_node nodes and n bytes, per (algorithm, protocol):
 **   time = latency + n / algbw
-**   latency = launch + baseLat + ring: (steps - interSteps) x hwLat(intra) + interSteps x hwLat(NET)
-**                       tree: 2 x ((ppn - 1) x hwLat(intra) + log2(N) x hwLat(NET))
+**   latency = launch + baseLat + ring: (steps - interSteps) x hwLat(intra) + interSteps x interLat
+**                       tree: 2 x ((ppn - 1) x hwLat(intra) + log2(N) x interLat)
+**   interLat = hwLat(NET) + net_latency_s, twice for Simple (NCCL's flush), as tuning.cc adds the
+**   net plugin's latencyInter
 **   algbw = busBw x (ring: p / steps, tree: 1/2), busBw = the system's Simple bus bandwidth
 **   (inside a node with N == 1, else the smaller of that and the network's) times the
 **   protocol's share: ring LL 1/4 (1/3 for one-node all_gather, reduce_scatter, broadcast),
@@ -22,8 +24,9 @@
 **   the system has nvls_busbw: the switches reduce inside each node, trees join the nodes):
 **   busBw = min(the node's NVLS busBw as nccl-tests counts it, 5/6 nvls_busbw x 2 (ppn-1)/ppn,
 **   because NCCL gives NVLS and NVLS tree the same intraBw; net_busbw, doubled on 2 nodes, where
-**   NCCL pipelines the two trees' halves over both directions; 16 NVLS channels x Hopper's
-**   perChMaxNVLSTreeBw, 57.7 GB/s on 2 nodes, 45.5 on more), algbw = busBw x p / (2 (p-1)),
+**   NCCL pipelines the two trees' halves over both directions; NVLS tree's channels x Hopper's
+**   perChMaxNVLSTreeBw, 57.7 GB/s on 2 nodes, 45.5 on more, where its channels are the NVLS
+**   search's, one per head, a GPU of the node with a NIC: nvls_heads), algbw = busBw x p / (2 (p-1)),
 **   latency = launch + 25 us (hwLat NVLINK) + 2 log2(N) x (20.9 us (hwLat NET) + 2 x net_latency_s,
 **   the net plugin's own latency, counted again for Simple's flush). The fastest pair wins; ties
 **   go to the first in NCCL's order (tree, ring, NVLS, NVLS tree; LL, LL128, Simple).
@@ -54,8 +57,12 @@ typedef struct sim_nccl_system {
   double nvls_busbw;      /* NVLink SHARP (H100's NVSwitches reduce): NCCL's NVLS busBw, whose
                              5/6 is its algbw; 0: none */
   double net_latency_s;   /* the network transport's own latency (NCCL's net plugin property,
-                             graph latencyInter), added to every network hop of NVLS tree; 0 on
+                             graph latencyInter), added to every network hop of the ring, the
+                             tree and NVLS tree (twice for Simple); 0 on
                              InfiniBand and RoCE (NCCL's IB transport reports none) */
+  int nvls_heads;         /* NVLS tree's channels: the node's GPUs with a NIC of their own, NCCL's
+                             NVLS heads (search.cc: at most a channel per GPU, a head per NIC);
+                             0: ranks_per_node */
 } sim_nccl_system;
 
 typedef struct sim_nccl_choice {

@@ -176,6 +176,20 @@ static void make_cpu_replica(sim_engine *e, ds_replica *rep, const char *job, in
   rep->roofline = (sim_roofline){ m->flops_per_s, m->mem_bytes_per_s, {0} };
 }
 
+/* What one GPU NIC carries, one way: its line rate, or its PCIe x16 link's rate where that is
+** less. A GPU system's NICs sit on its GPUs' PCIe generation (the GPU's `link`: DGX A100 Gen4,
+** DGX H100 Gen5, DGX-1 Gen3; docs/machine.md, "NICs on PCIe"), and NCCL's topology rates such a
+** link at 3/4 of its raw rate (src/graph/topo.cc at 5067397c: kvDictPciGen gives a Gen4 lane
+** "120" hundred Mb/s of its 16 GT/s, bw = width x speed / 80: Gen4 x16 24 GB/s, Gen5 x16 48):
+** NVIDIA's DGX A100 measures 192 GB/s of busbw over its 8 x 200 Gb/s NICs, 8 x 24 (NCCL issue
+** 812), and H100 systems about 380 over 8 x 400 Gb/s (GTC 2024, quoted in NCCL issue 1649), 8 x
+** 48 = 384. */
+#define NIC_PCIE_SHARE 0.75
+static double nic_rate(const ds_accelerators *a) {
+  double pcie = NIC_PCIE_SHARE * a->link_bytes_per_s;
+  return pcie > 0 && pcie < a->nic_bytes_per_s ? pcie : a->nic_bytes_per_s;
+}
+
 static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, int worker, int k,
                                const ds_accelerators *a, const ds_replica *nic_owner) {
   char name[64];
@@ -196,7 +210,7 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
   static const char *const GPU_LINKS[] = {"copy", "nvl.up", "nvl.down", "nic.out", "nic.in"};
   sim_link **links[] = {&rep->copy, &rep->nvl_up, &rep->nvl_down, &rep->nic_out, &rep->nic_in};
   double rates[] = {a->copy_bytes_per_s, a->nvlink_bytes_per_s, a->nvlink_bytes_per_s,
-                    a->nic_bytes_per_s, a->nic_bytes_per_s};
+                    nic_rate(a), nic_rate(a)};
   rep->gpu = k;
   for (int i = 0; i < (nic_owner != NULL ? 3 : 5); i++) { /* NICs: fabric:N faults hit them */
     snprintf(name, sizeof name, i < 3 ? "worker%d.gpu%d.%s" : "fabric.w%d.gpu%d.%s", worker, k, GPU_LINKS[i]);
@@ -212,14 +226,15 @@ static void make_accel_replica(sim_engine *e, ds_replica *rep, const char *job, 
 static int gpus_per_nic(const ds_accelerators *a) { return a->gpus_per_nic > 1 ? a->gpus_per_nic : 1; }
 
 /* NCCL's view of a GPU system's group (sim/nccl.h): `per_worker` ranks a VM, its figures; between
-** VMs its channels share the NICs of the VM's GPUs in the group. The transport's own latency is
+** VMs its channels share the NICs of the VM's GPUs in the group, each NVLS tree's head a NIC's
+** GPU. The transport's own latency is
 ** the catalogue's (scenarios/config/machines.c: 0 for NCCL's IB transport on InfiniBand and
 ** RoCE, 75 us for AWS's EFA plugin); LL128 only where the GPUs have NVLink, as NCCL enables it. */
 static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
   if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
   int nics = (per_worker + gpus_per_nic(a) - 1) / gpus_per_nic(a);
-  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, a->nic_bytes_per_s * nics, !a->pcie_only,
-                         a->nccl_launch_s, a->nvls_bytes_per_s, a->net_latency_s};
+  sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, nic_rate(a) * nics, !a->pcie_only,
+                         a->nccl_launch_s, a->nvls_bytes_per_s, a->net_latency_s, nics};
   sim_collective_set_nccl(s->group, &sys);
 }
 

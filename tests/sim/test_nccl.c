@@ -14,7 +14,7 @@
 
 /* DGX A100 as NCCL's model sees it: 235 GB/s inside a node (its sm80 cap), between nodes its
 ** channels over the node's 8 NICs of 25 GB/s. */
-static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0, 0, 0};
+static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0, 0, 0, 0};
 
 static void assert_rel(double got, double want, double tol) {
   if (fabs(got - want) > tol * fabs(want)) fail_msg("got %.12g, want %.12g", got, want);
@@ -77,6 +77,30 @@ static void test_model_two_nodes(void **state) {
   assert_int_equal(c.proto, SIM_NCCL_SIMPLE);
   assert_rel(c.latency_s, 233.32e-6, 1e-12);
   assert_rel(c.time_s, 233.32e-6 + GIB * 30 / (16 * 200e9), 1e-12);
+}
+
+/* A transport with a latency of its own (AWS's EFA plugin reports 75 us) adds it to every network
+** hop of the ring and the tree, twice for Simple (tuning.cc's interLat + latencyInter, and its
+** flush). 16 ranks on 2 nodes:
+**   32 B, tree LL: 4.4 + 2 x (7 x 0.936 + 1 x (5.0 + 75)) = 177.504 us; ring LL: 3.6 + 28 x 0.846
+**     + 2 x (2.7 + 75) = 182.688 us: still the tree
+**   1 GiB, ring Simple: (8.4 + 28 x 3.4 + 2 x (9.6 + 150)) x 1.9 = 803.32 us of latency
+**   one node: no network hop, no change (8 ranks, 1 GiB: 56 us) */
+static void test_transport_latency(void **state) {
+  (void)state;
+  sim_nccl_system efa = A100;
+  efa.net_latency_s = 75e-6;
+  sim_nccl_choice c, ring;
+  sim_nccl_choose(&efa, SIM_COLL_ALL_REDUCE, 16, 32, &c);
+  assert_int_equal(c.algo, SIM_NCCL_TREE);
+  assert_int_equal(c.proto, SIM_NCCL_LL);
+  assert_rel(c.latency_s, 177.504e-6, 1e-12);
+  sim_nccl_model(&efa, SIM_COLL_ALL_REDUCE, 16, 32, SIM_NCCL_RING, SIM_NCCL_LL, &ring);
+  assert_rel(ring.latency_s, 182.688e-6, 1e-12);
+  sim_nccl_model(&efa, SIM_COLL_ALL_REDUCE, 16, GIB, SIM_NCCL_RING, SIM_NCCL_SIMPLE, &ring);
+  assert_rel(ring.latency_s, 803.32e-6, 1e-12);
+  sim_nccl_choose(&efa, SIM_COLL_ALL_REDUCE, 8, GIB, &c);
+  assert_rel(c.latency_s, 56e-6, 1e-12);
 }
 
 /* Invariants 1 and 2 of nccl.c over sizes 1 B .. 4 GiB, 2 to 64 ranks, 1 to 8 a node. */
@@ -205,7 +229,7 @@ static void test_ring_takes_the_model_time(void **state) {
 static void test_pipelined_tree(void **state) {
   (void)state;
   enum { P = 32, COUNT = 262144 };
-  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0, 0, 0};
+  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0, 0, 0, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&nodes, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_TREE);
@@ -254,7 +278,7 @@ static void test_tree_across_two_nodes(void **state) {
 static void test_sizes_and_links(void **state) {
   (void)state;
   for (int ppn = 4; ppn <= 8; ppn += 4) {
-    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6, 0, 0}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6, 0, 0};
+    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6, 0, 0, 0}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6, 0, 0, 0};
     double last = 0;
     for (size_t count = 1; count <= (size_t)1 << 24; count *= 8) {
       double t = run_nccl(&s, 16, 300e9, 25e9, SIM_COLL_ALL_REDUCE, count, NULL);
@@ -287,7 +311,7 @@ static void test_channels_across_nodes(void **state) {
 static void test_channels_sum(void **state) {
   (void)state;
   enum { P = 8, COUNT = 1 << 20 };
-  sim_nccl_system two = {4, 235e9, 100e9, 1, 0, 0, 0};
+  sim_nccl_system two = {4, 235e9, 100e9, 1, 0, 0, 0, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&two, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_RING);
@@ -313,7 +337,7 @@ static void test_channels_sum(void **state) {
 ** the run takes the model's time; not across nodes, not for all_gather. */
 static void test_nvls(void **state) {
   (void)state;
-  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0};
+  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0, 8};
   sim_nccl_choice c;
   sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 8, 8 * GIB, &c);
   assert_int_equal(c.algo, SIM_NCCL_NVLS);
@@ -330,37 +354,52 @@ static void test_nvls(void **state) {
   assert_int_equal(sim_nccl_model(&A100, SIM_COLL_ALL_REDUCE, 8, GIB, SIM_NCCL_NVLS, SIM_NCCL_SIMPLE, &c), -1);
 }
 
-/* NVLS tree (tuning.cc at 5067397c) across DGX H100s (8 NICs of 50 GB/s a node), all_reduce:
-** busBw = min(the node's NVLS busBw 330 x 5/6 x 14/8 = 481.25, the NICs' 400 (x 2 on 2 nodes),
-** 16 x 45.5 = 728 (16 x 57.7 = 923.2 on 2 nodes)), algbw busBw x p / (2 (p - 1)), latency
-** 25 us + 2 log2(nodes) x 20.9 us:
-**   4 nodes, 8 GiB: 400 GB/s, algbw 400 x 32/62 = 206.45 GB/s, 25 + 4 x 20.9 = 108.6 us (the
-**     ring: min(370, 400) x 32/62, slower): NCCL takes NVLS tree
-**   2 nodes: 481.25 GB/s (NVLink SHARP's bound, the doubled NICs 800), 25 + 2 x 20.9 = 66.8 us
+/* NVLS tree (tuning.cc at 5067397c) across DGX H100s (8 NICs of 50 GB/s a node, 8 NVLS heads),
+** all_reduce: busBw = min(the node's NVLS busBw 330 x 5/6 x 14/8 = 481.25, the NICs' 400 (x 2 on
+** 2 nodes), its channels x perChMaxNVLSTreeBw: 8 x 45.5 = 364 (8 x 57.7 = 461.6 on 2 nodes)),
+** algbw busBw x p / (2 (p - 1)), latency 25 us + 2 log2(nodes) x 20.9 us:
+**   4 nodes, 8 GiB: 364 GB/s, algbw 364 x 32/62 = 187.87 GB/s, 25 + 4 x 20.9 = 108.6 us; the
+**     ring Simple: min(370, 400) x 32/62 = 190.97 GB/s after (8.4 + 56 x 3.4 + 6 x 9.6) x 1.9 =
+**     487.16 us: 8 GiB takes 45.47 ms by the ring, 45.83 by NVLS tree: NCCL takes the ring
+**     (issue 1221: on 4 nodes NVLS on or off gave the same busbw)
+**   4 nodes, 64 MiB: NVLS tree 108.6 us + 357.2 us = 465.8 us, the ring 487.16 + 351.4 =
+**     838.6 us: NVLS tree
+**   2 nodes: 461.6 GB/s (the channels' cap under NVLink SHARP's 481.25 and the doubled NICs'
+**     800), 25 + 2 x 20.9 = 66.8 us
+**   4 heads (a NIC for two GPUs, 200 GB/s): 4 nodes min(481.25, 200, 182) = 182 GB/s
 **   a net transport of 5 us: 4 nodes' latency 25 + 4 x (20.9 + 2 x 5) = 148.6 us
 **   32 B: the tree's LL, NVLS tree's 108.6 us being all latency
 ** Not on one node, not on A100 (no NVLS), not for all_gather, not with LL. The run takes the
-** ring's plan over NCCL's 8 channels at bytes x 370 / 400 (the ring's Simple busBw over the
+** ring's plan over NCCL's 8 channels at bytes x 370 / 364 (the ring's Simple busBw over the
 ** pair's). Each GPU's up link carries 7 of the 8 channels' share (one leaves by its NIC), so
-** at 370 x 7/8 GB/s the links bound the plan at 370, as a dgx-h100's copy links do, and the
-** NICs at 8 x 50 x 400 / 370 = 432 do not: the run is the model's time to within the latency's
-** spread over the rounds (0.1%). */
+** at 370 x 7/8 GB/s the links bound the plan at 364, and the NICs at 8 x 50 x 364 / 370 = 393.5
+** do not: the run is the model's time to within the latency's spread over the rounds (0.1%). */
 static void test_nvls_tree(void **state) {
   (void)state;
-  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0};
+  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0, 8};
   sim_nccl_choice c, ring;
   sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 32, 8 * GIB, &c);
-  assert_int_equal(c.algo, SIM_NCCL_NVLS_TREE);
+  assert_int_equal(c.algo, SIM_NCCL_RING);
+  assert_int_equal(sim_nccl_model(&h100, SIM_COLL_ALL_REDUCE, 32, 8 * GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_SIMPLE, &c), 0);
   assert_string_equal(sim_nccl_algo_name(c.algo), "nvls_tree");
-  assert_rel(c.busbw, 400e9, 1e-12);
-  assert_rel(c.algbw, 400e9 * 32 / 62, 1e-12);
+  assert_rel(c.busbw, 364e9, 1e-12);
+  assert_rel(c.algbw, 364e9 * 32 / 62, 1e-12);
   assert_rel(c.latency_s, 108.6e-6, 1e-12);
-  assert_rel(c.time_s, 108.6e-6 + 8 * GIB * 62 / (32 * 400e9), 1e-12);
+  assert_rel(c.time_s, 108.6e-6 + 8 * GIB * 62 / (32 * 364e9), 1e-12);
   sim_nccl_model(&h100, SIM_COLL_ALL_REDUCE, 32, 8 * GIB, SIM_NCCL_RING, SIM_NCCL_SIMPLE, &ring);
-  assert_true(ring.time_s > c.time_s);
+  assert_rel(ring.latency_s, 487.16e-6, 1e-12);
+  assert_true(ring.time_s < c.time_s);
+  sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 32, 64 * MIB, &c);
+  assert_int_equal(c.algo, SIM_NCCL_NVLS_TREE);
+  assert_rel(c.time_s, 108.6e-6 + 64 * MIB * 62 / (32 * 364e9), 1e-12);
   assert_int_equal(sim_nccl_model(&h100, SIM_COLL_ALL_REDUCE, 16, 8 * GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_SIMPLE, &c), 0);
-  assert_rel(c.busbw, 481.25e9, 1e-12);
+  assert_rel(c.busbw, 8 * 57.7e9, 1e-12);
   assert_rel(c.latency_s, 66.8e-6, 1e-12);
+  sim_nccl_system hgx = h100;
+  hgx.net_busbw = 200e9;
+  hgx.nvls_heads = 4;
+  assert_int_equal(sim_nccl_model(&hgx, SIM_COLL_ALL_REDUCE, 32, 8 * GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_SIMPLE, &c), 0);
+  assert_rel(c.busbw, 182e9, 1e-12);
   sim_nccl_system tcp = h100;
   tcp.net_latency_s = 5e-6;
   assert_int_equal(sim_nccl_model(&tcp, SIM_COLL_ALL_REDUCE, 32, GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_SIMPLE, &c), 0);
@@ -371,8 +410,8 @@ static void test_nvls_tree(void **state) {
   assert_int_equal(sim_nccl_model(&A100, SIM_COLL_ALL_REDUCE, 32, GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_SIMPLE, &c), -1);
   assert_int_equal(sim_nccl_model(&h100, SIM_COLL_ALL_GATHER, 32, GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_SIMPLE, &c), -1);
   assert_int_equal(sim_nccl_model(&h100, SIM_COLL_ALL_REDUCE, 32, GIB, SIM_NCCL_NVLS_TREE, SIM_NCCL_LL, &c), -1);
-  sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 32, 8 * GIB, &c);
-  double got = run_nccl(&h100, 32, 370e9 * 7 / 8, 50e9, SIM_COLL_ALL_REDUCE, (size_t)(8 * GIB / 4), NULL);
+  sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 32, 64 * MIB, &c);
+  double got = run_nccl(&h100, 32, 370e9 * 7 / 8, 50e9, SIM_COLL_ALL_REDUCE, (size_t)(64 * MIB / 4), NULL);
   assert_rel(got, c.time_s, 1e-3);
 }
 
@@ -380,6 +419,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_model_dgx_a100_one_node),
     cmocka_unit_test(test_model_two_nodes),
+    cmocka_unit_test(test_transport_latency),
     cmocka_unit_test(test_model_monotone),
     cmocka_unit_test(test_ring_takes_the_model_time),
     cmocka_unit_test(test_pipelined_tree),
