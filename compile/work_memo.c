@@ -12,7 +12,8 @@ static int same_roofline(const sim_roofline *a, const sim_roofline *b) {
   return a->rate == b->rate && a->mem_bw == b->mem_bw && x->units == y->units && x->tile_m == y->tile_m &&
          x->tile_n == y->tile_n && x->tile_sizes == y->tile_sizes && x->peak == y->peak &&
          x->efficiency == y->efficiency && x->mem_efficiency == y->mem_efficiency &&
-         x->launch_s == y->launch_s && x->f32_rate == y->f32_rate && x->vector_rate == y->vector_rate;
+         x->launch_s == y->launch_s && x->f32_rate == y->f32_rate && x->vector_rate == y->vector_rate &&
+         x->writeback == y->writeback;
 }
 
 double cg_work_memo_get(cg_work_memo *m, const sim_roofline *r, const cg_kernel *k, size_t from, size_t to) {

@@ -12,23 +12,26 @@ static const struct { double div_m, div_n, efficiency; } TILES[] = {
 };
 #define MAX_TILES ((int)(sizeof TILES / sizeof TILES[0]))
 
-/* Seconds of the matrix units for mm: the best tile's whole waves. */
-static double matmul_seconds(const sim_opmodel *m, const sim_matmul *mm) {
+/* Seconds of the matrix units for mm: the best tile's whole waves, each its tiles' products and
+** the exposed part of their outputs' write at a unit's share of mem_bw (0: no memory). */
+static double matmul_seconds(const sim_opmodel *m, double mem_bw, const sim_matmul *mm) {
   double rate = m->peak * (mm->elem_bytes >= 4 ? m->f32_rate : 1.0) * m->efficiency / m->units;
+  double write_share = mem_bw * m->mem_efficiency / m->units;
   int sizes = m->tile_sizes < 1 ? 1 : m->tile_sizes > MAX_TILES ? MAX_TILES : m->tile_sizes;
   double best = 0;
   for (int i = 0; i < sizes; i++) {
     double tm = m->tile_m / TILES[i].div_m, tn = m->tile_n / TILES[i].div_n;
     double tiles = mm->batch * ceil(mm->m / tm) * ceil(mm->n / tn);
     double waves = ceil(tiles / m->units);
-    double s = waves * 2.0 * tm * tn * mm->k / (rate * TILES[i].efficiency);
+    double write = mem_bw > 0 ? m->writeback * tm * tn * mm->elem_bytes / write_share : 0;
+    double s = waves * (2.0 * tm * tn * mm->k / (rate * TILES[i].efficiency) + write);
     if (i == 0 || s < best) best = s;
   }
   return best;
 }
 
 double sim_opmodel_seconds(const sim_opmodel *m, double mem_bw, double flops, double bytes, const sim_matmul *mm) {
-  double compute = mm != NULL && mm->batch > 0 ? matmul_seconds(m, mm) : flops / (m->peak * m->vector_rate);
+  double compute = mm != NULL && mm->batch > 0 ? matmul_seconds(m, mem_bw, mm) : flops / (m->peak * m->vector_rate);
   double memory = mem_bw > 0 ? bytes / (mem_bw * m->mem_efficiency) : 0;
   return m->launch_s + (memory > compute ? memory : compute);
 }

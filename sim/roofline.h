@@ -8,12 +8,14 @@
 **       time = max(F / rate, M / memory_bandwidth),     rate = peak x efficiency;
 ** - the per-op model (op.units > 0; docs/machine.md, "Compute"), calibrated on measured GEMMs
 **   (docs/data/gemm_h100_xla.csv, bench/fit_gemm.py): the device's cpu runs at its peak and
-**       matmul:  time = launch + max(tiles(M, N, K) / (peak x efficiency), M / (bw x mem_eff))
+**       matmul:  time = launch + max(waves(M, N, K), M / (bw x mem_eff))
 **       other:   time = launch + max(F / (peak x vector_rate), M / (bw x mem_eff))
-**   where tiles() is the FLOPs of whole output tiles in whole waves: the M x N output is cut
+**   where waves() is the time of whole output tiles in whole waves: the M x N output is cut
 **   into tiles of one of a few sizes, the tiles run `units` at a time, and a wave that is partly
 **   full takes as long as a full one (tile and wave quantisation); the best tile size is taken,
-**   as cuBLAS's heuristics pick a kernel.
+**   as cuBLAS's heuristics pick a kernel. A wave ends with every unit writing its tile's
+**   outputs at once, at its share of the memory bandwidth; `writeback` of that write is not
+**   hidden behind the next tile, which a short K does not amortise.
 ** Everything is IEEE arithmetic and ceil (exact): the same bits at any optimisation level.
 */
 #ifndef PODSIM_ROOFLINE_H
@@ -39,6 +41,7 @@ typedef struct sim_opmodel {
   double launch_s;        /* fixed time of every op: launch, pipeline fill, completion */
   double f32_rate;        /* matmul rate with float32 operands over the peak (TF32 on GPUs) */
   double vector_rate;     /* rate of other ops' FLOPs over the peak (CUDA cores, the VPU) */
+  double writeback;       /* share of a tile's output write that its unit's next tile does not hide */
 } sim_opmodel;
 
 typedef struct sim_roofline {

@@ -142,8 +142,12 @@ static const struct gpu_system {
 };
 
 /* The per-op model's constants fitted by bench/fit_gemm.py on OpenXLA's measured H100 bf16
-** GEMMs (docs/data/gemm_h100_xla.csv; docs/machine.md, "Compute"): cuBLAS's 256x128 tile at 0.84
-** of an SM's peak, 70% of the HBM bandwidth, 5.5 us a kernel. Every other GPU takes the same
+** GEMMs (docs/data/gemm_h100_xla.csv; docs/machine.md, "Compute"): cuBLAS's 256x128 tile at 0.91
+** of an SM's peak, 55% of each wave's output write (every SM storing its tile at once, at its
+** share of the bandwidth) not hidden behind the next wave, which is why the table's 4096 x 4096
+** products fall from 783 TFLOP/s at k = 4096 to 392 at k = 256; 70% of the HBM bandwidth,
+** 5.25 us a kernel. On another GPU or precision the same write costs what its own bandwidth,
+** output bytes and rate make it (V100's FP32 cores barely notice it). Every other GPU takes the same
 ** constants (the same cuBLAS tile shapes; no GEMM table of A100, V100, L4 or B200 was found to fit
 ** them on: docs/machine.md says so per GPU). Float32 matmuls run at the GPU's own float32 rate
 ** over its 16-bit one (TF32: A100 156 of 312, H100 494.5 of 989; V100's FP32 cores 15.7 of 125),
@@ -151,15 +155,17 @@ static const struct gpu_system {
 #define GPU_TILE_M 256
 #define GPU_TILE_N 128
 #define GPU_TILE_SIZES 4
-#define GPU_EFFICIENCY 0.84
+#define GPU_EFFICIENCY 0.91
 #define GPU_MEM_EFFICIENCY 0.7
-#define GPU_LAUNCH_S 5.5e-6
+#define GPU_LAUNCH_S 5.25e-6
+#define GPU_WRITEBACK 0.55
 /* An NCCL collective's launch and completion beyond NCCL's model (calibrated on A100, NF elsewhere). */
 #define GPU_NCCL_LAUNCH_S 5.6e-6
 
 static sim_opmodel gpu_opmodel(const struct gpu *g) {
   return (sim_opmodel){ g->sms, GPU_TILE_M, GPU_TILE_N, GPU_TILE_SIZES, g->peak, GPU_EFFICIENCY,
-                        GPU_MEM_EFFICIENCY, GPU_LAUNCH_S, g->f32_matmul / g->peak, g->fp32 / g->peak };
+                        GPU_MEM_EFFICIENCY, GPU_LAUNCH_S, g->f32_matmul / g->peak, g->fp32 / g->peak,
+                        GPU_WRITEBACK };
 }
 
 /* Sets the transport of a GPU system's NICs (index into TRANSPORTS): its latency, and its line
@@ -319,7 +325,7 @@ sim_opmodel machines_tpu_opmodel(const char *generation, int cores_per_device, d
     if (!strcmp(TPU_GENERATIONS[i].gen, generation))
       return (sim_opmodel){ TPU_GENERATIONS[i].mxus_per_core * cores_per_device, TPU_ROWS, TPU_GENERATIONS[i].side,
                             1, device_peak, TPU_GENERATIONS[i].efficiency, TPU_GENERATIONS[i].mem_efficiency,
-                            TPU_LAUNCH_S, 1.0, TPU_VECTOR_RATE };
+                            TPU_LAUNCH_S, 1.0, TPU_VECTOR_RATE, 0 /* the v6e fit has no tile fill term */ };
   return (sim_opmodel){0};  /* a generation added to sim/tpu without MXU figures: the scalar roofline */
 }
 

@@ -111,7 +111,8 @@ static void transport_key_errors(void **state) {
 /* A custom accelerator names the catalogue GPU whose per-op model it takes: H100's 132 SMs, tiles
 ** and efficiencies at its own peak, 494.5 TFLOP/s. A 4096^3 bf16 GEMM then takes the 256x128
 ** tile: 16 x 32 = 512 tiles, ceil(512 / 132) = 4 waves of 2 x 256 x 128 x 4096 FLOPs at
-** 494.5e12 x 0.84 / 132 a SM, plus the 5.5 us launch: 346.7 us (its bytes, 3 x 4096^2 x 2, take
+** 494.5e12 x 0.91 / 132 a SM (78.74 us) and 0.55 of the tile's 65,536-byte write at 0.7 x 3350
+** GB/s / 132 (2.03 us), plus the 5.25 us launch: 328.3 us (its bytes, 3 x 4096^2 x 2, take
 ** 42.9 us at 0.7 x 3350 GB/s). With efficiency as well it is two models: an error. */
 static void custom_accelerator_names_its_per_op_model(void **state) {
   (void)state;
@@ -124,7 +125,8 @@ static void custom_accelerator_names_its_per_op_model(void **state) {
   const sim_opmodel *op = &s.worker_machine.accel_op;
   assert_int_equal(op->units, 132);
   assert_true(op->peak == 494.5e12);
-  assert_true(op->efficiency == h.accel_op.efficiency && op->launch_s == h.accel_op.launch_s);
+  assert_true(op->efficiency == h.accel_op.efficiency && op->launch_s == h.accel_op.launch_s &&
+              op->writeback == h.accel_op.writeback);
   assert_true(op->f32_rate == 0.5 && op->vector_rate == h.accel_op.vector_rate);
   assert_string_equal(s.worker_machine.accel_gpu, "H100 SXM5 80 GB");
   char *out = tu_temp_dir("podsim-gpu-catalogue"), path[512];
@@ -134,7 +136,7 @@ static void custom_accelerator_names_its_per_op_model(void **state) {
   snprintf(path, sizeof path, "%s/matmul.csv", out);
   assert_true(tu_read_column(path, 4, t, 2, NULL) >= 1);
   tu_remove_dir(out);
-  double want = 5.5e-6 + 4 * 2.0 * 256 * 128 * 4096 / (494.5e12 * 0.84 / 132);
+  double want = 5.25e-6 + 4 * (2.0 * 256 * 128 * 4096 / (494.5e12 * 0.91 / 132) + 0.55 * 65536.0 / (3350e9 * 0.7 / 132));
   if (fabs(t[0] - want) > 1e-12) fail_msg("GEMM %.12f s, want %.12f", t[0], want);
   assert_int_not_equal(scenario_load(tu_src("tests/data/gpu_catalogue/custom_two_models.yaml"), NULL, 0, &s, &err), 0);
   assert_non_null(strstr(err.msg, "custom_two_models.yaml:11:"));
