@@ -63,8 +63,18 @@ static const slice_shape LITE_SHAPES[] = {
 ** v6e's psum over a v6e-256 (about 20 us for 2.4 MB, docs/fidelity.md) leaves no room for one:
 ** podsim's torus all-reduce there runs 60 ring steps a lane, and its bytes alone take 15.8 us, so
 ** 60h <= 4.2 us - c. Issue 25 charged 1.79 us a hop (c = 0), 107 us of hops on that psum. v5e's
-** profile is the fit; the other generations take it (NF: no profile of theirs was found). */
+** profile is the fit; v2, v3 and v4 take it (NF: no profile of theirs was found). */
 #define ICI_EFFICIENCY 0.746
+/* v5p's and v6e's links as measured on them: marin-community/marin issue 6736
+** (https://github.com/marin-community/marin/issues/6736, comment of 2026-06-28) sweeps a barriered
+** jax.lax.ppermute from 1 KiB to 64 MiB a device on a v5p-8 and a v6e-8, timed on the device by
+** the repeat count's slope, and fits time = 2.3-4.6 us + bytes / 86.3-86.8 GB/s on both: one
+** link one way (a shift by one sends each device's buffer to one neighbour), 0.865 of the links'
+** 100 GB/s spec, where v5e's links carry 0.746 of their 50. A sweep's slope separates the rate
+** from the fixed cost (v5e's profile has two sizes); the fixed cost stays v5e's 5.36 us, inside
+** the sweep's small-payload floor of 4.5-5.9 us. v6e's one multi-step collective, the psum
+** (docs/fidelity.md), sits between the two rates: 0.805 at 5.36 us a collective. */
+#define ICI_EFFICIENCY_V5P_V6E 0.865
 #define ICI_HOP ((sim_time)0)
 #define COLLECTIVE_COST ((sim_time)5360000)
 
@@ -83,9 +93,9 @@ static const sim_tpu_generation GENERATIONS[] = {
   {{"v5e", "v5litepod", 1, 1, 8, 2, 4, 256, 16000000000u, 819 * GB, 197e12, 50 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 15 * GB, US, 25 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
-  {{"v5p", "v5p", 2, 1, 4, 3, 6, 8960, 95 * GIB, 2765 * GB, 459e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 15 * GB, US, 25 * GB, 10 * US},
+  {{"v5p", "v5p", 2, 1, 4, 3, 6, 8960, 95 * GIB, 2765 * GB, 459e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY_V5P_V6E, COLLECTIVE_COST, 15 * GB, US, 25 * GB, 10 * US},
    {2, 2, 1}, 4, 0, CUBE_SHAPES},
-  {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY, COLLECTIVE_COST, 32 * GB, US, 100 * GB,
+  {{"v6e", "v6e", 1, 1, 8, 2, 4, 256, 32000000000u, 1638 * GB, 918e12, 100 * GB, ICI_HOP, ICI_EFFICIENCY_V5P_V6E, COLLECTIVE_COST, 32 * GB, US, 100 * GB,
     10 * US},
    {2, 4, 1}, 0, 16, LITE_SHAPES},
 };
