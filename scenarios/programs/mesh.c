@@ -12,7 +12,9 @@
 ** Invariants:
 **   1. The same program structure serves every batch size (the recipes add the same collectives
 **      whatever the examples), so positions agree between replicas of uneven batches; a
-**      collective's bytes are those of the member that issued it last.
+**      collective's bytes are those of the member that issued it last at its position. A member
+**      may run ahead of a busy line by several collectives: each position keeps its own kind and
+**      bytes until it starts (mesh_line's queue).
 **   2. A line runs one collective at a time, in program order; the two axes' lines run at once.
 */
 #include "scenarios/programs/mesh.h"
@@ -29,6 +31,11 @@
 #include "scenarios/programs/trainInt.h"
 #include "sim/cond.h"
 
+typedef struct line_entry {
+  double floats;          /* its buffer, from its last issuer */
+  cg_coll kind;           /* its kind */
+} line_entry;
+
 typedef struct mesh_line {
   sim_collective *group;  /* its sub-group of the strategy's group, or that group itself when the
                           ** line holds every replica (then not owned) */
@@ -41,8 +48,10 @@ typedef struct mesh_line {
   long done;              /* collectives through */
   int ready;              /* members that have issued the next one (issued > done) */
   int running;            /* 1 while one runs */
-  double floats;          /* the next one's buffer, from its last issuer */
-  cg_coll kind;           /* its kind */
+  line_entry *queue;      /* the collectives issued and not yet through, position p at
+                          ** [p & (cap - 1)]: positions done .. done + cap - 1 */
+  long cap;               /* queue's entries, a power of two */
+  cg_coll kind;           /* the running one's kind */
   sim_time began;         /* when the running one started */
   long attempt;           /* the attempt that started the running one */
   struct mesh_run *run;   /* the run it belongs to */
@@ -93,6 +102,8 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   l->n = n;
   l->members = base_xcalloc((size_t)n, sizeof *l->members);
   l->issued = base_xcalloc((size_t)n, sizeof *l->issued);
+  l->cap = 8;
+  l->queue = base_xcalloc((size_t)l->cap, sizeof *l->queue);
   int *ranks = base_xcalloc((size_t)n, sizeof *ranks);
   for (int i = 0; i < n; i++) {
     int r = at[first + i * stride];
@@ -163,6 +174,7 @@ void mesh_free(mesh_run *m) {
     if (m->lines[i].owned) sim_collective_free(m->lines[i].group);
     free(m->lines[i].members);
     free(m->lines[i].issued);
+    free(m->lines[i].queue);
   }
   free(m->lines);
   free(m->line_of);
@@ -221,19 +233,33 @@ static void try_start(mesh_run *m, mesh_line *l) {
   l->running = 1;
   l->began = sim_now(m->engine);
   l->attempt = m->attempt;
-  size_t count = l->floats > 0 ? (size_t)l->floats : 1;
+  const line_entry *next = &l->queue[l->done & (l->cap - 1)];
+  l->kind = next->kind;
+  size_t count = next->floats > 0 ? (size_t)next->floats : 1;
   int rc = sim_collective_start(l->group, OPS[l->kind], l->algo, 0, NULL, count, line_done, l);
   assert(rc == SIM_OK);  /* the line ran nothing else, and line_init checked the algorithm */
   (void)rc;
+}
+
+/* Makes room in l's queue for positions done .. done + need - 1, keeping those held. */
+static void grow_queue(mesh_line *l, long need) {
+  long cap = l->cap;
+  while (cap < need) cap *= 2;
+  line_entry *q = base_xcalloc((size_t)cap, sizeof *q);
+  for (long p = l->done; p < l->done + l->cap; p++) q[p & (cap - 1)] = l->queue[p & (l->cap - 1)];
+  free(l->queue);
+  l->queue = q;
+  l->cap = cap;
 }
 
 /* Replica r issues collective x on its line over x's axis. */
 static void issue(mesh_run *m, int r, const cg_transfer *x) {
   mesh_line *l = &m->lines[m->line_of[2 * r + x->model_axis]];
   if (l->group == NULL) return;  /* one device along the axis: nothing moves */
-  if (++l->issued[m->slot_of[2 * r + x->model_axis]] == l->done + 1) l->ready++;
-  l->floats = x->bytes / 4.0;
-  l->kind = x->kind;
+  long at = l->issued[m->slot_of[2 * r + x->model_axis]]++;  /* its position in the line */
+  if (at == l->done) l->ready++;
+  if (at - l->done >= l->cap) grow_queue(l, at - l->done + 1);
+  l->queue[at & (l->cap - 1)] = (line_entry){ x->bytes / 4.0, x->kind };
   try_start(m, l);
 }
 

@@ -13,9 +13,9 @@
 /* Runs tests/data/train/mesh_fsdp_wide.yaml (FSDP over 4 workers: 1024 -> 3 x dense 2048 -> 10,
 ** Adam, 128 examples a worker, 4 steps) with the overrides given, into a temporary directory:
 ** the collective spans on replica 0's host in trace.json (its collectives sit on lanes of their
-** own beside the step's), their busy time in microseconds, and metrics.csv's communication
-** summed over the steps, in microseconds. */
-static int fsdp_wide_collectives(const char **sets, int nsets, double *busy, double *exposed) {
+** own beside the step's), the reduce-scatters among them, their busy time in microseconds, and
+** metrics.csv's communication summed over the steps, in microseconds. */
+static int fsdp_wide_collectives(const char **sets, int nsets, int *scatters, double *busy, double *exposed) {
   static scenario s;
   scn_error err;
   if (scenario_load(tu_src("tests/data/train/mesh_fsdp_wide.yaml"), sets, nsets, &s, &err) != 0) fail_msg("%s", err.msg);
@@ -33,6 +33,7 @@ static int fsdp_wide_collectives(const char **sets, int nsets, double *busy, dou
   double last_end = 0;
   int spans = 0;
   *busy = 0;
+  *scatters = 0;
   for (size_t i = 0; i < json_array_size(events); i++) {
     json_t *e = json_array_get(events, i);
     const char *cat = json_string_value(json_object_get(e, "cat"));
@@ -49,6 +50,7 @@ static int fsdp_wide_collectives(const char **sets, int nsets, double *busy, dou
     last_end = ts + dur;
     *busy += dur;
     spans++;
+    *scatters += !strncmp(json_string_value(json_object_get(e, "name")), "reduce-scatter", 14);
   }
   json_decref(root);
   static double comm[16];
@@ -62,14 +64,24 @@ static int fsdp_wide_collectives(const char **sets, int nsets, double *busy, dou
 }
 
 /* FSDP over 4 workers: each step gathers the 8 variables twice and scatters their gradients
-** once, 24 collectives a replica, one at a time; the wait metrics.csv counts as communication is
+** once, 24 collectives a replica, one at a time, each of its own kind and bytes: 8
+** reduce-scatters a step (a line once ran a position with the kind and bytes of the last
+** collective any member had issued, and members run ahead of a busy line: the big kernels' ran as
+** gathers of the bias, 78 ms busy); their busy time is at least each step's three passes of the
+** weights over the ring: the 1024 x 2048 + 2 x 2048 x 2048 + 2048 x 10 kernels' 42,024,960 bytes,
+** 3/4 of them sent by each worker a pass at the n2 NIC's 16 Gb/s (2 GB/s) = 15.76 ms, x 3 x 4
+** steps = 189.1 ms, the biases and the hops' latency a little more (192.2 ms); the wait
+** metrics.csv counts as communication is
 ** positive (the first layer's gathers have nothing to hide behind, the last scatters end after
 ** the backward) and well below the collectives' busy time: the next layer's gathers run while
 ** this one computes, the scatters while the backward goes on. */
 static void fsdp_collectives_run_beside_compute(void **state) {
   (void)state;
   double busy, exposed;
-  assert_int_equal(fsdp_wide_collectives(NULL, 0, &busy, &exposed), 4 * 24);
+  int scatters;
+  assert_int_equal(fsdp_wide_collectives(NULL, 0, &scatters, &busy, &exposed), 4 * 24);
+  assert_int_equal(scatters, 4 * 8);
+  assert_true(busy >= 189112.3 && busy < 1.05 * 189112.3);
   print_message("fsdp: collectives busy %.3f us, exposed %.3f us over 4 steps\n", busy, exposed);
   assert_true(exposed > 0);
   assert_true(exposed < 0.75 * busy);
@@ -84,7 +96,9 @@ static void fsdp_gathers_every_micro_batch(void **state) {
   (void)state;
   const char *sets[] = {"training.gradient_accumulation_steps=2"};
   double busy, exposed;
-  assert_int_equal(fsdp_wide_collectives(sets, 1, &busy, &exposed), 4 * (2 * 16 + 8));
+  int scatters;
+  assert_int_equal(fsdp_wide_collectives(sets, 1, &scatters, &busy, &exposed), 4 * (2 * 16 + 8));
+  assert_int_equal(scatters, 4 * 8);
   assert_true(exposed > 0);
 }
 
