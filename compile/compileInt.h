@@ -65,6 +65,7 @@ typedef struct cg_op {
   int multi_output;       /* 1: it joined through a tensor others read too, which its fusion writes
                           ** as one of its outputs (XLA's multi-output fusion) */
   md_reduce reduce;       /* a normalisation's or softmax's reduction (models/cost.h) */
+  int convolution;        /* 1: a convolution's product (models/cost.h) */
   int order;              /* its place in the schedule (schedule.c); the trace's order before */
   cg_axis axis;           /* a collective's mesh axis */
   int group;              /* a collective's devices (the axis's length); 0 for compute */
@@ -99,6 +100,8 @@ struct cg_graph {
   const char *memory;     /* that policy's name */
   int operand_fusion;     /* 1: the fusion pass may fuse producers into a product's operands
                           ** (cg_options.operand_fusion) */
+  int library_products;   /* 1: products are library calls taking only their library's epilogue
+                          ** (cg_options.library_products) */
 };
 
 /* ---- graph.c: building ---- */
