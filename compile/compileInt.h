@@ -100,8 +100,7 @@ struct cg_graph {
   const char *memory;     /* that policy's name */
   int operand_fusion;     /* 1: the fusion pass may fuse producers into a product's operands
                           ** (cg_options.operand_fusion) */
-  int library_products;   /* 1: products are library calls taking only their library's epilogue
-                          ** (cg_options.library_products) */
+  int gpu_backend;        /* 1: XLA's GPU backend's fusion rules (cg_options.gpu_backend) */
 };
 
 /* ---- graph.c: building ---- */

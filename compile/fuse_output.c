@@ -6,7 +6,7 @@
 ** whole rows for). Batch statistics do not: every tile must be done before any element is
 ** normalised.
 **
-** On a GPU (cg_options.library_products) a product is a library call and its kernel takes only
+** On a GPU (cg_options.gpu_backend) a product is a library call and its kernel takes only
 ** what the library fuses, each pattern a rewrite of openxla/xla's xla/service/gpu:
 **   - a convolution is cuDNN's: cudnn_fused_conv_rewriter.cc turns conv + bias + side input +
 **     activation (ReLU, and on newer cuDNN ELU, leaky ReLU, ReLU6) into one __cudnn$convBiasActivationForward,
@@ -38,7 +38,7 @@ static int library_epilogue(const cg_graph *g, const cg_op *root, const cg_op *p
 
 static int output_fuses(const cg_graph *g, const cg_op *root, const cg_op *producer, const cg_op *consumer) {
   if (root->code != CG_OP_MATMUL || consumer->code != CG_OP_ELEMENTWISE) return 0;
-  if (g->library_products) return library_epilogue(g, root, producer, consumer);
+  if (g->gpu_backend) return library_epilogue(g, root, producer, consumer);
   return consumer->reduce != MD_REDUCE_BATCH;
 }
 

@@ -336,7 +336,7 @@ cg_options mesh_compile_options(const scenario *s, int nreplicas) {
   int model = scenario_model_axis(s) > 1 ? scenario_model_axis(s) : 1;
   long data = nreplicas / model > 1 ? nreplicas / model : 1, micro = s->global_batch / accum_steps(s);
   return (cg_options){.replicas = nreplicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
-                      .library_products = s->tpu_type[0] == '\0' && s->worker_machine.accel_gpu[0] != '\0',
+                      .gpu_backend = s->tpu_type[0] == '\0' && s->worker_machine.accel_gpu[0] != '\0',
                       .sharding = scenario_sharding_recipe(s),
                       .model_axis = model, .group_examples = model > 1 ? (int)((micro + data - 1) / data) : 0};
 }

@@ -1,8 +1,9 @@
 /*
-** test_fusion_gpu.c: XLA's fusion on a GPU (cg_options.library_products, compile/fuse_output.c),
+** test_fusion_gpu.c: XLA's fusion on a GPU (cg_options.gpu_backend, compile/fuse_output.c),
 ** where a product is a library call: a cuBLAS GEMM takes no epilogue (its vector bias and
 ** activation fold into cuBLASLt only, off by default), a cuDNN convolution its own layer's
-** forward bias and activation; against the same graphs on a TPU (XLA's own epilogues).
+** forward bias and activation; and a row's statistics are a reduction kernel apart from their
+** apply (compile/fuse_input.c); against the same graphs on a TPU (XLA's own fusions).
 **
 ** Batch 4, float32 (4 bytes). Dense(16, relu, bias) on 16 features: its product reads x (4 x 16
 ** = 256 bytes) and its kernel (16 x 16 x 4 = 1024) and writes 256 (1536 bytes, 2048 FLOPs); its
@@ -18,7 +19,7 @@ static const cg_program *compiled(cg_cache **c, const md_model_spec *spec, int f
   md_optimizer_spec os;
   md_optimizer_spec_defaults(&os, MD_OPT_SGD);
   *c = cg_cache_new(spec, &os,
-                    &(cg_options){.replicas = 1, .fusion = fusion, .operand_fusion = !gpu, .library_products = gpu});
+                    &(cg_options){.replicas = 1, .fusion = fusion, .operand_fusion = !gpu, .gpu_backend = gpu});
   return cg_cache_get(*c, 4);
 }
 
@@ -94,6 +95,37 @@ static void test_conv_activation(void **state) {
   for (int i = 0; i < 2; i++) cg_cache_free(c[i]);
 }
 
+/* Input -> ReLU -> LayerNormalization -> Dropout(0.5) -> Dense(4). Unfused: the ReLU 512, the
+** norm 512 (reads x, writes y), the dropout 3 x 256 = 768 (reads y, writes its output and its mask),
+** Dense(4) 576. TPU: the norm joins the ReLU (kInput: it reads the ReLU's output from the fusion,
+** which still writes it for the norm's backward) and the dropout joins the norm (its read of y
+** saved, and y's write, read by nothing else): 512 + 512 + 768 - 256 - 2 x 256 = 1024; Dense(4)
+** takes the dropout's output as its operand (written: its backward reads it): 1024 + 576 - 256 =
+** 1344, one kernel. GPU: the norm's statistics are a reduction kernel and their apply another,
+** which reads x again, so the norm joins no producer: the ReLU 512, the norm and its dropout 512 +
+** 768 - 512 = 768, Dense(4) 576: three kernels, 1856 bytes. */
+static void test_layer_norm(void **state) {
+  (void)state;
+  static const md_layer_spec L[4] = {{.kind = MD_LAYER_ACTIVATION, .activation = MD_ACT_RELU},
+                                     {.kind = MD_LAYER_LAYER_NORMALIZATION},
+                                     {.kind = MD_LAYER_DROPOUT, .rate = 0.5f},
+                                     {.kind = MD_LAYER_DENSE, .units = 4}};
+  md_model_spec spec = {.input_features = 16, .nlayers = 4, .layers = L, .from_logits = 1, .shapes_only = 1};
+  cg_cache *c[3];
+  double b[8];
+  assert_int_equal(forward_bytes(compiled(&c[0], &spec, 0, 1), b), 4);
+  assert_true(b[0] == 512.0 && b[1] == 512.0 && b[2] == 768.0 && b[3] == 576.0);
+  const cg_program *tpu = compiled(&c[1], &spec, 1, 0);
+  assert_int_equal(forward_bytes(tpu, b), 1);
+  assert_true(b[0] == 1344.0);
+  assert_int_equal(fused_by(tpu, "input"), 1);
+  const cg_program *gpu = compiled(&c[2], &spec, 1, 1);
+  assert_int_equal(forward_bytes(gpu, b), 3);
+  assert_true(b[0] == 512.0 && b[1] == 768.0 && b[2] == 576.0);
+  assert_int_equal(fused_by(gpu, "input"), 0);
+  for (int i = 0; i < 3; i++) cg_cache_free(c[i]);
+}
+
 /* The GPU epilogue's conditions one by one: a convolution's own layer's forward elementwise op
 ** whose input nothing else reads; a GEMM, another layer's op, a backward op, a row reduction or
 ** a second reader each refuse it. Without library products (a TPU) the GEMM takes it. */
@@ -101,7 +133,7 @@ static void test_gpu_rule(void **state) {
   (void)state;
   int readers[2] = {1, 2}, out = 0;
   cg_tensor t = {.consumers = readers, .nconsumers = 1};
-  cg_graph g = {.tensors = &t, .ntensors = 1, .library_products = 1};
+  cg_graph g = {.tensors = &t, .ntensors = 1, .gpu_backend = 1};
   cg_op conv = {.code = CG_OP_MATMUL, .convolution = 1, .layer = 0, .out = &out, .nout = 1};
   cg_op gemm = conv, ew = {.code = CG_OP_ELEMENTWISE, .layer = 0};
   gemm.convolution = 0;
@@ -114,7 +146,7 @@ static void test_gpu_rule(void **state) {
                cg_fuse_output.fuses(&g, &conv, &conv, &backward) || cg_fuse_output.fuses(&g, &conv, &conv, &rows));
   t.nconsumers = 2;
   assert_false(cg_fuse_output.fuses(&g, &conv, &conv, &ew));
-  g.library_products = 0;
+  g.gpu_backend = 0;
   assert_true(cg_fuse_output.fuses(&g, &gemm, &gemm, &ew) && cg_fuse_output.fuses(&g, &gemm, &gemm, &rows));
 }
 
@@ -122,6 +154,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dense_gemm),
     cmocka_unit_test(test_conv_activation),
+    cmocka_unit_test(test_layer_norm),
     cmocka_unit_test(test_gpu_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
