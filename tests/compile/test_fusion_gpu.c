@@ -13,6 +13,7 @@
 #include "tests/testutil.h"
 
 #include "compile/compileInt.h"
+#include "tests/compile/fusionkit.h"
 
 /* The model's step compiled on batch 4 with fusion, for a GPU (library products) or a TPU. */
 static const cg_program *compiled(cg_cache **c, const md_model_spec *spec, int fusion, int gpu) {
@@ -25,18 +26,28 @@ static const cg_program *compiled(cg_cache **c, const md_model_spec *spec, int f
 
 /* The forward's kernels' bytes into b (at most 8), their count returned. */
 static size_t forward_bytes(const cg_program *p, double *b) {
-  size_t all, n;
-  const cg_kernel *k = cg_program_step(p, &all);
-  for (n = 0; n < all && n < 8 && k[n].phase == MD_PHASE_FORWARD; n++) b[n] = k[n].bytes;
+  size_t n;
+  const cg_kernel *k = forward(p, &n);
+  for (size_t i = 0; i < n && i < 8; i++) b[i] = k[i].bytes;
   return n;
 }
 
-/* How many ops a rule fused in the whole step. */
-static int fused_by(const cg_program *p, const char *rule) {
-  const cg_graph *g = cg_program_graph(p);
-  int n = 0;
-  for (size_t i = 0; i < g->nops; i++) n += g->ops[i].fused_by != NULL && !strcmp(g->ops[i].fused_by, rule);
-  return n;
+/* A forward's kernels as a test expects them. */
+typedef struct kernels {
+  size_t n;               /* how many */
+  double bytes[4];        /* each one's bytes, in order */
+} kernels;
+
+/* The model compiled unfused, fused for a TPU and fused for a GPU (p[0..2], their caches in c),
+** each forward's kernels checked against want[0..2]. */
+static void check_three(const md_model_spec *spec, const kernels want[3], cg_cache *c[3], const cg_program *p[3]) {
+  static const int fusion[3] = {0, 1, 1}, gpu[3] = {1, 0, 1};
+  for (int v = 0; v < 3; v++) {
+    double b[8];
+    p[v] = compiled(&c[v], spec, fusion[v], gpu[v]);
+    assert_int_equal(forward_bytes(p[v], b), want[v].n);
+    for (size_t i = 0; i < want[v].n; i++) assert_true(b[i] == want[v].bytes[i]);
+  }
 }
 
 /* Input -> Dense(16, relu, bias) -> Dense(4). Unfused forward: 1536, 512, 512, 576.
@@ -52,18 +63,12 @@ static void test_dense_gemm(void **state) {
   static const md_layer_spec L[2] = {{.kind = MD_LAYER_DENSE, .units = 16, .activation = MD_ACT_RELU, .use_bias = 1},
                                      {.kind = MD_LAYER_DENSE, .units = 4}};
   md_model_spec spec = {.input_features = 16, .nlayers = 2, .layers = L, .from_logits = 1, .shapes_only = 1};
+  static const kernels want[3] = {{4, {1536.0, 512.0, 512.0, 576.0}}, {2, {1536.0, 576.0}}, {3, {1536.0, 512.0, 576.0}}};
   cg_cache *c[3];
-  double b[8];
-  assert_int_equal(forward_bytes(compiled(&c[0], &spec, 0, 1), b), 4);
-  assert_true(b[0] == 1536.0 && b[1] == 512.0 && b[2] == 512.0 && b[3] == 576.0);
-  const cg_program *tpu = compiled(&c[1], &spec, 1, 0);
-  assert_int_equal(forward_bytes(tpu, b), 2);
-  assert_true(b[0] == 1536.0 && b[1] == 576.0);
-  const cg_program *gpu = compiled(&c[2], &spec, 1, 1);
-  assert_int_equal(forward_bytes(gpu, b), 3);
-  assert_true(b[0] == 1536.0 && b[1] == 512.0 && b[2] == 576.0);
-  assert_int_equal(fused_by(gpu, "output"), 0);
-  assert_true(fused_by(gpu, "loop") >= 1 && fused_by(tpu, "output") >= 2);
+  const cg_program *p[3];
+  check_three(&spec, want, c, p);
+  assert_int_equal(fused_by(p[2], "output"), 0);
+  assert_true(fused_by(p[2], "loop") >= 1 && fused_by(p[1], "output") >= 2);
   for (int i = 0; i < 3; i++) cg_cache_free(c[i]);
 }
 
@@ -111,18 +116,12 @@ static void test_layer_norm(void **state) {
                                      {.kind = MD_LAYER_DROPOUT, .rate = 0.5f},
                                      {.kind = MD_LAYER_DENSE, .units = 4}};
   md_model_spec spec = {.input_features = 16, .nlayers = 4, .layers = L, .from_logits = 1, .shapes_only = 1};
+  static const kernels want[3] = {{4, {512.0, 512.0, 768.0, 576.0}}, {1, {1344.0}}, {3, {512.0, 768.0, 576.0}}};
   cg_cache *c[3];
-  double b[8];
-  assert_int_equal(forward_bytes(compiled(&c[0], &spec, 0, 1), b), 4);
-  assert_true(b[0] == 512.0 && b[1] == 512.0 && b[2] == 768.0 && b[3] == 576.0);
-  const cg_program *tpu = compiled(&c[1], &spec, 1, 0);
-  assert_int_equal(forward_bytes(tpu, b), 1);
-  assert_true(b[0] == 1344.0);
-  assert_int_equal(fused_by(tpu, "input"), 1);
-  const cg_program *gpu = compiled(&c[2], &spec, 1, 1);
-  assert_int_equal(forward_bytes(gpu, b), 3);
-  assert_true(b[0] == 512.0 && b[1] == 768.0 && b[2] == 576.0);
-  assert_int_equal(fused_by(gpu, "input"), 0);
+  const cg_program *p[3];
+  check_three(&spec, want, c, p);
+  assert_int_equal(fused_by(p[1], "input"), 1);
+  assert_int_equal(fused_by(p[2], "input"), 0);
   for (int i = 0; i < 3; i++) cg_cache_free(c[i]);
 }
 
