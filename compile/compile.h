@@ -58,6 +58,10 @@ typedef struct cg_options {
   int operand_fusion;     /* 1: with fusion, elementwise producers also fuse into a product's
                           ** operands (XLA's TPU backend; on GPUs a product is a cuBLAS or cuDNN
                           ** call reading its operands from HBM) */
+  int gpu_backend;        /* 1: with fusion, XLA's GPU backend: products are library calls (cuBLAS
+                          ** GEMMs, cuDNN convolutions) taking only what those libraries fuse
+                          ** after them (fuse_output.c), and a row's statistics are a kernel apart
+                          ** from their use (fuse_input.c); 0: XLA emits them (TPU, CPU) */
   const char *sharding;   /* the sharding recipe by name (sharding.c's registry); NULL: data_parallel */
   const char *memory;     /* the memory policy by name (liveness.c's registry); NULL: liveness */
   int model_axis;         /* devices along the mesh's model axis (tensor and sequence parallel

@@ -65,6 +65,7 @@ typedef struct cg_op {
   int multi_output;       /* 1: it joined through a tensor others read too, which its fusion writes
                           ** as one of its outputs (XLA's multi-output fusion) */
   md_reduce reduce;       /* a normalisation's or softmax's reduction (models/cost.h) */
+  int convolution;        /* 1: a convolution's product (models/cost.h) */
   int order;              /* its place in the schedule (schedule.c); the trace's order before */
   cg_axis axis;           /* a collective's mesh axis */
   int group;              /* a collective's devices (the axis's length); 0 for compute */
@@ -104,6 +105,7 @@ struct cg_graph {
                           ** 16-bit gradients it reduce-scatters: shard_zero.c) */
   unsigned char *cast;    /* per variable: 1 its layer reads its compute-dtype cast, 0 float32
                           ** (md_model_var_cast: norms' variables, id tables) */
+  int gpu_backend;        /* 1: XLA's GPU backend's fusion rules (cg_options.gpu_backend) */
 };
 
 /* ---- graph.c: building ---- */

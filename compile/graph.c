@@ -205,7 +205,8 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
   cg_op proto = {.code = info->custom_call ? CG_OP_OTHER : log->matmul[i].batch > 0 ? CG_OP_MATMUL
                          : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
                  .phase = info->phase, .layer = info->layer, .var = info->var, .flops = log->flops[i],
-                 .bytes = log->bytes[i], .matmul = log->matmul[i], .reduce = info->reduce};
+                 .bytes = log->bytes[i], .matmul = log->matmul[i], .reduce = info->reduce,
+                 .convolution = info->convolution};
   int op = cg__op_new(g, &proto);
   if (info->phase == MD_PHASE_OPTIMIZER) {
     close_group(tr);

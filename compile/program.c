@@ -38,6 +38,7 @@ struct cg_cache {
 void cg_compile(cg_graph *g, const cg_options *o) {
   cg__shard(g, o);
   g->operand_fusion = o->operand_fusion;
+  g->gpu_backend = o->gpu_backend;
   if (o->fusion) cg__fuse(g);
   cg__schedule(g);
   cg__liveness(g, o);

@@ -25,6 +25,7 @@ void md_cost_add(md_cost *into, const md_cost *c) {
   info.out_bytes = c->out_bytes;
   info.custom_call = c->custom_call;
   info.reduce = c->reduce;
+  info.convolution = c->convolution;
   info.in_place = c->in_place;
   log->info[log->n] = info;
   log->flops[log->n] = c->flops;

@@ -139,6 +139,7 @@ void md_window_conv_cost(const md_layer *l, const md_layer_run *r, md_pass pass,
   ** convolves each channel alone, on the vector units (no matmul shape). */
   double filters = l->out_shape.dim[2];
   if (matmul) mm.matmul = (sim_matmul){1, out / filters, filters, taps_per_output, r->act_bytes};
+  mm.convolution = 1;
   if (pass == MD_PASS_FORWARD) {
     if (bias) md_cost_elementwise(cost, r->act_bytes, out, 1, 1);
     md_cost_add(cost, &mm);

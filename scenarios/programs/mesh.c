@@ -377,6 +377,7 @@ cg_options mesh_compile_options(const scenario *s, int nreplicas) {
   const char *recipe = scenario_sharding_recipe(s);
   long group = recipe != NULL && !strcmp(recipe, "hybrid_fsdp") ? data * model : data;
   return (cg_options){.replicas = replicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
+                      .gpu_backend = s->tpu_type[0] == '\0' && s->worker_machine.accel_gpu[0] != '\0',
                       .sharding = recipe,
                       .model_axis = model, .group_examples = model > 1 ? (int)((micro + group - 1) / group) : 0};
 }

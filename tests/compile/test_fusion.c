@@ -13,6 +13,7 @@
 #include "tests/testutil.h"
 
 #include "compile/compileInt.h"
+#include "tests/compile/fusionkit.h"
 
 static md_optimizer_spec sgd(void) {
   md_optimizer_spec o;
@@ -26,22 +27,6 @@ static const cg_program *compiled(cg_cache **c, const md_layer_spec *layers, int
   md_optimizer_spec os = sgd();
   *c = cg_cache_new(&spec, &os, &(cg_options){.replicas = 1, .fusion = fusion, .operand_fusion = operand});
   return cg_cache_get(*c, 4);
-}
-
-/* The forward's kernels (the step's kernels up to the loss's), their count in *n. */
-static const cg_kernel *forward(const cg_program *p, size_t *n) {
-  size_t all;
-  const cg_kernel *k = cg_program_step(p, &all);
-  for (*n = 0; *n < all && k[*n].phase == MD_PHASE_FORWARD; (*n)++) continue;
-  return k;
-}
-
-/* How many ops a rule fused. */
-static int fused_by(const cg_program *p, const char *rule) {
-  const cg_graph *g = cg_program_graph(p);
-  int n = 0;
-  for (size_t i = 0; i < g->nops; i++) n += g->ops[i].fused_by != NULL && !strcmp(g->ops[i].fused_by, rule);
-  return n;
 }
 
 /* Input -> ReLU -> LayerNormalization -> Dense(4). Unfused: ReLU 512 bytes, the norm 512 (reads
