@@ -150,6 +150,10 @@ void sim_collective_free(sim_collective *c);
 ** outlive it; freed with sim_collective_free. */
 sim_collective *sim_collective_new_subgroup(sim_collective *parent, const char *name, int ranks,
                                             const int *members);
+/* Makes c's reductions free: it charges no cpu for its adds from now on (sim_collective_new's
+** rank_cpus as if NULL), so a run on shapes alone whose routes are idle goes in closed form even
+** while its ranks' cpus compute. Only while c is idle. */
+void sim_collective_free_reductions(sim_collective *c);
 /* The sub-groups along `axis` of parent's torus shape (sim_collective_set_torus): one per line
 ** of ranks that differ only in their coordinate on the axis, ordered by their first rank; rank i
 ** of a line has coordinate i on the axis. Each is a torus of that one axis, its length and

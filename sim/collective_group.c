@@ -1,6 +1,7 @@
 /*
 ** collective_group.c: sub-groups of a collective group and the groups along one torus axis
-** (sim_collective_new_subgroup, sim_collective_axis_groups): what jax.lax collectives with
+** (sim_collective_new_subgroup, sim_collective_axis_groups), and groups whose reductions are free
+** (sim_collective_free_reductions): what jax.lax collectives with
 ** axis_name, or XLA's replica_groups, run over.
 **
 ** Invariants:
@@ -48,6 +49,14 @@ sim_collective *sim_collective_new_subgroup(sim_collective *parent, const char *
   c->fixed_cost = parent->fixed_cost;
   free(cpus);
   return c;
+}
+
+void sim_collective_free_reductions(sim_collective *c) {
+  assert(!c->running && c->arrived == 0);
+  free(c->cpus);
+  free(c->reduces);
+  c->cpus = NULL;
+  c->reduces = NULL;
 }
 
 int sim_collective_axis_groups(sim_collective *parent, int axis, sim_collective **out, int max) {

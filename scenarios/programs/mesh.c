@@ -30,6 +30,7 @@
 #include "scenarios/programs/pipeline.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/cond.h"
+#include "sim/torus_mesh.h"
 
 typedef struct line_entry {
   double floats;          /* its buffer, from its last issuer */
@@ -76,22 +77,24 @@ struct mesh_run {
   int *tracks;            /* per replica: its trace track; NULL: no spans */
   long attempt;           /* attempts begun (mesh_reset): a collective an earlier one started
                           ** ends without counting */
+  sim_torus_mesh place;   /* the mesh on the group's torus, when placed */
+  int placed;             /* 1: the strategy's group is a torus and place holds the mesh on it */
 };
 
-/* A line whose members fill whole axes of the strategy's torus (a TPU slice's group) is a torus
-** of those axes: the model axis the first axes whose lengths multiply to `model`, a data line the
-** rest (PaLM's 12 x 256 on 12x16x16: an x ring, a 16x16 y-z plane), so its collectives run as XLA
-** runs them there, on every axis at once both ways round; else it keeps no shape (a ring over its
-** members' routes). */
-static void line_torus(mesh_line *l, const sim_collective *parent, int model) {
-  int dims[8], wraps[8], n = sim_collective_torus(parent, dims, wraps), j = 0;
-  for (int p = 1; j < n && p < model; j++) p *= dims[j];
-  int prod = 1;
-  for (int a = 0; a < j; a++) prod *= dims[a];
-  if (n == 0 || prod != model) return;
-  int from = l->axis ? 0 : j, to = l->axis ? j : n, size = 1;
-  for (int a = from; a < to; a++) size *= dims[a];
-  if (size == l->n && to > from) sim_collective_set_torus(l->group, to - from, dims + from, wraps + from);
+/* On a torus (a TPU slice's group) the mesh is placed as create_device_mesh places it
+** (sim/torus_mesh.h): each line a torus of its axes' parts, its members one link apart along
+** them (PaLM's 12 x 256 on 12x16x16: an x ring, a 16x16 y-z plane; 8 x 512 on 16x16x16: lines
+** of 8 neighbours along x and 2x16x16 data tori), so its collectives run as XLA runs them there,
+** on every axis at once both ways round. Its reductions are free: on a TPU a collective's adds
+** run in its own fusion beside the compute XLA overlaps it with (docs/machine.md, "Mesh lines on
+** a torus"), where charging them on the device's cpu would share it with those kernels and keep
+** every overlapped reduce-scatter out of closed form. Elsewhere a line keeps no shape (a ring
+** over its members' routes) and reduces on its members' cpus. */
+static void line_torus(mesh_line *l, const mesh_run *m) {
+  int dims[SIM_TORUS_MESH_MAX_DIMS], wraps[SIM_TORUS_MESH_MAX_DIMS];
+  int n = sim_torus_mesh_line(&m->place, l->axis, dims, wraps);
+  sim_collective_set_torus(l->group, n, dims, wraps);
+  sim_collective_free_reductions(l->group);
 }
 
 /* The line of mesh positions first, first + stride, ... (n of them); at[p]: the replica at
@@ -118,7 +121,7 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   l->group = n == m->nreplicas ? ds_collective(m->strategy)
              : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
                         : NULL;
-  if (l->owned) line_torus(l, ds_collective(m->strategy), m->model);
+  if (l->owned && m->placed) line_torus(l, m);
   /* the strategy's algorithm where the line can run it (a torus needs its shape, which a
   ** sub-group has not): else a ring over the line's routes, which follow the links */
   l->algo = ds_all_reduce_algorithm(m->strategy);
@@ -149,13 +152,19 @@ mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, floa
   m->lines = base_xcalloc((size_t)m->nlines, sizeof *m->lines);
   m->line_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->line_of);
   m->slot_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->slot_of);
-  /* The mesh over the replicas in their collective group's order, as jax's create_device_mesh
-  ** lays a mesh over a TPU slice's torus: ranks run over the grid (x fastest) where replica ids
-  ** run host by host (2x2 blocks of chips), so a model axis of X chips is one x ring of the torus
-  ** and a data line a plane of it, not blocks of hosts strewn over the slice; on GPUs the two
-  ** orders agree. */
-  int *at = base_xcalloc((size_t)nreplicas, sizeof *at);
-  for (int r = 0; r < nreplicas; r++) at[ds_replica_rank(s, r)] = r;
+  /* The mesh over the replicas: on a torus as create_device_mesh lays a mesh over a TPU slice
+  ** (line_torus), mesh position d x model + m at the rank sim_torus_mesh_rank gives, where
+  ** replica ids run host by host (2x2 blocks of chips), so a line is a line of the torus, not
+  ** blocks of hosts strewn over the slice; elsewhere (GPUs, several slices) in the group's rank
+  ** order, which on GPUs is the replicas'. */
+  int *at = base_xcalloc((size_t)nreplicas, sizeof *at), *replica = base_xcalloc((size_t)nreplicas, sizeof *replica);
+  for (int r = 0; r < nreplicas; r++) replica[ds_replica_rank(s, r)] = r;
+  int dims[SIM_TORUS_MESH_MAX_DIMS], wraps[SIM_TORUS_MESH_MAX_DIMS];
+  int ndims = sim_collective_torus(ds_collective(s), dims, wraps);
+  m->placed = ndims > 0 && sim_torus_mesh_place(&m->place, ndims, dims, wraps, model) == 0;
+  for (int q = 0; q < nreplicas; q++)
+    at[q] = replica[m->placed ? sim_torus_mesh_rank(&m->place, q / model, q % model) : q];
+  free(replica);
   for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data, at);
   for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model, at);
   free(at);

@@ -9,6 +9,7 @@
 #include "sim/collective.h"
 #include "sim/collectiveInt.h" /* sizeof the per-rank state */
 #include "sim/simInt.h"        /* sim__comm_start_solo for the tie-break test */
+#include "sim/torus_mesh.h"
 
 #define US ((sim_time)1000000) /* one microsecond in picoseconds */
 #define BW 1e9
@@ -1370,6 +1371,171 @@ static void test_torus_all_to_all_uneven(void **state) {
   a2a_on(&t222, 8 * 9, 1, bytes);
 }
 
+/* ---- mesh lines placed on a torus (sim/torus_mesh.h) ----------------------------------------- */
+
+/* create_device_mesh's choices: whole axes where some fit (the most axes, the first set in index
+** order), else a split with the most chips on whole axes, then the lexicographically largest;
+** the model axis on the inner chips of a split axis. */
+static void test_torus_mesh_place(void **state) {
+  (void)state;
+  static const int cube[3] = {16, 16, 16}, palm[3] = {12, 16, 16}, flat[3] = {4, 4, 8}, all[3] = {1, 1, 1};
+  sim_torus_mesh tm;
+  int dims[SIM_TORUS_MESH_MAX_DIMS], wraps[SIM_TORUS_MESH_MAX_DIMS];
+  /* 256 x 16 on 16x16x16: model the x axis, a ring; data the y-z plane of rings */
+  assert_int_equal(sim_torus_mesh_place(&tm, 3, cube, all, 16), 0);
+  assert_int_equal(tm.inner[0] * 100 + tm.inner[1] * 10 + tm.inner[2], 1600 + 10 + 1);
+  assert_int_equal(sim_torus_mesh_rank(&tm, 17, 5), 5 + 16 * 17); /* x = 5, y = 1, z = 1 */
+  assert_int_equal(sim_torus_mesh_line(&tm, 1, dims, wraps), 1);
+  assert_true(dims[0] == 16 && wraps[0] == 1);
+  assert_int_equal(sim_torus_mesh_line(&tm, 0, dims, wraps), 2);
+  assert_true(dims[0] == 16 && dims[1] == 16 && wraps[0] == 1 && wraps[1] == 1);
+  /* 512 x 8: no whole axes of 8, so x splits: model 8 neighbours along x, a line (no wrap);
+  ** data the two halves of x (8 links apart, around the ring) and the y-z plane */
+  assert_int_equal(sim_torus_mesh_place(&tm, 3, cube, all, 8), 0);
+  assert_true(tm.inner[0] == 8 && tm.inner[1] == 1 && tm.inner[2] == 1);
+  assert_int_equal(sim_torus_mesh_rank(&tm, 1, 3), 11);      /* x = 1 x 8 + 3 */
+  assert_int_equal(sim_torus_mesh_rank(&tm, 2, 0), 16);      /* d = 2: x half 0, y = 1 */
+  assert_int_equal(sim_torus_mesh_line(&tm, 1, dims, wraps), 1);
+  assert_true(dims[0] == 8 && wraps[0] == 0);
+  assert_int_equal(sim_torus_mesh_line(&tm, 0, dims, wraps), 3);
+  assert_true(dims[0] == 2 && dims[1] == 16 && dims[2] == 16 && wraps[0] == 1);
+  /* 128 x 32: [16,2,1], [16,1,2], [2,16,1], ... all put 16 chips on a whole axis; the largest
+  ** in lexicographic order, x whole and two of y */
+  assert_int_equal(sim_torus_mesh_place(&tm, 3, cube, all, 32), 0);
+  assert_true(tm.inner[0] == 16 && tm.inner[1] == 2 && tm.inner[2] == 1);
+  assert_int_equal(sim_torus_mesh_line(&tm, 1, dims, wraps), 2);
+  assert_true(dims[0] == 16 && wraps[0] == 1 && dims[1] == 2 && wraps[1] == 0);
+  /* PaLM's 12 x 256 on 12x16x16 the other way round: model 256 takes the y-z plane (the first
+  ** pair of axes multiplying to 256: x,y and x,z give 192), data the x ring of 12 */
+  assert_int_equal(sim_torus_mesh_place(&tm, 3, palm, all, 256), 0);
+  assert_true(tm.inner[0] == 1 && tm.inner[1] == 16 && tm.inner[2] == 16);
+  assert_int_equal(sim_torus_mesh_rank(&tm, 5, 17), 5 + 12 + 192); /* x = 5, y = 1, z = 1 */
+  /* 4x4x8, model 32: two whole axes (x and z) before a split */
+  assert_int_equal(sim_torus_mesh_place(&tm, 3, flat, all, 32), 0);
+  assert_true(tm.inner[0] == 4 && tm.inner[1] == 1 && tm.inner[2] == 8);
+  /* a mesh that does not divide the torus */
+  assert_int_equal(sim_torus_mesh_place(&tm, 3, flat, all, 3), -1);
+}
+
+/* The groups of the mesh lines of sh's torus with model devices on the model axis, along `axis`
+** (1 model, 0 data), on net t: each a sub-group of all, its torus from the placement and its
+** reductions free; into out, their number returned. */
+static int mesh_lines(sim_collective *all, net *t, int model, int axis, sim_collective **out) {
+  sim_torus_mesh tm;
+  assert_int_equal(sim_torus_mesh_place(&tm, t->nd, t->dims, t->wraps, model), 0);
+  int n = axis ? model : t->p / model, lines = t->p / n, members[64], dims[8], wraps[8];
+  int nd = sim_torus_mesh_line(&tm, axis, dims, wraps);
+  for (int l = 0; l < lines; l++) {
+    for (int i = 0; i < n; i++) members[i] = axis ? sim_torus_mesh_rank(&tm, l, i) : sim_torus_mesh_rank(&tm, i, l);
+    out[l] = sim_collective_new_subgroup(all, "line", n, members);
+    sim_collective_set_torus(out[l], nd, dims, wraps);
+    sim_collective_free_reductions(out[l]);
+  }
+  return lines;
+}
+
+typedef struct lines_run {
+  sim_time done[16];         /* each line's end */
+  sim_time flow_done;        /* the disturbing flow's end, 0 without one */
+  double bytes[256];         /* every link's bytes */
+  uint64_t events;           /* events fired */
+} lines_run;
+
+/* `op` of count floats on lines 0..nrun-1 of the mesh's `axis` at once, on an 8x8 torus (both
+** axes wrap, 1 us and 1e9 B/s a link) whose ranks' cpus (1e9 flops/s) each run an exec of 1e5
+** flops from time 0, as a training step's kernels run beside its collectives; closed form on or
+** off; a flow of 50 kB over the first link of line 0's member 0 -> 1 route at `at` (< 0: none). */
+static void run_lines(int model, int axis, int nrun, sim_coll_op op, size_t count, int closed, sim_time at,
+                      lines_run *out) {
+  static const shape t88 = {2, {8, 8}, {1, 1}};
+  memset(out, 0, sizeof *out);
+  sim_engine *e = sim_engine_new();
+  sim_engine_set_closed_form(e, closed);
+  net *t = make_torus(e, &t88);
+  sim_cpu *cpus[64];
+  for (int r = 0; r < t->p; r++) {
+    cpus[r] = sim_cpu_new(e, "cpu", 1e9);
+    sim_exec_start(e, cpus[r], 1e5);
+  }
+  sim_collective *all = sim_collective_new(e, "all", t->p, net_route, t, cpus), *line[64];
+  int lines = mesh_lines(all, t, model, axis, line);
+  assert_true(nrun <= lines);
+  for (int l = 0; l < nrun; l++)
+    assert_int_equal(sim_collective_start(line[l], op, SIM_ALGO_TORUS, 0, NULL, count, note_done, &out->done[l]), SIM_OK);
+  sim_link *first = NULL;
+  net_route(t, 0, 1, &first, 1); /* line 0's members 0 and 1 are ranks 0 and 1 on either axis */
+  run_result flow = {0};
+  disturb_ctx d = {first, NULL, 0, &flow, NULL};
+  if (at >= 0) sim_schedule(e, at, start_flow, &d);
+  assert_int_equal(sim_run(e), 0);
+  out->flow_done = flow.flow_done;
+  for (int i = 0; i < t->p * t->nd * 2; i++) {
+    out->bytes[i] = sim_link_bytes(t->links[i]);
+    assert_null(t->links[i]->res.solo);
+  }
+  out->events = sim_events_processed(e);
+  for (int l = 0; l < lines; l++) sim_collective_free(line[l]);
+  sim_collective_free(all);
+  net_free(t);
+  sim_engine_free(e);
+}
+
+/* A model axis of 4 on an 8x8 torus splits x (no axis is 4 long): each model line is 4 neighbours along x, a line
+** (its closing step would take 4 links or the wrap), run as the bidirectional line over one link
+** a step. An all-gather of 4000 floats: 3 steps of 1 us + 1000 floats x 4 B / 1e9 B/s = 5 us,
+** 15 us, with every rank's cpu busy (the reductions are free, so the run still goes in closed
+** form); member x sends x + 1 parts to x + 1 (k <= x) and 4 - x to x - 1: node 0's + link
+** 4000 B, node 1's 8000, node 2's 12000, node 3's (to the next line) none; the reduce-scatter's
+** partial sums the other way round (member x sends in steps x..2: 12000, 8000, 4000, none). All sixteen lines at once share
+** no link: each 15 us, one event each. The reduce-scatter the same; disturbed by a flow at times in
+** a latency, in the bytes and at the start, the closed form's times and bytes are the events'. */
+static void test_mesh_sub_lines_closed_form(void **state) {
+  (void)state;
+  lines_run fast, slow;
+  for (int op = SIM_COLL_REDUCE_SCATTER; op <= SIM_COLL_ALL_GATHER; op++) {
+    run_lines(4, 1, 1, (sim_coll_op)op, 4000, 1, -1, &fast);
+    assert_int_equal(fast.done[0], 15 * US);
+    for (int x = 0; x < 4; x++) { /* node x's + link along x */
+      double parts = x == 3 ? 0 : op == SIM_COLL_ALL_GATHER ? x + 1 : 3 - x;
+      assert_true(fast.bytes[(x * 2 + 0) * 2] == parts * 4000);
+    }
+    run_lines(4, 1, 16, (sim_coll_op)op, 4000, 1, -1, &fast);
+    run_lines(4, 1, 16, (sim_coll_op)op, 4000, 0, -1, &slow);
+    for (int l = 0; l < 16; l++) assert_int_equal(fast.done[l], 15 * US);
+    assert_memory_equal(fast.done, slow.done, sizeof fast.done);
+    assert_memory_equal(fast.bytes, slow.bytes, sizeof fast.bytes);
+    assert_int_equal(fast.events, 16 + 64); /* a finish per line, an end per cpu's exec */
+    assert_true(slow.events > 4 * fast.events); /* the events' run: 12 transfers a line */
+    static const sim_time at[] = {0, US / 2, 3 * US, 7 * US + 1, 12 * US};
+    for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+      run_lines(4, 1, 16, (sim_coll_op)op, 4000, 1, at[k], &fast);
+      run_lines(4, 1, 16, (sim_coll_op)op, 4000, 0, at[k], &slow);
+      assert_memory_equal(fast.done, slow.done, sizeof fast.done);
+      assert_int_equal(fast.flow_done, slow.flow_done);
+      if (at[k] == 0) assert_true(fast.done[0] > 15 * US); /* the flow shares its first step's link */
+      for (int l = 1; l < 16; l++) assert_int_equal(fast.done[l], 15 * US); /* no other line's */
+      for (int i = 0; i < 256; i++) assert_true(fabs(fast.bytes[i] - slow.bytes[i]) <= 1e-12 * slow.bytes[i]);
+    }
+  }
+}
+
+/* The data lines of that mesh: a 2x8 torus each, the x halves 4 links apart. One alone in closed
+** form equals its events; the four at once share x links (the placement cannot avoid it) and
+** run as the events do, to the picosecond. */
+static void test_mesh_data_lines(void **state) {
+  (void)state;
+  lines_run fast, slow;
+  sim_time alone = 0;
+  for (int nrun = 1; nrun <= 4; nrun += 3) {
+    run_lines(4, 0, nrun, SIM_COLL_ALL_GATHER, 8000, 1, -1, &fast);
+    run_lines(4, 0, nrun, SIM_COLL_ALL_GATHER, 8000, 0, -1, &slow);
+    assert_memory_equal(fast.done, slow.done, sizeof fast.done);
+    for (int i = 0; i < 256; i++) assert_true(fabs(fast.bytes[i] - slow.bytes[i]) <= 1e-12 * slow.bytes[i]);
+    if (nrun == 1) alone = fast.done[0];
+  }
+  assert_true(fast.done[0] > alone); /* the four share the x links their 4-link steps cross */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_numerics_all_pairs),     cmocka_unit_test(test_blocking_matches_start),
@@ -1387,6 +1553,8 @@ int main(void) {
       cmocka_unit_test(test_uniform_torus), cmocka_unit_test(test_uniform_torus_fixed_cost),         cmocka_unit_test(test_uniform_torus_handed_back_by_another),
       cmocka_unit_test(test_torus_all_to_all_time_and_bytes), cmocka_unit_test(test_torus_all_to_all_uneven),
       cmocka_unit_test(test_ring_rounds),
+      cmocka_unit_test(test_torus_mesh_place),       cmocka_unit_test(test_mesh_sub_lines_closed_form),
+      cmocka_unit_test(test_mesh_data_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
