@@ -82,6 +82,22 @@ static void each_stage_runs_its_layers_collectives(void **state) {
   cg_cache_free(c);
 }
 
+/* Runs the 3-axis scenario into a temporary directory (*out, for tu_remove_dir) and reads its
+** output `file`. */
+static json_t *run_3d(run_summary *sum, char **out, const char *file) {
+  static scenario s;
+  load_3d(&s);
+  *out = tu_temp_dir("podsim-pipeline-tp");
+  scn_error err;
+  if (train_run(&s, *out, sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", *out, file);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  assert_non_null(root);
+  return root;
+}
+
 /* The run: 4 steps x 8 microbatches, one model-axis all-reduce a microbatch on every stage, drawn
 ** on both devices of its line: 32 spans on each of the 8 devices' tracks. The bubble stays 1F1B's
 ** (p - 1) / (m + p - 1) = 3/11 (free links: the all-reduces cost picoseconds). A cut carries what a
@@ -91,20 +107,13 @@ static void each_stage_runs_its_layers_collectives(void **state) {
 ** 8 x A = 6291456 without tensor parallelism). */
 static void stages_run_over_the_model_axis(void **state) {
   (void)state;
-  static scenario s;
-  load_3d(&s);
-  char *out = tu_temp_dir("podsim-pipeline-tp"), path[512];
   run_summary sum;
-  scn_error err;
-  if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+  char *out;
+  json_t *root = run_3d(&sum, &out, "trace.json");
   print_message("bubble %.6f (3/11 = %.6f), p2p %.0f bytes\n", sum.pipeline_bubble_fraction, 3.0 / 11.0,
                 sum.pipeline_p2p_bytes);
   assert_true(fabs(sum.pipeline_bubble_fraction - 3.0 / 11.0) < 1e-3);
   assert_true(sum.pipeline_p2p_bytes == 2 * 8 * (A / 2 + A + A / 2));
-  snprintf(path, sizeof path, "%s/trace.json", out);
-  json_error_t jerr;
-  json_t *root = json_load_file(path, 0, &jerr);
-  assert_non_null(root);
   json_t *events = json_object_get(root, "traceEvents");
   int spans[64] = {0}, tracks = 0;
   for (size_t i = 0; i < json_array_size(events); i++) {
@@ -138,16 +147,9 @@ static void stages_run_over_the_model_axis(void **state) {
 ** Without the model axis stage 0 held 277618688 (test_pipeline.c, one_f_one_b_holds_less). */
 static void stage_memory_is_the_model_shards(void **state) {
   (void)state;
-  static scenario s;
-  load_3d(&s);
-  char *out = tu_temp_dir("podsim-pipeline-tp"), path[512];
   run_summary sum;
-  scn_error err;
-  if (train_run(&s, out, &sum, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
-  snprintf(path, sizeof path, "%s/summary.json", out);
-  json_error_t jerr;
-  json_t *root = json_load_file(path, 0, &jerr);
-  assert_non_null(root);
+  char *out;
+  json_t *root = run_3d(&sum, &out, "summary.json");
   json_t *groups = json_object_get(root, "devices");
   static const struct { const char *name; double peak; } WANT[] = {
     {"device:GPU:[0-1;4-5]", 268435456 + 4198400 + 5 * A}, {"device:GPU:[2-3]", 268435456 + 4202496 + 4.5 * A},
