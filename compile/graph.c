@@ -102,7 +102,18 @@ static double activation_bytes(const tracer *tr, int l) {
   return (double)tr->n * (double)md_shape_size(&s) * md_model_act_bytes(tr->m);
 }
 
+/* The layer whose tensors stand for layer l's output: l, or for a layer whose forward logged no
+** op (a Flatten or Reshape is a view of its one input) what its input's stand for, so a view's
+** readers read its input's tensor and its readers' backwards write its input's gradient. A
+** reader's forward comes after its inputs', so an input without an activation logged none. */
+static int view_source(const tracer *tr, int l) {
+  int inputs[MD_LAYER_MAX_INPUTS];
+  while (l >= 0 && tr->activation[l] < 0 && md_model_layer_inputs(tr->m, l, inputs) == 1) l = inputs[0];
+  return l;
+}
+
 static int input_tensor(tracer *tr, int input) {
+  input = view_source(tr, input);
   return input < 0 ? tr->inputs[MD_MODEL_INPUT(input)] : tr->activation[input];
 }
 
@@ -138,19 +149,21 @@ static void close_group(tracer *tr) {
     break;
   }
   case MD_PHASE_LOSS: {
-    int t = cg__tensor_new(g, CG_TENSOR_GRADIENT, activation_bytes(tr, l), l, -1);
+    int out = view_source(tr, l);
+    int t = cg__tensor_new(g, CG_TENSOR_GRADIENT, activation_bytes(tr, out), out, -1);
     cg__op_write(g, op, t);
-    tr->gradient[l] = t;
+    tr->gradient[out] = t;
     break;
   }
   case MD_PHASE_BACKWARD: {
     int k = md_model_layer_inputs(tr->m, l, inputs);
     for (int i = 0; i < k; i++) {
-      if (inputs[i] < 0) continue;  /* no gradient flows into a model input */
-      int t = tr->gradient[inputs[i]];
+      int in = view_source(tr, inputs[i]);
+      if (in < 0) continue;  /* no gradient flows into a model input */
+      int t = tr->gradient[in];
       if (t < 0) {  /* the first reader's backward writes it; a later one's adds into it */
-        t = cg__tensor_new(g, CG_TENSOR_GRADIENT, activation_bytes(tr, inputs[i]), inputs[i], -1);
-        tr->gradient[inputs[i]] = t;
+        t = cg__tensor_new(g, CG_TENSOR_GRADIENT, activation_bytes(tr, in), in, -1);
+        tr->gradient[in] = t;
       }
       cg__op_write(g, op, t);
     }
@@ -181,7 +194,7 @@ static void open_group(tracer *tr, int op, md_phase phase, int l) {
   int k = l >= 0 ? md_model_layer_inputs(tr->m, l, inputs) : 0;
   int first = l >= 0 ? md_model_layer_first_var(tr->m, l) : 0, nv = l >= 0 ? md_model_layer_num_vars(tr->m, l) : 0;
   if (phase == MD_PHASE_LOSS) {
-    cg__op_read(g, op, tr->activation[l]);
+    cg__op_read(g, op, tr->activation[view_source(tr, l)]);
     return;
   }
   /* A backward reads of its forward what the layer's gradient needs (its inputs, its output, what
