@@ -289,8 +289,9 @@ static void test_float32_reads_move_float32(void **state) {
 /* A layer that logs no op (a Flatten is a reshape: a view of its input) hands its readers its
 ** input's tensor and its gradient to its input's producer: ids (4 an example) -> embedding 10 x 6
 ** (60 floats, a row an id) -> flatten 24 -> dense 3 (kernel 72 + bias 3). Data parallelism
-** all-reduces every gradient once: 4 x (60 + 75) = 540 bytes in 3 all-reduces (was 300 in 2:
-** the embedding's backward read no output gradient, so its gradient was never made). */
+** all-reduces every gradient once: 4 x (60 + 75) = 540 bytes in 3 all-reduces (was 240, the
+** table's alone: the dense read no input, so its batch split stopped and its gradients were
+** not all-reduced). */
 static void test_flatten_passes_its_input_through(void **state) {
   (void)state;
   static const md_layer_spec LAYERS[3] = {{.kind = MD_LAYER_EMBEDDING, .vocab = 10, .dim = 6, .combiner = MD_COMBINER_NONE},
