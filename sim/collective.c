@@ -483,7 +483,7 @@ static void measure_axes(sim_collective *c) {
 static void measure_nccl_node(sim_collective *c) {
   sim_time latency;
   double bw = route_rate(c, find_route(c, 0, 1), &latency);
-  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0, 0, 0};
+  c->nccl_system = (sim_nccl_system){c->p, bw, bw, 1, 0, 0, 0, 0, SIM_NCCL_ARCH_NONE, 0};
 }
 
 /* Every rank enters round 0 in turn (after the start delay, for NCCL: the ranks not yet in are

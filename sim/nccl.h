@@ -15,9 +15,11 @@
 **   algbw = busBw x (ring: p / steps, tree: 1/2), busBw = the system's Simple bus bandwidth
 **   (inside a node with N == 1, else the smaller of that and the network's) times the
 **   protocol's share: ring LL 1/4 (1/3 for one-node all_gather, reduce_scatter, broadcast),
-**   LL128 0.92 (0.7 with one rank a node); tree min(0.9 busBw, maxTreeBw) and then LL 1/3.8,
-**   LL128 7/9 on one node or 0.915; tree bandwidth times NCCL's size correction for medium
-**   messages; the ring's Simple latency x 1.9 across nodes for all_reduce from p/16 x 64 KiB
+**   LL128 0.92 (0.7 with one rank a node); tree min(0.92 busBw, maxTreeBw) and then LL 1/3.8,
+**   LL128 7/9 on one node or 120/128; LL's busBw, ring's and tree's, at most llMaxBw (on one
+**   node by the GPUs' generation: Volta 39 GB/s, Ampere and Hopper 87.7; across 2 nodes 39 with
+**   Intel hosts, 22.5 with AMD's; beyond 20.4 and 19); tree bandwidth times NCCL's size
+**   correction for medium messages (64 B to 256 MiB); the ring's Simple latency x 1.9 across nodes for all_reduce from p/16 x 64 KiB
 **   up (its "plateau"). Tree only for all_reduce. NVLS (NCCL 2.17+, tuning.cc at b6475625:
 **   all_reduce, Simple, one node, where the system has nvls_busbw): time = launch + 23 us +
 **   n / (5/6 nvls_busbw). NVLS tree (tuning.cc at 5067397c: all_reduce, Simple, across nodes, where
@@ -30,8 +32,11 @@
 **   latency = launch + 25 us (hwLat NVLINK) + 2 log2(N) x (20.9 us (hwLat NET) + 2 x net_latency_s,
 **   the net plugin's own latency, counted again for Simple's flush). The fastest pair wins; ties
 **   go to the first in NCCL's order (tree, ring, NVLS, NVLS tree; LL, LL128, Simple).
-** Left out: NCCL's per-channel caps (ll128MaxBwPerCh x nChannels: podsim has no channels, the
-** system's busbw is nChannels x speed already), CollNet (in-network SHARP reductions: no system
+** The tree's, LL's and the correction's figures are those of NCCL 2.10 to 2.20 (tuning.cc at
+** 7e515921 and 48bb7fec), the ring's latencies 2.7.5's (nccl.c says why).
+** Left out: NCCL's per-channel caps (ll128MaxBwPerCh and perChMaxTreeBws x nChannels: podsim has
+** no channels, the system's busbw is nChannels x speed already; the tree keeps 2.7.5's caps on
+** the whole tree), CollNet (in-network SHARP reductions: no system
 ** of the catalogue has its switches).
 */
 #ifndef PODSIM_NCCL_H
@@ -42,6 +47,9 @@
 typedef enum { SIM_NCCL_TREE = 0, SIM_NCCL_RING, SIM_NCCL_NVLS, SIM_NCCL_NVLS_TREE } sim_nccl_algo; /* NCCL's order */
 typedef enum { SIM_NCCL_LL = 0, SIM_NCCL_LL128, SIM_NCCL_SIMPLE } sim_nccl_proto; /* likewise */
 #define SIM_NCCL_PROTO_COUNT 3
+/* The GPU generation, as tuning.cc indexes its per-architecture tables (compute capability 7.x,
+** 8.x, 9.0 and later); NONE: a system NCCL's tables do not describe (no LL cap). */
+typedef enum { SIM_NCCL_ARCH_NONE = 0, SIM_NCCL_VOLTA, SIM_NCCL_AMPERE, SIM_NCCL_HOPPER } sim_nccl_arch;
 
 /* What NCCL's model knows of the machine. */
 typedef struct sim_nccl_system {
@@ -63,6 +71,9 @@ typedef struct sim_nccl_system {
   int nvls_heads;         /* NVLS tree's channels: the node's GPUs with a NIC of their own, NCCL's
                              NVLS heads (search.cc: at most a channel per GPU, a head per NIC);
                              0: ranks_per_node */
+  sim_nccl_arch arch;     /* the GPUs' generation: LL's bandwidth cap on one node (llMaxBws) */
+  int amd_host;           /* the nodes' CPUs are AMD's: LL's cap across nodes is AMD's row of
+                             llMaxBws (NCCL picks it by the CPU vendor, the proxy's host) */
 } sim_nccl_system;
 
 typedef struct sim_nccl_choice {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/nccl.h"
+
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 static const int N1_SIZES[] = {1, 2, 4, 8, 16, 32, 64, 96, 0};
@@ -53,6 +55,29 @@ static const struct gpu {
 #define GPU_V100_32 7
   {"V100 SXM3 32 GB", 80, 125e12, 15.7e12, 15.7e12, 32.0 * GIB, 900e9, 16e9, 150e9, 130e9, 0, 0},
 };
+
+/* Each GPU's generation as NCCL's tuning tables index it, by compute capability (tuning.cc at
+** 48bb7fec = v2.20.5-1: >= 90 Hopper, >= 80 Ampere, else Volta): V100 7.0, A100 8.0, L4 8.9,
+** H100 and H200 9.0, B200 10.0 (Hopper's row: 2.20's tables stop there). */
+static const sim_nccl_arch GPU_NCCL_ARCH[] = {
+  [GPU_A100_40] = SIM_NCCL_AMPERE, [GPU_A100_80] = SIM_NCCL_AMPERE, [GPU_H100] = SIM_NCCL_HOPPER,
+  [GPU_H200] = SIM_NCCL_HOPPER, [GPU_B200] = SIM_NCCL_HOPPER, [GPU_V100] = SIM_NCCL_VOLTA,
+  [GPU_L4] = SIM_NCCL_AMPERE, [GPU_V100_32] = SIM_NCCL_VOLTA};
+_Static_assert(sizeof GPU_NCCL_ARCH / sizeof GPU_NCCL_ARCH[0] == sizeof GPUS / sizeof GPUS[0],
+               "NCCL's generation for every GPU of the catalogue");
+
+/* The GPU systems whose hosts are AMD EPYCs, for NCCL's LL cap across nodes (it picks the row by
+** the CPU vendor): DGX A100 (2 x EPYC 7742, docs/machine.md [DGXA]), p5 and p5e (EPYC 7R13) and
+** Azure's ND A100 v4 (EPYC 7V12), NF for the last three (the vendors' pages as this session
+** remembers them). Every other system of the catalogue has Intel Xeons. */
+static const char *const AMD_HOSTS[] = {"dgx-a100", "p5.48xlarge", "p5e.48xlarge",
+                                        "Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4"};
+
+static int amd_host(const char *system) {
+  for (size_t i = 0; i < sizeof AMD_HOSTS / sizeof AMD_HOSTS[0]; i++)
+    if (!strcmp(system, AMD_HOSTS[i])) return 1;
+  return 0;
+}
 
 /* The GPUs' names in a custom accelerator's per_op_model (keys_cluster.c): GPUS[i] is
 ** MACHINES_GPU_MODELS[i + 1]; "none" is the scalar roofline. */
@@ -221,6 +246,8 @@ static int gpu_system_lookup(const char *name, scn_machine *m) {
     m->accel_gpus_per_nic = s->gpus_per_nic;
     m->accel_nvls_bytes_per_s = g->nvls;
     m->accel_pcie_only = g->pcie_only;
+    m->accel_nccl_arch = GPU_NCCL_ARCH[s->gpu];
+    m->accel_host_amd = amd_host(name);
     m->accel_op = gpu_opmodel(g);
     snprintf(m->accel_gpu, sizeof m->accel_gpu, "%s", g->name);
     set_transport(m, s->transport);

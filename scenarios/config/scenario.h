@@ -96,6 +96,9 @@ typedef struct scn_machine {
   double accel_net_latency_s;    /* that transport's own latency as its NCCL net plugin reports it */
   int    accel_per_op_gpu;       /* custom accelerators' per_op_model: 1 + the catalogue GPU whose
                                     per-op model they take at their own peak; 0: the scalar roofline */
+  int    accel_nccl_arch;        /* its GPUs' generation as NCCL's tables index it (sim_nccl_arch);
+                                    0: none of them (no LL cap) */
+  int    accel_host_amd;         /* its host CPUs are AMD's (NCCL's LL cap across nodes) */
 } scn_machine;
 
 /* A callback's `monitor` (training.callbacks): a key of the epoch's logs and its direction. */

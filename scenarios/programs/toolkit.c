@@ -476,7 +476,7 @@ ds_machine train_machine(const scn_machine *m) {
                                m->accel_nccl_launch_s,
                                m->accel_gpus_per_nic > 0 ? m->accel_gpus_per_nic : 1,
                                m->accel_nvls_bytes_per_s, m->accel_op, m->accel_net_latency_s,
-                               m->accel_pcie_only };
+                               m->accel_pcie_only, m->accel_nccl_arch, m->accel_host_amd };
   d.ram_bytes = m->ram_bytes;
   d.nic_bytes_per_s = m->nic_bytes_per_s;
   return d;

@@ -234,7 +234,8 @@ static void set_nccl(ds_strategy *s, const ds_accelerators *a, int per_worker) {
   if (s->group == NULL || !(a->nvlink_bytes_per_s > 0)) return;
   int nics = (per_worker + gpus_per_nic(a) - 1) / gpus_per_nic(a);
   sim_nccl_system sys = {per_worker, a->copy_bytes_per_s, nic_rate(a) * nics, !a->pcie_only,
-                         a->nccl_launch_s, a->nvls_bytes_per_s, a->net_latency_s, nics};
+                         a->nccl_launch_s, a->nvls_bytes_per_s, a->net_latency_s, nics,
+                         (sim_nccl_arch)a->nccl_arch, a->host_amd};
   sim_collective_set_nccl(s->group, &sys);
 }
 

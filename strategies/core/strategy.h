@@ -41,6 +41,8 @@ typedef struct ds_accelerators {
   sim_opmodel op;            /* its per-op model (catalogue GPUs); units 0: peak x efficiency */
   double net_latency_s;      /* its NICs' transport latency, as the NCCL net plugin reports it */
   int pcie_only;             /* GPUs of a VM on PCIe, no NVLink: NCCL runs no LL128 */
+  int nccl_arch;             /* the GPUs' generation for NCCL's tables (sim_nccl_arch) */
+  int host_amd;              /* the VM's CPUs are AMD's (NCCL's LL cap across VMs) */
 } ds_accelerators;
 
 typedef struct ds_machine {

@@ -14,7 +14,7 @@
 
 /* DGX A100 as NCCL's model sees it: 235 GB/s inside a node (its sm80 cap), between nodes its
 ** channels over the node's 8 NICs of 25 GB/s. */
-static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0, 0, 0, 0};
+static const sim_nccl_system A100 = {8, 235e9, 200e9, 1, 0, 0, 0, 0, SIM_NCCL_ARCH_NONE, 0};
 
 static void assert_rel(double got, double want, double tol) {
   if (fabs(got - want) > tol * fabs(want)) fail_msg("got %.12g, want %.12g", got, want);
@@ -61,7 +61,7 @@ static void test_model_dgx_a100_one_node(void **state) {
 ** 4.4 + 2 x (7 x 0.936 + 1 x 5.0) = 27.504 us: NCCL takes the tree for small messages across
 ** nodes. At 1 GiB the ring (Simple, NIC-bound 200 GB/s x 16/30, latency x 1.9 for its plateau)
 ** wins: (8.4 + 28 x 3.4 + 2 x 9.6) x 1.9 = 233.32 us + 2^30 x 30 / (16 x 200e9) = 10.300 ms
-** (the tree: min(0.9 x 200, 110) x 1/2 = 55 GB/s of algbw against the ring's 106.7). */
+** (the tree: min(0.92 x 200, 110) x 1/2 = 55 GB/s of algbw against the ring's 106.7). */
 static void test_model_two_nodes(void **state) {
   (void)state;
   sim_nccl_choice c;
@@ -109,10 +109,13 @@ static void test_model_monotone(void **state) {
   static const int ps[] = {2, 8, 16, 64}, ppns[] = {1, 8};
   for (int op = 0; op < SIM_COLL_OP_COUNT; op++)
     for (size_t i = 0; i < 4; i++)
-      for (size_t j = 0; j < 2; j++) {
+      for (size_t j = 0; j < 4; j++) {
         sim_nccl_system s = A100, fast = A100;
-        s.ranks_per_node = ppns[j];
-        fast.ranks_per_node = ppns[j];
+        s.ranks_per_node = ppns[j % 2];
+        fast.ranks_per_node = ppns[j % 2];
+        /* the second pair with LL's caps (an AMD host's across nodes) */
+        s.arch = fast.arch = j < 2 ? SIM_NCCL_ARCH_NONE : SIM_NCCL_AMPERE;
+        s.amd_host = fast.amd_host = j >= 2;
         s.nvls_busbw = fast.nvls_busbw = 330e9;
         fast.busbw *= 2;
         fast.net_busbw *= 2;
@@ -222,14 +225,14 @@ static void test_ring_takes_the_model_time(void **state) {
 
 /* The pipelined double tree (32 single-GPU nodes, 1 MiB: NCCL picks tree LL128, 16 chunks of
 ** 64 KiB) sums like a serial reference, every rank the same bits, and takes about the model's
-** time: 89.4 us of latency and 2^20 / (25e9 x 0.9 x 0.915 x 0.6 x 0.5) = 169.8 us. Measured
-** 291.0 us (+12%: the 2H - 1 = 9 rounds that fill and drain the pipeline, of 25), where whole
+** time: 89.4 us of latency and 2^20 / (25e9 x 0.92 x 120/128 x 0.6 x 0.5) = 162.1 us. Measured
+** 281.9 us (+12%: the 2H - 1 = 9 rounds that fill and drain the pipeline, of 25), where whole
 ** halves step by step (the double tree's 2H = 10 steps of 2^19 bytes x the wire factor 2.02 at
 ** 25 GB/s) would take 89.4 + 424 = 514 us. */
 static void test_pipelined_tree(void **state) {
   (void)state;
   enum { P = 32, COUNT = 262144 };
-  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0, 0, 0, 0};
+  sim_nccl_system nodes = {1, 235e9, 25e9, 1, 0, 0, 0, 0, SIM_NCCL_ARCH_NONE, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&nodes, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_TREE);
@@ -278,7 +281,7 @@ static void test_tree_across_two_nodes(void **state) {
 static void test_sizes_and_links(void **state) {
   (void)state;
   for (int ppn = 4; ppn <= 8; ppn += 4) {
-    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6, 0, 0, 0}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6, 0, 0, 0};
+    sim_nccl_system s = {ppn, 235e9, ppn * 25e9, 1, 5.6e-6, 0, 0, 0, SIM_NCCL_ARCH_NONE, 0}, fast = {ppn, 470e9, ppn * 50e9, 1, 5.6e-6, 0, 0, 0, SIM_NCCL_ARCH_NONE, 0};
     double last = 0;
     for (size_t count = 1; count <= (size_t)1 << 24; count *= 8) {
       double t = run_nccl(&s, 16, 300e9, 25e9, SIM_COLL_ALL_REDUCE, count, NULL);
@@ -311,7 +314,7 @@ static void test_channels_across_nodes(void **state) {
 static void test_channels_sum(void **state) {
   (void)state;
   enum { P = 8, COUNT = 1 << 20 };
-  sim_nccl_system two = {4, 235e9, 100e9, 1, 0, 0, 0, 0};
+  sim_nccl_system two = {4, 235e9, 100e9, 1, 0, 0, 0, 0, SIM_NCCL_ARCH_NONE, 0};
   sim_nccl_choice want;
   sim_nccl_choose(&two, SIM_COLL_ALL_REDUCE, P, 4.0 * COUNT, &want);
   assert_int_equal(want.algo, SIM_NCCL_RING);
@@ -337,7 +340,7 @@ static void test_channels_sum(void **state) {
 ** the run takes the model's time; not across nodes, not for all_gather. */
 static void test_nvls(void **state) {
   (void)state;
-  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0, 8};
+  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0, 8, SIM_NCCL_ARCH_NONE, 0};
   sim_nccl_choice c;
   sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 8, 8 * GIB, &c);
   assert_int_equal(c.algo, SIM_NCCL_NVLS);
@@ -376,7 +379,7 @@ static void test_nvls(void **state) {
 ** do not: the run is the model's time to within the latency's spread over the rounds (0.1%). */
 static void test_nvls_tree(void **state) {
   (void)state;
-  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0, 8};
+  sim_nccl_system h100 = {8, 370e9, 400e9, 1, 0, 330e9, 0, 8, SIM_NCCL_ARCH_NONE, 0};
   sim_nccl_choice c, ring;
   sim_nccl_choose(&h100, SIM_COLL_ALL_REDUCE, 32, 8 * GIB, &c);
   assert_int_equal(c.algo, SIM_NCCL_RING);
@@ -415,6 +418,47 @@ static void test_nvls_tree(void **state) {
   assert_rel(got, c.time_s, 1e-3);
 }
 
+/* LL's cap (llMaxBws, tuning.cc at 7e515921 = v2.10.3-1 through 48bb7fec = v2.20.5-1), 1 MiB
+** all-reduces worked by hand (GB/s; latencies as test_model_two_nodes has them):
+**   2 DGX A100 (AMD hosts), 16 ranks, ring LL: min(192 / 4 = 48, 22.5) = 22.5 GB/s, algbw
+**     22.5 x 16/30 = 12 GB/s: 32.688 us + 2^20 / 12e9 = 120.0693 us; Intel hosts' 39: 83.1003 us;
+**     no cap (a system of no known arch): 48 x 16/30 = 25.6 GB/s, 73.648 us
+**   the same, tree LL: min(0.92 x 192, 110) / 3.8 = 28.9 GB/s, capped at 22.5, x 0.5 (the
+**     correction at 2^14) x 1/2 = 5.625 GB/s: 27.504 us + 186.4135 us = 213.9175 us
+**   4 nodes, AMD: the cap is 19 GB/s (ring LL busbw); Intel 20.4
+**   1 DGX H100 (Hopper), 8 ranks, ring LL: min(370 / 4 = 92.5, 87.7) = 87.7, algbw x 8/14:
+**     10.18 us + 2^20 / 50.114e9 = 31.1037 us; one A100 node is under its 87.7 (235 / 4)
+**   tree Simple across 2 nodes: latency 2 x (7 x 28 + 1 x 28) = 448 us (2.7.5's 50 us network
+**     hop gave 492) */
+static void test_ll_cap(void **state) {
+  (void)state;
+  sim_nccl_system amd = {8, 235e9, 192e9, 1, 0, 0, 0, 8, SIM_NCCL_AMPERE, 1}, intel = amd,
+                  none = amd;
+  intel.amd_host = 0;
+  none.arch = SIM_NCCL_ARCH_NONE;
+  sim_nccl_choice c;
+  assert_int_equal(sim_nccl_model(&amd, SIM_COLL_ALL_REDUCE, 16, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c), 0);
+  assert_rel(c.busbw, 22.5e9, 1e-12);
+  assert_rel(c.time_s, 120.069333e-6, 1e-8);
+  sim_nccl_model(&intel, SIM_COLL_ALL_REDUCE, 16, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c);
+  assert_rel(c.time_s, 83.1003077e-6, 1e-8);
+  sim_nccl_model(&none, SIM_COLL_ALL_REDUCE, 16, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c);
+  assert_rel(c.time_s, 73.648e-6, 1e-9);
+  sim_nccl_model(&amd, SIM_COLL_ALL_REDUCE, 16, MIB, SIM_NCCL_TREE, SIM_NCCL_LL, &c);
+  assert_rel(c.time_s, 213.917511e-6, 1e-8);
+  sim_nccl_model(&amd, SIM_COLL_ALL_REDUCE, 32, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c);
+  assert_rel(c.busbw, 19e9, 1e-12);
+  sim_nccl_model(&intel, SIM_COLL_ALL_REDUCE, 32, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c);
+  assert_rel(c.busbw, 20.4e9, 1e-12);
+  sim_nccl_system h100 = {8, 370e9, 384e9, 1, 0, 330e9, 0, 8, SIM_NCCL_HOPPER, 0};
+  sim_nccl_model(&h100, SIM_COLL_ALL_REDUCE, 8, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c);
+  assert_rel(c.time_s, 31.1036944e-6, 1e-8);
+  sim_nccl_model(&amd, SIM_COLL_ALL_REDUCE, 8, MIB, SIM_NCCL_RING, SIM_NCCL_LL, &c);
+  assert_rel(c.busbw, 235e9 / 4, 1e-12);
+  sim_nccl_model(&amd, SIM_COLL_ALL_REDUCE, 16, MIB, SIM_NCCL_TREE, SIM_NCCL_SIMPLE, &c);
+  assert_rel(c.latency_s, 448e-6, 1e-12);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_model_dgx_a100_one_node),
@@ -429,6 +473,7 @@ int main(void) {
     cmocka_unit_test(test_channels_sum),
     cmocka_unit_test(test_nvls),
     cmocka_unit_test(test_nvls_tree),
+    cmocka_unit_test(test_ll_cap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
