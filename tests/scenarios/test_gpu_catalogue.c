@@ -13,6 +13,7 @@
 #include "scenarios/config/scenario.h"
 #include "scenarios/programs/train.h"
 #include "scenarios/programs/workload.h"
+#include "sim/nccl.h"
 
 #define GIB 1073741824.0
 
@@ -143,12 +144,32 @@ static void custom_accelerator_names_its_per_op_model(void **state) {
   assert_non_null(strstr(err.msg, "accelerators.efficiency: efficiency is the scalar roofline's"));
 }
 
+/* What NCCL's tuning tables know of each system (sim/nccl.h): its GPUs' generation, by compute
+** capability as tuning.cc indexes it (L4's 8.9 takes Ampere's row, B200 Hopper's: NCCL 2.20's
+** tables end there), and whether its hosts are AMD's, which picks LL's cap across nodes. */
+static void systems_carry_nccl_generation_and_host(void **state) {
+  (void)state;
+  static const struct { const char *name; int arch, amd; } WANT[] = {
+    {"dgx-a100", SIM_NCCL_AMPERE, 1}, {"dgx-h100", SIM_NCCL_HOPPER, 0},
+    {"dgx-1", SIM_NCCL_VOLTA, 0}, {"g2-standard-8", SIM_NCCL_AMPERE, 0},
+    {"dgx-b200", SIM_NCCL_HOPPER, 0}, {"p5.48xlarge", SIM_NCCL_HOPPER, 1},
+    {"p4d.24xlarge", SIM_NCCL_AMPERE, 0}, {"Standard_ND96amsr_A100_v4", SIM_NCCL_AMPERE, 1},
+    {"a3-megagpu-8g", SIM_NCCL_HOPPER, 0}, {"n2-standard-8", SIM_NCCL_ARCH_NONE, 0}};
+  for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
+    scn_machine m;
+    assert_int_equal(machines_lookup(WANT[i].name, &m), 0);
+    if (m.accel_nccl_arch != WANT[i].arch || m.accel_host_amd != WANT[i].amd)
+      fail_msg("%s: arch %d, AMD host %d", WANT[i].name, m.accel_nccl_arch, m.accel_host_amd);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(gpus_carry_their_datasheet_rates),
     cmocka_unit_test(efa_latency_reaches_nccl),
     cmocka_unit_test(transport_key_errors),
     cmocka_unit_test(custom_accelerator_names_its_per_op_model),
+    cmocka_unit_test(systems_carry_nccl_generation_and_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
