@@ -156,6 +156,22 @@ static void hybrid_fsdp_reproduces_r1(void **state) {
   check_strategy("mesh_hybrid_fsdp_gpus", "r1", NULL);
 }
 
+/* hybrid_fsdp_sp on {data: 2, fsdp: 4, model: 2} over two v4-16 slices (Megatron's split with
+** sequence parallelism over the model axis, ZeRO-3 over the fsdp axis within each slice, the
+** gradient shards all-reduced across the slices) reproduces the single-device runs: the MLP is
+** r1, the transformer block attention_block's r1 (run_scenario fails past the goldens' tolerance). */
+static void hybrid_fsdp_sp_reproduces_r1(void **state) {
+  (void)state;
+  check_strategy("mesh_hybrid_fsdp_sp_v4", "r1", NULL);
+  char *out = tu_temp_dir("podsim-golden");
+  double loss_err, weight_err;
+  run_scenario("tests/data/train/strategies/mesh_hybrid_fsdp_sp_attention.yaml", "attention_block/r1", out, &loss_err,
+               &weight_err, NULL);
+  print_message("mesh_hybrid_fsdp_sp_attention vs golden attention_block/r1: max |loss error| %.3g, max |weight error| "
+                "%.3g\n", loss_err, weight_err);
+  tu_remove_dir(out);
+}
+
 /* per_replica_mean on 4 TPU replicas scales the gradient as TensorFlow does: golden r4_mean.
 ** sum makes the gradient G = 32 times the global_batch one (the loss seed's 1/32 is exact), so
 ** SGD with momentum at a learning rate 32 times smaller (0.0015625) walks r1's path again:
@@ -479,6 +495,7 @@ int main(void) {
     cmocka_unit_test(mesh_attention_reproduces_r1),
     cmocka_unit_test(pipeline_tensor_parallel_reproduces_r1),
     cmocka_unit_test(hybrid_fsdp_reproduces_r1),
+    cmocka_unit_test(hybrid_fsdp_sp_reproduces_r1),
     cmocka_unit_test(graph_golden_from_scenarios),
     cmocka_unit_test(dlrm_golden_from_scenarios),
     cmocka_unit_test(graph_golden_from_keras_config),
