@@ -176,7 +176,7 @@ static double one_block_comm(const char *path) {
 }
 
 /* PaLM's layout over two slices (hybrid_fsdp_sp {data: 2, fsdp: 16, model: 12} on two 12x4x4
-** v4-384s, tests/data/fidelity/palm_540b_v4_2_slices_8_blocks.yaml, one block) lays each slice's
+** v4-384s, tests/data/fidelity/palm_540b_v4_2_slices_32_blocks.yaml, one block) lays each slice's
 ** fsdp x model on its torus as one slice's fsdp_sp {data: 16, model: 12} is laid: the same
 ** gathers, scatters and sequence-parallel collectives on the same lines, so the same exposed
 ** communication within a slice, and the gradient shards' all-reduce over DCN adds little (each
@@ -186,7 +186,7 @@ static double one_block_comm(const char *path) {
 static void hybrid_mesh_follows_each_slice(void **state) {
   (void)state;
   double pod = one_block_comm("tests/data/fidelity/palm_540b_v4_pod_8_blocks.yaml");
-  double two = one_block_comm("tests/data/fidelity/palm_540b_v4_2_slices_8_blocks.yaml");
+  double two = one_block_comm("tests/data/fidelity/palm_540b_v4_2_slices_32_blocks.yaml");
   print_message("palm 1 block: one slice %.3f s, two slices over DCN %.3f s of communication a step\n", pod, two);
   assert_true(two >= pod && two < pod * 1.2);
 }
