@@ -51,6 +51,12 @@ typedef struct cg_graph cg_graph;        /* a traced step's ops and tensors (com
 typedef struct cg_program cg_program;    /* what sim/ executes: kernels in order */
 typedef struct cg_cache cg_cache;        /* a scenario's programs, one per batch size */
 
+/* A device mesh's axes: the batch's (data), the layers' split (model), and hybrid sharding's
+** ZeRO-3 axis within a slice (fsdp: {data, fsdp, model}, MaxText's dcn_data x ici_fsdp x
+** ici_tensor). cg_options gives their lengths. */
+typedef enum { CG_AXIS_DATA = 0, CG_AXIS_MODEL, CG_AXIS_FSDP } cg_axis;
+#define CG_AXES 3
+
 /* What the passes are asked to do (the scenario's `compile` keys). */
 typedef struct cg_options {
   int replicas;           /* data-parallel replicas the batch is split over (sharding.c) */
@@ -75,6 +81,9 @@ typedef struct cg_options {
                           ** device of the group runs the group's program, also where the
                           ** per-replica counts round (a global batch smaller than the devices
                           ** gives some replicas none); 0: n x model_axis */
+  int fsdp_axis;          /* devices along the mesh's fsdp axis (hybrid_fsdp_sp: ZeRO-3 over it,
+                          ** within a slice); 0 or 1: none. The data axis is then replicas /
+                          ** (model_axis x fsdp_axis) */
 } cg_options;
 
 /* A kernel: one launch on the device, an op or a fusion of several. */
@@ -124,6 +133,9 @@ double cg_graph_persistent_bytes(const cg_graph *g);
 double cg_graph_transient_peak(const cg_graph *g, double grad_share, double rest_share, double *grads);
 /* Whether a sharding recipe and a memory policy of that name exist (for loaders' errors). */
 int cg_sharding_known(const char *name);
+/* The devices of a replicas x model_axis x fsdp_axis mesh (o's) among which a recipe splits the
+** batch (cg_sharding_recipe.batch_axes): a model group of them shares its examples. */
+int cg_sharding_batch_devices(const cg_options *o);
 int cg_memory_known(const char *name);
 
 /* The step's collectives of a kind over a mesh axis: how many, and the bytes of their whole
@@ -131,7 +143,7 @@ int cg_memory_known(const char *name);
 ** quantities docs/strategies.md's formulas give. A device sends (group - 1) / group of an
 ** all-gather's or reduce-scatter's bytes and twice that of an all-reduce's in a ring. */
 typedef enum { CG_COLL_ALL_REDUCE = 0, CG_COLL_ALL_GATHER, CG_COLL_REDUCE_SCATTER } cg_coll;
-double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count);
+double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, cg_axis axis, int *count);
 /* Bytes each device holds for the whole step: its weights' and optimizer slots' shards, and of
 ** those its weights'. */
 double cg_graph_persistent_bytes(const cg_graph *g);
@@ -146,7 +158,7 @@ double cg_graph_weight_bytes(const cg_graph *g);
 ** update runs). Collectives run one after another in the program's order (one stream). */
 typedef struct cg_transfer {
   cg_coll kind;           /* what it does */
-  int model_axis;         /* 1: over the mesh's model axis; 0: over its data axis */
+  cg_axis axis;           /* the mesh axis it runs over */
   int group;              /* the devices along that axis */
   double bytes;           /* its whole buffer, as cg_graph_collective_bytes counts it */
   int apply;              /* 1: among the update's kernels; 0: among the step's */

@@ -31,9 +31,6 @@ typedef enum {
   CG_OP_REDUCE_SCATTER    /* a recipe's collective: a partial whole in, each device's summed shard out */
 } cg_opcode;
 
-/* A device mesh's axes (compile.h's cg_options: data = replicas / model_axis). */
-typedef enum { CG_AXIS_DATA = 0, CG_AXIS_MODEL } cg_axis;
-
 typedef struct cg_tensor {
   cg_tensor_kind kind;    /* what it holds */
   double bytes;           /* its size on one replica (after the batch split) */
@@ -127,6 +124,10 @@ void cg__liveness(cg_graph *g, const cg_options *o);   /* liveness.c */
 typedef struct cg_sharding_recipe {
   const char *name;       /* as options and dumps name it */
   void (*partition)(cg_graph *g, const cg_options *o);
+  unsigned batch_axes;    /* the mesh axes whose devices hold different examples (1u << cg_axis):
+                          ** the data axis's always; the model axis's where it shards weights
+                          ** alone (hybrid_fsdp), the fsdp axis's (hybrid_fsdp_sp); a model axis
+                          ** that splits layers shares its group's examples */
 } cg_sharding_recipe;
 
 extern const cg_sharding_recipe cg_shard_data_parallel;  /* shard_data_parallel.c */
@@ -138,6 +139,7 @@ extern const cg_sharding_recipe cg_shard_sequence_parallel; /* shard_tensor_para
 extern const cg_sharding_recipe cg_shard_fsdp_tp;        /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_fsdp_sp;        /* shard_tensor_parallel.c */
 extern const cg_sharding_recipe cg_shard_hybrid_fsdp;    /* shard_zero.c */
+extern const cg_sharding_recipe cg_shard_hybrid_fsdp_sp; /* shard_tensor_parallel.c */
 
 /* For recipes: an all-reduce over `replicas` of tensor t (a partial sum), whose whole result its
 ** readers read instead (sharding.c). */
@@ -165,9 +167,10 @@ int  cg__grad_of(const cg_graph *g, int v);
 ** (shard_zero.c); outer > 1: each reduce-scattered gradient shard then all-reduced over the data
 ** axis of outer devices (hybrid sharding). */
 void cg__zero(cg_graph *g, int stage, cg_axis axis, int d, int outer);
-/* The data axis's length: replicas over the model axis's. */
+/* The data axis's length: replicas over the model and fsdp axes'. */
 int  cg__data_axis(const cg_options *o);
 int  cg__model_axis(const cg_options *o);
+int  cg__fsdp_axis(const cg_options *o);
 
 /* A memory policy (liveness.c's registry; one file each: mem_*.c): whether tensor t is held
 ** from its first writer to its last reader (1), or to the step's end (0). Persistent variables

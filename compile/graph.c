@@ -399,12 +399,12 @@ double cg_graph_weight_bytes(const cg_graph *g) {
   return b;
 }
 
-double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, int model_axis, int *count) {
+double cg_graph_collective_bytes(const cg_graph *g, cg_coll kind, cg_axis axis, int *count) {
   double b = 0;
   int n = 0;
   for (size_t i = g->traced; i < g->nops; i++) {
     const cg_op *op = &g->ops[i];
-    if (op->code != CG_OP_ALL_REDUCE + (cg_opcode)kind || (op->axis == CG_AXIS_MODEL) != (model_axis != 0)) continue;
+    if (op->code != CG_OP_ALL_REDUCE + (cg_opcode)kind || op->axis != axis) continue;
     b += op->bytes;
     n++;
   }

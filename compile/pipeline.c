@@ -181,7 +181,7 @@ cg_pipe_step *cg_pipeline_pass_steps(const cg_program *p, const sim_roofline *r,
   for (size_t at = 0; at <= nk; at++) issued[at] = awaited[at] = -1;
   size_t taken = 0;
   for (size_t i = nx; i-- > 0;) {
-    if (x[i].apply || !x[i].model_axis || !mine[x[i].issue > 0 ? x[i].issue - 1 : 0]) continue;
+    if (x[i].apply || x[i].axis != CG_AXIS_MODEL || !mine[x[i].issue > 0 ? x[i].issue - 1 : 0]) continue;
     next_issued[i] = issued[x[i].issue];
     issued[x[i].issue] = (long)i;
     next_awaited[i] = awaited[x[i].need];

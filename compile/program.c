@@ -91,7 +91,7 @@ static cg_program *lower(cg_graph *g, int n) {
     if (!cg__is_compute(op)) {
       kernel_of[i] = p->ncolls;
       p->colls[p->ncolls++] = (cg_transfer){.kind = (cg_coll)(op->code - CG_OP_ALL_REDUCE), .group = op->group,
-                                            .model_axis = op->axis == CG_AXIS_MODEL, .bytes = op->bytes,
+                                            .axis = op->axis, .bytes = op->bytes,
                                             .apply = optimizer, .issue = optimizer ? p->napply : p->nstep};
       continue;
     }

@@ -17,4 +17,4 @@ static void data_parallel(cg_graph *g, const cg_options *o) {
       cg__all_reduce(g, (int)i, o->replicas);
 }
 
-const cg_sharding_recipe cg_shard_data_parallel = {"data_parallel", data_parallel};
+const cg_sharding_recipe cg_shard_data_parallel = {"data_parallel", data_parallel, 1u << CG_AXIS_DATA};

@@ -3,7 +3,9 @@
 ** layout, a variable's tensors found and divided over an axis, the mesh's axes. A mesh here is
 ** Keras's DeviceMesh of two axes as keras.distribution names them in ModelParallel's examples:
 ** `data` (the batch, and with FSDP the weights' shards) and `model` (tensor parallelism), of
-** lengths replicas / model_axis and model_axis (compile.h's cg_options).
+** lengths replicas / model_axis and model_axis (compile.h's cg_options); hybrid_fsdp_sp's has a
+** third between them, `fsdp` (ZeRO-3 within a slice, the data axis then across slices), of
+** fsdp_axis devices, the data axis replicas / (fsdp_axis x model_axis).
 */
 #include "compile/compileInt.h"
 
@@ -32,8 +34,9 @@ int cg__weight_of(const cg_graph *g, int v) { return find(g, CG_TENSOR_WEIGHT, v
 int cg__grad_of(const cg_graph *g, int v) { return find(g, CG_TENSOR_WEIGHT_GRAD, v); }
 
 int cg__model_axis(const cg_options *o) { return o->model_axis > 1 ? o->model_axis : 1; }
+int cg__fsdp_axis(const cg_options *o) { return o->fsdp_axis > 1 ? o->fsdp_axis : 1; }
 int cg__data_axis(const cg_options *o) {
-  int d = o->replicas / cg__model_axis(o);
+  int d = o->replicas / (cg__model_axis(o) * cg__fsdp_axis(o));
   return d > 1 ? d : 1;
 }
 

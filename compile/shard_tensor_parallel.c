@@ -21,6 +21,15 @@
 **                      1/m on each device of the model axis too, as large decoders are trained
 **                      (PaLM's 2-D layout shards them over its model axis; Megatron-LM's
 **                      --sequence-parallel with ZeRO-3).
+**   hybrid_fsdp_sp     fsdp_sp on a mesh {data, fsdp, model}: ZeRO-3 over the fsdp axis (within a
+**                      slice), each gradient shard then all-reduced over the data axis (across
+**                      slices, over DCN), as hybrid_fsdp does (shard_zero.c): PaLM's two pods,
+**                      each 12-way model parallel x 256-way FSDP, data parallel over DCN
+**                      (arXiv 2204.02311 section 4); MaxText's ici_tensor x ici_fsdp under
+**                      dcn_data. On D x F x M devices, W the trainable weights' bytes: the model
+**                      axis moves what fsdp_sp's does; the fsdp axis all-gathers 2 W / M and
+**                      reduce-scatters W / M (each a 1/M model shard's); the data axis all-reduces
+**                      W / (M F), a device's shard of its shard (docs/strategies.md).
 ** The trace is the model group's batch (cg_options.model_axis), so a replicated op's work is the
 ** examples each device of the group really runs.
 */
@@ -145,17 +154,24 @@ static void tensor_recipe(cg_graph *g, const cg_options *o, int sequence) {
 static void tensor_parallel(cg_graph *g, const cg_options *o) { tensor_recipe(g, o, 0); }
 static void sequence_parallel(cg_graph *g, const cg_options *o) { tensor_recipe(g, o, 1); }
 
-/* ZeRO-3 over the data axis on each model shard, after tensor (sequence: and sequence) parallelism. */
-static void fsdp_model(cg_graph *g, const cg_options *o, int sequence) {
+/* ZeRO-3 over `axis` (d devices) on each model shard, after tensor (sequence: and sequence)
+** parallelism; outer > 1: each gradient shard then all-reduced over the data axis's outer. */
+static void fsdp_model(cg_graph *g, const cg_options *o, int sequence, cg_axis axis, int d, int outer) {
   if (o->replicas < 2) return;
   split_model(g, o, sequence);
-  cg__zero(g, 3, CG_AXIS_DATA, cg__data_axis(o), 1);
+  cg__zero(g, 3, axis, d, outer);
 }
 
-static void fsdp_tp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 0); }
-static void fsdp_sp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 1); }
+static void fsdp_tp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 0, CG_AXIS_DATA, cg__data_axis(o), 1); }
+static void fsdp_sp(cg_graph *g, const cg_options *o) { fsdp_model(g, o, 1, CG_AXIS_DATA, cg__data_axis(o), 1); }
+/* the fsdp axis within a slice, the data axis across */
+static void hybrid_fsdp_sp(cg_graph *g, const cg_options *o) {
+  fsdp_model(g, o, 1, CG_AXIS_FSDP, cg__fsdp_axis(o), cg__data_axis(o));
+}
 
-const cg_sharding_recipe cg_shard_tensor_parallel = {"tensor_parallel", tensor_parallel};
-const cg_sharding_recipe cg_shard_sequence_parallel = {"sequence_parallel", sequence_parallel};
-const cg_sharding_recipe cg_shard_fsdp_tp = {"fsdp_tp", fsdp_tp};
-const cg_sharding_recipe cg_shard_fsdp_sp = {"fsdp_sp", fsdp_sp};
+const cg_sharding_recipe cg_shard_tensor_parallel = {"tensor_parallel", tensor_parallel, 1u << CG_AXIS_DATA};
+const cg_sharding_recipe cg_shard_sequence_parallel = {"sequence_parallel", sequence_parallel, 1u << CG_AXIS_DATA};
+const cg_sharding_recipe cg_shard_fsdp_tp = {"fsdp_tp", fsdp_tp, 1u << CG_AXIS_DATA};
+const cg_sharding_recipe cg_shard_fsdp_sp = {"fsdp_sp", fsdp_sp, 1u << CG_AXIS_DATA};
+const cg_sharding_recipe cg_shard_hybrid_fsdp_sp = {"hybrid_fsdp_sp", hybrid_fsdp_sp,
+                                                   1u << CG_AXIS_DATA | 1u << CG_AXIS_FSDP};

@@ -110,9 +110,9 @@ static void zero1(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 1); }
 static void zero2(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 2); }
 static void fsdp(cg_graph *g, const cg_options *o) { zero_recipe(g, o, 3); }
 
-const cg_sharding_recipe cg_shard_zero1 = {"zero1", zero1};
-const cg_sharding_recipe cg_shard_zero2 = {"zero2", zero2};
-const cg_sharding_recipe cg_shard_fsdp = {"fsdp", fsdp};
+const cg_sharding_recipe cg_shard_zero1 = {"zero1", zero1, 1u << CG_AXIS_DATA};
+const cg_sharding_recipe cg_shard_zero2 = {"zero2", zero2, 1u << CG_AXIS_DATA};
+const cg_sharding_recipe cg_shard_fsdp = {"fsdp", fsdp, 1u << CG_AXIS_DATA};
 
 /* ZeRO-3 within each line of the model axis (the loader wants 2 devices or more there), replicas
 ** over the data axis. */
@@ -122,4 +122,5 @@ static void hybrid_fsdp(cg_graph *g, const cg_options *o) {
   cg__zero(g, 3, CG_AXIS_MODEL, cg__model_axis(o), cg__data_axis(o));
 }
 
-const cg_sharding_recipe cg_shard_hybrid_fsdp = {"hybrid_fsdp", hybrid_fsdp};
+const cg_sharding_recipe cg_shard_hybrid_fsdp = {"hybrid_fsdp", hybrid_fsdp,
+                                                   1u << CG_AXIS_DATA | 1u << CG_AXIS_MODEL};

@@ -14,7 +14,8 @@
 static const cg_sharding_recipe *const RECIPES[] = {&cg_shard_data_parallel, &cg_shard_zero1, &cg_shard_zero2,
                                                     &cg_shard_fsdp, &cg_shard_tensor_parallel,
                                                     &cg_shard_sequence_parallel, &cg_shard_fsdp_tp,
-                                                    &cg_shard_fsdp_sp, &cg_shard_hybrid_fsdp};
+                                                    &cg_shard_fsdp_sp, &cg_shard_hybrid_fsdp,
+                                                    &cg_shard_hybrid_fsdp_sp};
 
 static const cg_sharding_recipe *recipe(const char *name) {
   for (size_t i = 0; i < sizeof RECIPES / sizeof *RECIPES; i++)
@@ -23,6 +24,15 @@ static const cg_sharding_recipe *recipe(const char *name) {
 }
 
 int cg_sharding_known(const char *name) { return recipe(name) != NULL; }
+
+int cg_sharding_batch_devices(const cg_options *o) {
+  const cg_sharding_recipe *r = recipe(o->sharding);
+  unsigned axes = r != NULL ? r->batch_axes : 1u << CG_AXIS_DATA;
+  int n = cg__data_axis(o);
+  if (axes >> CG_AXIS_MODEL & 1u) n *= cg__model_axis(o);
+  if (axes >> CG_AXIS_FSDP & 1u) n *= cg__fsdp_axis(o);
+  return n;
+}
 
 void cg__shard(cg_graph *g, const cg_options *o) {
   const cg_sharding_recipe *r = recipe(o->sharding);

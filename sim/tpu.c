@@ -517,13 +517,19 @@ int sim_tpu_device_grid_rank(const sim_tpu_slice *s, int d) {
   return sim_tpu_device_core(s, d) + per_chip * device_chip(s, d);
 }
 
-void sim_tpu_set_torus(sim_collective *group, const sim_tpu_slice *s) {
-  int axes[4], wraps[4], n = 0;
+int sim_tpu_slice_torus(const sim_tpu_slice *s, int axes[4], int wraps[4]) {
+  int n = 0;
   int per_chip = s->gen->fig.devices_per_chip;
   if (per_chip > 1) axes[n] = per_chip, wraps[n++] = 0;
   for (int a = 0; a < 3; a++)
     if (s->dims[a] > 1) axes[n] = s->dims[a], wraps[n++] = sim_tpu_slice_wraps(s, a);
   if (n == 0) axes[n] = 1, wraps[n++] = 0;
+  return n;
+}
+
+void sim_tpu_set_torus(sim_collective *group, const sim_tpu_slice *s) {
+  int axes[4], wraps[4];
+  int n = sim_tpu_slice_torus(s, axes, wraps);
   sim_collective_set_torus(group, n, axes, wraps);
   sim_tpu_set_collective_cost(group, s);
 }

@@ -136,6 +136,8 @@ int  sim_tpu_device_grid_rank(const sim_tpu_slice *s, int d);
 ** line when there are two, then the x, y, z axes longer than 1, wrapping where the slice wraps;
 ** and the generation's cost per collective (sim_tpu_set_collective_cost). */
 void sim_tpu_set_torus(sim_collective *group, const sim_tpu_slice *s);
+/* That torus's axes (returned, 1 to 4) and their wraparound: what sim_tpu_set_torus gives. */
+int  sim_tpu_slice_torus(const sim_tpu_slice *s, int axes[4], int wraps[4]);
 /* Gives a group of the slice's devices the generation's cost per collective (collective_cost),
 ** whatever algorithm it runs. */
 void sim_tpu_set_collective_cost(sim_collective *group, const sim_tpu_slice *s);

@@ -155,7 +155,7 @@ done
 # strategy.distribution's mesh and layout against the replicas and the variables: podsim check
 # finds what a run finds, at the same line and column (the run's errors are in the catalogue).
 for f in mesh_larger_than_cluster mesh_axis_not_dividing pp_more_stages_than_layers pp_split_sum \
-         mesh3_larger_than_cluster mesh3_axis_not_dividing; do
+         mesh3_larger_than_cluster mesh3_axis_not_dividing hybrid_sp_axis_not_dividing; do
   err=$("$podsim" check "tests/data/scenarios/bad/$f.yaml" 2>&1 >/dev/null); rc=$?
   want=$(grep "^$f.yaml:" tests/data/scenarios/bad/EXPECTED.txt)
   [ $rc -eq 2 ] && [ "${err%%$'\n'*}" = "tests/data/scenarios/bad/$want" ] && ok || bad "check $f: exit $rc, '$err'"

@@ -14,6 +14,7 @@ for scn in scenarios/examples/quickstart.yaml tests/golden/mlp_momentum/r4/scena
            scenarios/examples/gnn_runner_tpu.yaml tests/golden/graphsage/r8/scenario.yaml \
            tests/data/compile/fused_tpu.yaml tests/data/train/strategies/mesh_fsdp_tp_v4.yaml \
            tests/data/train/strategies/mesh_sp_gpus.yaml tests/data/train/mesh_fsdp_wide.yaml \
+           tests/data/train/strategies/mesh_hybrid_fsdp_sp_v4.yaml \
            scenarios/examples/keras_fit_tpu.yaml tests/data/train/validation.yaml \
            scenarios/examples/keras_fit_ps.yaml; do
   ha=$("$a" run "$here/$scn" -o "$tmp/a" --quiet | sed -n 's/^run_hash //p')

@@ -12,21 +12,25 @@
 /* Indexed by scenario.dist_preset; past the first, compile/'s recipe names. */
 static const char *const PRESETS[] = {"layout_map", "data_parallel", "zero1", "zero2", "fsdp",
                                       "tensor_parallel", "sequence_parallel", "fsdp_tp", "fsdp_sp", "pipeline",
-                                      "hybrid_fsdp", NULL};
-enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE, P_HYBRID };
+                                      "hybrid_fsdp", "hybrid_fsdp_sp", NULL};
+enum { P_LAYOUT = 0, P_DATA, P_ZERO1, P_ZERO2, P_FSDP, P_TP, P_SP, P_FSDP_TP, P_FSDP_SP, P_PIPELINE, P_HYBRID,
+       P_HYBRID_SP };
 
 /* The presets that split layers over the mesh's last (model) axis, or (hybrid_fsdp) shard the
 ** weights over it; pipeline lays its stages there, which keys_pipeline.c checks itself. */
 static int splits_model(int preset) {
-  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP || preset == P_HYBRID;
+  return preset == P_TP || preset == P_SP || preset == P_FSDP_TP || preset == P_FSDP_SP || preset == P_HYBRID ||
+         preset == P_HYBRID_SP;
 }
 
 /* The model axis: a mesh's last of two or three (Keras's ModelParallel examples name it `model`;
-** a third axis is {data, pipeline, model}'s pipeline, in the middle); -1 with one axis. */
+** a third axis is in the middle: {data, pipeline, model}'s pipeline stages, or {data, fsdp,
+** model}'s ZeRO-3 shards, hybrid_fsdp_sp's); -1 with one axis. */
 static int model_index(const scenario *s) { return s->mesh_axes >= 2 ? s->mesh_axes - 1 : -1; }
 
-/* mesh: {data: 16, model: 8} or {data: 2, pipeline: 4, model: 8}, DeviceMesh's axis_names and
-** shape in order (the last axis's devices neighbours: one GPU VM's NVLink domain). */
+/* mesh: {data: 16, model: 8}, {data: 2, pipeline: 4, model: 8} or {data: 2, fsdp: 256, model:
+** 12}, DeviceMesh's axis_names and shape in order (the last axis's devices neighbours: one GPU
+** VM's NVLink domain, a line of a TPU slice's torus). */
 static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *path, void *base) {
   static const key_spec len = {.key = "", .type = V_INT, .lo = 1, .hi = 1048576};
   scenario *s = base;
@@ -35,7 +39,7 @@ static int mesh_fn(cfg_ctx *c, const key_spec *k, const yt_node *v, const char *
   if (cfg_get_map(c, v, path, "a mapping of axis names to lengths such as {data: 4, model: 2}")) return -1;
   if (v->n < 1 || v->n > 3)
     return cfg_fail(c, v, path, "expected 1 to 3 axes (the batch's first, the model's last, and between them "
-                    "a pipeline axis of stages), found %d", v->n);
+                    "a pipeline axis of stages or an fsdp axis of shards), found %d", v->n);
   for (int i = 0; i < v->n; i++) {
     long long x;
     cfg_join(sub, sizeof sub, path, v->keys[i]->text);
@@ -95,13 +99,15 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
           "middle one (Megatron-LM's TP x PP x DP); pipeline: pipeline stages over its second axis (as an axis "
           "named pipeline lays them out), each stage data parallel over the first; hybrid_fsdp: FSDP (ZeRO-3) "
           "over the last axis, data parallelism over the first (PyTorch's HYBRID_SHARD, MaxText's ici_fsdp under "
-          "dcn_data: on several slices the first axis crosses DCN); layout_map (the default): the one the "
-          "layout map describes"},
+          "dcn_data: on several slices the first axis crosses DCN); hybrid_fsdp_sp: on a mesh {data, fsdp, model} "
+          "fsdp_sp within each slice (Megatron's split with sequence parallelism over model, ZeRO-3 over fsdp) "
+          "and data parallelism over the first axis, one slice each (PaLM's two pods; MaxText's ici_tensor x "
+          "ici_fsdp under dcn_data); layout_map (the default): the one the layout map describes"},
   {.key = "mesh", .type = V_FN, .fn = mesh_fn,
    .schema = "{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":3,\"additionalProperties\":{\"type\":"
              "\"integer\",\"minimum\":1},\"description\":\"keras.distribution.DeviceMesh: axis names and lengths, "
-             "the batch's first, the model's last, a pipeline axis of stages between; their product is the "
-             "strategy's replicas\"}"},
+             "the batch's first, the model's last, a pipeline axis of stages (or hybrid_fsdp_sp's fsdp axis) "
+             "between; their product is the strategy's replicas\"}"},
   {.key = "layout_map", .type = V_FN, .fn = layout_map_fn,
    .schema = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":4,"
              "\"items\":{\"type\":[\"string\",\"null\"]}},\"description\":\"keras.distribution.LayoutMap: a "
@@ -110,6 +116,28 @@ const key_spec CFG_DISTRIBUTION_KEYS[] = {
    .doc = "pipeline parallelism over the mesh's axis named pipeline (the last of two, the middle of "
           "{data, pipeline, model}): microbatches, schedule and the layers of each stage"},
   END};
+
+/* hybrid_fsdp_sp's mesh: {data, fsdp, model}, the fsdp axis 2 devices or more (one is fsdp_sp
+** over {data, model}), and on TPUs the data axis one slice each: it is the slice index, the
+** fsdp x model devices a slice's torus (a data axis within a slice would gather nothing over DCN
+** and is fsdp_sp's). */
+static int hybrid_sp_checks(cfg_ctx *c, const yt_node *d) {
+  scenario *s = c->s;
+  const yt_node *mesh = yt_get(d, "mesh"), *at = mesh ? mesh : d;
+  if (s->mesh_axes != 3 || strcmp(s->mesh_names[1], "fsdp") != 0)
+    return cfg_fail(c, at, "strategy.distribution.mesh", "hybrid_fsdp_sp lays out a mesh of three axes {data, fsdp, "
+                    "model} such as {data: 2, fsdp: 256, model: 12}: expected the middle axis named fsdp, found %s",
+                    s->mesh_axes == 3 ? s->mesh_names[1] : s->mesh_axes == 2 ? "two axes" : "fewer axes");
+  if (s->mesh_shape[1] < 2)
+    return cfg_fail(c, at, "strategy.distribution.mesh", "hybrid_fsdp_sp shards the weights over the fsdp axis: "
+                    "expected 2 devices or more there, found %d (use fsdp_sp over {data, model})", s->mesh_shape[1]);
+  int slices = s->tpu_slices > 1 ? s->tpu_slices : 1;
+  if (s->tpu_type[0] != '\0' && s->mesh_shape[0] != slices)
+    return cfg_fail(c, at, "strategy.distribution.mesh", "hybrid_fsdp_sp's data axis is the slice index (each "
+                    "slice's chips its fsdp x model devices, the slices joined by DCN): expected data: %d for "
+                    "cluster.tpu.slices %d, found %d", slices, slices, s->mesh_shape[0]);
+  return 0;
+}
 
 static int axis_named(const scenario *s, const char *name) {
   for (int a = 0; a < s->mesh_axes; a++)
@@ -128,10 +156,18 @@ int cfg_distribution_checks(cfg_ctx *c) {
                     "not %s", CFG_STRATEGIES[s->strategy]);
   if (s->spmd)
     return cfg_fail(c, d, "strategy.distribution", "lays out the replicas itself: drop strategy.spmd_xla_partitioning");
-  /* a third axis is the pipeline's stages, between the batch's and the model's */
-  if (s->mesh_axes == 3 && strcmp(s->mesh_names[1], "pipeline") != 0)
+  /* a third axis is the pipeline's stages, between the batch's and the model's, or hybrid_fsdp_sp's shards */
+  int hybrid_sp = s->dist_preset == P_HYBRID_SP || (s->dist_preset == P_LAYOUT && s->mesh_axes == 3 &&
+                                                     !strcmp(s->mesh_names[1], "fsdp"));
+  if (hybrid_sp) {
+    int rc = hybrid_sp_checks(c, d);
+    if (rc) return rc;
+    s->dist_preset = P_HYBRID_SP;
+  } else if (s->mesh_axes == 3 && strcmp(s->mesh_names[1], "pipeline") != 0) {
     return cfg_fail(c, yt_get(d, "mesh"), "strategy.distribution.mesh", "a mesh of three axes is {data, pipeline, "
-                    "model}: expected the middle axis named pipeline (the stages), found %s", s->mesh_names[1]);
+                    "model}: expected the middle axis named pipeline (the stages), found %s%s", s->mesh_names[1],
+                    !strcmp(s->mesh_names[1], "fsdp") ? " ({data, fsdp, model} goes with preset hybrid_fsdp_sp)" : "");
+  }
   /* layout entries: each dimension's axis a mesh axis */
   const yt_node *lm = yt_get(d, "layout_map");
   int uses[3] = {0, 0, 0};
@@ -151,7 +187,7 @@ int cfg_distribution_checks(cfg_ctx *c) {
         return cfg_fail(c, a, sub, "expected null or an axis of strategy.distribution.mesh (%s), found \"%s\"",
                         s->mesh_axes ? names : "none given", a->text);
       }
-      if (s->mesh_axes == 3 && axis == 1)
+      if (s->mesh_axes == 3 && axis == 1 && !hybrid_sp)
         return cfg_fail(c, a, sub, "the mesh's middle axis, %s, holds pipeline stages, not shards: expected null, "
                         "%s or %s", a->text, s->mesh_names[0], s->mesh_names[2]);
       s->layouts[i].axis[k] = axis;
@@ -193,3 +229,5 @@ int scenario_pipeline_preset(const scenario *s) { return s->dist && s->dist_pres
 int scenario_model_axis(const scenario *s) {
   return s->dist && splits_model(s->dist_preset) && model_index(s) > 0 ? s->mesh_shape[model_index(s)] : 1;
 }
+
+int scenario_fsdp_axis(const scenario *s) { return s->dist && s->dist_preset == P_HYBRID_SP ? s->mesh_shape[1] : 1; }

@@ -413,6 +413,8 @@ enum { SCN_AXIS_SLICE = 4 };
 const char *scenario_sharding_recipe(const scenario *s);
 /* The mesh's model axis length (1 with one axis). */
 int scenario_model_axis(const scenario *s);
+/* hybrid_fsdp_sp's fsdp axis, the mesh's middle {data, fsdp, model} (1 under any other preset). */
+int scenario_fsdp_axis(const scenario *s);
 /* The pipeline's stages (the mesh's `pipeline` axis; 1 without one) and microbatches. */
 int scenario_pipeline_stages(const scenario *s);
 int scenario_pipeline_microbatches(const scenario *s);

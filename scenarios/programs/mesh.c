@@ -2,7 +2,9 @@
 ** mesh.c: a device mesh's collectives at run time (mesh.h).
 **
 ** A line is a sub-group of the strategy's collective group: for the model axis the replicas
-** d x model .. d x model + model - 1, for the data axis the replicas m, m + model, .... A
+** d x model .. d x model + model - 1, for the data axis the replicas m, m + model, ...; on a
+** mesh {data, fsdp, model} (hybrid_fsdp_sp) mesh position (d x fsdp + f) x model + m, its model
+** line varying m, its fsdp line f, its data line d (one device a slice: DCN). A
 ** compiled program's collectives over an axis are, in program order, that axis's list; a line
 ** runs its list again every step, its position counting from the attempt's start (step x the
 ** list's length + the index in it). Each member counts how many of the line's collectives it has
@@ -15,7 +17,7 @@
 **      collective's bytes are those of the member that issued it last at its position. A member
 **      may run ahead of a busy line by several collectives: each position keeps its own kind and
 **      bytes until it starts (mesh_line's queue).
-**   2. A line runs one collective at a time, in program order; the two axes' lines run at once.
+**   2. A line runs one collective at a time, in program order; the axes' lines run at once.
 */
 #include "scenarios/programs/mesh.h"
 
@@ -30,6 +32,7 @@
 #include "scenarios/programs/pipeline.h"
 #include "scenarios/programs/trainInt.h"
 #include "sim/cond.h"
+#include "sim/multislice.h"
 #include "sim/torus_mesh.h"
 
 typedef struct line_entry {
@@ -42,7 +45,7 @@ typedef struct mesh_line {
                           ** line holds every replica (then not owned) */
   int owned;              /* 1: group is the line's own sub-group */
   sim_algo algo;          /* what it runs its collectives with */
-  int axis;               /* 1 model, 0 data */
+  cg_axis axis;           /* the mesh axis it runs along */
   int n;                  /* its members */
   int *members;           /* their replicas */
   long *issued;           /* per member (by index in members): collectives issued */
@@ -63,11 +66,13 @@ struct mesh_run {
   ds_strategy *strategy;  /* the replicas and their group */
   int nreplicas;          /* the mesh's devices */
   int model;              /* along the model axis */
-  mesh_line *lines;       /* the data lines (model of them), then the model lines (nreplicas / model) */
+  int fsdp;               /* along the fsdp axis (1: a mesh of data and model) */
+  mesh_line *lines;       /* the data lines (model x fsdp of them), the model lines (nreplicas /
+                          ** model), then with an fsdp axis its lines (nreplicas / fsdp) */
   int nlines;             /* how many */
-  int *line_of;           /* per replica and axis: [2 r + axis] its line */
+  int *line_of;           /* per replica and axis: [CG_AXES r + axis] its line; -1: none (no fsdp axis) */
   int *slot_of;           /* per replica and axis: its index among that line's members */
-  long *issued;           /* per replica and axis: [2 r + axis] collectives it has taken a place for in its line */
+  long *issued;           /* per replica and axis: [CG_AXES r + axis] collectives it has taken a place for in its line */
   char *fresh;            /* per replica: its next step-list pass begins a step (its waits counted anew) */
   sim_time *waited;       /* per replica: time waiting for collectives this step */
   sim_cond *cv;           /* every line's ends */
@@ -77,8 +82,12 @@ struct mesh_run {
   int *tracks;            /* per replica: its trace track; NULL: no spans */
   long attempt;           /* attempts begun (mesh_reset): a collective an earlier one started
                           ** ends without counting */
-  sim_torus_mesh place;   /* the mesh on the group's torus, when placed */
-  int placed;             /* 1: the strategy's group is a torus and place holds the mesh on it */
+  sim_torus_mesh place;   /* the mesh on the group's torus, when placed; with an fsdp axis,
+                          ** fsdp x model on one slice's torus (its data part the fsdp axis) */
+  int placed;             /* 1: the strategy's group (with an fsdp axis: each slice) is a torus
+                          ** and place holds the mesh on it */
+  const sim_tpu_slice *slice; /* with an fsdp axis placed: slice 0, whose collective cost each
+                          ** slice's lines take (the strategy's group, over every slice, has none) */
 };
 
 /* On a torus (a TPU slice's group) the mesh is placed as create_device_mesh places it
@@ -92,14 +101,19 @@ struct mesh_run {
 ** over its members' routes) and reduces on its members' cpus. */
 static void line_torus(mesh_line *l, const mesh_run *m) {
   int dims[SIM_TORUS_MESH_MAX_DIMS], wraps[SIM_TORUS_MESH_MAX_DIMS];
-  int n = sim_torus_mesh_line(&m->place, l->axis, dims, wraps);
+  if (m->fsdp > 1 && l->axis == CG_AXIS_DATA) return;  /* one device a slice: over DCN, as laid */
+  int n = sim_torus_mesh_line(&m->place, l->axis == CG_AXIS_MODEL, dims, wraps);
   sim_collective_set_torus(l->group, n, dims, wraps);
   sim_collective_free_reductions(l->group);
+  if (m->slice != NULL) sim_tpu_set_collective_cost(l->group, m->slice);
 }
+
+static const char *const AXIS_NAMES[CG_AXES] = {"data", "model", "fsdp"};
+static const char *const MESH_GROUP_NAMES[CG_AXES] = {"mesh data", "mesh model", "mesh fsdp"};
 
 /* The line of mesh positions first, first + stride, ... (n of them); at[p]: the replica at
 ** position p. */
-static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride, int n, const int *at) {
+static void line_init(mesh_run *m, mesh_line *l, cg_axis axis, int first, int stride, int n, const int *at) {
   l->run = m;
   l->axis = axis;
   l->n = n;
@@ -112,14 +126,14 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
     int r = at[first + i * stride];
     l->members[i] = r;
     ranks[i] = ds_replica_rank(m->strategy, r);
-    m->line_of[2 * r + axis] = (int)(l - m->lines);
-    m->slot_of[2 * r + axis] = i;
+    m->line_of[CG_AXES * r + axis] = (int)(l - m->lines);
+    m->slot_of[CG_AXES * r + axis] = i;
   }
   /* a line of every replica is the strategy's group, torus shape and all (its collectives then
   ** run as the strategy's all-reduce does, in closed form where they can) */
   l->owned = n > 1 && n < m->nreplicas;
   l->group = n == m->nreplicas ? ds_collective(m->strategy)
-             : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), axis ? "mesh model" : "mesh data", n, ranks)
+             : l->owned ? sim_collective_new_subgroup(ds_collective(m->strategy), MESH_GROUP_NAMES[axis], n, ranks)
                         : NULL;
   if (l->owned && m->placed) line_torus(l, m);
   /* the strategy's algorithm where the line can run it (a torus needs its shape, which a
@@ -130,14 +144,31 @@ static void line_init(mesh_run *m, mesh_line *l, int axis, int first, int stride
   free(ranks);
 }
 
+/* The torus the mesh is laid on (dims, wraps; returns its axes, 0: none): the strategy's group's,
+** or with an fsdp axis one slice's when the data axis is the slices (m->slice). */
+static int mesh_torus(mesh_run *m, int data, int *dims, int *wraps) {
+  if (m->fsdp == 1) return sim_collective_torus(ds_collective(m->strategy), dims, wraps);
+  sim_multislice *ms = ds_strategy_multislice(m->strategy);
+  if (ms == NULL) return data == 1 ? sim_collective_torus(ds_collective(m->strategy), dims, wraps) : 0;
+  if (sim_multislice_slices(ms) != data) return 0;
+  m->slice = sim_multislice_slice(ms, 0);
+  return sim_tpu_slice_torus(m->slice, dims, wraps);
+}
+
 mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams,
                    const int *tracks) {
-  assert(nreplicas >= 2 && model >= 1 && nreplicas % model == 0);
+  return mesh_new_axes(e, s, nreplicas, 1, model, bufs, nparams, tracks);
+}
+
+mesh_run *mesh_new_axes(sim_engine *e, ds_strategy *s, int nreplicas, int fsdp, int model, float *const *bufs,
+                        size_t nparams, const int *tracks) {
+  assert(nreplicas >= 2 && model >= 1 && fsdp >= 1 && nreplicas % (model * fsdp) == 0);
   mesh_run *m = base_xcalloc(1, sizeof *m);
   m->engine = e;
   m->strategy = s;
   m->nreplicas = nreplicas;
   m->model = model;
+  m->fsdp = fsdp;
   if (tracks != NULL) {
     m->tracks = base_xcalloc((size_t)nreplicas, sizeof *m->tracks);
     for (int r = 0; r < nreplicas; r++) m->tracks[r] = tracks[r];
@@ -147,28 +178,37 @@ mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, floa
     for (int r = 0; r < nreplicas; r++) m->bufs[r] = bufs[r];
   }
   m->nparams = nparams;
-  int data = nreplicas / model;
-  m->nlines = model + data;
+  int data = nreplicas / (model * fsdp), within = fsdp * model;  /* a slice's devices, with an fsdp axis */
+  m->nlines = model * fsdp + nreplicas / model + (fsdp > 1 ? nreplicas / fsdp : 0);
   m->lines = base_xcalloc((size_t)m->nlines, sizeof *m->lines);
-  m->line_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->line_of);
-  m->slot_of = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->slot_of);
+  m->line_of = base_xcalloc(CG_AXES * (size_t)nreplicas, sizeof *m->line_of);
+  m->slot_of = base_xcalloc(CG_AXES * (size_t)nreplicas, sizeof *m->slot_of);
+  for (int i = 0; i < CG_AXES * nreplicas; i++) m->line_of[i] = -1;
   /* The mesh over the replicas: on a torus as create_device_mesh lays a mesh over a TPU slice
   ** (line_torus), mesh position d x model + m at the rank sim_torus_mesh_rank gives, where
   ** replica ids run host by host (2x2 blocks of chips), so a line is a line of the torus, not
-  ** blocks of hosts strewn over the slice; elsewhere (GPUs, several slices) in the group's rank
-  ** order, which on GPUs is the replicas'. */
+  ** blocks of hosts strewn over the slice; with an fsdp axis so within each slice (its data
+  ** part the fsdp axis), slice d the data index, as create_hybrid_device_mesh lays each
+  ** granule; elsewhere (GPUs, several slices) in the group's rank order, which on GPUs is the
+  ** replicas'. */
   int *at = base_xcalloc((size_t)nreplicas, sizeof *at), *replica = base_xcalloc((size_t)nreplicas, sizeof *replica);
   for (int r = 0; r < nreplicas; r++) replica[ds_replica_rank(s, r)] = r;
   int dims[SIM_TORUS_MESH_MAX_DIMS], wraps[SIM_TORUS_MESH_MAX_DIMS];
-  int ndims = sim_collective_torus(ds_collective(s), dims, wraps);
+  int ndims = mesh_torus(m, data, dims, wraps), rows = fsdp > 1 ? fsdp : data;
   m->placed = ndims > 0 && sim_torus_mesh_place(&m->place, ndims, dims, wraps, model) == 0;
-  for (int q = 0; q < nreplicas; q++)
-    at[q] = replica[m->placed ? sim_torus_mesh_rank(&m->place, q / model, q % model) : q];
+  for (int q = 0; q < nreplicas; q++) {
+    int slice = fsdp > 1 ? q / within : 0, w = q - slice * rows * model;
+    at[q] = replica[slice * rows * model + (m->placed ? sim_torus_mesh_rank(&m->place, w / model, w % model) : w)];
+  }
   free(replica);
-  for (int k = 0; k < model; k++) line_init(m, &m->lines[k], 0, k, model, data, at);
-  for (int d = 0; d < data; d++) line_init(m, &m->lines[model + d], 1, d * model, 1, model, at);
+  for (int k = 0; k < model * fsdp; k++) line_init(m, &m->lines[k], CG_AXIS_DATA, k, within, data, at);
+  for (int g = 0; g < nreplicas / model; g++)
+    line_init(m, &m->lines[model * fsdp + g], CG_AXIS_MODEL, g * model, 1, model, at);
+  for (int g = 0; fsdp > 1 && g < nreplicas / fsdp; g++)  /* (d, m): d x within + m, every model-th on */
+    line_init(m, &m->lines[model * fsdp + nreplicas / model + g], CG_AXIS_FSDP, g / model * within + g % model,
+              model, fsdp, at);
   free(at);
-  m->issued = base_xcalloc(2 * (size_t)nreplicas, sizeof *m->issued);
+  m->issued = base_xcalloc(CG_AXES * (size_t)nreplicas, sizeof *m->issued);
   m->fresh = base_xcalloc((size_t)nreplicas, 1);
   memset(m->fresh, 1, (size_t)nreplicas);
   m->waited = base_xcalloc((size_t)nreplicas, sizeof *m->waited);
@@ -206,7 +246,7 @@ void mesh_reset(mesh_run *m) {
     l->ready = 0;
   }
   m->attempt++;
-  memset(m->issued, 0, 2 * (size_t)m->nreplicas * sizeof *m->issued);
+  memset(m->issued, 0, CG_AXES * (size_t)m->nreplicas * sizeof *m->issued);
   memset(m->fresh, 1, (size_t)m->nreplicas);
 }
 
@@ -226,7 +266,7 @@ static void line_done(sim_engine *e, sim_collective *c, void *arg) {
   }
   if (l->run->tracks != NULL) {  /* the collective on each member's timeline, beside its kernels */
     char name[48];
-    snprintf(name, sizeof name, "%s (%s axis)", NAMES[l->kind], l->axis ? "model" : "data");
+    snprintf(name, sizeof name, "%s (%s axis)", NAMES[l->kind], AXIS_NAMES[l->axis]);
     for (int k = 0; k < l->n; k++) sim_trace_span(e, l->run->tracks[l->members[k]], name, "collective", l->began, sim_now(e));
   }
   l->done++;
@@ -261,11 +301,17 @@ static void grow_queue(mesh_line *l, long need) {
   l->cap = cap;
 }
 
+/* Replica r's line over `axis`, or NULL where nothing moves (one device along the axis). */
+static mesh_line *line_of(mesh_run *m, int r, cg_axis axis) {
+  int i = m->line_of[CG_AXES * r + axis];
+  return i >= 0 && m->lines[i].group != NULL ? &m->lines[i] : NULL;
+}
+
 /* Replica r issues collective x on its line over x's axis. */
 static void issue(mesh_run *m, int r, const cg_transfer *x) {
-  mesh_line *l = &m->lines[m->line_of[2 * r + x->model_axis]];
-  if (l->group == NULL) return;  /* one device along the axis: nothing moves */
-  long at = l->issued[m->slot_of[2 * r + x->model_axis]]++;  /* its position in the line */
+  mesh_line *l = line_of(m, r, x->axis);
+  if (l == NULL) return;
+  long at = l->issued[m->slot_of[CG_AXES * r + x->axis]]++;  /* its position in the line */
   if (at == l->done) l->ready++;
   if (at - l->done >= l->cap) grow_queue(l, at - l->done + 1);
   l->queue[at & (l->cap - 1)] = (line_entry){ x->bytes / 4.0, x->kind };
@@ -273,9 +319,9 @@ static void issue(mesh_run *m, int r, const cg_transfer *x) {
 }
 
 /* Replica r waits until its line over `axis` has run `at` + 1 collectives. */
-static int await(mesh_run *m, sim_actor *self, int r, int axis, long at) {
-  mesh_line *l = &m->lines[m->line_of[2 * r + axis]];
-  if (l->group == NULL) return SIM_OK;
+static int await(mesh_run *m, sim_actor *self, int r, cg_axis axis, long at) {
+  mesh_line *l = line_of(m, r, axis);
+  if (l == NULL) return SIM_OK;
   sim_time before = sim_now(m->engine);
   while (l->done <= at)
     if (sim_cond_wait(self, m->cv) != SIM_OK) return SIM_FAILED;
@@ -284,18 +330,21 @@ static int await(mesh_run *m, sim_actor *self, int r, int axis, long at) {
 }
 
 long mesh_issue(mesh_run *m, int r, const cg_transfer *x) {
-  long at = m->issued[2 * r + x->model_axis]++;
+  long at = m->issued[CG_AXES * r + x->axis]++;
   issue(m, r, x);
   return at;
 }
 
-int mesh_await(mesh_run *m, sim_actor *self, int r, int axis, long at) { return await(m, self, r, axis, at); }
+int mesh_await(mesh_run *m, sim_actor *self, int r, int axis, long at) {
+  return await(m, self, r, (cg_axis)axis, at);
+}
 
 /* Whether collective x runs in a pass: every one in a step's last (or only) pass; in an earlier
 ** micro-batch's pass (gradient accumulation) those that move activations or gather weights, not
-** the gradients' reductions over the data axis, which run once, on the accumulated gradients. */
+** the gradients' reductions over the data (or fsdp) axis, which run once, on the accumulated
+** gradients. */
 static int runs(const cg_transfer *x, int apply, int reduce) {
-  return x->apply == apply && (reduce || x->model_axis || x->kind == CG_COLL_ALL_GATHER);
+  return x->apply == apply && (reduce || x->axis == CG_AXIS_MODEL || x->kind == CG_COLL_ALL_GATHER);
 }
 
 static int run_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, int apply, int reduce, sim_cpu *cpu,
@@ -309,7 +358,7 @@ static int run_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, in
   ** order issued, and every member of a line runs the same passes */
   long *pos = base_xcalloc(nx + 1, sizeof *pos);
   for (size_t i = 0; i < nx; i++)
-    if (runs(&x[i], apply, reduce)) pos[i] = m->issued[2 * r + x[i].model_axis]++;
+    if (runs(&x[i], apply, reduce)) pos[i] = m->issued[CG_AXES * r + x[i].axis]++;
   /* per kernel place: whether something happens there, and the collectives awaited there (a
   ** list through next), so a pass is linear in its kernels and collectives */
   char *stop = base_xcalloc(nk + 1, 1);
@@ -335,7 +384,7 @@ static int run_pass(mesh_run *m, sim_actor *self, int r, const cg_program *p, in
       if (x[issued].issue > at) break;
       issue(m, r, &x[issued]);
     }
-    for (long i = awaited[at]; i >= 0 && rc == SIM_OK; i = next[i]) rc = await(m, self, r, x[i].model_axis, pos[i]);
+    for (long i = awaited[at]; i >= 0 && rc == SIM_OK; i = next[i]) rc = await(m, self, r, x[i].axis, pos[i]);
   }
   free(stop);
   free(awaited);
@@ -380,15 +429,15 @@ int mesh_active(const scenario *s, int nreplicas) {
 cg_options mesh_compile_options(const scenario *s, int nreplicas) {
   int model = scenario_model_axis(s) > 1 ? scenario_model_axis(s) : 1, stages = scenario_pipeline_stages(s);
   int replicas = model > 1 && nreplicas % stages == 0 ? nreplicas / stages : nreplicas;
-  long data = replicas / model > 1 ? replicas / model : 1;
   long micro = s->global_batch / (model > 1 ? accum_steps(s) * scenario_pipeline_microbatches(s) : accum_steps(s));
-  /* hybrid sharding's model axis shards weights, not examples: each device runs its own share */
-  const char *recipe = scenario_sharding_recipe(s);
-  long group = recipe != NULL && !strcmp(recipe, "hybrid_fsdp") ? data * model : data;
-  return (cg_options){.replicas = replicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
-                      .gpu_backend = s->tpu_type[0] == '\0' && s->worker_machine.accel_gpu[0] != '\0',
-                      .sharding = recipe,
-                      .model_axis = model, .group_examples = model > 1 ? (int)((micro + group - 1) / group) : 0};
+  cg_options o = {.replicas = replicas, .fusion = s->xla_fusion > 0, .operand_fusion = s->tpu_type[0] != '\0',
+                  .gpu_backend = s->tpu_type[0] == '\0' && s->worker_machine.accel_gpu[0] != '\0',
+                  .sharding = scenario_sharding_recipe(s), .model_axis = model, .fsdp_axis = scenario_fsdp_axis(s)};
+  /* the devices holding different examples (a recipe's batch axes: a model group's share its data
+  ** shard's, hybrid sharding's each its own) */
+  long group = cg_sharding_batch_devices(&o);
+  o.group_examples = model > 1 ? (int)((micro + group - 1) / group) : 0;
+  return o;
 }
 
 /* ---- the layout against the cluster and the model --------------------------------------- */

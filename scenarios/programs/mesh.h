@@ -41,6 +41,10 @@ typedef double (*mesh_work_fn)(void *ctx, const cg_kernel *k, size_t from, size_
 ** tracks (each replica's trace track, for a span per collective) or NULL. */
 mesh_run *mesh_new(sim_engine *e, ds_strategy *s, int nreplicas, int model, float *const *bufs, size_t nparams,
                    const int *tracks);
+/* The same on a mesh {data, fsdp, model} (hybrid_fsdp_sp): fsdp x model divides nreplicas; on
+** several TPU slices, one slice a data index, fsdp x model laid on each slice's torus. */
+mesh_run *mesh_new_axes(sim_engine *e, ds_strategy *s, int nreplicas, int fsdp, int model, float *const *bufs,
+                        size_t nparams, const int *tracks);
 void      mesh_free(mesh_run *m);
 /* Forgets every line's progress: a new attempt starts its steps again (recovery). */
 void      mesh_reset(mesh_run *m);

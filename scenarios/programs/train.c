@@ -732,8 +732,8 @@ static void make_mesh(trainer *t) {
     t->pipe = pipe_new(t->engine, t->strategy, t->in.s, t->nreplicas, t->programs, inp_plan_max_count(t->plan),
                        values, t->nparams, t->traced ? t->track : NULL);
   else
-    t->mesh = mesh_new(t->engine, t->strategy, t->nreplicas, scenario_model_axis(t->in.s), values, t->nparams,
-                       t->traced ? t->track : NULL);
+    t->mesh = mesh_new_axes(t->engine, t->strategy, t->nreplicas, scenario_fsdp_axis(t->in.s),
+                            scenario_model_axis(t->in.s), values, t->nparams, t->traced ? t->track : NULL);
   free(bufs);
 }
 

@@ -542,3 +542,5 @@ void ds_strategy_set_multislice(ds_strategy *s, sim_multislice *m) {
   s->multi = m;
 }
 
+sim_multislice *ds_strategy_multislice(const ds_strategy *s) { return s->multi; }
+

@@ -172,5 +172,7 @@ sim_time ds_last_all_reduce_time(const ds_strategy *s);
 /* The replicas are every device of m's slices, ordered into m's ranks (ds_strategy_order_group):
 ** the gradient all-reduce (ds_all_reduce_sum) becomes m's hierarchical one. m is borrowed. */
 void ds_strategy_set_multislice(ds_strategy *s, sim_multislice *m);
+/* Its slices (a device mesh lays its within-slice axes on one slice's torus); NULL on one. */
+sim_multislice *ds_strategy_multislice(const ds_strategy *s);
 
 #endif

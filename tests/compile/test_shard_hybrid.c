@@ -42,7 +42,7 @@ static void test_hybrid_bytes_and_memory(void **state) {
   const cg_transfer *x = cg_program_collectives(cg_cache_get(c, 4), &nx);
   for (size_t i = 0; i < nx; i++) {
     if (x[i].kind != CG_COLL_ALL_REDUCE) continue;
-    assert_true(i > 0 && x[i - 1].kind == CG_COLL_REDUCE_SCATTER && x[i - 1].model_axis && !x[i].model_axis);
+    assert_true(i > 0 && x[i - 1].kind == CG_COLL_REDUCE_SCATTER && x[i - 1].axis == CG_AXIS_MODEL && x[i].axis == CG_AXIS_DATA);
     assert_true(x[i].issue >= x[i - 1].issue);
   }
   cg_cache_free(c);

@@ -64,7 +64,7 @@ static void each_stage_runs_its_layers_collectives(void **state) {
           assert_int_equal(i, n - 1);  /* the pass's end comes last */
           continue;
         }
-        assert_true((size_t)st[i].transfer < nx && x[st[i].transfer].model_axis);
+        assert_true((size_t)st[i].transfer < nx && x[st[i].transfer].axis == CG_AXIS_MODEL);
         if (st[i].await) {
           awaited++;
           assert_int_equal(issued, awaited);
