@@ -39,6 +39,7 @@ void cg_compile(cg_graph *g, const cg_options *o) {
   cg__shard(g, o);
   g->operand_fusion = o->operand_fusion;
   g->gpu_backend = o->gpu_backend;
+  if (o->fusion && o->gpu_backend) cg__gpu_row_passes(g);
   if (o->fusion) cg__fuse(g);
   cg__schedule(g);
   cg__liveness(g, o);
