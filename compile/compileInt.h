@@ -122,6 +122,8 @@ int  cg__is_compute(const cg_op *op);
 void cg__shard(cg_graph *g, const cg_options *o);      /* sharding.c */
 void cg__fuse(cg_graph *g);                            /* fusion.c */
 void cg__gpu_row_passes(cg_graph *g);                  /* gpu_rows.c */
+/* Gradient accumulation's kernels into out (room for one a tensor), their count returned. */
+size_t cg__accumulate_kernels(const cg_graph *g, cg_kernel *out);  /* accumulate.c */
 /* Whether producer p and consumer c may share a kernel by their passes (fusion.c's condition 1). */
 int  cg__same_pass(const cg_graph *g, const cg_op *p, const cg_op *c);
 void cg__schedule(cg_graph *g);                        /* schedule.c */
