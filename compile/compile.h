@@ -170,6 +170,9 @@ const cg_transfer *cg_program_collectives(const cg_program *p, size_t *n);
 /* The kernels of the step's compute (forward, loss, backward) and of the optimizer's update. */
 const cg_kernel *cg_program_step(const cg_program *p, size_t *n);
 const cg_kernel *cg_program_apply(const cg_program *p, size_t *n);
+/* Gradient accumulation's: each trainable variable's gradient added into its float32 accumulator
+** (compile/accumulate.c), after every micro-batch but a step's last. */
+const cg_kernel *cg_program_accumulate(const cg_program *p, size_t *n);
 /* The step kernels before which layer l's backward is done (l = layers: after the forward and
 ** loss), as md_workspace_set_marks's marks: the pass's gradient packs complete there. */
 size_t cg_program_mark(const cg_program *p, int l);

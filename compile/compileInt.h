@@ -62,6 +62,8 @@ typedef struct cg_op {
   int multi_output;       /* 1: it joined through a tensor others read too, which its fusion writes
                           ** as one of its outputs (XLA's multi-output fusion) */
   md_reduce reduce;       /* a normalisation's or softmax's reduction (models/cost.h) */
+  int row_passes;         /* a row reduction's dependent reductions over each row (models/cost.h) */
+  double row_reads;       /* its bytes read by each of them: its inputs' (its bytes less its output's) */
   int convolution;        /* 1: a convolution's product (models/cost.h) */
   int order;              /* its place in the schedule (schedule.c); the trace's order before */
   cg_axis axis;           /* a collective's mesh axis */
@@ -116,6 +118,11 @@ int  cg__is_compute(const cg_op *op);
 /* ---- the passes, each in its file ---- */
 void cg__shard(cg_graph *g, const cg_options *o);      /* sharding.c */
 void cg__fuse(cg_graph *g);                            /* fusion.c */
+void cg__gpu_row_passes(cg_graph *g);                  /* gpu_rows.c */
+/* Gradient accumulation's kernels into out (room for one a tensor), their count returned. */
+size_t cg__accumulate_kernels(const cg_graph *g, cg_kernel *out);  /* accumulate.c */
+/* Whether producer p and consumer c may share a kernel by their passes (fusion.c's condition 1). */
+int  cg__same_pass(const cg_graph *g, const cg_op *p, const cg_op *c);
 void cg__schedule(cg_graph *g);                        /* schedule.c */
 void cg__liveness(cg_graph *g, const cg_options *o);   /* liveness.c */
 

@@ -45,7 +45,7 @@ static int has_gradients(const cg_graph *g, int l) {
 }
 
 /* Condition 1. */
-static int same_pass(const cg_graph *g, const cg_op *p, const cg_op *c) {
+int cg__same_pass(const cg_graph *g, const cg_op *p, const cg_op *c) {
   if (p->phase == MD_PHASE_FORWARD && c->phase == MD_PHASE_FORWARD) return 1;
   if (p->phase == MD_PHASE_BACKWARD && c->phase == MD_PHASE_BACKWARD && c->layer >= 0 && !has_gradients(g, c->layer))
     return 1;
@@ -77,7 +77,7 @@ void cg__fuse(cg_graph *g) {
       if (t->producer < 0 || !cg__is_compute(&g->ops[t->producer])) continue;
       cg_op *p = &g->ops[t->producer];
       int root = root_of(g, t->producer);
-      if (!same_pass(g, p, c) || !hoistable(g, c, c->in[k], root)) continue;
+      if (!cg__same_pass(g, p, c) || !hoistable(g, c, c->in[k], root)) continue;
       for (size_t r = 0; r < sizeof RULES / sizeof *RULES; r++) {
         if (!RULES[r]->fuses(g, &g->ops[root], p, c)) continue;
         g->ops[root].fusion = root;

@@ -219,6 +219,8 @@ static void add_logged(tracer *tr, const md_op_log *log, size_t i) {
                          : info->elementwise ? CG_OP_ELEMENTWISE : CG_OP_OTHER,
                  .phase = info->phase, .layer = info->layer, .var = info->var, .flops = log->flops[i],
                  .bytes = log->bytes[i], .matmul = log->matmul[i], .reduce = info->reduce,
+                 .row_passes = info->row_passes,
+                 .row_reads = info->row_passes > 0 ? log->bytes[i] - info->out_bytes : 0,
                  .convolution = info->convolution};
   int op = cg__op_new(g, &proto);
   if (info->phase == MD_PHASE_OPTIMIZER) {

@@ -21,6 +21,8 @@ struct cg_program {
   size_t nstep;           /* how many */
   cg_kernel *apply;       /* the optimizer's kernels */
   size_t napply;          /* how many */
+  cg_kernel *accumulate;  /* gradient accumulation's sums, after a micro-batch (accumulate.c) */
+  size_t naccumulate;     /* how many */
   size_t *marks;          /* per layer (and the loss at [nlayers]): step kernels before its
                           ** backward was done */
   cg_transfer *colls;     /* the collectives, in schedule order */
@@ -39,6 +41,7 @@ void cg_compile(cg_graph *g, const cg_options *o) {
   cg__shard(g, o);
   g->operand_fusion = o->operand_fusion;
   g->gpu_backend = o->gpu_backend;
+  if (o->fusion && o->gpu_backend) cg__gpu_row_passes(g);
   if (o->fusion) cg__fuse(g);
   cg__schedule(g);
   cg__liveness(g, o);
@@ -119,6 +122,8 @@ static cg_program *lower(cg_graph *g, int n) {
   free(before);
   for (size_t i = g->traced; i < g->nops; i++) need(p, g, kernel_of, (int)i);
   free(kernel_of);
+  p->accumulate = base_xcalloc(g->ntensors + 1, sizeof *p->accumulate);
+  p->naccumulate = cg__accumulate_kernels(g, p->accumulate);
   return p;
 }
 
@@ -126,6 +131,7 @@ static void program_free(cg_program *p) {
   cg_graph_free(p->graph);
   free(p->step);
   free(p->apply);
+  free(p->accumulate);
   free(p->marks);
   free(p->colls);
   free(p);
@@ -139,6 +145,11 @@ const cg_kernel *cg_program_step(const cg_program *p, size_t *n) {
 const cg_kernel *cg_program_apply(const cg_program *p, size_t *n) {
   *n = p->napply;
   return p->apply;
+}
+
+const cg_kernel *cg_program_accumulate(const cg_program *p, size_t *n) {
+  *n = p->naccumulate;
+  return p->accumulate;
 }
 
 size_t cg_program_mark(const cg_program *p, int l) {

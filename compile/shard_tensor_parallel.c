@@ -35,10 +35,12 @@
 */
 #include "compile/compileInt.h"
 
-/* Divides op i's work by m: its FLOPs, bytes and its matmul's output columns. */
+/* Divides op i's work by m: its FLOPs, bytes (a row reduction's reads too) and its matmul's output
+** columns. */
 static void split_op(cg_op *op, int m) {
   op->flops /= m;
   op->bytes /= m;
+  op->row_reads /= m;
   if (op->matmul.batch > 0) op->matmul.n /= m;
 }
 

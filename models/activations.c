@@ -63,7 +63,7 @@ void md_activation_forward(md_activation act, int rows, int width, const float *
       return;
     case MD_ACT_SOFTMAX:
       for (int i = 0; count > 0 && i < rows; i++) md_softmax_forward(z + (size_t)i * width, a + (size_t)i * width, width, 1);
-      md_cost_normalize(cost, elem_bytes, cost_count, 5, 1, MD_REDUCE_ROWS);
+      md_cost_row_stats(cost, elem_bytes, cost_count, 5, 1, 2);  /* the max, then the sum of exp */
       return;
     case MD_ACT_GELU:
       for (size_t i = 0; i < count; i++) a[i] = 0.5f * z[i] * (1.0f + erff(z[i] / (float)M_SQRT2));

@@ -25,6 +25,7 @@ void md_cost_add(md_cost *into, const md_cost *c) {
   info.out_bytes = c->out_bytes;
   info.custom_call = c->custom_call;
   info.reduce = c->reduce;
+  info.row_passes = c->row_passes;
   info.convolution = c->convolution;
   info.in_place = c->in_place;
   log->info[log->n] = info;
@@ -60,10 +61,19 @@ void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double 
   md_cost_normalize(cost, elem_bytes, count, flops, reads, MD_REDUCE_NONE);
 }
 
-void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce) {
+static void normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce,
+                      int passes) {
   md_cost c = {.flops = count * flops, .bytes_moved = elem_bytes * count * (reads + 1), .bytes_resident = 0,
-               .elementwise = reads > 0, .out_bytes = elem_bytes * count, .reduce = reduce};
+               .elementwise = reads > 0, .out_bytes = elem_bytes * count, .reduce = reduce, .row_passes = passes};
   md_cost_add(cost, &c);
+}
+
+void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce) {
+  normalize(cost, elem_bytes, count, flops, reads, reduce, reduce == MD_REDUCE_ROWS);
+}
+
+void md_cost_row_stats(md_cost *cost, double elem_bytes, double count, double flops, int reads, int passes) {
+  normalize(cost, elem_bytes, count, flops, reads, MD_REDUCE_ROWS, passes);
 }
 
 void md_cost_dropout(md_cost *cost, double elem_bytes, double count, md_pass pass) {

@@ -35,6 +35,8 @@ typedef struct md_op_info {
   int custom_call;        /* 1: a hand-written fused kernel (flash attention), a custom-call in
                           ** XLA's HLO: its matmul shape times it, no epilogue fuses into it */
   md_reduce reduce;       /* the reduction an elementwise op also does (a norm, a softmax) */
+  int row_passes;         /* a row reduction's dependent reductions over each row (md_cost_row_stats);
+                          ** 0 for any other op */
   int convolution;        /* 1: a convolution's product (cuDNN's on a GPU, whose fused kernel takes
                           ** the bias and activation after it; a GEMM's does not: compile/fuse_output.c) */
   int in_place;           /* 1: it updates variables in place beside its layer's chain of ops
@@ -60,6 +62,7 @@ typedef struct md_cost {
   double out_bytes;       /* bytes of the one tensor the op writes; 0: not known */
   int custom_call;        /* 1: a fused kernel (md_op_info) */
   md_reduce reduce;       /* a normalisation's or softmax's reduction (md_op_info) */
+  int row_passes;         /* a row reduction's dependent reductions over a row (md_op_info) */
   int convolution;        /* 1: a convolution's product (md_op_info) */
   int in_place;           /* 1: a variables' update beside the layer's chain (md_op_info) */
   md_op_log *ops;         /* when set, each op added to this total is also logged here */

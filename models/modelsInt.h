@@ -284,6 +284,12 @@ void md_cost_elementwise(md_cost *cost, double elem_bytes, double count, double 
 /* The same for a normalisation or a softmax, whose reduction `reduce` tells XLA's fusion how it
 ** fuses (md_reduce); its counts are an elementwise op's. */
 void md_cost_normalize(md_cost *cost, double elem_bytes, double count, double flops, int reads, md_reduce reduce);
+/* A row reduction (MD_REDUCE_ROWS, as md_cost_normalize) whose statistics take `passes` dependent
+** reductions over each row: TensorFlow's softmax (tf2xla's softmax_op.cc: the max, then the sum of
+** exp(x - max)) and layer norm (tf.nn.moments: the mean, then the variance about it) take 2, and
+** md_cost_normalize's row reductions 1. One kernel per reduction rereads the row for each
+** (compile/gpu_rows.c: XLA's GPU backend); a backend holding the row on chip does not. */
+void md_cost_row_stats(md_cost *cost, double elem_bytes, double count, double flops, int reads, int passes);
 /* Inverted dropout over count elements (Dropout, MultiHeadAttention's dropout on its probabilities).
 ** Forward: a draw, a compare and two multiplies an element, reading x and writing z and the mask
 ** (XLA fuses it as a loop with two outputs, the mask kept for the backward), its output z.

@@ -110,11 +110,14 @@ static void ln_backward(const md_layer *l, const md_layer_run *r) {
 }
 
 /* Forward: two passes for the statistics and one for z, 8 FLOPs an element, reading x and
-** writing z. Backward: 12 FLOPs an element reading x and dz, writing dx (the statistics
-** recomputed, invariant 2). */
+** writing z; the two are dependent reductions (tf.nn.moments, which Keras's layer norm calls, and
+** TF 2's below epsilon 1.001e-5, where it cannot take fused_batch_norm: the mean, then the mean
+** squared difference from it). Backward: 12 FLOPs an element reading x and dz, writing dx (the
+** statistics recomputed, invariant 2), its two sums (of dz gamma and of dz gamma x-hat) one
+** reduction. */
 static void ln_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_cost *cost) {
   double count = (double)r->n * l->in;
-  if (pass == MD_PASS_FORWARD) md_cost_normalize(cost, r->act_bytes, count, 8, 1, MD_REDUCE_ROWS);
+  if (pass == MD_PASS_FORWARD) md_cost_row_stats(cost, r->act_bytes, count, 8, 1, 2);
   else md_cost_normalize(cost, r->act_bytes, count, 12, 2, MD_REDUCE_ROWS);
 }
 

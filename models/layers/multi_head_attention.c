@@ -381,7 +381,7 @@ static void mha_cost(const md_layer *l, const md_layer_run *r, md_pass pass, md_
       fused_kernel(cost, l, &m, heads, m.k + m.v, 5, qkvo + lse, e);
     } else {
       attention_product(cost, e, heads, m.s, m.k);
-      md_cost_normalize(cost, e, scores, 5, 1, MD_REDUCE_ROWS);
+      md_cost_row_stats(cost, e, scores, 5, 1, 2);
       if (drop) md_cost_dropout(cost, e, scores, pass);
       attention_product(cost, e, heads, m.s, m.v);
     }

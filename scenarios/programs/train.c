@@ -506,8 +506,11 @@ static void replica_main(sim_actor *self, void *arg) {
     rep->phase = REP_COMPUTE;
     for (int k = 0; k + 1 < micro; k++) {
       rep->program = cg_cache_get(t->programs, accum_count(n, k, micro));
+      size_t nsums;
+      const cg_kernel *sums = cg_program_accumulate(rep->program, &nsums);
       if ((t->mesh ? mesh_micro_pass(t->mesh, self, r, rep->program, cpu, mesh_kernels, rep)
-                   : whole_pass(t, rep, self, cpu)) != SIM_OK)
+                   : whole_pass(t, rep, self, cpu)) != SIM_OK ||
+          sim_exec(self, cpu, train__kernel_work(t, rep, sums, 0, nsums)) != SIM_OK)
         return;
     }
     rep->program = cg_cache_get(t->programs, accum_count(n, micro - 1, micro));
