@@ -178,6 +178,27 @@ static void a100_pcie_is_the_sxm4_silicon_on_pcie(void **state) {
   if (fabs(2.0 * 4096 * 4096 * 4096 / t / 1e12 - 257.5) > 0.05) fail_msg("%.2f TFLOP/s, want 257.5", 2.0 * 4096 * 4096 * 4096 / t / 1e12);
 }
 
+/* The H100 PCIe (datasheet, PCIe column) is a smaller Hopper than the SXM5: a custom machine that
+** names it takes 114 SMs, TF32 at 378 of 756 TFLOP/s dense (0.5) and its FP32 cores' 51 over 756,
+** not the SXM5's 132 SMs and 67 of 989; the names list ends with it. */
+static void h100_pcie_per_op_model(void **state) {
+  (void)state;
+  int g = 0;
+  while (MACHINES_GPU_MODELS[g] && strcmp(MACHINES_GPU_MODELS[g], "h100-pcie")) g++;
+  assert_non_null(MACHINES_GPU_MODELS[g]);
+  assert_null(MACHINES_GPU_MODELS[g + 1]);
+  scn_machine m;
+  memset(&m, 0, sizeof m);
+  m.cpus = 16;
+  m.accel_per_op_gpu = g;
+  m.accel_peak_flops = 756e12;
+  machines_fill_defaults(&m);
+  assert_string_equal(m.accel_gpu, "H100 PCIe 80 GB");
+  assert_int_equal(m.accel_op.units, 114);
+  assert_true(m.accel_op.peak == 756e12 && m.accel_op.f32_rate == 0.5);
+  assert_true(m.accel_op.vector_rate == 51e12 / 756e12);
+}
+
 /* What NCCL's tuning tables know of each system (sim/nccl.h): its GPUs' generation, by compute
 ** capability as tuning.cc indexes it (L4's 8.9 takes Ampere's row, B200 Hopper's: NCCL 2.20's
 ** tables end there), and whether its hosts are AMD's, which picks LL's cap across nodes. */
@@ -205,6 +226,7 @@ int main(void) {
     cmocka_unit_test(custom_accelerator_names_its_per_op_model),
     cmocka_unit_test(systems_carry_nccl_generation_and_host),
     cmocka_unit_test(a100_pcie_is_the_sxm4_silicon_on_pcie),
+    cmocka_unit_test(h100_pcie_per_op_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
