@@ -54,6 +54,22 @@ static const struct gpu {
   {"L4 24 GB", 58, 121e12, 60e12, 30.3e12, 24.0 * GIB, 300e9, 32e9, 32e9, 24e9, 0, 1},
 #define GPU_V100_32 7
   {"V100 SXM3 32 GB", 80, 125e12, 15.7e12, 15.7e12, 32.0 * GIB, 900e9, 16e9, 150e9, 130e9, 0, 0},
+  /* The PCIe A100s (NVIDIA's A100 PCIe product brief PB-10137, and the A100 80GB PCIe's): the
+  ** SXM4's GA100 with its 108 SMs and 1410 MHz boost, so the same dense rates, at 250 W (40 GB)
+  ** and 300 W (80 GB) against the SXM4's 400 W; 80 GB's HBM2e at 1935 GB/s. Their NVLink bridges
+  ** join pairs only, which no VM of the catalogue states: GPUs reach each other over PCIe here, as
+  ** L4's (NCCL's PCIe Gen4 x16 figure, 24 GB/s). Sustained clocks under those power limits are not
+  ** modelled (docs/machine.md, "GPU catalogue": no measured clock under load was found). */
+#define GPU_A100_PCIE_40 8
+  {"A100 PCIe 40 GB", 108, 312e12, 156e12, 19.5e12, 40.0 * GIB, 1555e9, 32e9, 32e9, 24e9, 0, 1},
+#define GPU_A100_PCIE_80 9
+  {"A100 PCIe 80 GB", 108, 312e12, 156e12, 19.5e12, 80.0 * GIB, 1935e9, 32e9, 32e9, 24e9, 0, 1},
+  /* The H100 PCIe (NVIDIA's H100 datasheet, PCIe column, and product brief PB-11133: 114 SMs, 1513
+  ** TFLOP/s bf16 and 756 TF32 with sparsity, so 756 and 378 dense, 51 FP32, 80 GB HBM2e at 2000
+  ** GB/s, PCIe Gen5 x16, 350 W); PCIe-only between cards as the A100 PCIe's, at NCCL's Gen5 x16
+  ** figure (48 GB/s, docs/machine.md "NICs on PCIe"). */
+#define GPU_H100_PCIE 10
+  {"H100 PCIe 80 GB", 114, 756e12, 378e12, 51e12, 80.0 * GIB, 2000e9, 64e9, 64e9, 48e9, 0, 1},
 };
 
 /* Each GPU's generation as NCCL's tuning tables index it, by compute capability (tuning.cc at
@@ -62,7 +78,8 @@ static const struct gpu {
 static const sim_nccl_arch GPU_NCCL_ARCH[] = {
   [GPU_A100_40] = SIM_NCCL_AMPERE, [GPU_A100_80] = SIM_NCCL_AMPERE, [GPU_H100] = SIM_NCCL_HOPPER,
   [GPU_H200] = SIM_NCCL_HOPPER, [GPU_B200] = SIM_NCCL_HOPPER, [GPU_V100] = SIM_NCCL_VOLTA,
-  [GPU_L4] = SIM_NCCL_AMPERE, [GPU_V100_32] = SIM_NCCL_VOLTA};
+  [GPU_L4] = SIM_NCCL_AMPERE, [GPU_V100_32] = SIM_NCCL_VOLTA, [GPU_A100_PCIE_40] = SIM_NCCL_AMPERE,
+  [GPU_A100_PCIE_80] = SIM_NCCL_AMPERE, [GPU_H100_PCIE] = SIM_NCCL_HOPPER};
 _Static_assert(sizeof GPU_NCCL_ARCH / sizeof GPU_NCCL_ARCH[0] == sizeof GPUS / sizeof GPUS[0],
                "NCCL's generation for every GPU of the catalogue");
 
@@ -82,7 +99,7 @@ static int amd_host(const char *system) {
 /* The GPUs' names in a custom accelerator's per_op_model (keys_cluster.c): GPUS[i] is
 ** MACHINES_GPU_MODELS[i + 1]; "none" is the scalar roofline. */
 const char *const MACHINES_GPU_MODELS[] = {"none", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "v100-16gb", "l4",
-                                           "v100-32gb", NULL};
+                                           "v100-32gb", "a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie", NULL};
 _Static_assert(sizeof GPUS / sizeof GPUS[0] + 2 == sizeof MACHINES_GPU_MODELS / sizeof MACHINES_GPU_MODELS[0],
                "a name for every GPU of the catalogue");
 

@@ -109,6 +109,19 @@ static void transport_key_errors(void **state) {
   assert_non_null(strstr(err.msg, "n2-standard-8 has no GPUs; transport is for a GPU system"));
 }
 
+/* Seconds of the one GEMM of the loaded workload scenario s. */
+static double gemm_seconds(const scenario *s) {
+  scn_error err;
+  char *out = tu_temp_dir("podsim-gpu-catalogue"), path[512];
+  workload_summary w;
+  if (workload_run(s, out, &w, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
+  double t[2];
+  snprintf(path, sizeof path, "%s/matmul.csv", out);
+  assert_true(tu_read_column(path, 4, t, 2, NULL) >= 1);
+  tu_remove_dir(out);
+  return t[0];
+}
+
 /* A custom accelerator names the catalogue GPU whose per-op model it takes: H100's 132 SMs, tiles
 ** and efficiencies at its own peak, 494.5 TFLOP/s. A 4096^3 bf16 GEMM then takes the 256x128
 ** tile: 16 x 32 = 512 tiles, ceil(512 / 132) = 4 waves of 2 x 256 x 128 x 4096 FLOPs at
@@ -130,18 +143,60 @@ static void custom_accelerator_names_its_per_op_model(void **state) {
               op->writeback == h.accel_op.writeback);
   assert_true(op->f32_rate == 0.5 && op->vector_rate == h.accel_op.vector_rate);
   assert_string_equal(s.worker_machine.accel_gpu, "H100 SXM5 80 GB");
-  char *out = tu_temp_dir("podsim-gpu-catalogue"), path[512];
-  workload_summary w;
-  if (workload_run(&s, out, &w, &err) != TR_EXIT_OK) fail_msg("%s", err.msg);
-  double t[2];
-  snprintf(path, sizeof path, "%s/matmul.csv", out);
-  assert_true(tu_read_column(path, 4, t, 2, NULL) >= 1);
-  tu_remove_dir(out);
+  double t = gemm_seconds(&s);
   double want = 5.25e-6 + 4 * (2.0 * 256 * 128 * 4096 / (494.5e12 * 0.91 / 132) + 0.55 * 65536.0 / (3350e9 * 0.7 / 132));
-  if (fabs(t[0] - want) > 1e-12) fail_msg("GEMM %.12f s, want %.12f", t[0], want);
+  if (fabs(t - want) > 1e-12) fail_msg("GEMM %.12f s, want %.12f", t, want);
   assert_int_not_equal(scenario_load(tu_src("tests/data/gpu_catalogue/custom_two_models.yaml"), NULL, 0, &s, &err), 0);
   assert_non_null(strstr(err.msg, "custom_two_models.yaml:11:"));
   assert_non_null(strstr(err.msg, "accelerators.efficiency: efficiency is the scalar roofline's"));
+}
+
+/* The A100 PCIe 40 GB (product brief PB-10137) is the SXM4's GA100 at the same 1410 MHz boost:
+** 108 SMs, 312 TFLOP/s bf16, TF32 at half, 1555 GB/s, but no NVLink switch: its GPUs are PCIe-only
+** (NCCL's 24 GB/s Gen4 x16 ring) and its 250 W limit is not modelled. The fidelity rows' custom
+** machine that names it (tests/data/fidelity/gemm_a100_4096x4096x4096.yaml) times a 4096^3 bf16
+** GEMM as one dgx-a100 GPU does: the 256x128 tile, 16 x 32 = 512 tiles in ceil(512 / 108) = 5
+** waves of 2 x 256 x 128 x 4096 FLOPs at 312e12 x 0.91 / 108 a SM (102.11 us) and 0.55 of the
+** 65,536-byte tile write at 0.7 x 1555 GB/s / 108 (3.58 us), plus the 5.25 us launch: 533.7 us,
+** 257.5 TFLOP/s (the 128x128 tile's 10 waves take 555.3 us; the bytes 92.5 us). */
+static void a100_pcie_is_the_sxm4_silicon_on_pcie(void **state) {
+  (void)state;
+  scn_machine m;
+  assert_int_equal(machines_lookup("dgx-a100", &m), 0);
+  static scenario s;
+  scn_error err;
+  if (scenario_load(tu_src("tests/data/fidelity/gemm_a100_4096x4096x4096.yaml"), NULL, 0, &s, &err) != 0)
+    fail_msg("%s", err.msg);
+  assert_string_equal(s.worker_machine.accel_gpu, "A100 PCIe 40 GB");
+  const sim_opmodel *op = &s.worker_machine.accel_op;
+  assert_int_equal(op->units, 108);
+  assert_true(op->peak == 312e12 && op->f32_rate == 0.5 && op->vector_rate == 19.5e12 / 312e12);
+  assert_true(op->efficiency == m.accel_op.efficiency && op->writeback == m.accel_op.writeback);
+  double t = gemm_seconds(&s);
+  double want = 5.25e-6 + 5 * (2.0 * 256 * 128 * 4096 / (312e12 * 0.91 / 108) + 0.55 * 65536.0 / (1555e9 * 0.7 / 108));
+  if (fabs(t - want) > 1e-12) fail_msg("GEMM %.12f s, want %.12f", t, want);
+  if (fabs(2.0 * 4096 * 4096 * 4096 / t / 1e12 - 257.5) > 0.05) fail_msg("%.2f TFLOP/s, want 257.5", 2.0 * 4096 * 4096 * 4096 / t / 1e12);
+}
+
+/* The H100 PCIe (datasheet, PCIe column) is a smaller Hopper than the SXM5: a custom machine that
+** names it takes 114 SMs, TF32 at 378 of 756 TFLOP/s dense (0.5) and its FP32 cores' 51 over 756,
+** not the SXM5's 132 SMs and 67 of 989; the names list ends with it. */
+static void h100_pcie_per_op_model(void **state) {
+  (void)state;
+  int g = 0;
+  while (MACHINES_GPU_MODELS[g] && strcmp(MACHINES_GPU_MODELS[g], "h100-pcie")) g++;
+  assert_non_null(MACHINES_GPU_MODELS[g]);
+  assert_null(MACHINES_GPU_MODELS[g + 1]);
+  scn_machine m;
+  memset(&m, 0, sizeof m);
+  m.cpus = 16;
+  m.accel_per_op_gpu = g;
+  m.accel_peak_flops = 756e12;
+  machines_fill_defaults(&m);
+  assert_string_equal(m.accel_gpu, "H100 PCIe 80 GB");
+  assert_int_equal(m.accel_op.units, 114);
+  assert_true(m.accel_op.peak == 756e12 && m.accel_op.f32_rate == 0.5);
+  assert_true(m.accel_op.vector_rate == 51e12 / 756e12);
 }
 
 /* What NCCL's tuning tables know of each system (sim/nccl.h): its GPUs' generation, by compute
@@ -170,6 +225,8 @@ int main(void) {
     cmocka_unit_test(transport_key_errors),
     cmocka_unit_test(custom_accelerator_names_its_per_op_model),
     cmocka_unit_test(systems_carry_nccl_generation_and_host),
+    cmocka_unit_test(a100_pcie_is_the_sxm4_silicon_on_pcie),
+    cmocka_unit_test(h100_pcie_per_op_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
