@@ -26,7 +26,7 @@ struct md_optimizer {
 void md_optimizer_spec_defaults(md_optimizer_spec *s, md_optimizer_kind kind) {
   memset(s, 0, sizeof *s);
   s->kind = kind;
-  s->learning_rate = kind == MD_OPT_SGD ? 0.01f : 0.001f;
+  s->learning_rate = kind == MD_OPT_SGD || kind == MD_OPT_LARS ? 0.01f : 0.001f;
   s->momentum = 0.0f;
   s->nesterov = 0;
   s->beta_1 = 0.9f;
@@ -34,6 +34,12 @@ void md_optimizer_spec_defaults(md_optimizer_spec *s, md_optimizer_kind kind) {
   s->epsilon = 1e-7f;
   s->initial_accumulator_value = 0.1f;
   s->weight_decay = kind == MD_OPT_ADAMW ? 0.004f : 0.0f;
+  if (kind != MD_OPT_LARS) return;
+  /* LARSOptimizer's own defaults (lars_optimizer.py's __init__) */
+  s->momentum = 0.9f;
+  s->weight_decay = 0.0001f;
+  s->eeta = 0.001f;
+  s->epsilon = 0.0f;
 }
 
 int md_optimizer_slots_per_var(const md_optimizer_spec *spec) {
@@ -42,7 +48,8 @@ int md_optimizer_slots_per_var(const md_optimizer_spec *spec) {
     case MD_OPT_ADAM:
     case MD_OPT_ADAMW:
     case MD_OPT_LAMB: return 2;
-    case MD_OPT_ADAGRAD: return 1;
+    case MD_OPT_ADAGRAD:
+    case MD_OPT_LARS: return 1;
   }
   return 0;
 }
@@ -50,7 +57,8 @@ int md_optimizer_slots_per_var(const md_optimizer_spec *spec) {
 const char *md_optimizer_slot_suffix(const md_optimizer_spec *spec, int k) {
   assert(k >= 0 && k < md_optimizer_slots_per_var(spec));
   switch (spec->kind) {
-    case MD_OPT_SGD: return "momentum";
+    case MD_OPT_SGD:
+    case MD_OPT_LARS: return "momentum";
     case MD_OPT_ADAM: return k == 0 ? "m" : "v";
     case MD_OPT_ADAGRAD: return "accumulator";
     case MD_OPT_ADAMW:
@@ -198,6 +206,26 @@ static void adagrad(const md_optimizer_spec *s, float *w, const float *g, float 
   }
 }
 
+/* LARSOptimizer's compute_lr and ApplyMomentum at rate 1 (optimizer.h); adapt 0: a variable its
+** skip_list names, neither decayed nor scaled. The norms sum float32 squares in index order in
+** double, as lamb's do. */
+static void lars(const md_optimizer_spec *s, float *w, const float *g, float *m, size_t n, int adapt) {
+  float lr = s->learning_rate, wd = adapt ? s->weight_decay : 0.0f;
+  if (adapt) {
+    double ww = 0, gg = 0;
+    for (size_t j = 0; j < n; j++) {
+      ww += w[j] * w[j];
+      gg += g[j] * g[j];
+    }
+    float wn = sqrtf((float)ww), gn = sqrtf((float)gg);
+    if (wn > 0.0f && gn > 0.0f) lr *= s->eeta * wn / (gn + wd * wn + s->epsilon);
+  }
+  for (size_t j = 0; j < n; j++) {
+    m[j] = m[j] * s->momentum + (g[j] + wd * w[j]) * lr;
+    w[j] -= m[j];
+  }
+}
+
 float md_optimizer_learning_rate(const md_optimizer_spec *spec, int64_t t) {
   if (spec->schedule.kind == MD_SCHEDULE_CONSTANT) return spec->learning_rate;
   int64_t micro = spec->accumulation_steps > 1 ? spec->accumulation_steps : 1;
@@ -216,8 +244,9 @@ static const md_optimizer_spec *at_iteration(const md_optimizer_spec *spec, int6
   return now;
 }
 
-void md_optimizer_update(const md_optimizer_spec *scheduled, int64_t t, float *w, const float *g,
-                         float *const *slots, size_t n, md_cost *cost) {
+/* md_optimizer_update of one variable, adapt 0 for a variable lars skips (apply's rule). */
+static void update(const md_optimizer_spec *scheduled, int64_t t, float *w, const float *g, float *const *slots,
+                   size_t n, int adapt, md_cost *cost) {
   md_optimizer_spec now;
   const md_optimizer_spec *spec = at_iteration(scheduled, t, &now);
   size_t math = w != NULL ? n : 0;  /* shapes only: no math, the cost below */
@@ -251,11 +280,22 @@ void md_optimizer_update(const md_optimizer_spec *scheduled, int64_t t, float *w
       flops = 24;
       arrays = 11;
       break;
+    case MD_OPT_LARS:  /* adapted: norms 4 (reading w and g, a pass of its own: the ratio needs
+                       ** both sums), decay 2, scale 1, momentum 2, step 1; skipped: the last 4 */
+      lars(spec, w, g, slots[0], math, adapt);
+      flops = adapt ? 10 : 4;
+      arrays = adapt ? 7 : 5;
+      break;
   }
   /* One fused elementwise update: it writes the variable (and its slots) in place. */
   md_cost c = {.flops = flops * (double)n, .bytes_moved = 4.0 * arrays * (double)n, .bytes_resident = 0,
                .elementwise = 1, .out_bytes = 4.0 * (double)n};
   md_cost_add(cost, &c);
+}
+
+void md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float *w, const float *g, float *const *slots,
+                         size_t n, md_cost *cost) {
+  update(spec, t, w, g, slots, n, 1, cost);
 }
 
 /* ---- sparse updates (optimizer.h: md_optimizer_update_sparse) ---- */
@@ -389,6 +429,15 @@ void md_optimizer_update_sparse(const md_optimizer_spec *scheduled, int64_t t, f
     case MD_OPT_LAMB:
       dense_from_slices(spec, t, w, rows, row, unique, g, u, slots, cost);
       break;
+    case MD_OPT_LARS:  /* ResourceSparseApplyMomentum: accumulate the gradient, step by lr */
+      for (size_t r = 0; math && r < u; r++)
+        for (size_t c = 0; c < row; c++) {
+          size_t at = (size_t)unique[r] * row + c;
+          slots[0][at] = slots[0][at] * spec->momentum + g[r * row + c];
+          w[at] -= spec->learning_rate * slots[0][at];
+        }
+      charge(cost, 4, 5, touched);
+      break;
   }
   free(g);
   free(seg);
@@ -409,7 +458,8 @@ static void apply(md_optimizer *o, md_model *m, const md_grads *g, int n, const 
     for (int k = 0; k < per_var; k++) slots[k] = o->slots[k * o->ntrainable + o->ordinal[i]].data;
     md_op_log_at(cost, MD_PHASE_OPTIMIZER, -1, i);
     if (!md_grads_sparse(g, i)) {
-      md_optimizer_update(&o->spec, o->iterations, v->data, g->g[i], slots, v->size, cost);
+      /* lars skips the 1-D variables, as MLPerf's skip_list ['batch_normalization', 'bias'] does */
+      update(&o->spec, o->iterations, v->data, g->g[i], slots, v->size, v->rank >= 2, cost);
       continue;
     }
     /* The step's ids, all distinct as far as the table's rows go: the most rows it can touch. */

@@ -14,6 +14,16 @@
 **             r = ||w|| / ||u|| (1 when either is 0; the sums of squares in double, rounded once);
 **             w -= (r*lr) * u. The norms are of the variable given (a parameter server's shard is
 **             a variable of its own to Keras's optimizer, so its norms are the shard's).
+** and TF 1's tf.contrib.opt.LARSOptimizer (tensorflow/contrib/opt/python/training/
+** lars_optimizer.py, r1.15), which MLPerf's TPU ResNet-50 submissions trained with
+** (training_results_v0.6, Google/benchmarks/resnet/implementations/tpu-v3-N-resnet/resnet/lars_util.py:
+** skip_list=['batch_normalization', 'bias']):
+**   lars:     a variable it adapts: r = eeta*||w|| / (||g|| + wd*||w|| + eps) (1 when either norm is
+**             0; the sums of squares in double, rounded once), g' = g + wd*w, lr' = lr*r;
+**             one it skips: g' = g, lr' = lr. Then ApplyMomentum at rate 1:
+**             m = m*momentum + g'*lr'; w -= m. md_optimizer_apply skips the 1-D variables (the
+**             norms' gamma and beta and the biases: what that skip_list names in a ResNet) and
+**             adapts the rest; md_optimizer_update adapts whatever it is given.
 */
 #ifndef PODSIM_OPTIMIZER_H
 #define PODSIM_OPTIMIZER_H
@@ -21,19 +31,20 @@
 #include "models/model.h"
 #include "models/schedule.h"
 
-typedef enum { MD_OPT_SGD = 0, MD_OPT_ADAM, MD_OPT_ADAGRAD, MD_OPT_ADAMW, MD_OPT_LAMB } md_optimizer_kind;
+typedef enum { MD_OPT_SGD = 0, MD_OPT_ADAM, MD_OPT_ADAGRAD, MD_OPT_ADAMW, MD_OPT_LAMB, MD_OPT_LARS } md_optimizer_kind;
 
 typedef struct md_optimizer_spec {
   md_optimizer_kind kind; /* which formula */
   float learning_rate;    /* all kinds: the rate when schedule is CONSTANT */
   md_schedule schedule;   /* all kinds: learning_rate as a Keras LearningRateSchedule */
-  float momentum;         /* sgd (Keras default 0) */
+  float momentum;         /* sgd (Keras default 0), lars (0.9) */
   int nesterov;           /* sgd */
   float beta_1;           /* adam, adamw, lamb (0.9) */
   float beta_2;           /* adam, adamw, lamb (0.999) */
   float epsilon;          /* adam, adagrad, adamw, lamb (1e-7) */
   float initial_accumulator_value; /* adagrad (0.1) */
-  float weight_decay;     /* adamw (0.004), lamb (0: Keras's None, no decay) */
+  float weight_decay;     /* adamw (0.004), lamb (0: Keras's None, no decay), lars (0.0001) */
+  float eeta;             /* lars: the trust coefficient (0.001) */
   int accumulation_steps; /* Keras's gradient_accumulation_steps: micro-steps per apply (0 or 1:
                           ** none). Only the schedule sees them (below): Keras 3 evaluates it at
                           ** the micro-step count, while adam's t counts applies */
@@ -43,7 +54,7 @@ typedef struct md_optimizer_spec {
 void md_optimizer_spec_defaults(md_optimizer_spec *s, md_optimizer_kind kind);
 
 /* The slots one variable gets under spec: 0 or 1 (sgd: a momentum slot when momentum > 0), 2
-** (adam, adamw, lamb) or 1 (adagrad); slot k's name suffix ("momentum"; "m", "v"; "accumulator";
+** (adam, adamw, lamb) or 1 (adagrad, lars); slot k's name suffix ("momentum"; "m", "v"; "accumulator";
 ** Keras 3's "momentum", "velocity" for adamw and lamb) and the value
 ** every slot starts at (adagrad's initial_accumulator_value, else 0). */
 int         md_optimizer_slots_per_var(const md_optimizer_spec *spec);
@@ -73,7 +84,9 @@ void        md_optimizer_update(const md_optimizer_spec *spec, int64_t t, float 
 **   adagrad:  ResourceSparseApplyAdagradV2: on the unique rows only, a += g*g;
 **             w -= lr*g / (sqrt(a) + eps);
 **   adamw, lamb: Keras 3's update_step has no sparse form: the summed slices become a dense
-**             gradient (zeros elsewhere) and the dense update runs on every row.
+**             gradient (zeros elsewhere) and the dense update runs on every row;
+**   lars:     LARSOptimizer's fallback, ResourceSparseApplyMomentum at the plain rate, on the
+**             unique rows only: m = m*momentum + g; w -= lr*m.
 ** w or values NULL (shapes only): no math, only the cost of the rows touched (adam: all of
 ** them), added to *cost. */
 void        md_optimizer_update_sparse(const md_optimizer_spec *spec, int64_t t, float *w, size_t rows,

@@ -765,6 +765,13 @@ static const key_spec SGD_KEYS[] = {
 static const key_spec ADAM_KEYS[] = {{.key = "kind", .type = V_STR}, LR, BETAS, EPS, END};
 /* Keras 3's AdamW and Lamb: Adam's keys and the decoupled weight decay. */
 static const key_spec ADAMW_KEYS[] = {{.key = "kind", .type = V_STR}, LR, BETAS, EPS, WEIGHT_DECAY, END};
+/* TF 1's tf.contrib.opt.LARSOptimizer (MLPerf's TPU ResNet-50): momentum, decay, trust coefficient. */
+static const key_spec LARS_KEYS[] = {
+  {.key = "kind", .type = V_STR}, LR,
+  {.key = "momentum", .type = V_NUM, .st = S_FLOAT, OFF(md_optimizer_spec, momentum), .lo = 0, .hi = 1},
+  WEIGHT_DECAY,
+  {.key = "eeta", .type = V_NUM, .st = S_FLOAT, OFF(md_optimizer_spec, eeta), .lo = 0, .lo_open = 1},
+  EPS, END};
 static const key_spec ADAGRAD_KEYS[] = {
   {.key = "kind", .type = V_STR}, LR,
   {.key = "initial_accumulator_value", .type = V_NUM, .st = S_FLOAT,
@@ -773,18 +780,23 @@ static const key_spec ADAGRAD_KEYS[] = {
 /* Index = md_optimizer_kind. */
 const variant CFG_OPTIMIZERS[] = {
   {"sgd", SGD_KEYS}, {"adam", ADAM_KEYS}, {"adagrad", ADAGRAD_KEYS}, {"adamw", ADAMW_KEYS},
-  {"lamb", ADAMW_KEYS}, {NULL, NULL}};
+  {"lamb", ADAMW_KEYS}, {"lars", LARS_KEYS}, {NULL, NULL}};
 
 /* The Keras defaults (models/optimizer.c has md_optimizer_spec_defaults with the same figures;
 ** the loader keeps its own so it does not depend on the numerics layer being linked). */
 void cfg_optimizer_defaults(md_optimizer_spec *o, md_optimizer_kind kind) {
   memset(o, 0, sizeof *o);
   o->kind = kind;
-  o->learning_rate = kind == MD_OPT_SGD ? 0.01f : 0.001f;
+  o->learning_rate = kind == MD_OPT_SGD || kind == MD_OPT_LARS ? 0.01f : 0.001f;
   o->beta_1 = 0.9f;
   o->beta_2 = 0.999f;
   o->epsilon = 1e-7f;
   o->initial_accumulator_value = 0.1f;
   o->weight_decay = kind == MD_OPT_ADAMW ? 0.004f : 0.0f;
+  if (kind != MD_OPT_LARS) return;
+  o->momentum = 0.9f;  /* LARSOptimizer's defaults */
+  o->weight_decay = 0.0001f;
+  o->eeta = 0.001f;
+  o->epsilon = 0.0f;
 }
 

@@ -250,6 +250,47 @@ static void test_lamb_zero_norm(void **state) {
   drop(&f);
 }
 
+/* LARS (tf.contrib.opt.LARSOptimizer), lr 0.1, momentum 0.9, weight_decay 0.01, eeta 0.001, eps 0.
+** The kernel (2-D: adapted): ||w|| = sqrt 5 = 2 ||g|| (||g|| = sqrt 1.25), so
+** t=1: r = 0.001 * 2 / (1 + 0.01 * 2) = 0.00196078431 (1/510), lr' = 1/5100, g' = g + 0.01 w =
+**      [0.51, -1.02], m = g' lr' = [0.0001, -0.0002], w1 = [0.9999, -1.9998];
+** t=2: w1 = 0.9999 w0, so r = 0.001 * 2 * 0.9999 / (1 + 0.02 * 0.9999) = 0.00196059208,
+**      g' = [0.509999, -1.019998], g' lr' = [0.00009999, -0.00019998],
+**      m = 0.9 m + g' lr' = [0.00018999, -0.00037998], w2 = [0.99971001, -1.99942002].
+** The bias (1-D: skipped, neither decayed nor scaled), w 1 with g 0.5: m = 0.05, w = 0.95; m =
+** 0.045 + 0.05 = 0.095, w = 0.855 (adapted, its step would be r = 0.001/0.51 of that). */
+static void test_lars(void **state) {
+  (void)state;
+  fixture f = make();
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_LARS);
+  assert_true(s.momentum == 0.9f && s.weight_decay == 0.0001f && s.eeta == 0.001f && s.epsilon == 0.0f);
+  s.learning_rate = 0.1f;
+  s.weight_decay = 0.01f;
+  md_optimizer *o = run(&f, &s, (const double[2][2]){{0.9999, -1.9998}, {0.99971001, -1.99942002}});
+  assert_int_equal(md_optimizer_num_slots(o), 2);
+  assert_string_equal(md_optimizer_slot(o, 0)->name, "dense/kernel/momentum");
+  assert_true(fabs(md_optimizer_slot(o, 0)->data[1] - (-0.00037998)) < 1e-9);
+  /* its cost a variable adapted: the norms' pass reads w and g, the update reads w, g, m and
+  ** writes w, m: 7 arrays of 4 bytes, 10 FLOPs an element (10 elements: 280 bytes, 100 FLOPs) */
+  md_cost c = {0};
+  float *none[1] = {NULL};
+  md_optimizer_update(&s, 1, NULL, NULL, none, 10, &c);
+  assert_true(c.bytes_moved == 280 && c.flops == 100);
+  md_optimizer_free(o);
+  drop(&f);
+  f = make();
+  md_model_var(f.m, 1)->data[0] = 1.0f;
+  f.g->g[1][0] = 0.5f;
+  o = md_optimizer_new(&s, f.m);
+  md_optimizer_apply(o, f.m, f.g, NULL);
+  assert_true(fabs(md_model_var(f.m, 1)->data[0] - 0.95) < 1e-7);
+  md_optimizer_apply(o, f.m, f.g, NULL);
+  assert_true(fabs(md_model_var(f.m, 1)->data[0] - 0.855) < 1e-7);
+  md_optimizer_free(o);
+  drop(&f);
+}
+
 /* A checkpoint of adam after its first step (the test_adam figures: t = 1, m = 0.1 g) restored
 ** into a fresh optimizer: the second step from the restored state is test_adam's second step to
 ** the bit, which needs t = 1 back too (with t = 0 the step size would be lr_1 again and w2[0]
@@ -308,6 +349,15 @@ static void sparse(const md_optimizer_spec *s, table *t, const int64_t *ids, con
                    md_cost *c) {
   float *slots[2] = {t->s0, t->s1};
   md_optimizer_update_sparse(s, 1, t->w, 4, 2, ids, values, n, slots, c);
+}
+
+/* The batch IDS/VALUES applied once under s to a table whose first slot starts at slot0 (its
+** second at 0). */
+static table sparse_batch(const md_optimizer_spec *s, float slot0) {
+  table t = make_table(slot0, 0);
+  md_cost c = {0};
+  sparse(s, &t, IDS, VALUES, 3, &c);
+  return t;
 }
 
 static void assert_row(const float *a, int r, double x, double y) {
@@ -378,6 +428,24 @@ static void test_sparse_sgd_momentum_rows_only(void **state) {
   assert_row(n.w, 1, 2, 2);
 }
 
+/* LARS's sparse fallback, ResourceSparseApplyMomentum (lr 0.5, momentum 0.5, momentum rows [1 -1]),
+** unique rows only: r2: m = 0.5 + 1.5 = 2, -0.5 + 2.25 = 1.75; w = 3 - 1 = 2, 3 - 0.875 = 2.125;
+** r0: m = 3.5, 3.5; w = 1 - 1.75 = -0.75, -0.75; r1, r3 untouched. */
+static void test_sparse_lars_momentum(void **state) {
+  (void)state;
+  md_optimizer_spec s;
+  md_optimizer_spec_defaults(&s, MD_OPT_LARS);
+  s.learning_rate = 0.5f;
+  s.momentum = 0.5f;
+  table t = sparse_batch(&s, 1);
+  static const double w[4][2] = {{-0.75, -0.75}, {2, 2}, {2, 2.125}, {4, 4}};
+  static const double m[4][2] = {{3.5, 3.5}, {1, -1}, {2, 1.75}, {1, -1}};
+  for (int r = 0; r < 4; r++) {
+    assert_row(t.w, r, w[r][0], w[r][1]);
+    assert_row(t.s0, r, m[r][0], m[r][1]);
+  }
+}
+
 /* Adam b1 0.5, b2 0.75, lr 0.5, eps 0, t 1: lr_t = 0.5 * (sqrt(0.25) / 0.5) = 0.5. m starts
 ** [1 1] on r1 and 0 elsewhere, v 12 on r1 and r3 and 0 on r0 and r2.
 ** r2: m = 0 + 1.5*0.5 = 0.75, v = 0 + 2.25*0.25 = 0.5625, w = 3 - 0.5*0.75/0.75 = 2.5;
@@ -421,9 +489,7 @@ static void test_sparse_adagrad_rows_only(void **state) {
   md_optimizer_spec_defaults(&s, MD_OPT_ADAGRAD);
   s.learning_rate = 0.5f;
   s.epsilon = 0;
-  table t = make_table(0, 0);
-  md_cost c = {0};
-  sparse(&s, &t, IDS, VALUES, 3, &c);
+  table t = sparse_batch(&s, 0);
   assert_row(t.w, 2, 2.5, 2.5);
   assert_row(t.s0, 2, 2.25, 5.0625);
   assert_row(t.w, 0, 0.5, 0.5);
@@ -479,6 +545,8 @@ int main(void) {
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_lamb),
       cmocka_unit_test(test_lamb_zero_norm),
+      cmocka_unit_test(test_lars),
+      cmocka_unit_test(test_sparse_lars_momentum),
       cmocka_unit_test(test_copy_state_resumes),
       cmocka_unit_test(test_sparse_sgd_scatter_adds),
       cmocka_unit_test(test_sparse_sgd_momentum_rows_only),

@@ -342,7 +342,7 @@ static const struct bad_case {
 } BAD[] = {
   {"alias", 3, 10, "model.input", "anchors and aliases"},
   {"allreduce_torus_needs_torus", 11, 53, "strategy.all_reduce", "torus needs a torus to run on"},
-  {"bad_optimizer_kind", 6, 19, "optimizer.kind", "expected one of sgd | adam | adagrad | adamw | lamb"},
+  {"bad_optimizer_kind", 6, 19, "optimizer.kind", "expected one of sgd | adam | adagrad | adamw | lamb | lars"},
   {"bool_wrong", 10, 11, "dataset.repeat", "expected true or false"},
   {"checkpoint_bare_bandwidth", 12, 43, "training.checkpoint.bandwidth", "expected a bandwidth with a unit"},
   {"communication_algorithm_twice", 11, 91, "strategy.communication.implementation", "the algorithm is given twice"},
