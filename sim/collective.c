@@ -535,6 +535,22 @@ static void setup(sim_collective *c) {
   }
 }
 
+void sim__coll_setup_shapes(sim_collective *c, sim_coll_op op, sim_algo algo, size_t count) {
+  assert(!c->running && c->arrived == 0);
+  c->op = op;
+  c->algo = algo;
+  c->root = 0;
+  c->count = count;
+  for (int r = 0; r < c->p; r++) c->bufs[r] = NULL;
+  setup(c);
+}
+
+size_t sim__coll_route(sim_collective *c, int v, int w, sim_time *latency, double *rate) {
+  size_t hops = find_route(c, rank_of(c, v), rank_of(c, w));
+  *rate = route_rate(c, hops, latency);
+  return hops;
+}
+
 /* All ranks are in: sets up the run and, after its start delay, enters round 0 everywhere (or
 ** runs it in closed form: a start delay alone keeps it, the closed form starting when it ends). */
 static void begin(sim_collective *c) {

@@ -217,4 +217,25 @@ int sim_collective_compute(sim_collective *c, sim_coll_op op, sim_algo algo, int
 /* Simulated time of the last completed collective on this group (start to end), for metrics. */
 sim_time sim_collective_last_duration(const sim_collective *c);
 
+/* ---- congruence (collective_congruent.c) ----------------------------------------------------- */
+
+/* Which cpus and links a set of owners (0, 1, ...) uses: a resource claimed by two owners fails
+** the claim. By resource id, so the verdict never depends on addresses. */
+typedef struct sim_claims sim_claims;
+sim_claims *sim_claims_new(void);
+void        sim_claims_free(sim_claims *c);
+/* 0 when the resource is free or already owner's (it is then owner's), -1 when another's. */
+int         sim_claims_cpu(sim_claims *c, const sim_cpu *cpu, int owner);
+int         sim_claims_link(sim_claims *c, const sim_link *link, int owner);
+/* A cpu's FLOP/s now. */
+double      sim_cpu_rate(const sim_cpu *cpu);
+/* 1 if `op` by `algo` over `count` floats on shapes alone takes on b exactly the time it takes on
+** a whenever nothing else uses their links: both idle groups of the same shape with free
+** reductions, the same set-up, plans and routes, link for link (collective_congruent.c,
+** invariant 1); b's links are then claimed for owner (a == b claims a's). 0 when that is not
+** proven (NCCL is never compared), with what was claimed so far kept. Leaves both groups set up
+** for the run, nothing started. */
+int sim_collective_congruent(sim_collective *a, sim_collective *b, sim_coll_op op, sim_algo algo, size_t count,
+                             sim_claims *claims, int owner);
+
 #endif

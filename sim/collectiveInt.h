@@ -253,6 +253,13 @@ void sim__coll_stage_sends(const sim_collective *c, int l, int s, int send, size
 ** x + k + 1 (half 2), an all-gather x - k and x + k, x the sender's member index. */
 void sim__coll_stage_parts(const sim_collective *c, int l, int s, int half, size_t *out);
 
+/* collective.c, for collective_congruent.c: c set up for `op` by `algo` over `count` floats on
+** shapes alone (root 0), as a run's begin sets it up (plan, lanes, rounds, delays), nothing
+** started; only while c is idle. And the route of virtual rank v's sends to virtual rank w in
+** c->hops[0..hops): its hops returned, its latency (their sum) and rate (the slowest link's). */
+void   sim__coll_setup_shapes(sim_collective *c, sim_coll_op op, sim_algo algo, size_t count);
+size_t sim__coll_route(sim_collective *c, int v, int w, sim_time *latency, double *rate);
+
 /* collective_a2a.c: the torus all_to_all. */
 /* Lanes and stages of the run (c->op all_to_all, c->algo torus); returns its rounds. */
 int  sim__coll_a2a_prepare(sim_collective *c);
