@@ -88,6 +88,7 @@ struct mesh_run {
                           ** and place holds the mesh on it */
   const sim_tpu_slice *slice; /* with an fsdp axis placed: slice 0, whose collective cost each
                           ** slice's lines take (the strategy's group, over every slice, has none) */
+  int solo;               /* 1: replica 0 alone runs, for every replica (mesh_solo) */
 };
 
 /* On a torus (a TPU slice's group) the mesh is placed as create_device_mesh places it
@@ -276,15 +277,18 @@ static void line_done(sim_engine *e, sim_collective *c, void *arg) {
   try_start(l->run, l);
 }
 
+/* The floats a line's collective of `floats` runs over: at least one. */
+static size_t line_count(double floats) { return floats > 0 ? (size_t)floats : 1; }
+
 /* Starts the line's next collective once every member has issued it. */
 static void try_start(mesh_run *m, mesh_line *l) {
-  if (l->running || l->ready < l->n) return;
+  if (l->running || l->ready < (m->solo ? 1 : l->n)) return;
   l->running = 1;
   l->began = sim_now(m->engine);
   l->attempt = m->attempt;
   const line_entry *next = &l->queue[l->done & (l->cap - 1)];
   l->kind = next->kind;
-  size_t count = next->floats > 0 ? (size_t)next->floats : 1;
+  size_t count = line_count(next->floats);
   int rc = sim_collective_start(l->group, OPS[l->kind], l->algo, 0, NULL, count, line_done, l);
   assert(rc == SIM_OK);  /* the line ran nothing else, and line_init checked the algorithm */
   (void)rc;
@@ -499,4 +503,44 @@ int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *e
   }
   for (int i = 0; i < compiled; i++) regfree(&re[i]);
   return rc == TR_EXIT_OK ? pipe_check(s, m, err) : rc;
+}
+
+/* ---- one replica for every replica (mesh_symmetric.c) ---------------------------------------- */
+
+/* The floats x's line runs it over (issue and try_start). */
+static size_t line_floats(const cg_transfer *x) { return line_count(x->bytes / 4.0); }
+
+/* Orders collectives by axis, kind and floats, so equal ones sit together. */
+static int by_shape(const void *a, const void *b) {
+  const cg_transfer *x = a, *y = b;
+  size_t fx = line_floats(x), fy = line_floats(y);
+  if (x->axis != y->axis) return (int)x->axis - (int)y->axis;
+  if (x->kind != y->kind) return (int)x->kind - (int)y->kind;
+  return fx < fy ? -1 : fx > fy;
+}
+
+int mesh_congruent(mesh_run *m, const cg_program *p, sim_claims *claims) {
+  size_t nx;
+  const cg_transfer *all = cg_program_collectives(p, &nx);
+  cg_transfer *x = base_xcalloc(nx + 1, sizeof *x);
+  memcpy(x, all, nx * sizeof *x);
+  qsort(x, nx, sizeof *x, by_shape);
+  int ok = 1;
+  for (int i = 0; i < m->nlines && ok; i++) {
+    const mesh_line *l = &m->lines[i], *ref = &m->lines[m->line_of[CG_AXES * 0 + l->axis]];  /* replica 0's */
+    ok = l->n == ref->n && l->algo == ref->algo && (l->group == NULL) == (ref->group == NULL);
+    for (size_t j = 0; j < nx && ok && l->group != NULL; j++)
+      if (x[j].axis == l->axis && (j == 0 || by_shape(&x[j - 1], &x[j]) != 0))
+        ok = sim_collective_congruent(ref->group, l->group, OPS[x[j].kind], l->algo, line_floats(&x[j]), claims, i);
+  }
+  free(x);
+  return ok;
+}
+
+int mesh_lines(const mesh_run *m) { return m->nlines; }
+
+void mesh_solo(mesh_run *m) {
+  m->solo = 1;
+  sim_barrier_free(m->end);
+  m->end = sim_barrier_new(m->engine, 1);
 }

@@ -79,4 +79,15 @@ int mesh_check(const scenario *s, int nreplicas, const md_model *m, scn_error *e
 ** communication). */
 sim_time mesh_waited(const mesh_run *m, int r);
 
+/* One replica for every replica (mesh_symmetric.c). mesh_congruent: 1 if every line of each axis
+** runs each collective p issues over that axis in exactly the time replica 0's line of the axis
+** takes, every line over links no other line uses (sim_collective_congruent, each line claiming
+** its links in claims under its index); 0 when that is not proven. mesh_solo: from now on a
+** line starts its next collective once replica 0 has issued it (its other members, the same,
+** issue it at the same picosecond) and the step's end waits for replica 0 alone. */
+int  mesh_congruent(mesh_run *m, const cg_program *p, sim_claims *claims);
+/* The mesh's lines: the claims' owners 0 .. mesh_lines - 1 are theirs. */
+int  mesh_lines(const mesh_run *m);
+void mesh_solo(mesh_run *m);
+
 #endif

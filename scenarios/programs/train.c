@@ -69,6 +69,7 @@
 #include "sim/compile.h"
 #include "scenarios/programs/accum.h"
 #include "scenarios/programs/embed.h"
+#include "scenarios/programs/mesh_symmetric.h"
 #include "scenarios/programs/mfu.h"
 #include "scenarios/programs/ps_train.h"
 #include "scenarios/programs/validate.h"
@@ -460,7 +461,7 @@ static void replica_main(sim_actor *self, void *arg) {
     if (step == t->first_step && t->compile_ps > 0 && sim_sleep(self, t->compile_ps) != SIM_OK) return;
     marks->compiled = sim_now(t->engine);
     rep->phase = REP_INPUT;
-    if (ds_pipeline_next(t->input, self, r) != SIM_OK) return;
+    if ((t->symmetric ? ds_pipeline_next_vm : ds_pipeline_next)(t->input, self, r) != SIM_OK) return;
     rep->phase = REP_WORKING;
     step = rep->step;  /* a fast-forward while the replica waited moved it */
     marks->fed = sim_now(t->engine);
@@ -597,10 +598,14 @@ static void replica_main(sim_actor *self, void *arg) {
 
 /* ---- attempts (recovery.h's stop and start) --------------------------------------------- */
 
+/* The replicas an attempt runs: replica 0 alone for a symmetric mesh (mesh_symmetric.h). */
+static int spawned(const trainer *t) { return t->symmetric ? 1 : t->nreplicas; }
+
 /* Spawns the input pipeline and the replicas of an attempt that starts at `first`. */
 static void spawn_attempt(trainer *t, long first, sim_time restore) {
   ds_pipeline_spec input = input_spec(t);
   input.first_step = first;
+  input.first_vm_only = t->symmetric;  /* replica 0 alone asks (mesh_symmetric.c, invariant 3) */
   t->first_step = first;
   t->restore_ps = restore;
   t->input = ds_pipeline_new(t->engine, t->strategy, &input, batch_size_of_step, t);
@@ -608,7 +613,7 @@ static void spawn_attempt(trainer *t, long first, sim_time restore) {
   if (t->pipe) pipe_reset(t->pipe);
   char name[48];
   /* A stop asked during set-up is honoured here too: 100,000 workers' stacks take seconds. */
-  for (int r = 0; r < t->nreplicas && !train_stop_request; r++) {
+  for (int r = 0; r < spawned(t) && !train_stop_request; r++) {
     t->replicas[r].stopped = 0;
     snprintf(name, sizeof name, "replica%d", r);
     t->actors[r] = sim_actor_spawn(t->engine, name, replica_main, &t->replicas[r]);
@@ -619,7 +624,7 @@ static void attempt_stop(void *ctx) {
   trainer *t = ctx;
   sim_engine_on_quiet(t->engine, NULL, NULL);
   t->snap_step[0] = t->snap_step[1] = -1;
-  for (int r = 0; r < t->nreplicas; r++) sim_actor_kill(t->actors[r]);
+  for (int r = 0; r < spawned(t); r++) sim_actor_kill(t->actors[r]);
   ds_pipeline_free(t->input);  /* after the replicas, which may wait on its channels */
   t->input = NULL;
 }
@@ -1194,6 +1199,7 @@ static void summarise(trainer *t, run_summary *sum) {
   }
   sum->events = sim_events_processed(t->engine);
   sum->fast_forwarded = t->skipped;
+  sum->simulated_replicas = t->symmetric ? spawned(t) : 0;
   sum->stopped_by = cb_stopped_by(t->cb, &sum->stopped_epoch);
   sum->restored_best = cb_restores_best(t->cb);
   sum->best_epoch = cb_best_epoch(t->cb);
@@ -1285,6 +1291,7 @@ int train_run_cli(const scenario *s, const char *out_dir, int progress, run_summ
     t.snap[1] = sim_snapshot_new();
     t.snap_step[0] = t.snap_step[1] = -1;
     t.applied_step = -1;
+    msym_admit(&t);
     spawn_attempt(&t, 0, 0);
     report_progress_start(&t.rows.progress, stderr, progress, t.in.steps, t.engine);
     train_engine_progress(t.engine, &t.rows.progress);

@@ -1,7 +1,8 @@
 /*
 ** trainSync.h: what the sync program (train.c) shares with its memory model (memory.c): the
 ** trainer and its replicas, and the calls memory.c makes to build a strategy and that train.c
-** makes to reserve each replica's memory (train__). Only those two files include it.
+** makes to reserve each replica's memory (train__). Only those two files include it, and
+** mesh_symmetric.c, whose admission reads the trainer.
 */
 #ifndef PODSIM_TRAIN_SYNC_H
 #define PODSIM_TRAIN_SYNC_H
@@ -137,6 +138,7 @@ struct trainer {
   long snap_step[2];      /* replica 0's step at each (-1: none) */
   long snap_rows[2];      /* rows recorded by then */
   long skipped;           /* steps fast-forward skipped */
+  int symmetric;          /* replica 0 alone is simulated, for every replica (mesh_symmetric.h) */
   long per_epoch;         /* steps per epoch (the run's steps with training.steps: one epoch) */
   cb_fit *cb;             /* training.callbacks (callbacks.h), NULL without */
   long cb_step;           /* the last step handed to it by the running attempt (-1: none) */

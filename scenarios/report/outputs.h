@@ -89,6 +89,8 @@ typedef struct run_summary {
   uint64_t memory_capacity_bytes; /* capacity of that device */
   uint64_t events;        /* engine events processed */
   long   fast_forwarded;  /* steps fast-forward skipped (host work saved: neither hashed nor written) */
+  int    simulated_replicas; /* replicas the engine ran, when fewer than replicas (a symmetric mesh:
+                             scenarios/programs/mesh_symmetric.h; neither hashed nor written), else 0 */
   long   preemptions;     /* preempt faults that struck (scenarios/programs/recovery.h) */
   long   failures;        /* fail faults that struck */
   int    restarts;        /* times the job restarted */

@@ -587,6 +587,8 @@ void report_print_summary(FILE *f, const scenario *s, const char *dir, const run
   fprintf(f, "  outputs       %s/\n", dir);
   fprintf(f, "  events        %llu in %.3f s wall", (unsigned long long)sum->events, sum->wall_s);
   if (sum->fast_forwarded > 0) fprintf(f, ", %ld steps fast-forwarded", sum->fast_forwarded);
+  if (sum->simulated_replicas > 0)
+    fprintf(f, ", %d of %d replicas simulated (symmetric mesh)", sum->simulated_replicas, sum->replicas);
   fputc('\n', f);
   fprintf(f, "run_hash %016llx\n", (unsigned long long)sum->run_hash);
 }

@@ -110,7 +110,7 @@ ds_pipeline *ds_pipeline_new(sim_engine *e, const ds_strategy *s, const ds_pipel
   char name[48];
   /* A stop asked meanwhile leaves the hosts after it without actors: the run it was for ends at
   ** the engine's first stop test, before any event could need them. */
-  for (int i = 0; i < in->nhosts && !sim_stop_asked(e); i++) {
+  for (int i = 0; i < (spec->first_vm_only ? 1 : in->nhosts) && !sim_stop_asked(e); i++) {
     host_pipe *h = &in->hosts[i];
     snprintf(name, sizeof name, "input%d", h->worker);
     h->producer = sim_actor_spawn(e, name, producer_main, h);
@@ -128,6 +128,16 @@ int ds_pipeline_next(ds_pipeline *in, sim_actor *self, int replica) {
   void *batch;
   int rc = sim_channel_put(self, in->requests[replica], NULL);
   if (rc == SIM_OK) rc = sim_channel_get(self, in->ready[replica], &batch);
+  return rc;
+}
+
+int ds_pipeline_next_vm(ds_pipeline *in, sim_actor *self, int replica) {
+  const host_pipe *h = in->hosts;
+  while (replica >= h->first + h->count) h++;
+  void *batch;
+  int rc = SIM_OK;
+  for (int r = h->first; r < h->first + h->count && rc == SIM_OK; r++) rc = sim_channel_put(self, in->requests[r], NULL);
+  for (int r = h->first; r < h->first + h->count && rc == SIM_OK; r++) rc = sim_channel_get(self, in->ready[r], &batch);
   return rc;
 }
 

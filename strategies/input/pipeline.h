@@ -29,6 +29,9 @@ typedef struct ds_pipeline_spec {
   long steps;             /* batches each replica takes in the whole run */
   long first_step;        /* the step of the first batch: a job restarted from a checkpoint
                              resumes its input at the checkpoint's step (default 0) */
+  int first_vm_only;      /* 1: only the first VM's producer (and infeed) runs, for a run that
+                             simulates one replica for its symmetric peers (scenarios/programs/
+                             mesh_symmetric.c), which asks through ds_pipeline_next_vm */
 } ds_pipeline_spec;
 
 /* The examples of one replica's batch at a step (fewer at the end of an epoch, 0 for a replica
@@ -43,6 +46,10 @@ ds_pipeline *ds_pipeline_new(sim_engine *e, const ds_strategy *s, const ds_pipel
 /* Called by replica `replica`'s actor at each step: asks for its next batch and blocks until
 ** the batch is on its device. Returns SIM_OK. */
 int  ds_pipeline_next(ds_pipeline *in, sim_actor *self, int replica);
+/* ds_pipeline_next for every replica of `replica`'s VM at once: asks for each one's next batch,
+** then blocks until all are on their devices, as the VM's replicas asking at the same picosecond
+** would each get theirs (the producer makes and copies them together). */
+int  ds_pipeline_next_vm(ds_pipeline *in, sim_actor *self, int replica);
 /* Fast-forward (sim/sim.h): adds to snap what the pipeline holds, its counters relative to
 ** `step` (the step the replicas are at); the step the furthest of its actors is at, less
 ** `step`; and moves every counter `steps` on, as that many steps would (the caller proves
