@@ -41,6 +41,31 @@ static inline void tu_remove_dir(char *dir) {
   free(dir);
 }
 
+/* The bytes of dir/name (malloc'ed), NULL when it is missing; lines holding any of the strings
+** of skip (NULL-terminated; NULL: none) are left out: summary.json's host figures, which two
+** runs of one scenario need not share. */
+static inline char *tu_slurp(const char *dir, const char *name, const char *const *skip) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    int keep = 1;
+    for (int i = 0; skip != NULL && skip[i] != NULL; i++) keep = keep && strstr(line, skip[i]) == NULL;
+    if (!keep) continue;
+    size_t len = strlen(line);
+    while (n + len + 1 > cap) buf = realloc(buf, cap *= 2);
+    memcpy(buf + n, line, len);
+    n += len;
+  }
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
 /* Reads column `col` (0-based) of a CSV file with a header row into values[0..max); when names
 ** is given, column 0 of each row goes to names[row] too. Returns the row count. */
 static inline int tu_read_column(const char *path, int col, double *values, int max,

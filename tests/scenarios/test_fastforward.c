@@ -25,26 +25,8 @@ typedef struct ffrun {
   char *text[NFILES];     /* each output file (NULL: not written); summary.json without wall_s */
 } ffrun;
 
-/* The file's bytes, NULL when it is missing; summary.json's host time line is dropped. */
-static char *slurp(const char *dir, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "r");
-  if (f == NULL) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    if (strstr(line, "\"wall_s\"") != NULL) continue;
-    size_t len = strlen(line);
-    while (n + len + 1 > cap) buf = realloc(buf, cap *= 2);
-    memcpy(buf + n, line, len);
-    n += len;
-  }
-  buf[n] = 0;
-  fclose(f);
-  return buf;
-}
+/* summary.json's host time: the one line two runs of a scenario need not share. */
+static const char *const HOST_LINES[] = {"\"wall_s\"", NULL};
 
 static void run_once(ffrun *r, const char *file, const char *const *sets, int nsets, int ff) {
   static scenario s;
@@ -57,7 +39,7 @@ static void run_once(ffrun *r, const char *file, const char *const *sets, int ns
   if (scenario_load(tu_src(file), all, nsets + 1, &s, &err) != 0) fail_msg("%s", err.msg);
   char *dir = tu_temp_dir("podsim-ff");
   r->rc = train_run(&s, dir, &r->sum, &err);
-  for (int i = 0; i < NFILES; i++) r->text[i] = slurp(dir, FILES[i]);
+  for (int i = 0; i < NFILES; i++) r->text[i] = tu_slurp(dir, FILES[i], HOST_LINES);
   tu_remove_dir(dir);
 }
 
