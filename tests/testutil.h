@@ -66,6 +66,16 @@ static inline char *tu_slurp(const char *dir, const char *name, const char *cons
   return buf;
 }
 
+/* Two runs' files (tu_slurp's, n of each, named names) are the same bytes, written by both or
+** by neither; `how` says what the first run did differently, for the failure message. */
+static inline void tu_same_files(char *const *a, char *const *b, int n, const char *const *names, const char *file,
+                                 const char *how) {
+  for (int i = 0; i < n; i++) {
+    assert_true((a[i] == NULL) == (b[i] == NULL));
+    if (a[i] != NULL && strcmp(a[i], b[i]) != 0) fail_msg("%s: %s differs %s", file, names[i], how);
+  }
+}
+
 /* Reads column `col` (0-based) of a CSV file with a header row into values[0..max); when names
 ** is given, column 0 of each row goes to names[row] too. Returns the row count. */
 static inline int tu_read_column(const char *path, int col, double *values, int max,

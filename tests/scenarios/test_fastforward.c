@@ -59,11 +59,7 @@ static long same_both_ways(const char *file, const char *const *sets, int nsets,
   assert_int_equal(fast.sum.run_hash, full.sum.run_hash);
   assert_int_equal(fast.sum.events, full.sum.events);
   assert_true(full.text[0] != NULL);  /* metrics.csv, at least */
-  for (int i = 0; i < NFILES; i++) {
-    assert_true((fast.text[i] == NULL) == (full.text[i] == NULL));
-    if (fast.text[i] != NULL && strcmp(fast.text[i], full.text[i]) != 0)
-      fail_msg("%s: %s differs with fast-forward", file, FILES[i]);
-  }
+  tu_same_files(fast.text, full.text, NFILES, FILES, file, "with fast-forward");
   long skipped = fast.sum.fast_forwarded;
   if (sum != NULL) {
     *sum = fast.sum;

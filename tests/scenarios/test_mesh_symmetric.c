@@ -59,11 +59,7 @@ static int same_both_ways(const char *file, const char *const *sets, int nsets) 
   assert_int_equal(fast.sum.run_hash, full.sum.run_hash);
   assert_true(fast.sum.sim_time_s == full.sum.sim_time_s);
   assert_true(full.text[0] != NULL);  /* metrics.csv, at least */
-  for (int i = 0; i < NFILES; i++) {
-    assert_true((fast.text[i] == NULL) == (full.text[i] == NULL));
-    if (fast.text[i] != NULL && strcmp(fast.text[i], full.text[i]) != 0)
-      fail_msg("%s: %s differs with one replica for all", file, FILES[i]);
-  }
+  tu_same_files(fast.text, full.text, NFILES, FILES, file, "with one replica for all");
   int simulated = fast.sum.simulated_replicas;
   if (simulated > 0) {
     assert_int_equal(simulated, 1);
