@@ -21,8 +21,8 @@
 **      program over that axis in the time replica 0's line of the axis takes, on links no other
 **      line (nor the input) uses, then by induction over the engine's events every replica
 **      issues, waits and ends each step at replica 0's picoseconds.
-**   2. The admission (msym_admit) proves each premise of 1 or declines: it needs a mesh of two
-**      axes (a pipeline's stages differ: declined); numerics off; fit; no trace (each replica's
+**   2. The admission (msym_admit) proves each premise of 1 or declines: it needs a mesh without
+**      pipeline stages (they run different layers: declined); numerics off; fit; no trace (each replica's
 **      own track and spans); no faults (a fault strikes one replica or link); no checkpoints,
 **      callbacks or validation (their writes and evaluations are the replicas' own), no embedding
 **      exchange, packs, split variables or synchronized batch normalisation; every step with step
