@@ -119,6 +119,7 @@ int  cg__is_compute(const cg_op *op);
 /* ---- the passes, each in its file ---- */
 void cg__shard(cg_graph *g, const cg_options *o);      /* sharding.c */
 void cg__fuse(cg_graph *g);                            /* fusion.c */
+void cg__batch_stats(cg_graph *g);                     /* batch_stats.c: a GPU's batch norms read twice */
 void cg__schedule(cg_graph *g);                        /* schedule.c */
 void cg__liveness(cg_graph *g, const cg_options *o);   /* liveness.c */
 
