@@ -10,8 +10,9 @@
 ** dx. Without XLA, TensorFlow's FusedBatchNormV3 and its gradient are cuDNN's batch norm kernels,
 ** the same two passes (a statistics kernel, then the apply). The model's op (models/layers/
 ** batch_normalization.c) counts its inputs read once: this pass adds the reduction's read of
-** every activation-sized tensor the op reads (not its gamma, beta or moving statistics, a
-** channel's floats). On a TPU XLA's fusions make the same two passes; the TPU rows' and
+** every activation-sized tensor the op reads, its input and in the backward its output's
+** gradient (not its gamma, beta or moving statistics, nor a synchronized norm's saved
+** statistics: a channel's floats each). On a TPU XLA's fusions make the same two passes; the TPU rows' and
 ** examples' costs are left as they were by this change (its scope is the GPU rows), so there
 ** the op still reads its inputs once (docs/machine.md, "The compile layer").
 */
@@ -23,7 +24,8 @@ void cg__batch_stats(cg_graph *g) {
     if (op->reduce != MD_REDUCE_BATCH) continue;
     for (int k = 0; k < op->nin; k++) {
       const cg_tensor *t = &g->tensors[op->in[k]];
-      if (t->kind != CG_TENSOR_WEIGHT) op->bytes += t->bytes;
+      if (t->kind == CG_TENSOR_INPUT || t->kind == CG_TENSOR_ACTIVATION || t->kind == CG_TENSOR_GRADIENT)
+        op->bytes += t->bytes;
     }
   }
 }
