@@ -64,7 +64,8 @@ typedef struct cg_options {
   int operand_fusion;     /* 1: with fusion, elementwise producers also fuse into a product's
                           ** operands (XLA's TPU backend; on GPUs a product is a cuBLAS or cuDNN
                           ** call reading its operands from HBM) */
-  int gpu_backend;        /* 1: with fusion, XLA's GPU backend: products are library calls (cuBLAS
+  int gpu_backend;        /* 1: a catalogue GPU: a batch norm reads its inputs twice, fused or not
+                          ** (batch_stats.c); with fusion, XLA's GPU backend: products are library calls (cuBLAS
                           ** GEMMs, cuDNN convolutions) taking only what those libraries fuse
                           ** after them (fuse_output.c), and a row's statistics are a kernel apart
                           ** from their use (fuse_input.c); 0: XLA emits them (TPU, CPU) */

@@ -123,6 +123,7 @@ void cg__gpu_row_passes(cg_graph *g);                  /* gpu_rows.c */
 size_t cg__accumulate_kernels(const cg_graph *g, cg_kernel *out);  /* accumulate.c */
 /* Whether producer p and consumer c may share a kernel by their passes (fusion.c's condition 1). */
 int  cg__same_pass(const cg_graph *g, const cg_op *p, const cg_op *c);
+void cg__batch_stats(cg_graph *g);                     /* batch_stats.c: a GPU's batch norms read twice */
 void cg__schedule(cg_graph *g);                        /* schedule.c */
 void cg__liveness(cg_graph *g, const cg_options *o);   /* liveness.c */
 

@@ -39,6 +39,7 @@ struct cg_cache {
 
 void cg_compile(cg_graph *g, const cg_options *o) {
   cg__shard(g, o);
+  if (o->gpu_backend) cg__batch_stats(g);
   g->operand_fusion = o->operand_fusion;
   g->gpu_backend = o->gpu_backend;
   if (o->fusion && o->gpu_backend) cg__gpu_row_passes(g);

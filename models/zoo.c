@@ -5,6 +5,12 @@
 **     of each stage, biases on every convolution, batch normalisation epsilon 1.001e-5).
 **     ZeroPadding2D(3) + Conv2D 7x7 valid is written as same padding, and ZeroPadding2D(1) +
 **     MaxPooling2D(3, 2) likewise: the same output sizes, variables and costs.
+**   resnet50_v1_5: ResNet-50 v1.5 as NVIDIA's DeepLearningExamples (TensorFlow/Classification/
+**     ConvNets, model/blocks/resnet_bottleneck_block.py and conv2d_block.py) and MLPerf's reference
+**     build it: a downsampling block strides its 3x3 convolution, not its first 1x1 (about 6%
+**     more FLOPs: the 3x3 runs at the block's input size), and a convolution followed by batch
+**     normalisation has no bias (conv2d_block's `use_bias=not use_batch_norm`: beta shifts
+**     instead), so no bias is added in the forward or reduced in the backward.
 **   bert: KerasHub's BertBackbone (post-layer-norm encoder blocks, epsilon 1e-12, gelu, dropout
 **     0.1, also on the attention probabilities: TransformerEncoder passes its dropout to the
 **     attention layer, BERT's attention_probs_dropout_prob; none with flash_attention, which
@@ -83,6 +89,7 @@ static const struct preset {
                 .ffn = 32768, .seq_len = 2048, .vocab = 256000, .rope_wavelength = 10000}},
   {"palm_540b", {.family = MD_ZOO_PALM, .layers = 118, .d_model = 18432, .heads = 48, .kv_heads = 1, .head_dim = 256,
                  .ffn = 73728, .seq_len = 2048, .vocab = 256000, .rope_wavelength = 10000}},
+  {"resnet50_v1_5", {.family = MD_ZOO_RESNET50, .image_size = 224, .classes = 1000, .v1_5 = 1}},
 };
 enum { NPRESETS = (int)(sizeof PRESETS / sizeof PRESETS[0]) };
 
@@ -122,29 +129,32 @@ static int add2(builder *b, const char *name, int x, int y) {
   return append(b, (md_layer_spec){.kind = MD_LAYER_ADD}, name, 2, in);
 }
 
-static md_layer_spec conv(int filters, int k, int stride) {
+/* Every convolution of the zoo's ResNet-50 is followed by a batch norm: v1 (Keras) gives it a
+** bias anyway, v1.5 (use_bias false) none. */
+static md_layer_spec conv(int filters, int k, int stride, int v1_5) {
   return (md_layer_spec){.kind = MD_LAYER_CONV2D, .filters = filters, .kernel_size = {k, k},
-                         .strides = {stride, stride}, .padding = MD_PADDING_SAME, .use_bias = 1};
+                         .strides = {stride, stride}, .padding = MD_PADDING_SAME, .use_bias = !v1_5};
 }
 static const md_layer_spec BN = {.kind = MD_LAYER_BATCH_NORMALIZATION, .epsilon = 1.001e-5f};
 static const md_layer_spec RELU = {.kind = MD_LAYER_ACTIVATION, .activation = MD_ACT_RELU};
 
 /* Keras's block1: the bottleneck of 1x1 filters, 3x3 filters, 1x1 4 filters, added to the
-** input or (conv_shortcut) to its 1x1 projection; returns the block's output. */
-static int bottleneck(builder *b, int x, int filters, int stride, int conv_shortcut, const char *name) {
+** input or (conv_shortcut) to its 1x1 projection; returns the block's output. v1 strides the
+** first 1x1, v1.5 the 3x3. */
+static int bottleneck(builder *b, int x, int filters, int stride, int conv_shortcut, int v1_5, const char *name) {
   char n[MD_LAYER_NAME_MAX];
   int shortcut = x;
   if (conv_shortcut) {
-    shortcut = layer_on(b, conv(4 * filters, 1, stride), base_format(n, sizeof n, "%s_0_conv", name), x);
+    shortcut = layer_on(b, conv(4 * filters, 1, stride, v1_5), base_format(n, sizeof n, "%s_0_conv", name), x);
     shortcut = layer(b, BN, base_format(n, sizeof n, "%s_0_bn", name));
   }
-  layer_on(b, conv(filters, 1, stride), base_format(n, sizeof n, "%s_1_conv", name), x);
+  layer_on(b, conv(filters, 1, v1_5 ? 1 : stride, v1_5), base_format(n, sizeof n, "%s_1_conv", name), x);
   layer(b, BN, base_format(n, sizeof n, "%s_1_bn", name));
   layer(b, RELU, base_format(n, sizeof n, "%s_1_relu", name));
-  layer(b, conv(filters, 3, 1), base_format(n, sizeof n, "%s_2_conv", name));
+  layer(b, conv(filters, 3, v1_5 ? stride : 1, v1_5), base_format(n, sizeof n, "%s_2_conv", name));
   layer(b, BN, base_format(n, sizeof n, "%s_2_bn", name));
   layer(b, RELU, base_format(n, sizeof n, "%s_2_relu", name));
-  layer(b, conv(4 * filters, 1, 1), base_format(n, sizeof n, "%s_3_conv", name));
+  layer(b, conv(4 * filters, 1, 1, v1_5), base_format(n, sizeof n, "%s_3_conv", name));
   int main_path = layer(b, BN, base_format(n, sizeof n, "%s_3_bn", name));
   add2(b, base_format(n, sizeof n, "%s_add", name), shortcut, main_path);
   return layer(b, RELU, base_format(n, sizeof n, "%s_out", name));
@@ -153,7 +163,7 @@ static int bottleneck(builder *b, int x, int filters, int stride, int conv_short
 static void resnet50(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
   static const struct { int filters, blocks, stride; } STAGES[4] = {{64, 3, 1}, {128, 4, 2}, {256, 6, 2}, {512, 3, 2}};
   spec->input_shape = (md_shape){.rank = 3, .dim = {z->image_size, z->image_size, 3}};
-  layer(b, conv(64, 7, 2), "conv1_conv");
+  layer(b, conv(64, 7, 2, z->v1_5), "conv1_conv");
   layer(b, BN, "conv1_bn");
   layer(b, RELU, "conv1_relu");
   int x = layer(b, (md_layer_spec){.kind = MD_LAYER_MAX_POOLING2D, .pool_size = {3, 3}, .strides = {2, 2},
@@ -161,7 +171,7 @@ static void resnet50(builder *b, const md_zoo_spec *z, md_model_spec *spec) {
   char name[MD_LAYER_NAME_MAX];
   for (int s = 0; s < 4; s++)
     for (int k = 0; k < STAGES[s].blocks; k++)
-      x = bottleneck(b, x, STAGES[s].filters, k == 0 ? STAGES[s].stride : 1, k == 0,
+      x = bottleneck(b, x, STAGES[s].filters, k == 0 ? STAGES[s].stride : 1, k == 0, z->v1_5,
                      base_format(name, sizeof name, "conv%d_block%d", s + 2, k + 1));
   layer(b, (md_layer_spec){.kind = MD_LAYER_GLOBAL_AVERAGE_POOLING2D}, "avg_pool");
   layer(b, (md_layer_spec){.kind = MD_LAYER_DENSE, .units = z->classes, .activation = MD_ACT_SOFTMAX, .use_bias = 1},

@@ -15,6 +15,9 @@ typedef enum { MD_ZOO_RESNET50 = 0, MD_ZOO_BERT, MD_ZOO_GPT, MD_ZOO_DLRM, MD_ZOO
 typedef struct md_zoo_spec {
   md_zoo_family family;   /* which architecture */
   int image_size;         /* resnet50: input height = width (224) */
+  int v1_5;               /* resnet50: 1 builds ResNet-50 v1.5 as NVIDIA's and MLPerf's references
+                          ** do (a block's stride on its 3x3, no bias on a convolution a batch norm
+                          ** follows); 0 Keras's v1 */
   int classes;            /* resnet50, bert: the classifier's outputs (1000, 2) */
   int layers;             /* bert, gpt: transformer blocks */
   int d_model;            /* bert, gpt: the residual stream's width */
@@ -38,7 +41,7 @@ typedef struct md_zoo_spec {
 
 /* The preset called name ("resnet50", "bert_base", "bert_large", "gpt_125m", "gpt_1_3b",
 ** "gpt_6_7b", "gpt_175b", "dlrm", "graphsage", "llama2_7b", "llama2_13b", "llama2_70b",
-** "llama3_405b", "palm_8b", "palm_62b", "palm_540b") into *z: 0, or -1 when no
+** "llama3_405b", "palm_8b", "palm_62b", "palm_540b", "resnet50_v1_5") into *z: 0, or -1 when no
 ** preset has that name. */
 int md_zoo_preset(const char *name, md_zoo_spec *z);
 /* Preset i's name, in the order above; NULL past the last. */

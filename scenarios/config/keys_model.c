@@ -651,7 +651,7 @@ const key_spec CFG_MODEL_KEYS[] = {
   {.key = "layers", .type = V_FN, .fn = layers_fn, .sub = LAYER_KINDS,
    .schema = "{\"type\":\"array\",\"minItems\":1,\"items\":\"$one\",\"description\":\"the layers in order, each {KIND: {...}} with Keras's names (docs/layers.md)\"}"},
   {.key = "zoo", .type = V_FN, .fn = zoo_fn, .map = ZOO_KEYS,
-   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\",\"dlrm\",\"graphsage\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
+   .schema = "{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"resnet50\",\"bert_base\",\"bert_large\",\"gpt_125m\",\"gpt_1_3b\",\"gpt_6_7b\",\"gpt_175b\",\"dlrm\",\"graphsage\",\"resnet50_v1_5\"]},\"$map\"],\"description\":\"a named architecture (docs/layers.md, Zoo), or {preset: NAME, ...sizes}, in place of input and layers\"}"},
   {.key = "keras", .type = V_FN, .fn = keras_fn,
    .schema = "{\"type\":\"string\",\"description\":\"a Keras model config (model.to_json()), in place of input and layers\"}"},
   {.key = "loss", .type = V_MAP, .sub = LOSS_KEYS},

@@ -59,6 +59,25 @@ static void resnet50_matches_keras(void **state) {
   assert_true(macs >= 0.98 * 3.8e9 && macs <= 1.02 * 4.1e9);
 }
 
+/* ResNet-50 v1.5 (NVIDIA's DeepLearningExamples, MLPerf): Keras's 25,636,712 less the biases of
+** its 53 convolutions, one per filter: conv1 64, conv2 256 + 3 x (64 + 64 + 256) = 1408, conv3
+** 512 + 4 x 768 = 3584, conv4 1024 + 6 x 1536 = 10240, conv5 2048 + 3 x 3072 = 11264: 26,560, so
+** 25,610,152; less the 53,120 moving statistics that is torchvision's resnet50 (v1.5, no conv
+** biases), 25,557,032. The first block of stages 3..5 strides its 3x3 instead of its first 1x1, so
+** that 1x1 runs at the block's input size: (56^2 - 28^2) 256 128 = (28^2 - 14^2) 512 256 =
+** (14^2 - 7^2) 1024 512 = 77,070,336 more multiply-adds each, 462,422,016 FLOPs in all; the
+** biases' adds (1 FLOP an output element) come off and the BN and ReLU after those 1x1s run on 4x
+** the positions, each a few million FLOPs: the difference is within 3% of 462.4e6. */
+static void resnet50_v1_5_matches_torchvision(void **state) {
+  (void)state;
+  built v1 = build("resnet50"), v15 = build("resnet50_v1_5");
+  assert_int_equal(v15.layers, v1.layers);
+  assert_true(v15.params == 25610152);
+  double more = v15.forward - v1.forward;
+  print_message("resnet50_v1_5: %.0f params, %.4g FLOPs forward (v1 + %.4g)\n", v15.params, v15.forward, more);
+  assert_true(fabs(more / 462422016.0 - 1) < 0.03);
+}
+
 /* BERT as HF's bert-*-uncased counts it (335,141,888 large, 109,482,240 base: embeddings with the
 ** 2-row segment table, encoder, pooler), less the segment table podsim leaves out (2 d_model)
 ** plus the 2-class classifier (2 d_model + 2):
@@ -147,7 +166,8 @@ static void zoo_refuses_what_it_cannot_build(void **state) {
   assert_string_equal(md_zoo_preset_name(7), "dlrm");
   assert_string_equal(md_zoo_preset_name(8), "graphsage");
   assert_string_equal(md_zoo_preset_name(9), "llama2_7b");
-  assert_null(md_zoo_preset_name(16));
+  assert_string_equal(md_zoo_preset_name(16), "resnet50_v1_5");
+  assert_null(md_zoo_preset_name(17));
   static md_layer_spec layers[MAX_LAYERS];
   md_model_spec spec;
   md_error err;
@@ -240,6 +260,7 @@ static void zoo_refuses_ungrouped_kv_heads(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(resnet50_matches_keras),
+    cmocka_unit_test(resnet50_v1_5_matches_torchvision),
     cmocka_unit_test(bert_matches_published_counts),
     cmocka_unit_test(gpt_matches_published_counts_and_6n),
     cmocka_unit_test(dlrm_matches_mlperf_reference),
